@@ -1,0 +1,5 @@
+"""``python -m helix`` runs the CLI."""
+
+from helix.cli import main
+
+main()

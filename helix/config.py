@@ -1,0 +1,60 @@
+"""Where helix keeps its data: one function decides, every path comes from it.
+
+Resolution order for the data directory (the ``.helix`` folder):
+
+1. ``HELIX_HOME`` names it directly;
+2. else the nearest ancestor of the working directory that holds a ``.helix/``;
+3. else ``./.helix`` under the working directory (created on first write, never at import).
+
+``HELIX_DB`` overrides only the database file; everything else still lives in the
+data directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_DIR_NAME = ".helix"
+DB_FILE_NAME = "helix.db"
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Every location helix reads or writes, resolved once."""
+
+    home: Path
+    db: Path
+
+    @property
+    def injection_state(self) -> Path:
+        return self.home / "injection-state"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "helix.log"
+
+
+def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> Path:
+    """Return the data directory for ``start`` (default: cwd). Pure: creates nothing."""
+    env = os.environ if env is None else env
+    if env.get("HELIX_HOME"):
+        return Path(env["HELIX_HOME"]).expanduser().absolute()
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / DATA_DIR_NAME).is_dir():
+            return folder / DATA_DIR_NAME
+    return here / DATA_DIR_NAME
+
+
+def resolve(start: Path | None = None, env: dict[str, str] | None = None) -> Paths:
+    """Resolve the data directory and database path. Pure: creates nothing."""
+    env = os.environ if env is None else env
+    home = find_home(start, env)
+    db = (
+        Path(env["HELIX_DB"]).expanduser().absolute()
+        if env.get("HELIX_DB")
+        else home / DB_FILE_NAME
+    )
+    return Paths(home=home, db=db)

@@ -1,0 +1,30 @@
+"""The small family of errors the library raises.
+
+The CLI turns each into one line on stderr: ``HelixError`` and its subclasses exit 1
+("could not do it"), ``InvalidInput`` exits 2 only when raised while parsing the
+command line (click handles that); from the library it is still exit 1.
+"""
+
+
+class HelixError(Exception):
+    """Base class: something helix could not do, with a message fit for a user."""
+
+
+class NotFound(HelixError):
+    """A named thing (insight, edge, archive entry) does not exist."""
+
+
+class InvalidInput(HelixError):
+    """The caller passed something malformed: bad JSON, unknown kind, empty query."""
+
+
+class Rejected(HelixError):
+    """Content refused by a rule (too short, too long, flagged by the safety screen)."""
+
+
+class StoreError(HelixError):
+    """The database cannot be opened or written (corrupt, read-only, newer schema)."""
+
+
+class ModelUnavailable(HelixError):
+    """The embedding model's files are missing or do not match their pinned hashes."""

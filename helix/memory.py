@@ -1,0 +1,1374 @@
+"""The insight memory: store, recall, feedback, graph, and upkeep over one SQLite file.
+
+Every public method is one library call that the CLI exposes as ``helix memory
+<verb>``. Results are plain JSON-ready dicts. Writes that read before they write run
+in one ``BEGIN IMMEDIATE`` transaction, so concurrent hook processes serialise
+instead of losing updates.
+
+Learning rule (``feedback``): an outcome has a value (delivered 1, partial 0.5,
+blocked 0). Insights credited as causal move toward that value by an exponential
+moving average; insights that were injected but not causal erode a little toward
+neutral (0.5), because being present without mattering is weak evidence either way.
+An unverified outcome (the agent's word, not a verify command's exit code) can only
+lower effectiveness, never raise it. Every change is an append-only feedback event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from helix import config, db, insight, ranking
+from helix.embeddings import Embedder, get_embedder, to_blob
+from helix.errors import InvalidInput, NotFound, Rejected
+from helix.migrations import KINDS, RELATIONS
+from helix.vectors import VectorIndex
+
+DUPLICATE_THRESHOLD = 0.85
+LINK_THRESHOLD = 0.60
+MAX_LINKS = 5
+CAUSAL_RATE = 0.25  # EMA step toward the outcome value for causal insights
+EROSION_RATE = 0.10  # step toward neutral for injected-but-not-causal insights
+OUTCOMES = {"delivered": 1.0, "plan_complete": 1.0, "partial": 0.5, "blocked": 0.0, "skipped": None}
+INTENTS = tuple(ranking.INTENT_KINDS)
+MAX_LIMIT = 100
+MAX_HOPS = 3
+RECENT_DAYS = 7
+SUCCESS_WORDS = re.compile(r"\b(delivered|success|succeeded|passed|solved|done|fixed|ok)\b", re.I)
+
+_COLUMNS = (
+    "id, name, content, kind, tags, source, embedding, model, effectiveness, use_count, "
+    "helped, failed, created_at, last_used, last_feedback_at"
+)
+
+
+def _now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+class Memory:
+    """The insight store of one project.
+
+    ``Memory.open()`` resolves the location with :mod:`helix.config`; pass ``path``
+    to pick a file, or ``path=None, in_memory=True`` for a scratch store. The
+    embedder loads lazily: opening, health, get, feedback and edges never load it.
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = _now_utc,
+    ):
+        self.path = Path(path).absolute() if path is not None else None
+        self.conn, self.backup = db.connect(self.path)
+        self._embedder = embedder
+        self._clock = clock
+        self._index: VectorIndex | None = None
+
+    @classmethod
+    def open(
+        cls,
+        create: bool = True,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = _now_utc,
+    ) -> Memory:
+        """Open the project's store. With ``create=False`` a missing store opens as an
+        empty in-memory one, so read-only commands never litter a directory."""
+        paths = config.resolve()
+        if not create and not paths.db.exists():
+            return cls(None, embedder=embedder, clock=clock)
+        return cls(paths.db, embedder=embedder, clock=clock)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- helpers
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def _model_id(self) -> str:
+        """The current model id without loading weights."""
+        return self.embedder.model_id
+
+    def _vectors(self) -> VectorIndex:
+        embedder = self.embedder
+        if self._index is None or self._index.model_id != embedder.model_id:
+            self._index = VectorIndex(embedder.model_id, embedder.dim)
+        self._index.refresh(self.conn)
+        return self._index
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+        if vectors.shape != (len(texts), self.embedder.dim):
+            raise InvalidInput(
+                f"embedder returned shape {vectors.shape}, expected "
+                f"({len(texts)}, {self.embedder.dim})"
+            )
+        return vectors
+
+    def _now(self) -> str:
+        return _stamp(self._clock())
+
+    def _row(self, name: str) -> sqlite3.Row | tuple:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM insight WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no insight named {name!r}")
+        return row
+
+    def _files_of(self, ids: Iterable[int]) -> dict[int, list[str]]:
+        ids = list(ids)
+        out: dict[int, list[str]] = {i: [] for i in ids}
+        for chunk in _chunks(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for insight_id, pattern in self.conn.execute(
+                f"SELECT insight_id, pattern FROM insight_file WHERE insight_id IN ({marks}) "
+                "ORDER BY pattern",
+                chunk,
+            ):
+                out[insight_id].append(pattern)
+        return out
+
+    def _public(self, row: tuple, files: list[str]) -> dict[str, Any]:
+        (
+            _id,
+            name,
+            content,
+            kind,
+            tags,
+            source,
+            _emb,
+            model,
+            eff,
+            uses,
+            helped,
+            failed,
+            created,
+            last_used,
+            last_fb,
+        ) = row
+        return {
+            "name": name,
+            "content": content,
+            "kind": kind,
+            "tags": json.loads(tags),
+            "source": source,
+            "files": files,
+            "effectiveness": round(eff, 4),
+            "use_count": uses,
+            "helped": helped,
+            "failed": failed,
+            "confidence": insight.confidence(eff, helped, failed),
+            "model": model,
+            "created_at": created,
+            "last_used": last_used,
+            "last_feedback_at": last_fb,
+        }
+
+    # ------------------------------------------------------------------- store
+    def store(
+        self,
+        content: str,
+        kind: str | None = None,
+        tags: Iterable[str] | None = None,
+        source: str = "",
+        files: Iterable[str] | None = None,
+    ) -> dict[str, Any]:
+        """Add an insight, or merge it into a near-duplicate (cosine >= 0.85).
+
+        Returns ``{"status": "added"|"merged", "name": ...}``. Raises Rejected for
+        content that is too short, too long or flagged by the safety screen.
+        """
+        item = self._prepare(content, kind, tags, source, files)
+        vector = self._embed([item["content"]])[0]
+        with db.write(self.conn):
+            index = self._vectors()
+            result = self._insert_or_merge(item, vector, index)
+            index.mark_current(self.conn)
+        return result
+
+    def _prepare(
+        self, content: Any, kind: str | None, tags: Any, source: Any, files: Any
+    ) -> dict[str, Any]:
+        text = insight.clean_content(content)
+        clean_tags = insight.clean_tags(tags)
+        clean_source = insight.clean_source(source)
+        insight.screen(text, clean_tags, clean_source)
+        chosen = insight.check_kind(kind) if kind else insight.infer_kind(text, clean_tags)
+        return {
+            "content": text,
+            "kind": chosen,
+            "tags": clean_tags,
+            "source": clean_source,
+            "files": insight.clean_files(files),
+        }
+
+    def _insert_or_merge(
+        self,
+        item: dict[str, Any],
+        vector: np.ndarray,
+        index: VectorIndex,
+        evidence: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Inside an open write transaction: dedupe against ``index`` and write."""
+        sims = index.similarities(vector)
+        now = self._now()
+        if sims.size:
+            best = int(np.argmax(sims))
+            if sims[best] >= DUPLICATE_THRESHOLD:
+                return self._merge(
+                    int(index.ids[best]), float(sims[best]), item, vector, index, now
+                )
+        name = self._unique_name(item["content"])
+        values = {
+            "effectiveness": insight.NEUTRAL,
+            "use_count": 0,
+            "helped": 0.0,
+            "failed": 0.0,
+            "created_at": now,
+            "last_used": None,
+            "last_feedback_at": None,
+        }
+        if evidence:
+            values.update({k: evidence[k] for k in values if evidence.get(k) is not None})
+        cursor = self.conn.execute(
+            "INSERT INTO insight(name, content, kind, tags, source, embedding, model, "
+            "effectiveness, use_count, helped, failed, created_at, last_used, last_feedback_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                name,
+                item["content"],
+                item["kind"],
+                json.dumps(item["tags"]),
+                item["source"],
+                to_blob(vector),
+                index.model_id,
+                values["effectiveness"],
+                values["use_count"],
+                values["helped"],
+                values["failed"],
+                values["created_at"],
+                values["last_used"],
+                values["last_feedback_at"],
+            ),
+        )
+        new_id = int(cursor.lastrowid)
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+            [(new_id, f) for f in item["files"]],
+        )
+        linked = []
+        if sims.size:
+            candidates = np.nonzero((sims >= LINK_THRESHOLD) & (sims < DUPLICATE_THRESHOLD))[0]
+            for row in candidates[np.argsort(-sims[candidates])][:MAX_LINKS]:
+                other = int(index.ids[row])
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+                    "VALUES (?, ?, 'similar', ?, ?)",
+                    (new_id, other, round(float(sims[row]), 4), now),
+                )
+                linked.append(other)
+        index.add(new_id, vector)
+        result = {"status": "added", "name": name, "kind": item["kind"]}
+        if linked:
+            result["linked"] = self._names_of(linked)
+        return result
+
+    def _merge(
+        self,
+        existing_id: int,
+        similarity: float,
+        item: dict[str, Any],
+        vector: np.ndarray,
+        index: VectorIndex,
+        now: str,
+    ) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT name, content, tags, helped, failed FROM insight WHERE id = ?", (existing_id,)
+        ).fetchone()
+        name, content, tags_json, helped, failed = row
+        tags = insight.clean_tags(json.loads(tags_json) + item["tags"])[: insight.MAX_TAGS]
+        # The better wording: an insight with verified outcomes keeps the words that
+        # earned them; otherwise the more detailed (longer) text wins.
+        keep_incoming = helped + failed == 0 and len(item["content"]) > len(content)
+        if keep_incoming:
+            self.conn.execute(
+                "UPDATE insight SET content = ?, embedding = ?, tags = ? WHERE id = ?",
+                (item["content"], to_blob(vector), json.dumps(tags), existing_id),
+            )
+            index.add(existing_id, vector)
+        else:
+            self.conn.execute(
+                "UPDATE insight SET tags = ? WHERE id = ?", (json.dumps(tags), existing_id)
+            )
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+            [(existing_id, f) for f in item["files"]],
+        )
+        self.conn.execute(
+            "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                name,
+                content if keep_incoming else item["content"],
+                round(similarity, 4),
+                "incoming" if keep_incoming else "existing",
+                item["source"],
+                now,
+            ),
+        )
+        return {
+            "status": "merged",
+            "name": name,
+            "similarity": round(similarity, 4),
+            "kept": "incoming" if keep_incoming else "existing",
+        }
+
+    def _unique_name(self, content: str) -> str:
+        base = insight.slug_base(content)
+        candidate = base
+        attempt = 0
+        while (
+            self.conn.execute("SELECT 1 FROM insight WHERE name = ?", (candidate,)).fetchone()
+            or self.conn.execute("SELECT 1 FROM archive WHERE name = ?", (candidate,)).fetchone()
+        ):
+            attempt += 1
+            candidate = insight.slug_variant(base, content, attempt)
+        return candidate
+
+    def _names_of(self, ids: Iterable[int]) -> list[str]:
+        ids = list(ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        names = dict(self.conn.execute(f"SELECT id, name FROM insight WHERE id IN ({marks})", ids))
+        return [names[i] for i in ids if i in names]
+
+    def store_many(
+        self,
+        items: Sequence[dict[str, Any]],
+        batch_size: int = 256,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Store many insights with batched embedding; the same dedup rule as store.
+
+        Each item is a dict of store() arguments, optionally with ``effectiveness``,
+        ``helped``, ``failed``, ``use_count``, ``created_at``, ``last_used``,
+        ``embedding`` (list of floats) and ``model``. Invalid items are reported, not
+        fatal. One transaction per batch.
+        """
+        report: dict[str, Any] = {"added": 0, "merged": 0, "rejected": [], "names": []}
+        prepared: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        for position, raw in enumerate(items):
+            try:
+                if not isinstance(raw, dict):
+                    raise InvalidInput("each item must be a JSON object")
+                item = self._prepare(
+                    raw.get("content"),
+                    raw.get("kind"),
+                    raw.get("tags"),
+                    raw.get("source", ""),
+                    raw.get("files"),
+                )
+                prepared.append((position, item, _evidence(raw)))
+            except (InvalidInput, Rejected) as exc:
+                report["rejected"].append({"item": position, "reason": str(exc)})
+        done = 0
+        for chunk in _chunks(prepared, batch_size):
+            vectors = self._vectors_for(chunk)
+            with db.write(self.conn):
+                index = self._vectors()
+                for (_pos, item, evidence), vector in zip(chunk, vectors, strict=True):
+                    result = self._insert_or_merge(item, vector, index, evidence)
+                    report[result["status"]] += 1
+                    report["names"].append(result["name"])
+                    if result["status"] == "added" and evidence.get("effectiveness") is not None:
+                        self._log_import_evidence(result["name"], evidence)
+                index.mark_current(self.conn)
+            done += len(chunk)
+            if on_progress:
+                on_progress(done)
+        return report
+
+    def _vectors_for(
+        self, chunk: Sequence[tuple[int, dict[str, Any], dict[str, Any]]]
+    ) -> np.ndarray:
+        """Reuse shipped embeddings of the current model; embed the rest in one batch."""
+        dim, model = self.embedder.dim, self._model_id()
+        vectors = np.zeros((len(chunk), dim), dtype=np.float32)
+        missing = []
+        for n, (_pos, _item, evidence) in enumerate(chunk):
+            shipped = evidence.get("embedding")
+            if shipped is not None and evidence.get("model") == model and len(shipped) == dim:
+                vec = np.asarray(shipped, dtype=np.float32)
+                norm = float(np.linalg.norm(vec))
+                if norm > 0 and np.isfinite(norm):
+                    vectors[n] = vec / norm
+                    continue
+            missing.append(n)
+        if missing:
+            vectors[missing] = self._embed([chunk[n][1]["content"] for n in missing])
+        return vectors
+
+    def _log_import_evidence(self, name: str, evidence: dict[str, Any]) -> None:
+        """Imported effectiveness is recorded as an event, so it stays traceable."""
+        self.conn.execute(
+            "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+            "effectiveness, created_at) VALUES (?, ?, 'import', 0, 0, ?, ?, ?)",
+            (
+                name,
+                evidence.get("import_source"),
+                round(evidence["effectiveness"] - insight.NEUTRAL, 6),
+                evidence["effectiveness"],
+                self._now(),
+            ),
+        )
+
+    # ------------------------------------------------------------------ recall
+    def recall(
+        self,
+        query: str,
+        limit: int = 5,
+        min_relevance: float = 0.35,
+        kinds: Iterable[str] | None = None,
+        tags: Iterable[str] | None = None,
+        files: Iterable[str] | None = None,
+        suppress_names: Iterable[str] | None = None,
+        intent: str | None = None,
+        graph_hops: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
+
+        Dense cosine, FTS5 BM25 and file-pattern matches are fused into one
+        relevance (see :mod:`helix.ranking`); direct hits must reach
+        ``min_relevance``. ``graph_hops`` adds neighbours of the hits, discounted
+        and marked ``_hop``/``_via``, never above the hit that led to them.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("the query is empty")
+        query = query.strip()[: insight.MAX_CONTENT]
+        if not 1 <= int(limit) <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+        if not 0.0 <= float(min_relevance) <= 1.0:
+            raise InvalidInput("min_relevance must be between 0 and 1")
+        if intent is not None and intent not in ranking.INTENT_KINDS:
+            raise InvalidInput(f"unknown intent {intent!r}; one of: {', '.join(INTENTS)}")
+        if not 0 <= int(graph_hops) <= MAX_HOPS:
+            raise InvalidInput(f"graph_hops must be between 0 and {MAX_HOPS}")
+        kind_set = {insight.check_kind(k) for k in kinds} if kinds else None
+        tag_set = set(insight.clean_tags(tags)) if tags else None
+        suppressed = set(suppress_names or ())
+        file_list = insight.clean_files(files) if files else []
+
+        if self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None:
+            return []  # nothing to find: do not pay for loading the model
+        pool = max(50, limit * 10)
+        index = self._vectors()
+        qvec = self._embed([query])[0]
+        dense = dict(index.top(qvec, pool))
+        lexical = ranking.normalise_bm25(self._keyword_hits(query, pool))
+        file_hits = self._file_hits(file_list) if file_list else set()
+
+        candidates = set(dense) | set(lexical) | file_hits
+        rows = self._rows_by_id(candidates)
+        files_of = self._files_of(rows)
+        now = self._clock()
+        hits: list[dict[str, Any]] = []
+        for insight_id, row in rows.items():
+            vector_ok = index.vector(insight_id) is not None
+            cos = dense.get(insight_id)
+            if cos is None and vector_ok:
+                cos = float(index.vector(insight_id) @ qvec)
+            relevance = ranking.fuse_relevance(
+                cos if vector_ok else None, lexical.get(insight_id, 0.0), insight_id in file_hits
+            )
+            if relevance < min_relevance:
+                continue
+            result = self._scored(row, files_of[insight_id], relevance, now, intent, hop=0)
+            result["_signals"] = {
+                "dense": None if cos is None else round(cos, 4),
+                "lexical": round(lexical.get(insight_id, 0.0), 4),
+                "file": insight_id in file_hits,
+            }
+            if self._keep(result, kind_set, tag_set, suppressed):
+                hits.append(result)
+        hits.sort(key=lambda r: (-r["_score"], r["name"]))
+        if graph_hops:
+            hits = self._expand(hits, graph_hops, now, intent, kind_set, tag_set, suppressed)
+        return hits[:limit]
+
+    @staticmethod
+    def _keep(
+        result: dict[str, Any], kinds: set[str] | None, tags: set[str] | None, suppressed: set[str]
+    ) -> bool:
+        if result["name"] in suppressed:
+            return False
+        if kinds is not None and result["kind"] not in kinds:
+            return False
+        return not (tags is not None and not tags.intersection(result["tags"]))
+
+    def _scored(
+        self,
+        row: tuple,
+        files: list[str],
+        relevance: float,
+        now: datetime,
+        intent: str | None,
+        hop: int,
+    ) -> dict[str, Any]:
+        result = self._public(row, files)
+        days = ranking.idle_days(result["last_used"], result["created_at"], now)
+        eff = row[8]
+        result.update(
+            {
+                "_relevance": round(relevance, 4),
+                "_effectiveness": round(eff, 4),
+                "_score": round(ranking.score(relevance, eff, result["kind"], days, intent), 6),
+                "_hop": hop,
+                "_confidence": result["confidence"],
+            }
+        )
+        return result
+
+    def _rows_by_id(self, ids: Iterable[int]) -> dict[int, tuple]:
+        out: dict[int, tuple] = {}
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT {_COLUMNS} FROM insight WHERE id IN ({marks})", chunk
+            ):
+                out[row[0]] = row
+        return out
+
+    def _keyword_hits(self, query: str, limit: int) -> dict[int, float]:
+        terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
+        terms = [t for t in terms if t not in insight.STOPWORDS] or terms
+        if not terms:
+            return {}
+        expression = " OR ".join('"' + t.replace('"', "") + '"' for t in dict.fromkeys(terms[:32]))
+        try:
+            rows = self.conn.execute(
+                "SELECT rowid, bm25(insight_fts) FROM insight_fts WHERE insight_fts MATCH ? "
+                "ORDER BY bm25(insight_fts) LIMIT ?",
+                (expression, limit),
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return {}
+        return {int(r[0]): float(r[1]) for r in rows}
+
+    def _file_hits(self, files: list[str]) -> set[int]:
+        """Insights whose file patterns match any of ``files`` (globs, exact paths,
+        or directory prefixes such as ``src/auth/``)."""
+        hits: set[int] = set()
+        for insight_id, pattern in self.conn.execute(
+            "SELECT insight_id, pattern FROM insight_file"
+        ):
+            for path in files:
+                if _path_matches(pattern, path):
+                    hits.add(insight_id)
+                    break
+        return hits
+
+    def _expand(
+        self,
+        hits: list[dict[str, Any]],
+        hops: int,
+        now: datetime,
+        intent: str | None,
+        kinds: set[str] | None,
+        tags: set[str] | None,
+        suppressed: set[str],
+    ) -> list[dict[str, Any]]:
+        seen = {h["name"] for h in hits} | suppressed
+        frontier = hits
+        found: list[dict[str, Any]] = []
+        for hop in range(1, hops + 1):
+            best: dict[str, dict[str, Any]] = {}
+            for parent in frontier:
+                for neighbour_id, weight in self._neighbour_ids(parent["name"]):
+                    row = self._rows_by_id([neighbour_id]).get(neighbour_id)
+                    if row is None or row[1] in seen:
+                        continue
+                    relevance = (
+                        parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
+                    )
+                    if relevance <= 0:
+                        continue
+                    result = self._scored(
+                        row,
+                        self._files_of([neighbour_id])[neighbour_id],
+                        relevance,
+                        now,
+                        intent,
+                        hop,
+                    )
+                    # Never above the hit that led here.
+                    result["_score"] = round(
+                        min(result["_score"], parent["_score"] * ranking.HOP_DISCOUNT), 6
+                    )
+                    result["_via"] = parent["name"]
+                    if not self._keep(result, kinds, tags, set()):
+                        continue
+                    current = best.get(result["name"])
+                    if current is None or result["_score"] > current["_score"]:
+                        best[result["name"]] = result
+            frontier = sorted(best.values(), key=lambda r: -r["_score"])
+            seen.update(best)
+            found.extend(frontier)
+            if not frontier:
+                break
+        merged = hits + found
+        merged.sort(key=lambda r: (-r["_score"], r["_hop"], r["name"]))
+        return merged
+
+    def _neighbour_ids(self, name: str) -> list[tuple[int, float]]:
+        return self.conn.execute(
+            "SELECT e.to_id, e.weight FROM edge e JOIN insight i ON i.id = e.from_id WHERE i.name = ? "
+            "UNION ALL "
+            "SELECT e.from_id, e.weight FROM edge e JOIN insight i ON i.id = e.to_id WHERE i.name = ?",
+            (name, name),
+        ).fetchall()
+
+    # --------------------------------------------------------------- get/list
+    def get(self, name: str) -> dict[str, Any]:
+        """One insight by name, with its file patterns. Raises NotFound."""
+        row = self._row(name)
+        return self._public(row, self._files_of([row[0]])[row[0]])
+
+    def history(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
+        """The feedback events behind an insight's effectiveness, newest first."""
+        rows = self.conn.execute(
+            "SELECT task_id, outcome, verified, causal, delta, effectiveness, created_at "
+            "FROM feedback_event WHERE insight = ? ORDER BY id DESC LIMIT ?",
+            (name, limit),
+        )
+        return [
+            {
+                "task_id": t,
+                "outcome": o,
+                "verified": bool(v),
+                "causal": bool(c),
+                "delta": d,
+                "effectiveness": e,
+                "at": at,
+            }
+            for t, o, v, c, d, e, at in rows
+        ]
+
+    def list(
+        self,
+        kind: str | None = None,
+        tag: str | None = None,
+        limit: int = 50,
+        order: str = "effectiveness",
+    ) -> list[dict[str, Any]]:
+        """Insights for people: by effectiveness (default), recent or name."""
+        orders = {
+            "effectiveness": "effectiveness DESC, name",
+            "recent": "created_at DESC, name",
+            "name": "name",
+            "uses": "use_count DESC, name",
+        }
+        if order not in orders:
+            raise InvalidInput(f"unknown order {order!r}; one of: {', '.join(orders)}")
+        clauses, params = [], []
+        if kind:
+            clauses.append("kind = ?")
+            params.append(insight.check_kind(kind))
+        if tag:
+            clauses.append("EXISTS (SELECT 1 FROM json_each(insight.tags) WHERE value = ?)")
+            params.append(tag.lower())
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM insight {where} ORDER BY {orders[order]} LIMIT ?",
+            (*params, int(limit)),
+        ).fetchall()
+        files = self._files_of(r[0] for r in rows)
+        return [self._public(r, files[r[0]]) for r in rows]
+
+    # ---------------------------------------------------------------- feedback
+    def feedback(
+        self,
+        names: Sequence[str],
+        outcome: str,
+        causal_names: Sequence[str] | None = None,
+        task_id: str | None = None,
+        verified: bool = True,
+    ) -> dict[str, Any]:
+        """Apply one task's outcome to the insights that were injected into it.
+
+        ``causal_names`` (default: all of ``names``) move toward the outcome value;
+        the rest erode toward neutral. Unverified outcomes can only lower scores.
+        Names that no longer exist are reported under ``missing``; if none exist,
+        NotFound. Atomic: one BEGIN IMMEDIATE transaction.
+        """
+        if outcome not in OUTCOMES:
+            raise InvalidInput(f"unknown outcome {outcome!r}; one of: {', '.join(OUTCOMES)}")
+        names = _name_list(names, "names")
+        causal = (
+            set(_name_list(causal_names, "causal_names"))
+            if causal_names is not None
+            else set(names)
+        )
+        names = list(dict.fromkeys([*names, *sorted(causal - set(names))]))
+        if not names:
+            raise InvalidInput("no insight names given")
+        value = OUTCOMES[outcome]
+        now = self._now()
+        updated, missing = [], []
+        with db.write(self.conn):
+            for name in names:
+                row = self.conn.execute(
+                    "SELECT effectiveness, helped, failed FROM insight WHERE name = ?", (name,)
+                ).fetchone()
+                if row is None:
+                    missing.append(name)
+                    continue
+                before, helped, failed = row
+                is_causal = name in causal
+                after = _learn(before, value, is_causal, verified)
+                if value is not None and is_causal and verified:
+                    helped += value
+                    failed += 1.0 - value
+                self.conn.execute(
+                    "UPDATE insight SET effectiveness = ?, helped = ?, failed = ?, "
+                    "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
+                    (after, helped, failed, 0 if value is None else 1, now, now, name),
+                )
+                self.conn.execute(
+                    "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+                    "effectiveness, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        name,
+                        task_id,
+                        outcome,
+                        int(verified),
+                        int(is_causal),
+                        round(after - before, 6),
+                        after,
+                        now,
+                    ),
+                )
+                updated.append(
+                    {
+                        "name": name,
+                        "before": round(before, 4),
+                        "after": round(after, 4),
+                        "causal": is_causal,
+                    }
+                )
+            if not updated:
+                raise NotFound(f"none of these insights exist: {', '.join(missing)}")
+            if outcome == "delivered" and verified:
+                self._strengthen_co_occurrence([u["name"] for u in updated if u["causal"]], now)
+        return {
+            "outcome": outcome,
+            "verified": verified,
+            "task_id": task_id,
+            "updated": updated,
+            "missing": missing,
+        }
+
+    def _strengthen_co_occurrence(self, names: list[str], now: str) -> None:
+        """Insights that together helped one verified delivery get a co_occurs edge."""
+        ids = [
+            self.conn.execute("SELECT id FROM insight WHERE name = ?", (n,)).fetchone()[0]
+            for n in sorted(names)[:MAX_LINKS]
+        ]
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                self.conn.execute(
+                    "INSERT INTO edge(from_id, to_id, relation, weight, created_at) "
+                    "VALUES (?, ?, 'co_occurs', 0.5, ?) ON CONFLICT(from_id, to_id, relation) "
+                    "DO UPDATE SET weight = min(1.0, weight + 0.1)",
+                    (a, b, now),
+                )
+
+    # ------------------------------------------------------------------- graph
+    def edge(
+        self, from_name: str, to_name: str, relation: str, weight: float = 1.0
+    ) -> dict[str, Any]:
+        """Create an edge, or set the weight of the existing one. Weight in (0, 1]."""
+        insight.check_relation(relation)
+        weight = float(weight)
+        if not 0.0 < weight <= 1.0:
+            raise InvalidInput("edge weight must be in (0, 1]")
+        if from_name == to_name:
+            raise InvalidInput("an insight cannot have an edge to itself")
+        with db.write(self.conn):
+            a, b = self._id(from_name), self._id(to_name)
+            existed = self.conn.execute(
+                "SELECT 1 FROM edge WHERE from_id = ? AND to_id = ? AND relation = ?",
+                (a, b, relation),
+            ).fetchone()
+            self.conn.execute(
+                "INSERT INTO edge(from_id, to_id, relation, weight, created_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(from_id, to_id, relation) DO UPDATE SET weight = excluded.weight",
+                (a, b, relation, weight, self._now()),
+            )
+        return {
+            "status": "updated" if existed else "created",
+            "from": from_name,
+            "to": to_name,
+            "relation": relation,
+            "weight": weight,
+        }
+
+    def _id(self, name: str) -> int:
+        row = self.conn.execute("SELECT id FROM insight WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise NotFound(f"no insight named {name!r}")
+        return int(row[0])
+
+    def edges(self, name: str | None = None, relation: str | None = None) -> list[dict[str, Any]]:
+        """Edges touching ``name`` (either end) and/or of one relation."""
+        clauses, params = [], []
+        if name is not None:
+            self._id(name)
+            clauses.append("(f.name = ? OR t.name = ?)")
+            params += [name, name]
+        if relation is not None:
+            clauses.append("e.relation = ?")
+            params.append(insight.check_relation(relation))
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self.conn.execute(
+            "SELECT f.name, t.name, e.relation, e.weight, e.created_at FROM edge e "
+            "JOIN insight f ON f.id = e.from_id JOIN insight t ON t.id = e.to_id "
+            f"{where} ORDER BY e.weight DESC, f.name, t.name",
+            params,
+        )
+        return [
+            {"from": a, "to": b, "relation": r, "weight": w, "created_at": c}
+            for a, b, r, w, c in rows
+        ]
+
+    def neighbors(
+        self, name: str, relation: str | None = None, limit: int = 5
+    ) -> list[dict[str, Any]]:
+        """Insights one edge away from ``name``, strongest edge first."""
+        out = []
+        for e in self.edges(name, relation):
+            other = e["to"] if e["from"] == name else e["from"]
+            direction = "out" if e["from"] == name else "in"
+            item = self.get(other)
+            item.update(
+                {"_relation": e["relation"], "_weight": e["weight"], "_direction": direction}
+            )
+            out.append(item)
+            if len(out) >= limit:
+                break
+        return out
+
+    def suggest_edges(self, name: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Unlinked insights similar to ``name``, with the relation their kinds suggest.
+        Surfaces candidates only; nothing is written."""
+        row = self._row(name)
+        index = self._vectors()
+        vector = index.vector(row[0])
+        if vector is None:
+            return []
+        linked = {n for e in self.edges(name) for n in (e["from"], e["to"])}
+        out = []
+        for other_id, sim in index.top(vector, limit + len(linked) + 1):
+            if other_id == row[0] or sim < LINK_THRESHOLD / 2:
+                continue
+            other = self._rows_by_id([other_id])[other_id]
+            if other[1] in linked:
+                continue
+            source, target, relation = _suggested_relation(name, row[3], other[1], other[3])
+            out.append(
+                {"from": source, "to": target, "relation": relation, "similarity": round(sim, 4)}
+            )
+            if len(out) >= limit:
+                break
+        return out
+
+    # ----------------------------------------------------------------- upkeep
+    def decay(self, unused_days: float = 30) -> dict[str, Any]:
+        """Halve the distance to neutral of insights unused for ``unused_days``:
+        old evidence fades, so a stale score cannot dominate forever."""
+        if unused_days < 0:
+            raise InvalidInput("unused_days must be >= 0")
+        cutoff = _stamp(self._clock() - timedelta(days=unused_days))
+        now = self._now()
+        decayed = []
+        with db.write(self.conn):
+            rows = self.conn.execute(
+                "SELECT name, effectiveness FROM insight WHERE coalesce(last_used, created_at) < ? "
+                "AND abs(effectiveness - 0.5) > 1e-6",
+                (cutoff,),
+            ).fetchall()
+            for name, eff in rows:
+                after = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2
+                self.conn.execute(
+                    "UPDATE insight SET effectiveness = ? WHERE name = ?", (after, name)
+                )
+                self.conn.execute(
+                    "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+                    "effectiveness, created_at) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?)",
+                    (name, round(after - eff, 6), after, now),
+                )
+                decayed.append(name)
+        return {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
+
+    def prune(self, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
+        """Archive insights that kept failing (effectiveness below the bar after at
+        least ``min_uses`` uses). Archived insights can be restored."""
+        with db.write(self.conn):
+            names = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT name FROM insight WHERE effectiveness < ? AND use_count >= ? ORDER BY name",
+                    (min_effectiveness, min_uses),
+                )
+            ]
+            for name in names:
+                self._archive(
+                    name, f"pruned: effectiveness < {min_effectiveness} after >= {min_uses} uses"
+                )
+        if names and self._index is not None:
+            self._index.generation = -1
+        return {"pruned": len(names), "names": names}
+
+    def _archive(self, name: str, reason: str) -> None:
+        """Inside a write transaction: move one insight (and its edges) to the archive."""
+        row = self._row(name)
+        record = self._public(row, self._files_of([row[0]])[row[0]])
+        record["embedding"] = row[6].hex() if row[6] else None
+        record["edges"] = self.edges(name)
+        self.conn.execute(
+            "INSERT INTO archive(name, record, reason, archived_at) VALUES (?, ?, ?, ?)",
+            (name, json.dumps(record), reason, self._now()),
+        )
+        self.conn.execute("DELETE FROM insight WHERE id = ?", (row[0],))
+
+    def archived(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT name, reason, archived_at, record FROM archive ORDER BY id DESC"
+        )
+        return [
+            {
+                "name": n,
+                "reason": r,
+                "archived_at": a,
+                "effectiveness": json.loads(rec).get("effectiveness"),
+            }
+            for n, r, a, rec in rows
+        ]
+
+    def restore(self, name: str) -> dict[str, Any]:
+        """Bring an archived insight back, with its evidence and surviving edges."""
+        with db.write(self.conn):
+            row = self.conn.execute(
+                "SELECT id, record FROM archive WHERE name = ? ORDER BY id DESC LIMIT 1", (name,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no archived insight named {name!r}")
+            if self.conn.execute("SELECT 1 FROM insight WHERE name = ?", (name,)).fetchone():
+                raise InvalidInput(f"an insight named {name!r} already exists")
+            rec = json.loads(row[1])
+            cursor = self.conn.execute(
+                "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
+                "use_count, helped, failed, created_at, last_used, last_feedback_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    name,
+                    rec["content"],
+                    rec["kind"],
+                    json.dumps(rec["tags"]),
+                    rec["source"],
+                    bytes.fromhex(rec["embedding"]) if rec.get("embedding") else None,
+                    rec.get("model"),
+                    rec["effectiveness"],
+                    rec["use_count"],
+                    rec["helped"],
+                    rec["failed"],
+                    rec["created_at"],
+                    rec.get("last_used"),
+                    rec.get("last_feedback_at"),
+                ),
+            )
+            new_id = cursor.lastrowid
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+                [(new_id, f) for f in rec.get("files", [])],
+            )
+            restored_edges = 0
+            for e in rec.get("edges", []):
+                ends = [
+                    self.conn.execute("SELECT id FROM insight WHERE name = ?", (n,)).fetchone()
+                    for n in (e["from"], e["to"])
+                ]
+                if all(ends):
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (ends[0][0], ends[1][0], e["relation"], e["weight"], e["created_at"]),
+                    )
+                    restored_edges += 1
+            self.conn.execute("DELETE FROM archive WHERE id = ?", (row[0],))
+        return {"status": "restored", "name": name, "edges": restored_edges}
+
+    def consolidate(self, threshold: float = 0.9) -> dict[str, Any]:
+        """Merge insights whose vectors are at least ``threshold`` similar. The one
+        with more evidence absorbs the other (tags, files, counts, edges); the
+        absorbed one is archived, so nothing is lost."""
+        if not 0.5 <= threshold <= 1.0:
+            raise InvalidInput("threshold must be between 0.5 and 1.0")
+        merges = []
+        with db.write(self.conn):
+            index = self._vectors()
+            absorbed: set[int] = set()
+            ids = [int(i) for i in index.ids]
+            for position, insight_id in enumerate(ids):
+                if insight_id in absorbed:
+                    continue
+                vector = index.vector(insight_id)
+                sims = index.matrix[position + 1 :] @ vector if vector is not None else []
+                for offset in np.nonzero(np.asarray(sims) >= threshold)[0]:
+                    other = ids[position + 1 + int(offset)]
+                    if other in absorbed or insight_id in absorbed:
+                        continue
+                    keeper, gone = self._keeper(insight_id, other)
+                    merges.append(self._absorb(keeper, gone, float(sims[offset])))
+                    absorbed.add(gone)
+        if merges and self._index is not None:
+            self._index.generation = -1
+        return {"merged": len(merges), "merges": merges, "threshold": threshold}
+
+    def _keeper(self, a: int, b: int) -> tuple[int, int]:
+        def strength(i: int) -> tuple:
+            h, f, u, c = self.conn.execute(
+                "SELECT helped, failed, use_count, length(content) FROM insight WHERE id = ?", (i,)
+            ).fetchone()
+            return (h + f, u, c, -i)
+
+        return (a, b) if strength(a) >= strength(b) else (b, a)
+
+    def _absorb(self, keeper: int, gone: int, similarity: float) -> dict[str, Any]:
+        k = self.conn.execute("SELECT name, tags FROM insight WHERE id = ?", (keeper,)).fetchone()
+        g = self.conn.execute(
+            "SELECT name, tags, content, helped, failed, use_count, source "
+            "FROM insight WHERE id = ?",
+            (gone,),
+        ).fetchone()
+        tags = insight.clean_tags(json.loads(k[1]) + json.loads(g[1]))[: insight.MAX_TAGS]
+        self.conn.execute(
+            "UPDATE insight SET tags = ?, helped = helped + ?, failed = failed + ?, "
+            "use_count = use_count + ? WHERE id = ?",
+            (json.dumps(tags), g[3], g[4], g[5], keeper),
+        )
+        self.conn.execute(
+            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) "
+            "SELECT ?, pattern FROM insight_file WHERE insight_id = ?",
+            (keeper, gone),
+        )
+        # Re-point the absorbed insight's edges to the keeper (skipping self-loops).
+        self.conn.execute(
+            "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+            "SELECT ?, to_id, relation, weight, created_at FROM edge WHERE from_id = ? AND to_id != ?",
+            (keeper, gone, keeper),
+        )
+        self.conn.execute(
+            "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+            "SELECT from_id, ?, relation, weight, created_at FROM edge WHERE to_id = ? AND from_id != ?",
+            (keeper, gone, keeper),
+        )
+        self.conn.execute(
+            "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
+            "VALUES (?, ?, ?, 'existing', ?, ?)",
+            (k[0], g[2], round(similarity, 4), g[6], self._now()),
+        )
+        self._archive(g[0], f"consolidated into {k[0]}")
+        return {"kept": k[0], "absorbed": g[0], "similarity": round(similarity, 4)}
+
+    def similar_recent(
+        self, trigger: str, threshold: float = 0.7, days: float = 7, kind: str | None = "failure"
+    ) -> dict[str, Any]:
+        """Recent insights similar to ``trigger``; three or more similar failures
+        make a systemic candidate. Surfaces facts only; nothing is written."""
+        if not isinstance(trigger, str) or not trigger.strip():
+            raise InvalidInput("the trigger text is empty")
+        if kind:
+            insight.check_kind(kind)
+        since = _stamp(self._clock() - timedelta(days=days))
+        index = self._vectors()
+        qvec = self._embed([trigger.strip()])[0]
+        matches = []
+        for insight_id, sim in index.top(qvec, max(50, len(index))):
+            if sim < threshold:
+                break
+            row = self._rows_by_id([insight_id])[insight_id]
+            if (kind and row[3] != kind) or row[12] < since:
+                continue
+            matches.append(
+                {
+                    "name": row[1],
+                    "content": row[2],
+                    "kind": row[3],
+                    "similarity": round(sim, 4),
+                    "created_at": row[12],
+                }
+            )
+        return {
+            "matches": matches,
+            "count": len(matches),
+            "systemic_candidate": len(matches) >= 3,
+            "threshold": threshold,
+            "days": days,
+        }
+
+    def chunk(self, task: str, outcome: str, approach: str) -> dict[str, Any]:
+        """Store the approach that solved a task as a pattern (SOAR-style chunking)."""
+        for label, text in (("task", task), ("outcome", outcome), ("approach", approach)):
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidInput(f"the {label} is empty")
+        if not SUCCESS_WORDS.search(outcome):
+            raise InvalidInput(
+                "chunk stores patterns from solved tasks; the outcome does not say it "
+                "succeeded (store a failure with `helix memory store --kind failure`)"
+            )
+        content = f"When {task.strip().rstrip('.')}: {approach.strip()}"
+        return self.store(
+            content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
+        )
+
+    def reindex(self, everything: bool = False, batch_size: int = 256) -> dict[str, Any]:
+        """Re-embed rows of another model or width (or every row) with the current
+        embedder; rows are updated in batches, each batch one transaction."""
+        model, dim = self._model_id(), self.embedder.dim
+        where = (
+            ""
+            if everything
+            else "WHERE model IS NOT ? OR embedding IS NULL OR length(embedding) != ?"
+        )
+        params = () if everything else (model, dim * 4)
+        rows = self.conn.execute(
+            f"SELECT id, content FROM insight {where} ORDER BY id", params
+        ).fetchall()
+        for chunk in _chunks(rows, batch_size):
+            vectors = self._embed([c for _, c in chunk])
+            with db.write(self.conn):
+                self.conn.executemany(
+                    "UPDATE insight SET embedding = ?, model = ? WHERE id = ?",
+                    [(to_blob(v), model, i) for (i, _), v in zip(chunk, vectors, strict=True)],
+                )
+        return {"reindexed": len(rows), "model": model, "dim": dim}
+
+    def health(self) -> dict[str, Any]:
+        """Totals and loop signals. Read-only; never loads the embedding model."""
+        q = self.conn.execute
+        total = q("SELECT count(*) FROM insight").fetchone()[0]
+        by_kind = {k: 0 for k in KINDS}
+        by_kind.update(dict(q("SELECT kind, count(*) FROM insight GROUP BY kind").fetchall()))
+        since = _stamp(self._clock() - timedelta(days=RECENT_DAYS))
+        outcome_list = ",".join(f"'{o}'" for o in OUTCOMES)
+        events = q(
+            f"SELECT count(*), coalesce(sum(causal), 0) FROM feedback_event "
+            f"WHERE outcome IN ({outcome_list})"
+        ).fetchone()
+        model = self._embedder.model_id if self._embedder else _configured_model_id()
+        return {
+            "total_insights": total,
+            "by_kind": by_kind,
+            "with_feedback": q(
+                "SELECT count(*) FROM insight WHERE last_feedback_at IS NOT NULL"
+            ).fetchone()[0],
+            "proven": q("SELECT count(*) FROM insight WHERE helped + failed > 0").fetchone()[0],
+            "recent_feedback": q(
+                f"SELECT count(*) FROM feedback_event WHERE created_at >= ? "
+                f"AND outcome IN ({outcome_list})",
+                (since,),
+            ).fetchone()[0],
+            "feedback_events": events[0],
+            "causal_ratio": round(events[1] / events[0], 4) if events[0] else None,
+            "mean_effectiveness": _round(q("SELECT avg(effectiveness) FROM insight").fetchone()[0]),
+            "edges": q("SELECT count(*) FROM edge").fetchone()[0],
+            "edges_by_relation": dict(
+                q("SELECT relation, count(*) FROM edge GROUP BY relation").fetchall()
+            ),
+            "archived": q("SELECT count(*) FROM archive").fetchone()[0],
+            "merges": q("SELECT count(*) FROM merge_event").fetchone()[0],
+            "model": model,
+            "stale_embeddings": q(
+                "SELECT count(*) FROM insight WHERE model IS NOT ?", (model,)
+            ).fetchone()[0],
+            "db_path": str(self.path) if self.path else None,
+            "db_bytes": _db_bytes(self.path),
+            "schema_version": db.schema_version(self.conn),
+        }
+
+    # --------------------------------------------------------------- transfer
+    def export(self, embeddings: bool = False) -> Iterable[dict[str, Any]]:
+        """Yield every insight as a JSON-ready dict (one JSONL line each)."""
+        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM insight ORDER BY id").fetchall()
+        files = self._files_of(r[0] for r in rows)
+        for row in rows:
+            item = self._public(row, files[row[0]])
+            item.pop("confidence")
+            if embeddings and row[6]:
+                item["embedding"] = [round(float(x), 7) for x in np.frombuffer(row[6], dtype="<f4")]
+            else:
+                item.pop("model")
+            yield item
+
+    def import_lines(self, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
+        """Import JSONL (as written by export): each line through the same
+        validation, safety screen and dedup rule as ``store``. Bad lines are
+        reported with their line number; good ones are imported."""
+        items, errors, count = [], [], 0
+        line_of: list[int] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            count += 1
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append({"line": number, "reason": f"not valid JSON ({exc.msg})"})
+                continue
+            if not isinstance(value, dict):
+                errors.append({"line": number, "reason": "not a JSON object"})
+                continue
+            value.setdefault("import_source", source_label or None)
+            items.append(value)
+            line_of.append(number)
+        report = self.store_many(items)
+        for rejection in report.pop("rejected"):
+            errors.append({"line": line_of[rejection["item"]], "reason": rejection["reason"]})
+        errors.sort(key=lambda e: e["line"])
+        return {
+            "lines": count,
+            "added": report["added"],
+            "merged": report["merged"],
+            "rejected": len(errors),
+            "errors": errors,
+        }
+
+
+# ------------------------------------------------------------------ functions
+def _learn(before: float, value: float | None, causal: bool, verified: bool) -> float:
+    if value is None:
+        return before
+    target, rate = (value, CAUSAL_RATE) if causal else (insight.NEUTRAL, EROSION_RATE)
+    after = before + rate * (target - before)
+    if not verified:
+        after = min(after, before)
+    return min(1.0, max(0.0, after))
+
+
+def _evidence(raw: dict[str, Any]) -> dict[str, Any]:
+    """Counts and timestamps carried by an imported line, validated."""
+    out: dict[str, Any] = {}
+    eff = raw.get("effectiveness")
+    if eff is not None:
+        if not isinstance(eff, int | float) or not 0.0 <= float(eff) <= 1.0:
+            raise InvalidInput("effectiveness must be a number in [0, 1]")
+        out["effectiveness"] = float(eff)
+    for key in ("helped", "failed", "use_count"):
+        val = raw.get(key)
+        if val is not None:
+            if not isinstance(val, int | float) or val < 0:
+                raise InvalidInput(f"{key} must be a non-negative number")
+            out[key] = val
+    for key in ("created_at", "last_used", "last_feedback_at"):
+        val = raw.get(key)
+        if val is not None:
+            try:
+                datetime.fromisoformat(val)
+            except (TypeError, ValueError):
+                raise InvalidInput(f"{key} must be an ISO 8601 timestamp") from None
+            out[key] = val
+    embedding = raw.get("embedding")
+    if embedding is not None:
+        if not isinstance(embedding, list) or not all(
+            isinstance(x, int | float) for x in embedding
+        ):
+            raise InvalidInput("embedding must be a list of numbers")
+        out["embedding"] = embedding
+        out["model"] = raw.get("model")
+    out["import_source"] = raw.get("import_source")
+    return out
+
+
+def _name_list(names: Any, what: str) -> list[str]:
+    if names is None:
+        return []
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise InvalidInput(f"{what} must be a list of insight names")
+    out = []
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInput(f"{what} must be a list of non-empty strings")
+        out.append(name.strip())
+    return list(dict.fromkeys(out))
+
+
+def _suggested_relation(name: str, kind: str, other: str, other_kind: str) -> tuple[str, str, str]:
+    fixes = {"pattern", "procedure", "convention"}
+    if kind == "failure" and other_kind in fixes:
+        return other, name, "solves"
+    if other_kind == "failure" and kind in fixes:
+        return name, other, "solves"
+    if kind == other_kind == "failure":
+        return name, other, "co_occurs"
+    return name, other, "similar"
+
+
+def _path_matches(pattern: str, path: str) -> bool:
+    path = insight.normalise_path(path)
+    if pattern == path:
+        return True
+    if pattern.endswith("/"):
+        return path.startswith(pattern)
+    if any(ch in pattern for ch in "*?["):
+        return fnmatchcase(path, pattern) or fnmatchcase(path.rsplit("/", 1)[-1], pattern)
+    return path.startswith(pattern + "/")
+
+
+def _configured_model_id() -> str:
+    try:
+        return get_embedder().model_id
+    except Exception:  # a broken HELIX_EMBEDDER must not break health
+        return "unknown"
+
+
+def _db_bytes(path: Path | None) -> int:
+    if path is None:
+        return 0
+    return sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.exists())
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+__all__ = ["Memory", "OUTCOMES", "RELATIONS", "DUPLICATE_THRESHOLD"]

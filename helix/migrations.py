@@ -1,0 +1,212 @@
+"""Append-only, numbered schema migrations.
+
+Never edit a migration that has shipped: add a new one. Each function receives a
+connection inside an open write transaction and says in its docstring why it exists.
+``MIGRATIONS`` is the ordered list the store applies on open.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+KINDS = (
+    "failure",
+    "pattern",
+    "systemic",
+    "fact",
+    "convention",
+    "decision",
+    "evolution",
+    "procedure",
+)
+RELATIONS = ("solves", "co_occurs", "causes", "similar", "led_to")
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    """Execute a multi-statement script inside the caller's transaction.
+
+    ``Connection.executescript`` would COMMIT first and break the migration's
+    atomicity, so statements are split with ``sqlite3.complete_statement`` (which
+    understands trigger bodies) and executed one by one.
+    """
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            conn.execute(buffer)
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:60]}")
+
+
+_kind_list = ", ".join(f"'{k}'" for k in KINDS)
+_relation_list = ", ".join(f"'{r}'" for r in RELATIONS)
+
+
+def m001_create_insights(conn: sqlite3.Connection) -> None:
+    """The insight record and the file patterns it is tied to.
+
+    File patterns live in their own table so the "dual query" (memories tied to files
+    in a task's delta, even when the text is not similar) is an indexed lookup.
+    """
+    _run(
+        conn,
+        f"""
+        CREATE TABLE insight (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            content TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'pattern' CHECK (kind IN ({_kind_list})),
+            tags TEXT NOT NULL DEFAULT '[]',
+            source TEXT NOT NULL DEFAULT '',
+            embedding BLOB,
+            model TEXT,
+            effectiveness REAL NOT NULL DEFAULT 0.5
+                CHECK (effectiveness >= 0.0 AND effectiveness <= 1.0),
+            use_count INTEGER NOT NULL DEFAULT 0,
+            helped REAL NOT NULL DEFAULT 0,
+            failed REAL NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            last_used TEXT,
+            last_feedback_at TEXT
+        );
+        CREATE INDEX insight_kind ON insight(kind);
+        CREATE TABLE insight_file (
+            insight_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
+            pattern TEXT NOT NULL,
+            PRIMARY KEY (insight_id, pattern)
+        );
+        CREATE INDEX insight_file_pattern ON insight_file(pattern);
+        """,
+    )
+
+
+def m002_create_feedback_events(conn: sqlite3.Connection) -> None:
+    """Append-only log of every effectiveness change, so any number shown to an
+    agent can be traced to the outcomes that produced it. Keyed by insight name (not
+    id) so the history survives archiving and restoring. Triggers forbid edits."""
+    _run(
+        conn,
+        """
+        CREATE TABLE feedback_event (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            insight TEXT NOT NULL,
+            task_id TEXT,
+            outcome TEXT NOT NULL,
+            verified INTEGER NOT NULL,
+            causal INTEGER NOT NULL,
+            delta REAL NOT NULL,
+            effectiveness REAL NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX feedback_event_insight ON feedback_event(insight, id);
+        CREATE INDEX feedback_event_time ON feedback_event(created_at);
+        CREATE TRIGGER feedback_event_no_update BEFORE UPDATE ON feedback_event
+        BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
+        CREATE TRIGGER feedback_event_no_delete BEFORE DELETE ON feedback_event
+        BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
+        """,
+    )
+
+
+def m003_create_edges(conn: sqlite3.Connection) -> None:
+    """Graph edges between insights; one row per (from, to, relation), so creating
+    an existing edge strengthens it instead of duplicating it."""
+    _run(
+        conn,
+        f"""
+        CREATE TABLE edge (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            from_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
+            to_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
+            relation TEXT NOT NULL CHECK (relation IN ({_relation_list})),
+            weight REAL NOT NULL DEFAULT 1.0,
+            created_at TEXT NOT NULL,
+            UNIQUE (from_id, to_id, relation),
+            CHECK (from_id != to_id)
+        );
+        CREATE INDEX edge_to ON edge(to_id);
+        """,
+    )
+
+
+def m004_create_fulltext(conn: sqlite3.Connection) -> None:
+    """FTS5 over content and tags for the keyword half of hybrid search, kept in
+    sync by triggers so no code path can forget it."""
+    _run(
+        conn,
+        """
+        CREATE VIRTUAL TABLE insight_fts USING fts5(
+            content, tags, content='insight', content_rowid='id',
+            tokenize='porter unicode61'
+        );
+        INSERT INTO insight_fts(rowid, content, tags) SELECT id, content, tags FROM insight;
+        CREATE TRIGGER insight_fts_insert AFTER INSERT ON insight BEGIN
+            INSERT INTO insight_fts(rowid, content, tags) VALUES (new.id, new.content, new.tags);
+        END;
+        CREATE TRIGGER insight_fts_delete AFTER DELETE ON insight BEGIN
+            INSERT INTO insight_fts(insight_fts, rowid, content, tags)
+            VALUES ('delete', old.id, old.content, old.tags);
+        END;
+        CREATE TRIGGER insight_fts_update AFTER UPDATE OF content, tags ON insight BEGIN
+            INSERT INTO insight_fts(insight_fts, rowid, content, tags)
+            VALUES ('delete', old.id, old.content, old.tags);
+            INSERT INTO insight_fts(rowid, content, tags) VALUES (new.id, new.content, new.tags);
+        END;
+        """,
+    )
+
+
+def m005_create_archive_and_merges(conn: sqlite3.Connection) -> None:
+    """Pruned or consolidated insights move to an archive (restorable, never
+    silently deleted); near-duplicate merges are recorded; and a generation counter,
+    bumped by triggers whenever the set of vectors changes, lets a long-lived process
+    cache the embedding matrix and know exactly when to reload it."""
+    _run(
+        conn,
+        """
+        CREATE TABLE archive (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            record TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            archived_at TEXT NOT NULL
+        );
+        CREATE INDEX archive_name ON archive(name);
+        CREATE TABLE merge_event (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            insight TEXT NOT NULL,
+            merged_content TEXT NOT NULL,
+            similarity REAL NOT NULL,
+            kept TEXT NOT NULL CHECK (kept IN ('existing', 'incoming')),
+            source TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX merge_event_insight ON merge_event(insight);
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        INSERT INTO meta(key, value) VALUES ('vector_generation', 0);
+        CREATE TRIGGER vectors_insert AFTER INSERT ON insight BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'vector_generation';
+        END;
+        CREATE TRIGGER vectors_delete AFTER DELETE ON insight BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'vector_generation';
+        END;
+        CREATE TRIGGER vectors_update AFTER UPDATE OF embedding, model ON insight BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'vector_generation';
+        END;
+        """,
+    )
+
+
+Migration = Callable[[sqlite3.Connection], None]
+
+MIGRATIONS: list[tuple[int, Migration]] = [
+    (1, m001_create_insights),
+    (2, m002_create_feedback_events),
+    (3, m003_create_edges),
+    (4, m004_create_fulltext),
+    (5, m005_create_archive_and_merges),
+]
+
+LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,110 @@
+"""Rich tables for the human-facing commands (imported only when drawing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+def console() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def insight_table(rows: list[dict[str, Any]], title: str | None = None) -> None:
+    table = Table(title=title, show_lines=False)
+    table.add_column("name", style="bold", overflow="fold")
+    table.add_column("kind")
+    table.add_column("conf.", justify="right")
+    table.add_column("uses", justify="right")
+    table.add_column("content", overflow="fold", ratio=3)
+    for row in rows:
+        table.add_row(
+            escape(row["name"]),
+            row["kind"],
+            escape(row["confidence"]),
+            str(row["use_count"]),
+            escape(row["content"]),
+        )
+    out = console()
+    if not rows:
+        out.print("no insights", style="dim")
+        return
+    out.print(table)
+
+
+def ranking_table(
+    rows: list[dict[str, Any]], title: str, previous: dict[str, int] | None = None
+) -> None:
+    """A recall result: rank, relevance, effectiveness, score, and rank movement."""
+    table = Table(title=title)
+    table.add_column("#", justify="right")
+    table.add_column("insight", overflow="fold")
+    table.add_column("relevance", justify="right")
+    table.add_column("effect.", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("conf.", justify="right")
+    if previous is not None:
+        table.add_column("move", justify="center")
+    for rank, row in enumerate(rows, start=1):
+        cells = [
+            str(rank),
+            escape(row["name"]),
+            f"{row['_relevance']:.3f}",
+            f"{row['_effectiveness']:.3f}",
+            f"{row['_score']:.3f}",
+            escape(row["_confidence"]),
+        ]
+        if previous is not None:
+            before = previous.get(row["name"])
+            if before is None:
+                cells.append("new")
+            elif before > rank:
+                cells.append(f"[green]+{before - rank}[/green]")
+            elif before < rank:
+                cells.append(f"[red]-{rank - before}[/red]")
+            else:
+                cells.append("=")
+        table.add_row(*cells)
+    console().print(table)
+
+
+def insight_detail(item: dict[str, Any]) -> None:
+    out = console()
+    out.print(
+        f"[bold]{escape(item['name'])}[/bold]  ({item['kind']}, {escape(item['confidence'])})"
+    )
+    out.print(escape(item["content"]))
+    out.print(
+        escape(f"tags: {', '.join(item['tags']) or '-'}   files: {', '.join(item['files']) or '-'}")
+    )
+    out.print(
+        f"effectiveness {item['effectiveness']:.3f}   uses {item['use_count']}   "
+        f"helped {item['helped']:g}   failed {item['failed']:g}   created {item['created_at']}"
+    )
+    if item.get("history"):
+        table = Table(title="evidence (newest first)")
+        for column in ("at", "task", "outcome", "verified", "causal", "delta", "effectiveness"):
+            table.add_column(column)
+        for event in item["history"]:
+            table.add_row(
+                event["at"],
+                escape(event["task_id"] or "-"),
+                event["outcome"],
+                "yes" if event["verified"] else "no",
+                "yes" if event["causal"] else "no",
+                f"{event['delta']:+.3f}",
+                f"{event['effectiveness']:.3f}",
+            )
+        out.print(table)
+    if item.get("edges"):
+        table = Table(title="edges")
+        for column in ("from", "relation", "to", "weight"):
+            table.add_column(column)
+        for edge in item["edges"]:
+            table.add_row(
+                escape(edge["from"]), edge["relation"], escape(edge["to"]), f"{edge['weight']:.2f}"
+            )
+        out.print(table)

@@ -1,0 +1,60 @@
+"""Shared fixtures: every test gets its own data directory and working directory.
+
+The real embedding model loads once per session (about 0.1 s); tests whose result
+depends on meaning use it, plumbing tests may use the hash embedder.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from helix.embeddings import HashEmbedder, MiniLMEmbedder
+from helix.memory import Memory
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_HOME", str(tmp_path / "helix-home"))
+    for name in ("HELIX_DB", "HELIX_EMBEDDER", "HELIX_MODEL_DIR", "HELIX_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> MiniLMEmbedder:
+    embedder = MiniLMEmbedder()
+    embedder.embed(["warm up"])
+    return embedder
+
+
+class Clock:
+    """A settable clock so time-dependent rules are tested without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, days: float) -> None:
+        self.now += timedelta(days=days)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def memory(tmp_path: Path, minilm: MiniLMEmbedder, clock: Clock) -> Memory:
+    with Memory(tmp_path / "store" / "helix.db", embedder=minilm, clock=clock) as store:
+        yield store
+
+
+@pytest.fixture
+def hash_memory(tmp_path: Path, clock: Clock) -> Memory:
+    with Memory(tmp_path / "hstore" / "helix.db", embedder=HashEmbedder(), clock=clock) as store:
+        yield store

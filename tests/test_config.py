@@ -1,0 +1,47 @@
+"""Where data lives: env overrides, the nearest ancestor .helix/, else ./.helix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helix import config
+
+
+def test_helix_home_wins(tmp_path: Path):
+    paths = config.resolve(tmp_path, {"HELIX_HOME": str(tmp_path / "elsewhere")})
+    assert paths.home == tmp_path / "elsewhere"
+    assert paths.db == tmp_path / "elsewhere" / "helix.db"
+
+
+def test_helix_db_overrides_only_the_database(tmp_path: Path):
+    paths = config.resolve(tmp_path, {"HELIX_DB": str(tmp_path / "x.db")})
+    assert paths.db == tmp_path / "x.db"
+    assert paths.home == tmp_path / ".helix"
+
+
+def test_nearest_ancestor_with_helix_dir(tmp_path: Path):
+    (tmp_path / "proj" / ".helix").mkdir(parents=True)
+    deep = tmp_path / "proj" / "src" / "pkg"
+    deep.mkdir(parents=True)
+    assert config.resolve(deep, {}).home == tmp_path / "proj" / ".helix"
+
+
+def test_nearest_wins_over_farther(tmp_path: Path):
+    (tmp_path / ".helix").mkdir()
+    (tmp_path / "inner" / ".helix").mkdir(parents=True)
+    assert config.resolve(tmp_path / "inner", {}).home == tmp_path / "inner" / ".helix"
+
+
+def test_default_is_cwd_and_nothing_is_created(tmp_path: Path):
+    start = tmp_path / "fresh"
+    start.mkdir()
+    paths = config.resolve(start, {})
+    assert paths.home == start / ".helix"
+    assert not paths.home.exists()
+
+
+def test_a_file_named_helix_is_not_a_data_dir(tmp_path: Path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / ".helix").write_text("not a directory")
+    assert config.resolve(tmp_path / "a", {}).home == tmp_path / "a" / ".helix"
+    assert config.find_home(tmp_path / "a", {}) == tmp_path / "a" / ".helix"

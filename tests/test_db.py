@@ -1,0 +1,168 @@
+"""The SQLite store: schema, WAL, migrations with backups, refusal of foreign files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from helix import db
+from helix.errors import StoreError
+from helix.migrations import LATEST, MIGRATIONS
+
+
+def make_old_store(path: Path, up_to: int) -> None:
+    """A database as an older helix left it: migrations 1..up_to applied."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+        " applied_at TEXT NOT NULL)"
+    )
+    for version, migration in MIGRATIONS[:up_to]:
+        conn.execute("BEGIN")
+        migration(conn)
+        conn.execute(
+            "INSERT INTO schema_version VALUES (?, ?, '2026-01-01T00:00:00+00:00')",
+            (version, migration.__name__),
+        )
+        conn.execute("COMMIT")
+    conn.execute(
+        "INSERT INTO insight(name, content, created_at) VALUES "
+        "('old-one', 'An insight stored by an older helix version', '2026-01-01')"
+    )
+    conn.close()
+
+
+def test_new_store_has_every_table_and_wal(tmp_path: Path):
+    conn, backup = db.connect(tmp_path / "h.db")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {
+        "insight",
+        "insight_file",
+        "feedback_event",
+        "edge",
+        "insight_fts",
+        "archive",
+        "merge_event",
+        "meta",
+        "schema_version",
+    } <= tables
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    assert db.schema_version(conn) == LATEST
+    assert backup is None
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_version ORDER BY version")]
+    assert versions == list(range(1, LATEST + 1))
+
+
+def test_reopening_is_a_no_op(tmp_path: Path):
+    db.connect(tmp_path / "h.db")[0].close()
+    conn, backup = db.connect(tmp_path / "h.db")
+    assert backup is None
+    assert conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == LATEST
+
+
+@pytest.mark.parametrize("up_to", range(1, LATEST))
+def test_old_store_is_backed_up_then_migrated(tmp_path: Path, up_to: int):
+    path = tmp_path / "helix.db"
+    make_old_store(path, up_to)
+    conn, backup = db.connect(path)
+    assert db.schema_version(conn) == LATEST
+    assert backup is not None and backup.name.startswith(f"helix.db.bak-v{up_to}-")
+    old = sqlite3.connect(backup)
+    assert old.execute("SELECT max(version) FROM schema_version").fetchone()[0] == up_to
+    assert old.execute("SELECT content FROM insight").fetchone()[0].startswith("An insight")
+    # The data survived and the later tables (FTS included) cover it.
+    assert conn.execute("SELECT name FROM insight").fetchall() == [("old-one",)]
+    if up_to < 4:
+        hits = conn.execute(
+            "SELECT rowid FROM insight_fts WHERE insight_fts MATCH 'older'"
+        ).fetchall()
+        assert hits == [(1,)]
+
+
+def test_newer_schema_is_refused_and_untouched(tmp_path: Path):
+    path = tmp_path / "helix.db"
+    db.connect(path)[0].close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_version VALUES (99, 'future', 'x')")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="newer helix"):
+        db.connect(path)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"hello, this is not sqlite at all" * 10,
+        b"SQLite format 3\x00" + b"\xff" * 200,
+    ],
+)
+def test_foreign_file_is_refused_and_untouched(tmp_path: Path, content: bytes):
+    path = tmp_path / "helix.db"
+    path.write_bytes(content)
+    with pytest.raises(StoreError, match="untouched|not a usable"):
+        db.connect(path)
+    assert path.read_bytes() == content
+    assert not (tmp_path / "helix.db-wal").exists()
+
+
+def test_other_sqlite_database_is_refused(tmp_path: Path):
+    path = tmp_path / "helix.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers (id INTEGER)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="no helix schema_version"):
+        db.connect(path)
+    assert path.read_bytes() == before
+
+
+def test_directory_in_place_of_the_file(tmp_path: Path):
+    (tmp_path / "helix.db").mkdir()
+    with pytest.raises(StoreError, match="directory"):
+        db.connect(tmp_path / "helix.db")
+
+
+def test_unwritable_location(tmp_path: Path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("a file where a directory should be")
+    with pytest.raises(StoreError, match="cannot"):
+        db.connect(blocker / "helix.db")
+
+
+def test_feedback_events_are_append_only(tmp_path: Path):
+    conn, _ = db.connect(tmp_path / "h.db")
+    conn.execute(
+        "INSERT INTO feedback_event(insight, outcome, verified, causal, delta, "
+        "effectiveness, created_at) VALUES ('x', 'delivered', 1, 1, 0.1, 0.6, 'now')"
+    )
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("UPDATE feedback_event SET delta = 1")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("DELETE FROM feedback_event")
+
+
+def test_write_rolls_back_on_error(tmp_path: Path):
+    conn, _ = db.connect(tmp_path / "h.db")
+    with pytest.raises(RuntimeError), db.write(conn):
+        conn.execute("INSERT INTO insight(name, content, created_at) VALUES ('a', 'b', 'c')")
+        raise RuntimeError("boom")
+    assert conn.execute("SELECT count(*) FROM insight").fetchone()[0] == 0
+
+
+def test_schema_checks_reject_bad_rows(tmp_path: Path):
+    conn, _ = db.connect(tmp_path / "h.db")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(
+            "INSERT INTO insight(name, content, kind, created_at) VALUES ('a','b','nonsense','c')"
+        )
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute(
+            "INSERT INTO insight(name, content, effectiveness, created_at) VALUES ('a','b',1.5,'c')"
+        )
