@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint format bench clean
+.PHONY: install demo test lint format bench docs clean
 
 $(STAMP): pyproject.toml requirements-model.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ format: install
 
 bench: install
 	$(BIN)/python benchmarks/run.py
+
+docs: install
+	$(BIN)/python -m helix.reference
 
 clean:
 	rm -rf $(VENV) build *.egg-info
