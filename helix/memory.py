@@ -15,10 +15,11 @@ lower effectiveness, never raise it. Every change is an append-only feedback eve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -204,11 +205,23 @@ class Memory:
         """
         item = self._prepare(content, kind, tags, source, files)
         vector = self._embed([item["content"]])[0]
-        with db.write(self.conn):
-            index = self._vectors()
-            result = self._insert_or_merge(item, vector, index)
-            index.mark_current(self.conn)
-        return result
+        with self._vector_write() as index:
+            return self._insert_or_merge(item, vector, index)
+
+    @contextlib.contextmanager
+    def _vector_write(self) -> Iterator[VectorIndex]:
+        """A write transaction whose vector changes are mirrored into the cache as
+        they happen; if it rolls back, the cache is dropped and reloads from what
+        was actually committed."""
+        try:
+            with db.write(self.conn):
+                index = self._vectors()
+                yield index
+                index.mark_current(self.conn)
+        except BaseException:
+            if self._index is not None:
+                self._index.generation = -1
+            raise
 
     def _prepare(
         self, content: Any, kind: str | None, tags: Any, source: Any, files: Any
@@ -399,15 +412,13 @@ class Memory:
         done = 0
         for chunk in _chunks(prepared, batch_size):
             vectors = self._vectors_for(chunk)
-            with db.write(self.conn):
-                index = self._vectors()
+            with self._vector_write() as index:
                 for (_pos, item, evidence), vector in zip(chunk, vectors, strict=True):
                     result = self._insert_or_merge(item, vector, index, evidence)
                     report[result["status"]] += 1
                     report["names"].append(result["name"])
                     if result["status"] == "added" and evidence.get("effectiveness") is not None:
                         self._log_import_evidence(result["name"], evidence)
-                index.mark_current(self.conn)
             done += len(chunk)
             if on_progress:
                 on_progress(done)

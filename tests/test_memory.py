@@ -513,3 +513,16 @@ def test_vectors_are_stored_as_float32(memory: Memory):
     assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1) < 1e-5
     assert json.loads(memory.conn.execute("SELECT tags FROM insight").fetchone()[0]) == []
     assert model == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_a_rolled_back_store_leaves_no_phantom_in_the_cache(memory: Memory):
+    memory.store(RETRY)
+    memory.conn.execute(
+        "CREATE TRIGGER boom AFTER INSERT ON insight_file BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+    )
+    with pytest.raises(sqlite3.IntegrityError):
+        memory.store(TIMEOUT, files=["src/net.py"])
+    memory.conn.execute("DROP TRIGGER boom")
+    # The cache was dropped, so dedup and recall see only what was committed.
+    assert memory.store(TIMEOUT)["status"] == "added"
+    assert len(memory.recall(RETRY_QUERY, min_relevance=0.0, limit=10)) == 2
