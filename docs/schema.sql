@@ -113,6 +113,16 @@ CREATE TRIGGER feedback_event_no_delete BEFORE DELETE ON feedback_event
 CREATE TRIGGER feedback_event_no_update BEFORE UPDATE ON feedback_event
         BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
 
+-- trigger file_patterns_delete
+CREATE TRIGGER file_patterns_delete AFTER DELETE ON insight_file BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'file_generation';
+        END;
+
+-- trigger file_patterns_insert
+CREATE TRIGGER file_patterns_insert AFTER INSERT ON insight_file BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'file_generation';
+        END;
+
 -- trigger vectors_delete
 CREATE TRIGGER vectors_delete AFTER DELETE ON insight BEGIN
             UPDATE meta SET value = value + 1 WHERE key = 'vector_generation';

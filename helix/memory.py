@@ -78,6 +78,7 @@ class Memory:
         self._embedder = embedder
         self._clock = clock
         self._index: VectorIndex | None = None
+        self._stats: dict[str, Any] = {}
 
     @classmethod
     def open(
@@ -528,7 +529,7 @@ class Memory:
                 hits.append(result)
         hits.sort(key=lambda r: (-r["_score"], r["name"]))
         if graph_hops:
-            hits = self._expand(hits, graph_hops, now, intent, kind_set, tag_set, suppressed)
+            hits = self._expand(hits, graph_hops, limit, now, intent, kind_set, tag_set, suppressed)
         return hits[:limit]
 
     @staticmethod
@@ -575,78 +576,136 @@ class Memory:
         return out
 
     def _keyword_hits(self, query: str, limit: int) -> dict[int, float]:
+        """BM25 over the query's distinctive terms.
+
+        A term found in more than 1% of insights (at least 200) says little about
+        which one is meant, and ranking every one of its matches is what makes
+        keyword search slow on a large store, so such terms are left to the dense
+        signal. Document counts are cached until the store changes.
+        """
         terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
-        terms = [t for t in terms if t not in insight.STOPWORDS] or terms
+        terms = list(dict.fromkeys(t for t in terms if t not in insight.STOPWORDS))[:16]
         if not terms:
             return {}
-        expression = " OR ".join('"' + t.replace('"', "") + '"' for t in dict.fromkeys(terms[:32]))
-        try:
-            rows = self.conn.execute(
-                "SELECT rowid, bm25(insight_fts) FROM insight_fts WHERE insight_fts MATCH ? "
-                "ORDER BY bm25(insight_fts) LIMIT ?",
-                (expression, limit),
-            ).fetchall()
-        except sqlite3.OperationalError:
+        stats = self._term_stats()
+        cap = max(200, stats["total"] // 100)
+        distinctive = []
+        for term in terms:
+            if term not in stats["df"]:
+                stats["df"][term] = self._capped_count(term, cap)
+            if 0 < stats["df"][term] <= cap:
+                distinctive.append(term)
+        if not distinctive:
             return {}
+        expression = " OR ".join(f'"{t}"' for t in distinctive)
+        rows = self.conn.execute(
+            "SELECT rowid, bm25(insight_fts) FROM insight_fts WHERE insight_fts MATCH ? "
+            "ORDER BY bm25(insight_fts) LIMIT ?",
+            (expression, limit),
+        ).fetchall()
         return {int(r[0]): float(r[1]) for r in rows}
 
+    def _capped_count(self, term: str, cap: int) -> int:
+        try:
+            return self.conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?)",
+                (f'"{term}"', cap + 1),
+            ).fetchone()[0]
+        except sqlite3.OperationalError:  # a term FTS cannot parse: no keyword evidence
+            return 0
+
+    def _generations(self) -> tuple[int, ...]:
+        return tuple(
+            v
+            for _, v in self.conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('vector_generation', 'file_generation') "
+                "ORDER BY key"
+            )
+        )
+
+    def _term_stats(self) -> dict[str, Any]:
+        generations = self._generations()
+        if self._stats.get("generations") != generations:
+            total = self.conn.execute("SELECT count(*) FROM insight").fetchone()[0]
+            globs = self.conn.execute(
+                "SELECT insight_id, pattern FROM insight_file WHERE instr(pattern, '*') > 0 "
+                "OR instr(pattern, '?') > 0 OR instr(pattern, '[') > 0"
+            ).fetchall()
+            self._stats = {"generations": generations, "total": total, "df": {}, "globs": globs}
+        return self._stats
+
     def _file_hits(self, files: list[str]) -> set[int]:
-        """Insights whose file patterns match any of ``files`` (globs, exact paths,
-        or directory prefixes such as ``src/auth/``)."""
+        """Insights whose file patterns match any of ``files``: exact paths and
+        directory prefixes (``src/auth/`` or ``src/auth``) through the index, globs
+        (``src/*.sql``) from a cached list."""
+        paths = [insight.normalise_path(f) for f in files]
+        keys: set[str] = set()
+        for path in paths:
+            keys.add(path)
+            parts = path.split("/")
+            for end in range(1, len(parts)):
+                prefix = "/".join(parts[:end])
+                keys.update((prefix, prefix + "/"))
         hits: set[int] = set()
-        for insight_id, pattern in self.conn.execute(
-            "SELECT insight_id, pattern FROM insight_file"
-        ):
-            for path in files:
-                if _path_matches(pattern, path):
-                    hits.add(insight_id)
-                    break
+        key_list = sorted(keys)
+        for chunk in _chunks(key_list, 500):
+            marks = ",".join("?" * len(chunk))
+            hits.update(
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT insight_id FROM insight_file WHERE pattern IN ({marks})", chunk
+                )
+            )
+        for insight_id, pattern in self._term_stats()["globs"]:
+            if insight_id not in hits and any(_path_matches(pattern, p) for p in paths):
+                hits.add(insight_id)
         return hits
 
     def _expand(
         self,
         hits: list[dict[str, Any]],
         hops: int,
+        limit: int,
         now: datetime,
         intent: str | None,
         kinds: set[str] | None,
         tags: set[str] | None,
         suppressed: set[str],
     ) -> list[dict[str, Any]]:
+        """Add graph neighbours of the shown hits, hop by hop, batched per hop.
+
+        Only the top ``limit`` hits are expanded: a neighbour scores at most
+        HOP_DISCOUNT times its parent, so one of a hit below the cut can never
+        rise above it.
+        """
         seen = {h["name"] for h in hits} | suppressed
-        frontier = hits
+        frontier = hits[:limit]
         found: list[dict[str, Any]] = []
         for hop in range(1, hops + 1):
+            parents = {p["name"]: p for p in frontier}
+            links = self._links_of(list(parents))
+            rows = self._rows_by_id({n for _, n, _ in links})
+            files = self._files_of(rows)
             best: dict[str, dict[str, Any]] = {}
-            for parent in frontier:
-                for neighbour_id, weight in self._neighbour_ids(parent["name"]):
-                    row = self._rows_by_id([neighbour_id]).get(neighbour_id)
-                    if row is None or row[1] in seen:
-                        continue
-                    relevance = (
-                        parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
-                    )
-                    if relevance <= 0:
-                        continue
-                    result = self._scored(
-                        row,
-                        self._files_of([neighbour_id])[neighbour_id],
-                        relevance,
-                        now,
-                        intent,
-                        hop,
-                    )
-                    # Never above the hit that led here.
-                    result["_score"] = round(
-                        min(result["_score"], parent["_score"] * ranking.HOP_DISCOUNT), 6
-                    )
-                    result["_via"] = parent["name"]
-                    if not self._keep(result, kinds, tags, set()):
-                        continue
-                    current = best.get(result["name"])
-                    if current is None or result["_score"] > current["_score"]:
-                        best[result["name"]] = result
-            frontier = sorted(best.values(), key=lambda r: -r["_score"])
+            for parent_name, neighbour_id, weight in links:
+                row = rows.get(neighbour_id)
+                if row is None or row[1] in seen:
+                    continue
+                parent = parents[parent_name]
+                relevance = parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
+                if relevance <= 0:
+                    continue
+                result = self._scored(row, files[neighbour_id], relevance, now, intent, hop)
+                # Never above the hit that led here.
+                ceiling = parent["_score"] * ranking.HOP_DISCOUNT
+                result["_score"] = round(min(result["_score"], ceiling), 6)
+                result["_via"] = parent_name
+                if not self._keep(result, kinds, tags, set()):
+                    continue
+                current = best.get(result["name"])
+                if current is None or result["_score"] > current["_score"]:
+                    best[result["name"]] = result
+            frontier = sorted(best.values(), key=lambda r: -r["_score"])[:limit]
             seen.update(best)
             found.extend(frontier)
             if not frontier:
@@ -655,12 +714,18 @@ class Memory:
         merged.sort(key=lambda r: (-r["_score"], r["_hop"], r["name"]))
         return merged
 
-    def _neighbour_ids(self, name: str) -> list[tuple[int, float]]:
+    def _links_of(self, names: list[str]) -> list[tuple[str, int, float]]:
+        """(name, neighbour id, weight) for every edge touching one of ``names``,
+        in either direction."""
+        if not names:
+            return []
+        marks = ",".join("?" * len(names))
         return self.conn.execute(
-            "SELECT e.to_id, e.weight FROM edge e JOIN insight i ON i.id = e.from_id WHERE i.name = ? "
-            "UNION ALL "
-            "SELECT e.from_id, e.weight FROM edge e JOIN insight i ON i.id = e.to_id WHERE i.name = ?",
-            (name, name),
+            f"SELECT i.name, e.to_id, e.weight FROM edge e JOIN insight i ON i.id = e.from_id "
+            f"WHERE i.name IN ({marks}) UNION ALL "
+            f"SELECT i.name, e.from_id, e.weight FROM edge e JOIN insight i ON i.id = e.to_id "
+            f"WHERE i.name IN ({marks})",
+            (*names, *names),
         ).fetchall()
 
     # --------------------------------------------------------------- get/list

@@ -199,6 +199,23 @@ def m005_create_archive_and_merges(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_track_file_pattern_changes(conn: sqlite3.Connection) -> None:
+    """A second generation counter, for file patterns: recall caches the glob
+    patterns (which no index can serve) and must know when they changed."""
+    _run(
+        conn,
+        """
+        INSERT INTO meta(key, value) VALUES ('file_generation', 0);
+        CREATE TRIGGER file_patterns_insert AFTER INSERT ON insight_file BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'file_generation';
+        END;
+        CREATE TRIGGER file_patterns_delete AFTER DELETE ON insight_file BEGIN
+            UPDATE meta SET value = value + 1 WHERE key = 'file_generation';
+        END;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -207,6 +224,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (3, m003_create_edges),
     (4, m004_create_fulltext),
     (5, m005_create_archive_and_merges),
+    (6, m006_track_file_pattern_changes),
 ]
 
 LATEST = MIGRATIONS[-1][0]

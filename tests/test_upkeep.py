@@ -6,6 +6,7 @@ import pytest
 
 from helix.errors import InvalidInput, NotFound
 from helix.memory import Memory
+from helix.migrations import LATEST
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
 TIMEOUT = "Set a timeout on every outbound network call so a slow server cannot hang the worker"
@@ -168,7 +169,7 @@ def test_health_reports_the_loop(memory: Memory):
     assert health["with_feedback"] == 1 and health["recent_feedback"] == 1
     assert health["proven"] == 1 and health["causal_ratio"] == 1.0
     assert health["mean_effectiveness"] == pytest.approx((0.625 + 0.5) / 2)
-    assert health["schema_version"] == 5 and health["model"].endswith("all-MiniLM-L6-v2")
+    assert health["schema_version"] == LATEST and health["model"].endswith("all-MiniLM-L6-v2")
     assert health["db_bytes"] > 0 and health["archived"] == 0
 
 
