@@ -49,16 +49,18 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
+        except (KeyboardInterrupt, BrokenPipeError):
+            sys.exit(130)
         except InvalidInput as exc:
             _fail(f"error: {exc}", 2)
+        except UnicodeError:
+            _fail("error: the input is not valid UTF-8 text", 2)
         except HelixError as exc:
             _fail(f"error: {exc}", 1)
         except sqlite3.Error as exc:
             _fail(f"error: database error: {exc}", 1)
         except OSError as exc:
             _fail(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)
-        except (KeyboardInterrupt, BrokenPipeError):
-            sys.exit(130)
         except click.exceptions.Exit:
             raise
         except Exception as exc:  # the last line of defence: never a traceback
@@ -437,13 +439,19 @@ def memory_export(file: str, embeddings: bool) -> None:
             click.echo(f"helix: exported {count} insights", err=True)
             return
         target = Path(file)
+        if not target.parent.is_dir():
+            raise HelixError(f"cannot export to {target}: no such directory {target.parent}")
         temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
         count = 0
-        with open(temp, "w", encoding="utf-8") as handle:
-            for line in lines:
-                handle.write(line)
-                count += 1
-        os.replace(temp, target)
+        try:
+            with open(temp, "w", encoding="utf-8") as handle:
+                for line in lines:
+                    handle.write(line)
+                    count += 1
+            os.replace(temp, target)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise HelixError(f"cannot export to {target}: {exc.strerror or exc}") from None
         emit({"exported": count, "file": str(target), "embeddings": embeddings})
 
 

@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,26 +33,57 @@ def _configure(conn: sqlite3.Connection, in_memory: bool) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     if not in_memory:
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise StoreError(f"could not switch the database to WAL mode (got {mode!r})")
+        _enable_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
 
 
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, waiting out other writers.
+
+    Changing the journal mode needs an exclusive lock and SQLite does not apply
+    the busy timeout to it: with another connection mid-write it fails at once.
+    So retry, with backoff, for as long as the busy timeout would have waited.
+    """
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.01
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            mode = None
+        if str(mode).lower() == "wal":
+            return
+        if time.monotonic() >= deadline:
+            raise StoreError(f"could not switch the database to WAL mode (got {mode!r})")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
 def schema_version(conn: sqlite3.Connection) -> int:
-    """The highest applied migration, 0 for a new (empty) database."""
-    has_table = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-    ).fetchone()
-    if not has_table:
-        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[
-            0
-        ]
-        if tables:
-            raise StoreError("the database holds tables but no helix schema_version table")
-        return 0
-    row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-    return int(row[0] or 0)
+    """The highest applied migration, 0 for a new (empty) database.
+
+    Reads the table list and the version in one read transaction, so a store
+    that another process is creating at this moment is never mistaken for a
+    foreign database.
+    """
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_version" not in tables:
+            if tables:
+                raise StoreError("the database holds tables but no helix schema_version table")
+            return 0
+        row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        return int(row[0] or 0)
+    finally:
+        if own:
+            conn.execute("COMMIT")
 
 
 @contextlib.contextmanager
@@ -101,13 +133,12 @@ def _migrate(conn: sqlite3.Connection, path: Path | None) -> Path | None:
         return None
     if path is not None and current > 0:
         backup = _backup(conn, path, current)
-    if current == 0:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version ("
-            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
     for version, migration in MIGRATIONS:
         with write(conn):
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
             # Re-read inside the lock: another process may have migrated meanwhile.
             if schema_version(conn) >= version:
                 continue

@@ -115,9 +115,15 @@ def check_relation(relation: str) -> str:
     return relation
 
 
-def screen(content: str, tags: list[str], source: str) -> None:
+def screen(content: str, tags: list[str], source: str, files: list[str] = ()) -> None:
     """Everything stored may be injected into a future prompt: screen all of it."""
-    for label, text in (("content", content), ("tags", " ".join(tags)), ("source", source)):
+    fields = (
+        ("content", content),
+        ("tags", " ".join(tags)),
+        ("source", source),
+        ("files", "\n".join(files)),
+    )
+    for label, text in fields:
         problem = find_problem(text)
         if problem:
             raise Rejected(f"refused by the safety screen ({label}): {problem}")

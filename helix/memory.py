@@ -230,14 +230,15 @@ class Memory:
         text = insight.clean_content(content)
         clean_tags = insight.clean_tags(tags)
         clean_source = insight.clean_source(source)
-        insight.screen(text, clean_tags, clean_source)
+        clean_files = insight.clean_files(files)
+        insight.screen(text, clean_tags, clean_source, clean_files)
         chosen = insight.check_kind(kind) if kind else insight.infer_kind(text, clean_tags)
         return {
             "content": text,
             "kind": chosen,
             "tags": clean_tags,
             "source": clean_source,
-            "files": insight.clean_files(files),
+            "files": clean_files,
         }
 
     def _insert_or_merge(
