@@ -6,8 +6,9 @@ the work in milliseconds, loading ~90 MB of float32 weights straight from the
 safetensors file. The result matches sentence-transformers' mean-pooled, normalised
 output to float32 precision (see tests/test_embeddings.py).
 
-Speed notes, measured on a 2-core machine: weights are memory-mapped and used
-through transposed views (no copies), Q/K/V are fused into one matmul, inputs are bucketed
+Speed notes, measured on a 2-core machine: weights are memory-mapped and used in
+their stored (out, in) layout (no copies; see ``_linear`` for the small-batch
+formulation), Q/K/V are fused into one matmul, inputs are bucketed
 by length so batches carry little padding, and GELU's erf uses an in-place rational
 approximation (max error 1.5e-7) instead of a Python-level ``math.erf``.
 """
@@ -15,12 +16,14 @@ approximation (max error 1.5e-7) instead of a Python-level ``math.erf``.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+MAX_WORKERS = 4
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
@@ -58,7 +61,28 @@ def _layer_norm(
     return x
 
 
+# Below this many token rows (one short query), computing W @ x.T streams the
+# weights once without BLAS packing them: 1.5x faster than x @ W.T (measured).
+SMALL_ROWS = 64
+GELU_ROWS = 64
+
+
+def _linear(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """x @ weight.T + bias for a weight stored (out, in)."""
+    y = np.ascontiguousarray((weight @ x.T).T) if x.shape[0] < SMALL_ROWS else x @ weight.T
+    y += bias
+    return y
+
+
 def _gelu_(x: np.ndarray) -> np.ndarray:
+    """Exact (erf) GELU, in place, in row blocks small enough to stay in cache
+    across its twenty element-wise passes (20% faster than whole-array passes)."""
+    for start in range(0, x.shape[0], GELU_ROWS):
+        _gelu_block_(x[start : start + GELU_ROWS])
+    return x
+
+
+def _gelu_block_(x: np.ndarray) -> np.ndarray:
     """Exact (erf) GELU, in place. erf via Abramowitz & Stegun 7.1.26."""
     a = np.abs(x)
     a *= np.float32(0.7071067811865476)  # |x| / sqrt(2)
@@ -109,8 +133,8 @@ class BertEncoder:
             return raw[key].astype(np.float32, copy=False)
 
         def dense(prefix: str) -> tuple[np.ndarray, np.ndarray]:
-            # A transposed view: BLAS takes the transpose flag, no copy needed.
-            return get(prefix + ".weight").T, get(prefix + ".bias")
+            # Kept (out, in) as stored: a view of the mapped file, no copy.
+            return get(prefix + ".weight"), get(prefix + ".bias")
 
         self.word = get("embeddings.word_embeddings.weight")
         self.position = get("embeddings.position_embeddings.weight")
@@ -124,7 +148,7 @@ class BertEncoder:
             v, vb = dense(p + "attention.self.value")
             self.blocks.append(
                 {
-                    "qkv": np.ascontiguousarray(np.concatenate([q, k, v], axis=1)),
+                    "qkv": np.ascontiguousarray(np.concatenate([q, k, v], axis=0)),
                     "qkv_b": np.concatenate([qb, kb, vb]),
                     "out": dense(p + "attention.output.dense"),
                     "norm1": (
@@ -146,9 +170,24 @@ class BertEncoder:
         ids = [e.ids for e in encodings]
         # Length bucketing: similar lengths share a batch, so padding stays small.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
+        chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+        workers = min(len(chunks), os.cpu_count() or 1, MAX_WORKERS)
+        if workers < 2:
+            for chunk in chunks:
+                out[chunk] = self._forward([ids[i] for i in chunk])
+            return out
+        # Many batches: one batch per core, each with single-threaded BLAS. Half of
+        # the forward pass is element-wise numpy work that a multi-threaded BLAS
+        # leaves on one core; this keeps both busy (1.35x measured on 2 cores).
+        from concurrent.futures import ThreadPoolExecutor
+
+        from threadpoolctl import threadpool_limits
+
+        def run(chunk: list[int]) -> None:
             out[chunk] = self._forward([ids[i] for i in chunk])
+
+        with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run, chunks))
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
@@ -165,8 +204,7 @@ class BertEncoder:
         padded = bool((mask == 0).any())
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :] if padded else None
         for block in self.blocks:
-            qkv = x @ block["qkv"]
-            qkv += block["qkv_b"]
+            qkv = _linear(x, block["qkv"], block["qkv_b"])
             qkv = qkv.reshape(size, length, 3, heads, head_dim)
             q = qkv[:, :, 0].transpose(0, 2, 1, 3)
             k = qkv[:, :, 1].transpose(0, 2, 3, 1)
@@ -179,18 +217,12 @@ class BertEncoder:
             np.exp(scores, out=scores)
             scores /= scores.sum(-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(size * length, self.hidden)
-            weight, b = block["out"]
-            attn = context @ weight
-            attn += b
+            attn = _linear(context, *block["out"])
             attn += x
             x = _layer_norm(attn, *block["norm1"])
-            weight, b = block["up"]
-            h = x @ weight
-            h += b
+            h = _linear(x, *block["up"])
             _gelu_(h)
-            weight, b = block["down"]
-            y = h @ weight
-            y += b
+            y = _linear(h, *block["down"])
             y += x
             x = _layer_norm(y, *block["norm2"])
         x = x.reshape(size, length, self.hidden)

@@ -385,7 +385,7 @@ class Memory:
     def store_many(
         self,
         items: Sequence[dict[str, Any]],
-        batch_size: int = 256,
+        batch_size: int = 1024,
         on_progress: Callable[[int], None] | None = None,
     ) -> dict[str, Any]:
         """Store many insights with batched embedding; the same dedup rule as store.
@@ -1233,7 +1233,7 @@ class Memory:
             content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
         )
 
-    def reindex(self, everything: bool = False, batch_size: int = 256) -> dict[str, Any]:
+    def reindex(self, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
         """Re-embed rows of another model or width (or every row) with the current
         embedder; rows are updated in batches, each batch one transaction."""
         model, dim = self._model_id(), self.embedder.dim
