@@ -501,37 +501,66 @@ class Memory:
         pool = max(50, limit * 10)
         index = self._vectors()
         qvec = self._embed([query])[0]
-        dense = dict(index.top(qvec, pool))
+        sims = index.similarities(qvec)
+        dense = dict(index.best(sims, pool))
         lexical = ranking.normalise_bm25(self._keyword_hits(query, pool))
         file_hits = self._file_hits(file_list) if file_list else set()
 
+        # Phase 1 scores every candidate from a few light columns; phase 2 builds
+        # full results only for those that can be shown (file matches alone can
+        # bring in thousands of candidates on a large store).
         candidates = set(dense) | set(lexical) | file_hits
-        rows = self._rows_by_id(candidates)
-        files_of = self._files_of(rows)
+        for insight_id in candidates.difference(dense):
+            row = index.row(insight_id)  # None: a row of another model
+            if row is not None:
+                dense[insight_id] = float(sims[row])
         now = self._clock()
-        hits: list[dict[str, Any]] = []
-        for insight_id, row in rows.items():
-            vector_ok = index.vector(insight_id) is not None
-            cos = dense.get(insight_id)
-            if cos is None and vector_ok:
-                cos = float(index.vector(insight_id) @ qvec)
+        scored: list[tuple[float, str, int, float, float | None]] = []
+        for insight_id, name, kind, tags_json, eff, created, last_used in self._light_rows(
+            candidates
+        ):
+            cos = dense.get(insight_id)  # None: a row of another model
             relevance = ranking.fuse_relevance(
-                cos if vector_ok else None, lexical.get(insight_id, 0.0), insight_id in file_hits
+                cos, lexical.get(insight_id, 0.0), insight_id in file_hits
             )
-            if relevance < min_relevance:
+            if relevance < min_relevance or name in suppressed:
                 continue
-            result = self._scored(row, files_of[insight_id], relevance, now, intent, hop=0)
+            if kind_set is not None and kind not in kind_set:
+                continue
+            if tag_set is not None and not tag_set.intersection(json.loads(tags_json)):
+                continue
+            days = ranking.idle_days(last_used, created, now)
+            value = ranking.score(relevance, eff, kind, days, intent)
+            scored.append((-value, name, insight_id, relevance, cos))
+        scored.sort()
+        shown = scored[:limit]
+        rows = self._rows_by_id(item[2] for item in shown)
+        files_of = self._files_of(rows)
+        hits: list[dict[str, Any]] = []
+        for _neg, _name, insight_id, relevance, cos in shown:
+            result = self._scored(rows[insight_id], files_of[insight_id], relevance, now, intent, 0)
             result["_signals"] = {
                 "dense": None if cos is None else round(cos, 4),
                 "lexical": round(lexical.get(insight_id, 0.0), 4),
                 "file": insight_id in file_hits,
             }
-            if self._keep(result, kind_set, tag_set, suppressed):
-                hits.append(result)
-        hits.sort(key=lambda r: (-r["_score"], r["name"]))
+            hits.append(result)
         if graph_hops:
             hits = self._expand(hits, graph_hops, limit, now, intent, kind_set, tag_set, suppressed)
         return hits[:limit]
+
+    def _light_rows(self, ids: Iterable[int]) -> list[tuple]:
+        out: list[tuple] = []
+        for chunk in _chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            out.extend(
+                self.conn.execute(
+                    "SELECT id, name, kind, tags, effectiveness, created_at, last_used "
+                    f"FROM insight WHERE id IN ({marks})",
+                    chunk,
+                )
+            )
+        return out
 
     @staticmethod
     def _keep(
@@ -628,10 +657,12 @@ class Memory:
         generations = self._generations()
         if self._stats.get("generations") != generations:
             total = self.conn.execute("SELECT count(*) FROM insight").fetchone()[0]
-            globs = self.conn.execute(
+            globs: dict[str, list[int]] = {}
+            for insight_id, pattern in self.conn.execute(
                 "SELECT insight_id, pattern FROM insight_file WHERE instr(pattern, '*') > 0 "
                 "OR instr(pattern, '?') > 0 OR instr(pattern, '[') > 0"
-            ).fetchall()
+            ):
+                globs.setdefault(pattern, []).append(insight_id)
             self._stats = {"generations": generations, "total": total, "df": {}, "globs": globs}
         return self._stats
 
@@ -657,9 +688,9 @@ class Memory:
                     f"SELECT insight_id FROM insight_file WHERE pattern IN ({marks})", chunk
                 )
             )
-        for insight_id, pattern in self._term_stats()["globs"]:
-            if insight_id not in hits and any(_path_matches(pattern, p) for p in paths):
-                hits.add(insight_id)
+        for pattern, ids in self._term_stats()["globs"].items():
+            if any(_path_matches(pattern, p) for p in paths):
+                hits.update(ids)
         return hits
 
     def _expand(
