@@ -19,14 +19,27 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from helix.errors import StoreError
 from helix.migrations import LATEST, MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30_000
+
+
+def stamp(moment: datetime) -> str:
+    """How helix stores a time: ISO 8601 in UTC to the second, so text order is
+    time order in SQL comparisons."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """Slices of at most ``size`` items (SQLite caps bound parameters per query)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def _configure(conn: sqlite3.Connection, in_memory: bool) -> None:

@@ -24,6 +24,11 @@ MAX_FILES = 50
 MAX_FILE = 500
 MAX_SOURCE = 200
 NEUTRAL = 0.5
+# The insight table's columns in the order every row tuple uses.
+COLUMNS = (
+    "id, name, content, kind, tags, source, embedding, model, effectiveness, use_count, "
+    "helped, failed, created_at, last_used, last_feedback_at"
+)
 
 STOPWORDS = frozenset(
     "a an and are as at be because been by do does for from if in into is it its of on or "

@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from helix import config, db, insight, ranking
+from helix import config, db, insight, recall, transfer, upkeep
 from helix.embeddings import Embedder, get_embedder, to_blob
 from helix.errors import InvalidInput, NotFound, Rejected
 from helix.migrations import KINDS, RELATIONS
@@ -39,31 +37,18 @@ MAX_LINKS = 5
 CAUSAL_RATE = 0.25  # EMA step toward the outcome value for causal insights
 EROSION_RATE = 0.10  # step toward neutral for injected-but-not-causal insights
 OUTCOMES = {"delivered": 1.0, "plan_complete": 1.0, "partial": 0.5, "blocked": 0.0, "skipped": None}
-INTENTS = tuple(ranking.INTENT_KINDS)
-MAX_LIMIT = 100
-MAX_HOPS = 3
 RECENT_DAYS = 7
-SUCCESS_WORDS = re.compile(r"\b(delivered|success|succeeded|passed|solved|done|fixed|ok)\b", re.I)
-
-_COLUMNS = (
-    "id, name, content, kind, tags, source, embedding, model, effectiveness, use_count, "
-    "helped, failed, created_at, last_used, last_feedback_at"
-)
 
 
 def _now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="seconds")
-
-
 class Memory:
     """The insight store of one project.
 
     ``Memory.open()`` resolves the location with :mod:`helix.config`; pass ``path``
-    to pick a file, or ``path=None, in_memory=True`` for a scratch store. The
+    to pick a file, or ``path=None`` for a private in-memory store. The
     embedder loads lazily: opening, health, get, feedback and edges never load it.
     """
 
@@ -131,11 +116,11 @@ class Memory:
         return vectors
 
     def _now(self) -> str:
-        return _stamp(self._clock())
+        return db.stamp(self._clock())
 
     def _row(self, name: str) -> sqlite3.Row | tuple:
         row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM insight WHERE name = ?", (name,)
+            f"SELECT {insight.COLUMNS} FROM insight WHERE name = ?", (name,)
         ).fetchone()
         if row is None:
             raise NotFound(f"no insight named {name!r}")
@@ -144,7 +129,7 @@ class Memory:
     def _files_of(self, ids: Iterable[int]) -> dict[int, list[str]]:
         ids = list(ids)
         out: dict[int, list[str]] = {i: [] for i in ids}
-        for chunk in _chunks(ids, 500):
+        for chunk in db.chunks(ids, 500):
             marks = ",".join("?" * len(chunk))
             for insight_id, pattern in self.conn.execute(
                 f"SELECT insight_id, pattern FROM insight_file WHERE insight_id IN ({marks}) "
@@ -412,7 +397,7 @@ class Memory:
             except (InvalidInput, Rejected) as exc:
                 report["rejected"].append({"item": position, "reason": str(exc)})
         done = 0
-        for chunk in _chunks(prepared, batch_size):
+        for chunk in db.chunks(prepared, batch_size):
             vectors = self._vectors_for(chunk)
             with self._vector_write() as index:
                 for (_pos, item, evidence), vector in zip(chunk, vectors, strict=True):
@@ -461,6 +446,17 @@ class Memory:
         )
 
     # ------------------------------------------------------------------ recall
+    def _rows_by_id(self, ids: Iterable[int]) -> dict[int, tuple]:
+        out: dict[int, tuple] = {}
+        for chunk in db.chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT {insight.COLUMNS} FROM insight WHERE id IN ({marks})", chunk
+            ):
+                out[row[0]] = row
+        return out
+
+    # ----------------------------------------------------------------- recall
     def recall(
         self,
         query: str,
@@ -475,290 +471,71 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
-        Dense cosine, FTS5 BM25 and file-pattern matches are fused into one
-        relevance (see :mod:`helix.ranking`); direct hits must reach
-        ``min_relevance``. ``graph_hops`` adds neighbours of the hits, discounted
-        and marked ``_hop``/``_via``, never above the hit that led to them.
+        Dense cosine, FTS5 BM25 and file-pattern matches fuse into one relevance;
+        direct hits must reach ``min_relevance``. ``graph_hops`` adds neighbours of
+        the hits, discounted and marked ``_hop``/``_via``, never above the hit that
+        led to them. See :mod:`helix.recall`.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("the query is empty")
-        query = query.strip()[: insight.MAX_CONTENT]
-        if not 1 <= int(limit) <= MAX_LIMIT:
-            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
-        if not 0.0 <= float(min_relevance) <= 1.0:
-            raise InvalidInput("min_relevance must be between 0 and 1")
-        if intent is not None and intent not in ranking.INTENT_KINDS:
-            raise InvalidInput(f"unknown intent {intent!r}; one of: {', '.join(INTENTS)}")
-        if not 0 <= int(graph_hops) <= MAX_HOPS:
-            raise InvalidInput(f"graph_hops must be between 0 and {MAX_HOPS}")
-        kind_set = {insight.check_kind(k) for k in kinds} if kinds else None
-        tag_set = set(insight.clean_tags(tags)) if tags else None
-        suppressed = set(suppress_names or ())
-        file_list = insight.clean_files(files) if files else []
+        return recall.recall(
+            self,
+            query,
+            limit,
+            min_relevance,
+            kinds,
+            tags,
+            files,
+            suppress_names,
+            intent,
+            graph_hops,
+        )
 
-        if self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None:
-            return []  # nothing to find: do not pay for loading the model
-        pool = max(50, limit * 10)
-        index = self._vectors()
-        qvec = self._embed([query])[0]
-        sims = index.similarities(qvec)
-        dense = dict(index.best(sims, pool))
-        lexical = ranking.normalise_bm25(self._keyword_hits(query, pool))
-        file_hits = self._file_hits(file_list) if file_list else set()
+    # ----------------------------------------------------------------- upkeep
+    def decay(self, unused_days: float = 30) -> dict[str, Any]:
+        """Halve the distance to neutral of insights unused for ``unused_days``."""
+        return upkeep.decay(self, unused_days)
 
-        # Phase 1 scores every candidate from a few light columns; phase 2 builds
-        # full results only for those that can be shown (file matches alone can
-        # bring in thousands of candidates on a large store).
-        candidates = set(dense) | set(lexical) | file_hits
-        for insight_id in candidates.difference(dense):
-            row = index.row(insight_id)  # None: a row of another model
-            if row is not None:
-                dense[insight_id] = float(sims[row])
-        now = self._clock()
-        scored: list[tuple[float, str, int, float, float | None]] = []
-        for insight_id, name, kind, tags_json, eff, created, last_used in self._light_rows(
-            candidates
-        ):
-            cos = dense.get(insight_id)  # None: a row of another model
-            relevance = ranking.fuse_relevance(
-                cos, lexical.get(insight_id, 0.0), insight_id in file_hits
-            )
-            if relevance < min_relevance or name in suppressed:
-                continue
-            if kind_set is not None and kind not in kind_set:
-                continue
-            if tag_set is not None and not tag_set.intersection(json.loads(tags_json)):
-                continue
-            days = ranking.idle_days(last_used, created, now)
-            value = ranking.score(relevance, eff, kind, days, intent)
-            scored.append((-value, name, insight_id, relevance, cos))
-        scored.sort()
-        shown = scored[:limit]
-        rows = self._rows_by_id(item[2] for item in shown)
-        files_of = self._files_of(rows)
-        hits: list[dict[str, Any]] = []
-        for _neg, _name, insight_id, relevance, cos in shown:
-            result = self._scored(rows[insight_id], files_of[insight_id], relevance, now, intent, 0)
-            result["_signals"] = {
-                "dense": None if cos is None else round(cos, 4),
-                "lexical": round(lexical.get(insight_id, 0.0), 4),
-                "file": insight_id in file_hits,
-            }
-            hits.append(result)
-        if graph_hops:
-            hits = self._expand(hits, graph_hops, limit, now, intent, kind_set, tag_set, suppressed)
-        return hits[:limit]
+    def prune(self, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
+        """Archive insights below ``min_effectiveness`` after ``min_uses`` uses."""
+        return upkeep.prune(self, min_effectiveness, min_uses)
 
-    def _light_rows(self, ids: Iterable[int]) -> list[tuple]:
-        out: list[tuple] = []
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            out.extend(
-                self.conn.execute(
-                    "SELECT id, name, kind, tags, effectiveness, created_at, last_used "
-                    f"FROM insight WHERE id IN ({marks})",
-                    chunk,
-                )
-            )
-        return out
+    def archived(self) -> list[dict[str, Any]]:
+        """Archived insights, newest first, with the reason."""
+        return upkeep.archived(self)
 
-    @staticmethod
-    def _keep(
-        result: dict[str, Any], kinds: set[str] | None, tags: set[str] | None, suppressed: set[str]
-    ) -> bool:
-        if result["name"] in suppressed:
-            return False
-        if kinds is not None and result["kind"] not in kinds:
-            return False
-        return not (tags is not None and not tags.intersection(result["tags"]))
+    def restore(self, name: str) -> dict[str, Any]:
+        """Bring an archived insight back, with its evidence and surviving edges."""
+        return upkeep.restore(self, name)
 
-    def _scored(
-        self,
-        row: tuple,
-        files: list[str],
-        relevance: float,
-        now: datetime,
-        intent: str | None,
-        hop: int,
+    def consolidate(self, threshold: float = 0.9) -> dict[str, Any]:
+        """Merge insights at least ``threshold`` similar into the stronger one."""
+        return upkeep.consolidate(self, threshold)
+
+    def similar_recent(
+        self, trigger: str, threshold: float = 0.7, days: float = 7, kind: str | None = "failure"
     ) -> dict[str, Any]:
-        result = self._public(row, files)
-        days = ranking.idle_days(result["last_used"], result["created_at"], now)
-        eff = row[8]
-        result.update(
-            {
-                "_relevance": round(relevance, 4),
-                "_effectiveness": round(eff, 4),
-                "_score": round(ranking.score(relevance, eff, result["kind"], days, intent), 6),
-                "_hop": hop,
-                "_confidence": result["confidence"],
-            }
-        )
-        return result
+        """Recent insights similar to ``trigger``; 3+ make a systemic candidate."""
+        return upkeep.similar_recent(self, trigger, threshold, days, kind)
 
-    def _rows_by_id(self, ids: Iterable[int]) -> dict[int, tuple]:
-        out: dict[int, tuple] = {}
-        for chunk in _chunks(list(ids), 500):
-            marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(
-                f"SELECT {_COLUMNS} FROM insight WHERE id IN ({marks})", chunk
-            ):
-                out[row[0]] = row
-        return out
+    def suggest_edges(self, name: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Unlinked similar insights and the relation their kinds suggest."""
+        return upkeep.suggest_edges(self, name, limit)
 
-    def _keyword_hits(self, query: str, limit: int) -> dict[int, float]:
-        """BM25 over the query's distinctive terms.
+    def chunk(self, task: str, outcome: str, approach: str) -> dict[str, Any]:
+        """Store the approach that solved a task as a pattern."""
+        return upkeep.chunk(self, task, outcome, approach)
 
-        A term found in more than 1% of insights (at least 200) says little about
-        which one is meant, and ranking every one of its matches is what makes
-        keyword search slow on a large store, so such terms are left to the dense
-        signal. Document counts are cached until the store changes.
-        """
-        terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
-        terms = list(dict.fromkeys(t for t in terms if t not in insight.STOPWORDS))[:16]
-        if not terms:
-            return {}
-        stats = self._term_stats()
-        cap = max(200, stats["total"] // 100)
-        distinctive = []
-        for term in terms:
-            if term not in stats["df"]:
-                stats["df"][term] = self._capped_count(term, cap)
-            if 0 < stats["df"][term] <= cap:
-                distinctive.append(term)
-        if not distinctive:
-            return {}
-        expression = " OR ".join(f'"{t}"' for t in distinctive)
-        rows = self.conn.execute(
-            "SELECT rowid, bm25(insight_fts) FROM insight_fts WHERE insight_fts MATCH ? "
-            "ORDER BY bm25(insight_fts) LIMIT ?",
-            (expression, limit),
-        ).fetchall()
-        return {int(r[0]): float(r[1]) for r in rows}
+    def reindex(self, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
+        """Re-embed rows of another model or width (or all) with the current embedder."""
+        return upkeep.reindex(self, everything, batch_size)
 
-    def _capped_count(self, term: str, cap: int) -> int:
-        try:
-            return self.conn.execute(
-                "SELECT count(*) FROM (SELECT 1 FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?)",
-                (f'"{term}"', cap + 1),
-            ).fetchone()[0]
-        except sqlite3.OperationalError:  # a term FTS cannot parse: no keyword evidence
-            return 0
+    # --------------------------------------------------------------- transfer
+    def export(self, embeddings: bool = False) -> Iterable[dict[str, Any]]:
+        """Yield every insight as a JSON-ready dict (one JSONL line each)."""
+        return transfer.export(self, embeddings)
 
-    def _generations(self) -> tuple[int, ...]:
-        return tuple(
-            v
-            for _, v in self.conn.execute(
-                "SELECT key, value FROM meta WHERE key IN ('vector_generation', 'file_generation') "
-                "ORDER BY key"
-            )
-        )
-
-    def _term_stats(self) -> dict[str, Any]:
-        generations = self._generations()
-        if self._stats.get("generations") != generations:
-            total = self.conn.execute("SELECT count(*) FROM insight").fetchone()[0]
-            globs: dict[str, list[int]] = {}
-            for insight_id, pattern in self.conn.execute(
-                "SELECT insight_id, pattern FROM insight_file WHERE instr(pattern, '*') > 0 "
-                "OR instr(pattern, '?') > 0 OR instr(pattern, '[') > 0"
-            ):
-                globs.setdefault(pattern, []).append(insight_id)
-            self._stats = {"generations": generations, "total": total, "df": {}, "globs": globs}
-        return self._stats
-
-    def _file_hits(self, files: list[str]) -> set[int]:
-        """Insights whose file patterns match any of ``files``: exact paths and
-        directory prefixes (``src/auth/`` or ``src/auth``) through the index, globs
-        (``src/*.sql``) from a cached list."""
-        paths = [insight.normalise_path(f) for f in files]
-        keys: set[str] = set()
-        for path in paths:
-            keys.add(path)
-            parts = path.split("/")
-            for end in range(1, len(parts)):
-                prefix = "/".join(parts[:end])
-                keys.update((prefix, prefix + "/"))
-        hits: set[int] = set()
-        key_list = sorted(keys)
-        for chunk in _chunks(key_list, 500):
-            marks = ",".join("?" * len(chunk))
-            hits.update(
-                r[0]
-                for r in self.conn.execute(
-                    f"SELECT insight_id FROM insight_file WHERE pattern IN ({marks})", chunk
-                )
-            )
-        for pattern, ids in self._term_stats()["globs"].items():
-            if any(_path_matches(pattern, p) for p in paths):
-                hits.update(ids)
-        return hits
-
-    def _expand(
-        self,
-        hits: list[dict[str, Any]],
-        hops: int,
-        limit: int,
-        now: datetime,
-        intent: str | None,
-        kinds: set[str] | None,
-        tags: set[str] | None,
-        suppressed: set[str],
-    ) -> list[dict[str, Any]]:
-        """Add graph neighbours of the shown hits, hop by hop, batched per hop.
-
-        Only the top ``limit`` hits are expanded: a neighbour scores at most
-        HOP_DISCOUNT times its parent, so one of a hit below the cut can never
-        rise above it.
-        """
-        seen = {h["name"] for h in hits} | suppressed
-        frontier = hits[:limit]
-        found: list[dict[str, Any]] = []
-        for hop in range(1, hops + 1):
-            parents = {p["name"]: p for p in frontier}
-            links = self._links_of(list(parents))
-            rows = self._rows_by_id({n for _, n, _ in links})
-            files = self._files_of(rows)
-            best: dict[str, dict[str, Any]] = {}
-            for parent_name, neighbour_id, weight in links:
-                row = rows.get(neighbour_id)
-                if row is None or row[1] in seen:
-                    continue
-                parent = parents[parent_name]
-                relevance = parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
-                if relevance <= 0:
-                    continue
-                result = self._scored(row, files[neighbour_id], relevance, now, intent, hop)
-                # Never above the hit that led here.
-                ceiling = parent["_score"] * ranking.HOP_DISCOUNT
-                result["_score"] = round(min(result["_score"], ceiling), 6)
-                result["_via"] = parent_name
-                if not self._keep(result, kinds, tags, set()):
-                    continue
-                current = best.get(result["name"])
-                if current is None or result["_score"] > current["_score"]:
-                    best[result["name"]] = result
-            frontier = sorted(best.values(), key=lambda r: -r["_score"])[:limit]
-            seen.update(best)
-            found.extend(frontier)
-            if not frontier:
-                break
-        merged = hits + found
-        merged.sort(key=lambda r: (-r["_score"], r["_hop"], r["name"]))
-        return merged
-
-    def _links_of(self, names: list[str]) -> list[tuple[str, int, float]]:
-        """(name, neighbour id, weight) for every edge touching one of ``names``,
-        in either direction."""
-        if not names:
-            return []
-        marks = ",".join("?" * len(names))
-        return self.conn.execute(
-            f"SELECT i.name, e.to_id, e.weight FROM edge e JOIN insight i ON i.id = e.from_id "
-            f"WHERE i.name IN ({marks}) UNION ALL "
-            f"SELECT i.name, e.from_id, e.weight FROM edge e JOIN insight i ON i.id = e.to_id "
-            f"WHERE i.name IN ({marks})",
-            (*names, *names),
-        ).fetchall()
+    def import_lines(self, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
+        """Import JSONL written by ``export``; bad lines are reported, not fatal."""
+        return transfer.import_lines(self, lines, source_label)
 
     # --------------------------------------------------------------- get/list
     def get(self, name: str) -> dict[str, Any]:
@@ -811,7 +588,7 @@ class Memory:
             params.append(tag.lower())
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM insight {where} ORDER BY {orders[order]} LIMIT ?",
+            f"SELECT {insight.COLUMNS} FROM insight {where} ORDER BY {orders[order]} LIMIT ?",
             (*params, int(limit)),
         ).fetchall()
         files = self._files_of(r[0] for r in rows)
@@ -990,309 +767,14 @@ class Memory:
                 break
         return out
 
-    def suggest_edges(self, name: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Unlinked insights similar to ``name``, with the relation their kinds suggest.
-        Surfaces candidates only; nothing is written."""
-        row = self._row(name)
-        index = self._vectors()
-        vector = index.vector(row[0])
-        if vector is None:
-            return []
-        linked = {n for e in self.edges(name) for n in (e["from"], e["to"])}
-        out = []
-        for other_id, sim in index.top(vector, limit + len(linked) + 1):
-            if other_id == row[0] or sim < LINK_THRESHOLD / 2:
-                continue
-            other = self._rows_by_id([other_id])[other_id]
-            if other[1] in linked:
-                continue
-            source, target, relation = _suggested_relation(name, row[3], other[1], other[3])
-            out.append(
-                {"from": source, "to": target, "relation": relation, "similarity": round(sim, 4)}
-            )
-            if len(out) >= limit:
-                break
-        return out
-
     # ----------------------------------------------------------------- upkeep
-    def decay(self, unused_days: float = 30) -> dict[str, Any]:
-        """Halve the distance to neutral of insights unused for ``unused_days``:
-        old evidence fades, so a stale score cannot dominate forever."""
-        if unused_days < 0:
-            raise InvalidInput("unused_days must be >= 0")
-        cutoff = _stamp(self._clock() - timedelta(days=unused_days))
-        now = self._now()
-        decayed = []
-        with db.write(self.conn):
-            rows = self.conn.execute(
-                "SELECT name, effectiveness FROM insight WHERE coalesce(last_used, created_at) < ? "
-                "AND abs(effectiveness - 0.5) > 1e-6",
-                (cutoff,),
-            ).fetchall()
-            for name, eff in rows:
-                after = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2
-                self.conn.execute(
-                    "UPDATE insight SET effectiveness = ? WHERE name = ?", (after, name)
-                )
-                self.conn.execute(
-                    "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-                    "effectiveness, created_at) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?)",
-                    (name, round(after - eff, 6), after, now),
-                )
-                decayed.append(name)
-        return {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
-
-    def prune(self, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
-        """Archive insights that kept failing (effectiveness below the bar after at
-        least ``min_uses`` uses). Archived insights can be restored."""
-        with db.write(self.conn):
-            names = [
-                r[0]
-                for r in self.conn.execute(
-                    "SELECT name FROM insight WHERE effectiveness < ? AND use_count >= ? ORDER BY name",
-                    (min_effectiveness, min_uses),
-                )
-            ]
-            for name in names:
-                self._archive(
-                    name, f"pruned: effectiveness < {min_effectiveness} after >= {min_uses} uses"
-                )
-        if names and self._index is not None:
-            self._index.generation = -1
-        return {"pruned": len(names), "names": names}
-
-    def _archive(self, name: str, reason: str) -> None:
-        """Inside a write transaction: move one insight (and its edges) to the archive."""
-        row = self._row(name)
-        record = self._public(row, self._files_of([row[0]])[row[0]])
-        record["embedding"] = row[6].hex() if row[6] else None
-        record["edges"] = self.edges(name)
-        self.conn.execute(
-            "INSERT INTO archive(name, record, reason, archived_at) VALUES (?, ?, ?, ?)",
-            (name, json.dumps(record), reason, self._now()),
-        )
-        self.conn.execute("DELETE FROM insight WHERE id = ?", (row[0],))
-
-    def archived(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute(
-            "SELECT name, reason, archived_at, record FROM archive ORDER BY id DESC"
-        )
-        return [
-            {
-                "name": n,
-                "reason": r,
-                "archived_at": a,
-                "effectiveness": json.loads(rec).get("effectiveness"),
-            }
-            for n, r, a, rec in rows
-        ]
-
-    def restore(self, name: str) -> dict[str, Any]:
-        """Bring an archived insight back, with its evidence and surviving edges."""
-        with db.write(self.conn):
-            row = self.conn.execute(
-                "SELECT id, record FROM archive WHERE name = ? ORDER BY id DESC LIMIT 1", (name,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no archived insight named {name!r}")
-            if self.conn.execute("SELECT 1 FROM insight WHERE name = ?", (name,)).fetchone():
-                raise InvalidInput(f"an insight named {name!r} already exists")
-            rec = json.loads(row[1])
-            cursor = self.conn.execute(
-                "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
-                "use_count, helped, failed, created_at, last_used, last_feedback_at) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    name,
-                    rec["content"],
-                    rec["kind"],
-                    json.dumps(rec["tags"]),
-                    rec["source"],
-                    bytes.fromhex(rec["embedding"]) if rec.get("embedding") else None,
-                    rec.get("model"),
-                    rec["effectiveness"],
-                    rec["use_count"],
-                    rec["helped"],
-                    rec["failed"],
-                    rec["created_at"],
-                    rec.get("last_used"),
-                    rec.get("last_feedback_at"),
-                ),
-            )
-            new_id = cursor.lastrowid
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
-                [(new_id, f) for f in rec.get("files", [])],
-            )
-            restored_edges = 0
-            for e in rec.get("edges", []):
-                ends = [
-                    self.conn.execute("SELECT id FROM insight WHERE name = ?", (n,)).fetchone()
-                    for n in (e["from"], e["to"])
-                ]
-                if all(ends):
-                    self.conn.execute(
-                        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        (ends[0][0], ends[1][0], e["relation"], e["weight"], e["created_at"]),
-                    )
-                    restored_edges += 1
-            self.conn.execute("DELETE FROM archive WHERE id = ?", (row[0],))
-        return {"status": "restored", "name": name, "edges": restored_edges}
-
-    def consolidate(self, threshold: float = 0.9) -> dict[str, Any]:
-        """Merge insights whose vectors are at least ``threshold`` similar. The one
-        with more evidence absorbs the other (tags, files, counts, edges); the
-        absorbed one is archived, so nothing is lost."""
-        if not 0.5 <= threshold <= 1.0:
-            raise InvalidInput("threshold must be between 0.5 and 1.0")
-        merges = []
-        with db.write(self.conn):
-            index = self._vectors()
-            absorbed: set[int] = set()
-            ids = [int(i) for i in index.ids]
-            for position, insight_id in enumerate(ids):
-                if insight_id in absorbed:
-                    continue
-                vector = index.vector(insight_id)
-                sims = index.matrix[position + 1 :] @ vector if vector is not None else []
-                for offset in np.nonzero(np.asarray(sims) >= threshold)[0]:
-                    other = ids[position + 1 + int(offset)]
-                    if other in absorbed or insight_id in absorbed:
-                        continue
-                    keeper, gone = self._keeper(insight_id, other)
-                    merges.append(self._absorb(keeper, gone, float(sims[offset])))
-                    absorbed.add(gone)
-        if merges and self._index is not None:
-            self._index.generation = -1
-        return {"merged": len(merges), "merges": merges, "threshold": threshold}
-
-    def _keeper(self, a: int, b: int) -> tuple[int, int]:
-        def strength(i: int) -> tuple:
-            h, f, u, c = self.conn.execute(
-                "SELECT helped, failed, use_count, length(content) FROM insight WHERE id = ?", (i,)
-            ).fetchone()
-            return (h + f, u, c, -i)
-
-        return (a, b) if strength(a) >= strength(b) else (b, a)
-
-    def _absorb(self, keeper: int, gone: int, similarity: float) -> dict[str, Any]:
-        k = self.conn.execute("SELECT name, tags FROM insight WHERE id = ?", (keeper,)).fetchone()
-        g = self.conn.execute(
-            "SELECT name, tags, content, helped, failed, use_count, source "
-            "FROM insight WHERE id = ?",
-            (gone,),
-        ).fetchone()
-        tags = insight.clean_tags(json.loads(k[1]) + json.loads(g[1]))[: insight.MAX_TAGS]
-        self.conn.execute(
-            "UPDATE insight SET tags = ?, helped = helped + ?, failed = failed + ?, "
-            "use_count = use_count + ? WHERE id = ?",
-            (json.dumps(tags), g[3], g[4], g[5], keeper),
-        )
-        self.conn.execute(
-            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) "
-            "SELECT ?, pattern FROM insight_file WHERE insight_id = ?",
-            (keeper, gone),
-        )
-        # Re-point the absorbed insight's edges to the keeper (skipping self-loops).
-        self.conn.execute(
-            "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-            "SELECT ?, to_id, relation, weight, created_at FROM edge WHERE from_id = ? AND to_id != ?",
-            (keeper, gone, keeper),
-        )
-        self.conn.execute(
-            "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-            "SELECT from_id, ?, relation, weight, created_at FROM edge WHERE to_id = ? AND from_id != ?",
-            (keeper, gone, keeper),
-        )
-        self.conn.execute(
-            "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
-            "VALUES (?, ?, ?, 'existing', ?, ?)",
-            (k[0], g[2], round(similarity, 4), g[6], self._now()),
-        )
-        self._archive(g[0], f"consolidated into {k[0]}")
-        return {"kept": k[0], "absorbed": g[0], "similarity": round(similarity, 4)}
-
-    def similar_recent(
-        self, trigger: str, threshold: float = 0.7, days: float = 7, kind: str | None = "failure"
-    ) -> dict[str, Any]:
-        """Recent insights similar to ``trigger``; three or more similar failures
-        make a systemic candidate. Surfaces facts only; nothing is written."""
-        if not isinstance(trigger, str) or not trigger.strip():
-            raise InvalidInput("the trigger text is empty")
-        if kind:
-            insight.check_kind(kind)
-        since = _stamp(self._clock() - timedelta(days=days))
-        index = self._vectors()
-        qvec = self._embed([trigger.strip()])[0]
-        matches = []
-        for insight_id, sim in index.top(qvec, max(50, len(index))):
-            if sim < threshold:
-                break
-            row = self._rows_by_id([insight_id])[insight_id]
-            if (kind and row[3] != kind) or row[12] < since:
-                continue
-            matches.append(
-                {
-                    "name": row[1],
-                    "content": row[2],
-                    "kind": row[3],
-                    "similarity": round(sim, 4),
-                    "created_at": row[12],
-                }
-            )
-        return {
-            "matches": matches,
-            "count": len(matches),
-            "systemic_candidate": len(matches) >= 3,
-            "threshold": threshold,
-            "days": days,
-        }
-
-    def chunk(self, task: str, outcome: str, approach: str) -> dict[str, Any]:
-        """Store the approach that solved a task as a pattern (SOAR-style chunking)."""
-        for label, text in (("task", task), ("outcome", outcome), ("approach", approach)):
-            if not isinstance(text, str) or not text.strip():
-                raise InvalidInput(f"the {label} is empty")
-        if not SUCCESS_WORDS.search(outcome):
-            raise InvalidInput(
-                "chunk stores patterns from solved tasks; the outcome does not say it "
-                "succeeded (store a failure with `helix memory store --kind failure`)"
-            )
-        content = f"When {task.strip().rstrip('.')}: {approach.strip()}"
-        return self.store(
-            content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
-        )
-
-    def reindex(self, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
-        """Re-embed rows of another model or width (or every row) with the current
-        embedder; rows are updated in batches, each batch one transaction."""
-        model, dim = self._model_id(), self.embedder.dim
-        where = (
-            ""
-            if everything
-            else "WHERE model IS NOT ? OR embedding IS NULL OR length(embedding) != ?"
-        )
-        params = () if everything else (model, dim * 4)
-        rows = self.conn.execute(
-            f"SELECT id, content FROM insight {where} ORDER BY id", params
-        ).fetchall()
-        for chunk in _chunks(rows, batch_size):
-            vectors = self._embed([c for _, c in chunk])
-            with db.write(self.conn):
-                self.conn.executemany(
-                    "UPDATE insight SET embedding = ?, model = ? WHERE id = ?",
-                    [(to_blob(v), model, i) for (i, _), v in zip(chunk, vectors, strict=True)],
-                )
-        return {"reindexed": len(rows), "model": model, "dim": dim}
-
     def health(self) -> dict[str, Any]:
         """Totals and loop signals. Read-only; never loads the embedding model."""
         q = self.conn.execute
         total = q("SELECT count(*) FROM insight").fetchone()[0]
         by_kind = {k: 0 for k in KINDS}
         by_kind.update(dict(q("SELECT kind, count(*) FROM insight GROUP BY kind").fetchall()))
-        since = _stamp(self._clock() - timedelta(days=RECENT_DAYS))
+        since = db.stamp(self._clock() - timedelta(days=RECENT_DAYS))
         outcome_list = ",".join(f"'{o}'" for o in OUTCOMES)
         events = q(
             f"SELECT count(*), coalesce(sum(causal), 0) FROM feedback_event "
@@ -1330,54 +812,8 @@ class Memory:
         }
 
     # --------------------------------------------------------------- transfer
-    def export(self, embeddings: bool = False) -> Iterable[dict[str, Any]]:
-        """Yield every insight as a JSON-ready dict (one JSONL line each)."""
-        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM insight ORDER BY id").fetchall()
-        files = self._files_of(r[0] for r in rows)
-        for row in rows:
-            item = self._public(row, files[row[0]])
-            item.pop("confidence")
-            if embeddings and row[6]:
-                item["embedding"] = [round(float(x), 7) for x in np.frombuffer(row[6], dtype="<f4")]
-            else:
-                item.pop("model")
-            yield item
-
-    def import_lines(self, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
-        """Import JSONL (as written by export): each line through the same
-        validation, safety screen and dedup rule as ``store``. Bad lines are
-        reported with their line number; good ones are imported."""
-        items, errors, count = [], [], 0
-        line_of: list[int] = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            count += 1
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append({"line": number, "reason": f"not valid JSON ({exc.msg})"})
-                continue
-            if not isinstance(value, dict):
-                errors.append({"line": number, "reason": "not a JSON object"})
-                continue
-            value.setdefault("import_source", source_label or None)
-            items.append(value)
-            line_of.append(number)
-        report = self.store_many(items)
-        for rejection in report.pop("rejected"):
-            errors.append({"line": line_of[rejection["item"]], "reason": rejection["reason"]})
-        errors.sort(key=lambda e: e["line"])
-        return {
-            "lines": count,
-            "added": report["added"],
-            "merged": report["merged"],
-            "rejected": len(errors),
-            "errors": errors,
-        }
 
 
-# ------------------------------------------------------------------ functions
 def _learn(before: float, value: float | None, causal: bool, verified: bool) -> float:
     if value is None:
         return before
@@ -1435,28 +871,6 @@ def _name_list(names: Any, what: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _suggested_relation(name: str, kind: str, other: str, other_kind: str) -> tuple[str, str, str]:
-    fixes = {"pattern", "procedure", "convention"}
-    if kind == "failure" and other_kind in fixes:
-        return other, name, "solves"
-    if other_kind == "failure" and kind in fixes:
-        return name, other, "solves"
-    if kind == other_kind == "failure":
-        return name, other, "co_occurs"
-    return name, other, "similar"
-
-
-def _path_matches(pattern: str, path: str) -> bool:
-    path = insight.normalise_path(path)
-    if pattern == path:
-        return True
-    if pattern.endswith("/"):
-        return path.startswith(pattern)
-    if any(ch in pattern for ch in "*?["):
-        return fnmatchcase(path, pattern) or fnmatchcase(path.rsplit("/", 1)[-1], pattern)
-    return path.startswith(pattern + "/")
-
-
 def _configured_model_id() -> str:
     try:
         return get_embedder().model_id
@@ -1472,11 +886,6 @@ def _db_bytes(path: Path | None) -> int:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 __all__ = ["Memory", "OUTCOMES", "RELATIONS", "DUPLICATE_THRESHOLD"]
