@@ -1,0 +1,280 @@
+"""Concurrent feedback: 8 processes x 50 ``Memory.feedback`` calls on the same 5 insights.
+
+Target: zero errors and exact totals: every insight's use_count == 400, 2,000
+feedback_event rows, helped/failed sums equal to what the workers' plans imply,
+and each insight's event log an unbroken chain (every event's ``effectiveness -
+delta`` equals the previous event's ``effectiveness``), which a lost update would
+break. Wall time, calls/s and per-call latency are reported.
+
+Each worker opens the store and waits; the parent releases all 8 at once through
+their stdin. Every call names all 5 insights, credits a seeded random subset as
+causal, with a seeded outcome (delivered / partial / blocked), verified 80% of the
+time, and its own task id. The experiment runs ``--rounds`` times (default 3), each
+on a fresh copy of the same 5-insight store.
+
+    python benchmarks/perf/concurrent_feedback.py [--rounds 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import combinations
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common as common  # noqa: E402
+
+WORKERS = 8
+CALLS = 50
+VALUES = {"delivered": 1.0, "partial": 0.5, "blocked": 0.0}
+
+
+def plan(worker: int, call: int, names: list[str]) -> dict:
+    """The deterministic arguments of one call (the parent replays it to check)."""
+    rng = random.Random(worker * 10_000 + call)
+    outcome = rng.choices(list(VALUES), weights=(3, 1, 1))[0]
+    return {
+        "outcome": outcome,
+        "causal": sorted(rng.sample(names, rng.randint(1, len(names)))),
+        "verified": rng.random() < 0.8,
+        "task_id": f"w{worker}-c{call}",
+    }
+
+
+def worker_main(db: str, worker: int, names: list[str]) -> int:
+    from helix.memory import Memory
+
+    mem = Memory(Path(db))
+    print("ready", flush=True)
+    sys.stdin.readline()  # the start signal
+    latencies, errors = [], []
+    start = time.time()
+    for call in range(CALLS):
+        p = plan(worker, call, names)
+        t = time.perf_counter()
+        try:
+            mem.feedback(
+                names,
+                p["outcome"],
+                causal_names=p["causal"],
+                task_id=p["task_id"],
+                verified=p["verified"],
+            )
+        except Exception as exc:  # noqa: BLE001 - counted, reported
+            errors.append(f"{type(exc).__name__}: {exc}")
+        latencies.append((time.perf_counter() - t) * 1000.0)
+    end = time.time()
+    mem.close()
+    print(json.dumps({"start": start, "end": end, "latencies_ms": latencies, "errors": errors}))
+    return 0
+
+
+def build_template(path: Path) -> list[str]:
+    from helix.embeddings import MiniLMEmbedder
+    from helix.memory import Memory
+
+    with Memory(path, embedder=MiniLMEmbedder()) as mem:
+        names = [mem.store(common.insight_text(i * 20_011))["name"] for i in range(5)]
+        mem.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if len(set(names)) != 5:
+        raise RuntimeError(f"the 5 seed insights merged: {names}")
+    return names
+
+
+def verify(db: Path, names: list[str]) -> list[str]:
+    """Every exact-total check; returns the list of failures (empty = exact)."""
+    from helix.memory import Memory
+
+    problems = []
+    helped = {n: 0.0 for n in names}
+    failed = {n: 0.0 for n in names}
+    pair_count: dict[tuple[str, str], int] = {}
+    for w in range(WORKERS):
+        for c in range(CALLS):
+            p = plan(w, c, names)
+            if p["verified"]:
+                for n in p["causal"]:
+                    helped[n] += VALUES[p["outcome"]]
+                    failed[n] += 1.0 - VALUES[p["outcome"]]
+                if p["outcome"] == "delivered":
+                    for pair in combinations(sorted(p["causal"]), 2):
+                        pair_count[pair] = pair_count.get(pair, 0) + 1
+    with Memory(db) as mem:
+        q = mem.conn.execute
+        events = q("SELECT count(*) FROM feedback_event").fetchone()[0]
+        if events != WORKERS * CALLS * len(names):
+            problems.append(f"feedback_event rows {events} != {WORKERS * CALLS * len(names)}")
+        tasks = q("SELECT count(DISTINCT task_id) FROM feedback_event").fetchone()[0]
+        if tasks != WORKERS * CALLS:
+            problems.append(f"distinct task ids {tasks} != {WORKERS * CALLS}")
+        for n in names:
+            uses, h, f = q(
+                "SELECT use_count, helped, failed FROM insight WHERE name = ?", (n,)
+            ).fetchone()
+            if uses != WORKERS * CALLS:
+                problems.append(f"{n}: use_count {uses} != {WORKERS * CALLS}")
+            if abs(h - helped[n]) > 1e-9 or abs(f - failed[n]) > 1e-9:
+                problems.append(f"{n}: helped/failed {h}/{f} != {helped[n]}/{failed[n]}")
+            before = 0.5
+            for eff, delta in q(
+                "SELECT effectiveness, delta FROM feedback_event WHERE insight = ? ORDER BY id",
+                (n,),
+            ):
+                if abs((eff - delta) - before) > 2e-6:
+                    problems.append(
+                        f"{n}: broken event chain ({before} -> {eff} with delta {delta})"
+                    )
+                    break
+                before = eff
+            final = q("SELECT effectiveness FROM insight WHERE name = ?", (n,)).fetchone()[0]
+            if abs(final - before) > 1e-12:
+                problems.append(f"{n}: effectiveness {final} != last event {before}")
+        ids = dict(q("SELECT name, id FROM insight"))
+        for (a, b), k in pair_count.items():
+            row = q(
+                "SELECT weight FROM edge WHERE from_id = ? AND to_id = ? AND relation = 'co_occurs'",
+                (ids[a], ids[b]),
+            ).fetchone()
+            expected = min(1.0, 0.5 + 0.1 * (k - 1))
+            if row is None or abs(row[0] - expected) > 1e-6:
+                problems.append(f"co_occurs {a}->{b}: weight {row and row[0]} != {expected}")
+    return problems
+
+
+def run_round(db: Path, names: list[str], env: dict[str, str]) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(db)]
+    procs = [
+        subprocess.Popen(
+            [*cmd, str(w), json.dumps(names)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for w in range(WORKERS)
+    ]
+    for p in procs:
+        if p.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"worker failed to start: {p.stderr.read()[-500:]}")
+    go = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outputs, errors = [], []
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            errors.append(f"worker exit {p.returncode}: {err[-300:]}")
+            continue
+        outputs.append(json.loads(out))
+    wall = time.perf_counter() - go
+    errors += [e for o in outputs for e in o["errors"]]
+    calls_wall = (
+        (max(o["end"] for o in outputs) - min(o["start"] for o in outputs)) if outputs else wall
+    )
+    first = min((o["start"] for o in outputs), default=0.0)
+    windows = sorted(
+        (round((o["start"] - first) * 1000, 1), round((o["end"] - first) * 1000, 1))
+        for o in outputs
+    )
+    return {
+        "wall_s": wall,
+        "calls_wall_s": calls_wall,
+        "errors": errors,
+        "windows_ms": windows,
+        "latencies_ms": [x for o in outputs for x in o["latencies_ms"]],
+    }
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        return worker_main(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="repetitions on fresh stores")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="helix-bench-feedback-"))
+    try:
+        template = tmp / "template.db"
+        names = build_template(template)
+        env = common.child_env()
+        load_before = common.load_average()
+        rounds = []
+        for r in range(max(1, args.rounds)):
+            db = tmp / f"round{r}" / "helix.db"
+            db.parent.mkdir()
+            shutil.copy(template, db)
+            outcome = run_round(db, names, env)
+            outcome["problems"] = verify(db, names)
+            rounds.append(outcome)
+            common.log(
+                f"  round {r + 1}: {outcome['calls_wall_s']:.2f} s, "
+                f"{len(outcome['errors'])} errors, {len(outcome['problems'])} total mismatches"
+            )
+        load_after = common.load_average()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    total_calls = WORKERS * CALLS
+    latencies = [x for r in rounds for x in r["latencies_ms"]]
+    errors = [e for r in rounds for e in r["errors"]]
+    problems = [p for r in rounds for p in r["problems"]]
+    walls = [r["calls_wall_s"] for r in rounds]
+    passed = (
+        not errors and not problems and all(len(r["latencies_ms"]) == total_calls for r in rounds)
+    )
+    details = {
+        "workers": WORKERS,
+        "calls_per_worker": CALLS,
+        "insights": len(names),
+        "rounds": len(rounds),
+        "wall_s_per_round": [round(w, 3) for w in walls],
+        "wall_s_incl_exit_per_round": [round(r["wall_s"], 3) for r in rounds],
+        "calls_per_s_median": round(total_calls / common.median(walls), 1),
+        "latency_ms": common.summary(latencies, 2),
+        "worker_windows_ms_round1": rounds[0]["windows_ms"],
+        "errors": len(errors),
+        "first_errors": errors[:5],
+        "total_mismatches": len(problems),
+        "first_mismatches": problems[:5],
+        "checks": "use_count == 400 each, 2000 feedback_event rows, 400 task ids, helped/failed "
+        "sums, unbroken per-insight event chains, co_occurs edge weights",
+        "load_average": {"before": load_before, "after": load_after},
+        "headline_extra": (
+            f"{len(errors)} errors, {len(problems)} mismatches, "
+            f"{total_calls / common.median(walls):.0f} calls/s, "
+            f"wall {common.median(walls):.2f} s"
+        ),
+    }
+    res = common.result(
+        "concurrent_feedback",
+        "exact totals, 0 errors (8 procs x 50 calls)",
+        details["latency_ms"]["median"],
+        details["latency_ms"]["p90"],
+        "ms per call",
+        passed,
+        details,
+    )
+    lines = [
+        f"{WORKERS} processes x {CALLS} calls on {len(names)} insights, {len(rounds)} rounds",
+        f"wall per round (median) {common.median(walls):.2f} s = {details['calls_per_s_median']} calls/s",
+        f"per-call latency median {details['latency_ms']['median']:.1f} ms, "
+        f"p90 {details['latency_ms']['p90']:.1f} ms, max {details['latency_ms']['max']:.1f} ms",
+        f"errors {len(errors)}, total mismatches {len(problems)}"
+        + (f" (first: {problems[0]})" if problems else " (all totals exact)"),
+    ]
+    return common.finish(res, args.json, lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
