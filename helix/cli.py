@@ -211,9 +211,10 @@ def memory_get(name: str) -> None:
 @click.option("--task-id", default=None, help="The task the outcome belongs to.")
 @click.option(
     "--verified/--unverified",
-    default=True,
+    default=False,
     show_default=True,
-    help="Whether a verify command's exit code backs the outcome.",
+    help="Only when a verify command's exit code backs the outcome (helix's hooks and "
+    "supervisor say so after running it); an unverified outcome can only lower scores.",
 )
 @guarded
 def memory_feedback(

@@ -255,9 +255,10 @@ def test_feedback_history_and_effectiveness(hrun: Runner) -> None:
             json.dumps([a]),
             "--task-id",
             "t-1",
+            "--verified",
         )
     )
-    assert out["outcome"] == "delivered"
+    assert out["outcome"] == "delivered" and out["verified"] is True
     assert {u["name"]: u["causal"] for u in out["updated"]} == {a: True, b: False}
     assert out["missing"] == []
     got_a = ok(hrun("memory", "get", a))
@@ -322,7 +323,17 @@ def test_health_list_show(hrun: Runner) -> None:
     name = store(hrun, "When epsilon builds flake, pin the epsilonbuild toolchain version in CI")[
         "name"
     ]
-    ok(hrun("memory", "feedback", "--names", json.dumps([name]), "--outcome", "partial"))
+    ok(
+        hrun(
+            "memory",
+            "feedback",
+            "--names",
+            json.dumps([name]),
+            "--outcome",
+            "partial",
+            "--verified",
+        )
+    )
 
     health = ok(hrun("memory", "health"))
     for key in ("total_insights", "schema_version", "model"):
@@ -355,7 +366,17 @@ def test_export_import_round_trip(hrun: Runner, tmp_path: Path) -> None:
         "When theta tests hang, set a per-test thetatest timeout of thirty seconds",
     ]
     names = [store(hrun, t)["name"] for t in texts]
-    ok(hrun("memory", "feedback", "--names", json.dumps(names[:1]), "--outcome", "delivered"))
+    ok(
+        hrun(
+            "memory",
+            "feedback",
+            "--names",
+            json.dumps(names[:1]),
+            "--outcome",
+            "delivered",
+            "--verified",
+        )
+    )
     target = tmp_path / "export.jsonl"
     out = ok(hrun("memory", "export", str(target)))
     assert out["exported"] == 3
@@ -930,3 +951,27 @@ def test_help(hrun: Runner, home: Path, tmp_path: Path) -> None:
         )
         assert direct.returncode == 0 and "store" in direct.stdout
     assert not home.exists()  # help never creates a data directory
+
+
+def test_feedback_from_the_command_line_is_a_claim_unless_verified(hrun: Runner) -> None:
+    """An agent calling feedback by itself is making a claim: by default it can
+    lower an insight but never raise it; --verified is for callers that ran the
+    verify command."""
+    name = store(hrun, "When gamma caches go stale, bump the gammacache key version on deploy")[
+        "name"
+    ]
+    claim = ok(hrun("memory", "feedback", "--names", json.dumps([name]), "--outcome", "delivered"))
+    assert claim["verified"] is False
+    assert ok(hrun("memory", "get", name))["effectiveness"] == 0.5
+    ok(
+        hrun(
+            "memory",
+            "feedback",
+            "--names",
+            json.dumps([name]),
+            "--outcome",
+            "delivered",
+            "--verified",
+        )
+    )
+    assert ok(hrun("memory", "get", name))["effectiveness"] > 0.5
