@@ -14,6 +14,8 @@ from helix import insight
 if TYPE_CHECKING:
     from helix.memory import Memory
 
+MAX_REPORTED_ERRORS = 100
+
 
 def export(memory: Memory, embeddings: bool = False) -> Iterable[dict[str, Any]]:
     """Yield every insight as a JSON-ready dict (one JSONL line each)."""
@@ -54,13 +56,17 @@ def import_lines(memory: Memory, lines: Iterable[str], source_label: str = "") -
     for rejection in report.pop("rejected"):
         errors.append({"line": line_of[rejection["item"]], "reason": rejection["reason"]})
     errors.sort(key=lambda e: e["line"])
-    return {
+    result = {
         "lines": count,
         "added": report["added"],
         "merged": report["merged"],
         "rejected": len(errors),
-        "errors": errors,
+        # A garbage file would otherwise produce one entry per line.
+        "errors": errors[:MAX_REPORTED_ERRORS],
     }
+    if len(errors) > MAX_REPORTED_ERRORS:
+        result["errors_not_shown"] = len(errors) - MAX_REPORTED_ERRORS
+    return result
 
 
 # ------------------------------------------------------------------ functions

@@ -84,3 +84,11 @@ def test_foreign_embeddings_are_recomputed(memory: Memory):
     blob = memory.conn.execute("SELECT embedding FROM insight").fetchone()[0]
     assert len(blob) == 384 * 4
     assert memory.recall("retry failed requests with backoff")
+
+
+def test_a_garbage_file_gives_a_bounded_report(hash_memory: Memory):
+    lines = [f"garbage line {n} \x00\xff" for n in range(500)]
+    report = hash_memory.import_lines(lines)
+    assert report["rejected"] == 500 and report["added"] == 0
+    assert len(report["errors"]) == 100 and report["errors_not_shown"] == 400
+    assert report["errors"][0]["line"] == 1
