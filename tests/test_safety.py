@@ -220,18 +220,20 @@ _PATHOLOGICAL = [
 
 @pytest.mark.parametrize("text", _PATHOLOGICAL, ids=range(len(_PATHOLOGICAL)))
 def test_no_catastrophic_backtracking(text: str) -> None:
-    start = time.perf_counter()
+    # A guard against regex blow-ups (which take seconds to hours), not a speed
+    # target: CPU time with a wide margin, so a busy machine cannot fail it.
+    start = time.process_time()
     find_problem(text)
-    assert time.perf_counter() - start < 0.05
+    assert time.process_time() - start < 0.5
 
 
 def test_benign_4000_chars_is_fast() -> None:
     text = (" ".join(BENIGN) * 2)[:4000]
     assert len(text) == 4000
     find_problem(text)  # warm up
-    start = time.perf_counter()
+    start = time.process_time()
     result = find_problem(text)
-    assert time.perf_counter() - start < 0.05
+    assert time.process_time() - start < 0.5
     assert result is None
 
 
