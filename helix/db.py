@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from helix.errors import StoreError
 from helix.migrations import LATEST, MIGRATIONS
@@ -163,6 +164,34 @@ def _migrate(conn: sqlite3.Connection, path: Path | None) -> Path | None:
     return backup
 
 
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only view of a store whose directory helix cannot write to.
+
+    WAL mode needs a writable directory for its shared-memory file, so the file
+    is opened immutable. That is only safe when no write-ahead log holds commits
+    the main file lacks, and only for a store that needs no migration.
+    """
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(
+            f"cannot open {path}: its directory is read-only and its write-ahead log "
+            "holds recent changes; open it once where it is writable"
+        )
+    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        version = schema_version(conn)
+    except (sqlite3.Error, StoreError) as exc:
+        conn.close()
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    if version != LATEST:
+        conn.close()
+        raise StoreError(
+            f"{path} needs migrating (schema {version} -> {LATEST}) but its directory is read-only"
+        )
+    return conn
+
+
 @contextlib.contextmanager
 def _migration_lock(path: Path) -> Iterator[None]:
     lock_path = path.with_name(path.name + ".migrate.lock")
@@ -175,12 +204,15 @@ def _migration_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def connect(path: Path | None) -> tuple[sqlite3.Connection, Path | None]:
+def connect(
+    path: Path | None, read_only_fallback: bool = False
+) -> tuple[sqlite3.Connection, Path | None]:
     """Open (creating if needed) and migrate the store at ``path``.
 
     ``None`` opens a private in-memory database (used for read-only commands when no
-    store exists yet, and by tests). Returns the connection and the path of the
-    backup taken before migrating, if any.
+    store exists yet, and by tests). With ``read_only_fallback``, a current store in
+    a directory helix cannot write to opens read-only instead of failing. Returns
+    the connection and the path of the backup taken before migrating, if any.
     """
     if path is None:
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -210,7 +242,10 @@ def connect(path: Path | None) -> tuple[sqlite3.Connection, Path | None]:
     except sqlite3.Error as exc:
         if conn is not None:
             conn.close()
-        raise _translate(exc, path) from None
+        error = _translate(exc, path)
+        if read_only_fallback and "for writing" in str(error) and path.is_file():
+            return _open_read_only(path), None
+        raise error from None
     except (StoreError, OSError) as exc:
         if conn is not None:
             conn.close()

@@ -57,9 +57,10 @@ class Memory:
         path: Path | None,
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] = _now_utc,
+        read_only_fallback: bool = False,
     ):
         self.path = Path(path).absolute() if path is not None else None
-        self.conn, self.backup = db.connect(self.path)
+        self.conn, self.backup = db.connect(self.path, read_only_fallback)
         self._embedder = embedder
         self._clock = clock
         self._index: VectorIndex | None = None
@@ -72,12 +73,13 @@ class Memory:
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] = _now_utc,
     ) -> Memory:
-        """Open the project's store. With ``create=False`` a missing store opens as an
-        empty in-memory one, so read-only commands never litter a directory."""
+        """Open the project's store. With ``create=False`` (read-only commands) a
+        missing store opens as an empty in-memory one, so they never litter a
+        directory, and a store in a read-only directory opens read-only."""
         paths = config.resolve()
         if not create and not paths.db.exists():
             return cls(None, embedder=embedder, clock=clock)
-        return cls(paths.db, embedder=embedder, clock=clock)
+        return cls(paths.db, embedder=embedder, clock=clock, read_only_fallback=not create)
 
     def close(self) -> None:
         self.conn.close()

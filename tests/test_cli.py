@@ -755,6 +755,12 @@ def test_read_only_home(tmp_path: Path, home: Path) -> None:
             1,
         )
         assert "read" in line.lower() or "open" in line.lower()
+        # Reading still works: the store opens read-only.
+        hits = ok(runner("memory", "recall", "pi reports are slow"))
+        assert [h["content"] for h in hits][:1] == [
+            "When pi reports are slow, cache pireport queries for one minute at most"
+        ]
+        assert ok(runner("memory", "health"))["total_insights"] == 1
         # A read-only home with no database yet: still one line.
         empty_home = tmp_path / "empty-ro"
         empty_home.mkdir()

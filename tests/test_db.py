@@ -166,3 +166,26 @@ def test_schema_checks_reject_bad_rows(tmp_path: Path):
         conn.execute(
             "INSERT INTO insight(name, content, effectiveness, created_at) VALUES ('a','b',1.5,'c')"
         )
+
+
+def test_read_only_view_of_a_current_store(tmp_path: Path):
+    path = tmp_path / "helix.db"
+    conn, _ = db.connect(path)
+    conn.execute("INSERT INTO insight(name, content, created_at) VALUES ('a', 'b', 'c')")
+    conn.close()  # the last connection checkpoints and removes the WAL
+    view = db._open_read_only(path)
+    assert view.execute("SELECT name FROM insight").fetchall() == [("a",)]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        view.execute("DELETE FROM insight")
+
+
+def test_read_only_view_refuses_unsafe_cases(tmp_path: Path):
+    path = tmp_path / "helix.db"
+    make_old_store(path, 2)
+    with pytest.raises(StoreError, match="needs migrating"):
+        db._open_read_only(path)
+    current = tmp_path / "current.db"
+    db.connect(current)[0].close()
+    Path(f"{current}-wal").write_bytes(b"\x00" * 64)
+    with pytest.raises(StoreError, match="write-ahead log"):
+        db._open_read_only(current)
