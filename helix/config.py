@@ -27,14 +27,6 @@ class Paths:
     home: Path
     db: Path
 
-    @property
-    def injection_state(self) -> Path:
-        return self.home / "injection-state"
-
-    @property
-    def log(self) -> Path:
-        return self.home / "helix.log"
-
 
 def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> Path:
     """Return the data directory for ``start`` (default: cwd). Pure: creates nothing."""
