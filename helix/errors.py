@@ -28,3 +28,7 @@ class StoreError(HelixError):
 
 class ModelUnavailable(HelixError):
     """The embedding model's files are missing or do not match their pinned hashes."""
+
+
+class CycleError(InvalidInput):
+    """A dependency would close a loop in the task graph; the message shows it."""
