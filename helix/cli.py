@@ -593,6 +593,10 @@ def doctor() -> None:
         sys.exit(1)
 
 
+# Command groups defined in their own modules register themselves on `cli`.
+from helix import tasks_cli  # noqa: E402, F401
+
+
 def main() -> None:
     cli(prog_name="helix")
 

@@ -27,6 +27,10 @@ class Paths:
     home: Path
     db: Path
 
+    @property
+    def tasks(self) -> Path:
+        return self.home / "tasks.jsonl"
+
 
 def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> Path:
     """Return the data directory for ``start`` (default: cwd). Pure: creates nothing."""

@@ -108,3 +108,31 @@ def insight_detail(item: dict[str, Any]) -> None:
                 escape(edge["from"]), edge["relation"], escape(edge["to"]), f"{edge['weight']:.2f}"
             )
         out.print(table)
+
+
+def task_table(tasks: list[dict[str, Any]], title: str | None = None) -> None:
+    out = console()
+    if not tasks:
+        out.print("no tasks", style="dim")
+        return
+    table = Table(title=title)
+    for column in ("id", "P", "status", "type", "title", "deps"):
+        table.add_column(column, overflow="fold")
+    for task in tasks:
+        deps = [
+            d.get("depends_on_id", "?")
+            for d in task.get("dependencies") or []
+            if isinstance(d, dict)
+        ]
+        status = task.get("status", "?")
+        if task.get("outcome"):
+            status += f" ({task['outcome']})"
+        table.add_row(
+            escape(str(task.get("id"))),
+            str(task.get("priority", "")),
+            escape(status),
+            escape(str(task.get("issue_type", "task"))),
+            escape(str(task.get("title", ""))),
+            escape(", ".join(deps)),
+        )
+    out.print(table)

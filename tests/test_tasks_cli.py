@@ -1,0 +1,106 @@
+"""`helix tasks ...` through the real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HELIX_HOME": str(home)}
+    home.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "helix", "tasks", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home.parent,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
+def ok(result: subprocess.CompletedProcess):
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_small_graph_through_the_cli(tmp_path: Path):
+    home = tmp_path / ".helix"
+    a = ok(
+        run(
+            home,
+            "create",
+            "Set up models",
+            "--verify",
+            "pytest -q",
+            "--priority",
+            "1",
+            "--delta",
+            '["src/models.py"]',
+            "--json",
+        )
+    )["id"]
+    b = ok(run(home, "create", "Add routes", "--deps", json.dumps([a]), "--json"))["id"]
+    c = ok(run(home, "create", "Write docs", "--json"))["id"]
+    assert [t["id"] for t in ok(run(home, "ready", "--json"))] == [a, c]
+    assert ok(run(home, "blocked", "--json"))[0]["waiting_on"][0]["id"] == a
+    cycle = run(home, "dep", "add", a, b)
+    assert cycle.returncode == 2 and f"{a} -> {b} -> {a}" in cycle.stderr
+    assert ok(run(home, "claim", a, "--owner", "builder", "--json"))["status"] == "in_progress"
+    assert run(home, "claim", a, "--owner", "other").returncode == 2
+    ok(run(home, "close", a, "--outcome", "delivered", "--summary", "models exist", "--json"))
+    shown = ok(run(home, "show", b, "--json"))
+    assert shown["_state"]["executable"] is True
+    assert shown["_lineage"] == [{"id": a, "title": "Set up models", "delivered": "models exist"}]
+    status = ok(run(home, "status", "--json"))
+    assert status["by_status"]["closed"] == 1 and status["ready"] == 2
+    assert status["waves"] == [[b, c]] or status["waves"] == [[c, b]]
+    tree = ok(run(home, "dep", "tree", b, "--json"))
+    assert tree["depends_on"][0]["id"] == a
+    assert ok(run(home, "unclaim", a, "--json"))["status"] == "closed"
+    exported = tmp_path / "beads.jsonl"
+    assert ok(run(home, "export", str(exported)))["exported"] == 3
+    other = tmp_path / "other" / ".helix"
+    assert ok(run(other, "import", str(exported)))["added"] == 3
+    assert len(ok(run(home, "list", "--json"))) == 3
+    assert "Write docs" in run(home, "list").stdout
+
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (["create", ""], 2),
+        (["create", "x", "--labels", "[oops"], 2),
+        (["create", "x", "--deps", '["hx-00000000"]'], 1),
+        (["show", "hx-00000000"], 1),
+        (["close", "hx-00000000"], 1),
+        (["close", "hx-00000000", "--outcome", "won"], 2),
+        (["update", "hx-00000000"], 2),
+        (["dep", "tree", "hx-00000000"], 1),
+        (["import", "no-such-file.jsonl"], 2),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args, code):
+    result = run(tmp_path / ".helix", *args)
+    assert result.returncode == code
+    assert "Traceback" not in result.stderr
+    if code == 1:
+        assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_hand_broken_line_is_reported_and_kept(tmp_path: Path):
+    home = tmp_path / ".helix"
+    ok(run(home, "create", "first", "--json"))
+    with open(home / "tasks.jsonl", "a") as handle:
+        handle.write("{broken by hand\n")
+    result = run(home, "list")
+    assert result.returncode == 0 and "line 2" in result.stderr
+    ok(run(home, "create", "second", "--json"))
+    assert "{broken by hand" in (home / "tasks.jsonl").read_text().splitlines()
