@@ -14,8 +14,8 @@ import click
 
 from helix import config, taskgraph
 from helix.cli import cli, emit, guarded, json_list
-from helix.errors import InvalidInput, NotFound
-from helix.tracker import STATUSES, TYPES, Tracker
+from helix.errors import InvalidInput
+from helix.tracker import STATUSES, TYPES, Tracker, select
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -103,9 +103,9 @@ def tasks_show(task_id: str, as_json: bool) -> None:
 
     Example: helix tasks show hx-1a2b3c4d --json
     """
-    tracker = open_tracker()
-    all_tasks = tracker.read().tasks
-    task = dict(tracker.get(task_id))
+    snap = open_tracker().read()
+    all_tasks = snap.tasks
+    task = dict(snap.find(task_id))
     by_id = {t["id"]: t for t in all_tasks}
     task["_state"] = taskgraph.state(task, by_id)
     task["_lineage"] = taskgraph.lineage(task, all_tasks)
@@ -138,9 +138,7 @@ def tasks_list(
             f"{problem['error']} (kept as is)",
             err=True,
         )
-    show_tasks(
-        tracker.list(status=status, issue_type=issue_type, label=label, parent=parent), as_json
-    )
+    show_tasks(select(snap.tasks, status, issue_type, label, parent), as_json)
 
 
 @tasks.command("update")
@@ -321,9 +319,9 @@ def tasks_dep_tree(task_id: str, as_json: bool) -> None:
 
     Example: helix tasks dep tree hx-2222aaaa
     """
-    by_id = {t["id"]: t for t in open_tracker().read().tasks}
-    if task_id not in by_id:
-        raise NotFound(f"no task {task_id!r}")
+    snap = open_tracker().read()
+    snap.find(task_id)  # NotFound for an unknown id
+    by_id = {t["id"]: t for t in snap.tasks}
 
     def node(current: str, seen: frozenset[str]) -> dict[str, Any]:
         task = by_id.get(current)

@@ -115,18 +115,7 @@ class Tracker:
         label: str | None = None,
         parent: str | None = None,
     ) -> list[dict[str, Any]]:
-        out = []
-        for task in self.read().tasks:
-            if status and task.get("status") != status:
-                continue
-            if issue_type and task.get("issue_type", "task") != issue_type:
-                continue
-            if label and label not in (task.get("labels") or []):
-                continue
-            if parent and task.get("parent") != parent:
-                continue
-            out.append(task)
-        return sorted(out, key=taskgraph.order_key)
+        return select(self.read().tasks, status, issue_type, label, parent)
 
     # ---------------------------------------------------------------- writing
     @contextlib.contextmanager
@@ -330,6 +319,28 @@ class Tracker:
         with exported._locked():
             exported._write(Snapshot(entries=list(snap.tasks)))
         return {"exported": len(snap.tasks), "skipped_unreadable_lines": len(snap.problems)}
+
+
+def select(
+    tasks: list[dict[str, Any]],
+    status: str | None = None,
+    issue_type: str | None = None,
+    label: str | None = None,
+    parent: str | None = None,
+) -> list[dict[str, Any]]:
+    """The tasks matching every given filter, in the stable order."""
+    out = []
+    for task in tasks:
+        if status and task.get("status") != status:
+            continue
+        if issue_type and task.get("issue_type", "task") != issue_type:
+            continue
+        if label and label not in (task.get("labels") or []):
+            continue
+        if parent and task.get("parent") != parent:
+            continue
+        out.append(task)
+    return sorted(out, key=taskgraph.order_key)
 
 
 def _add_dependency(snap: Snapshot, task: dict[str, Any], target: str, stamp: str) -> None:
