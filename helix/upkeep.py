@@ -98,8 +98,6 @@ def prune(memory: Memory, min_effectiveness: float = 0.25, min_uses: int = 3) ->
                 name,
                 f"pruned: effectiveness < {min_effectiveness} after >= {min_uses} uses",
             )
-    if names and memory._index is not None:
-        memory._index.generation = -1
     return {"pruned": len(names), "names": names}
 
 
@@ -208,8 +206,6 @@ def consolidate(memory: Memory, threshold: float = 0.9) -> dict[str, Any]:
                 keeper, gone = _keeper(memory, insight_id, other)
                 merges.append(_absorb(memory, keeper, gone, float(sims[offset])))
                 absorbed.add(gone)
-    if merges and memory._index is not None:
-        memory._index.generation = -1
     return {"merged": len(merges), "merges": merges, "threshold": threshold}
 
 
