@@ -84,6 +84,22 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 -- table schema_version
 CREATE TABLE schema_version ( version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
 
+-- table task_outcome
+CREATE TABLE task_outcome (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT NOT NULL,
+            attempt TEXT NOT NULL,
+            claimed TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            verified INTEGER NOT NULL,
+            passed INTEGER,
+            verify_exit INTEGER,
+            injected INTEGER NOT NULL,
+            utilized INTEGER NOT NULL,
+            baseline REAL,
+            created_at TEXT NOT NULL
+        );
+
 -- index archive_name
 CREATE INDEX archive_name ON archive(name);
 
@@ -105,6 +121,9 @@ CREATE INDEX insight_kind ON insight(kind);
 -- index merge_event_insight
 CREATE INDEX merge_event_insight ON merge_event(insight);
 
+-- index task_outcome_attempt
+CREATE UNIQUE INDEX task_outcome_attempt ON task_outcome(task_id, attempt);
+
 -- trigger feedback_event_no_delete
 CREATE TRIGGER feedback_event_no_delete BEFORE DELETE ON feedback_event
         BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
@@ -122,6 +141,14 @@ CREATE TRIGGER file_patterns_delete AFTER DELETE ON insight_file BEGIN
 CREATE TRIGGER file_patterns_insert AFTER INSERT ON insight_file BEGIN
             UPDATE meta SET value = value + 1 WHERE key = 'file_generation';
         END;
+
+-- trigger task_outcome_no_delete
+CREATE TRIGGER task_outcome_no_delete BEFORE DELETE ON task_outcome
+        BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
+
+-- trigger task_outcome_no_update
+CREATE TRIGGER task_outcome_no_update BEFORE UPDATE ON task_outcome
+        BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
 
 -- trigger vectors_delete
 CREATE TRIGGER vectors_delete AFTER DELETE ON insight BEGIN

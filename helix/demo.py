@@ -1,25 +1,27 @@
 """`helix demo`: the memory loop, for real, on a scratch project, offline.
 
-What is real: the SQLite store, the MiniLM embeddings, hybrid recall, the verify
-command (a Python script whose exit code decides the outcome) and the feedback
-that follows it. What is scripted: the builder. It follows the top-ranked
-date-parsing insight it was given and writes the code that advice implies.
+What is real: the SQLite store, the MiniLM embeddings, hybrid recall, the task
+graph, batch injection, the prompt contract, the VERIFY commands (Python scripts
+whose exit codes decide), the attribution of feedback and the learning queue.
+What is scripted: the builder. It reads its prompt, follows the first insight on
+its subject, writes the code that advice implies, and always claims DELIVERED.
 
 The story it shows is the one helix exists for: the advice worded closest to the
-task is wrong. Ranked by relevance alone it would be served forever; helix serves
-it once, sees the verify command fail, and from then on ranks the advice that
-passed first.
+first task is wrong. Ranked by relevance alone it would be served forever; helix
+serves it once, sees VERIFY fail (whatever the builder claimed), and the retry in
+the next wave gets the advice that works.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from helix import contracts, injection, learning, outcomes, synthesis, taskgraph
 from helix.memory import Memory
+from helix.tracker import Tracker
 
 GOOD = (
     "When parsing timestamps in the config loader, use datetime.fromisoformat because it "
@@ -54,12 +56,7 @@ INSIGHTS = [
         "tags": ["python"],
     },
 ]
-TASKS = [
-    "parse the expiry timestamp in the config loader",
-    "parse the renewal timestamp in the config loader",
-    "parse the created-at timestamp in the config loader",
-]
-VERIFY = """\
+VERIFY_DATES = """\
 import sys
 from datetime import timedelta
 sys.path.insert(0, ".")
@@ -71,6 +68,49 @@ aware = parse_timestamp("2026-11-21T10:00:00+01:00")
 assert aware.utcoffset() == timedelta(hours=1), f"offset lost: {aware!r}"
 print("verify: ok")
 """
+VERIFY_ENV = """\
+import sys
+sys.path.insert(0, ".")
+from config_loader.env import read_override
+
+assert read_override({"APP_MODE": "fast  "}, "APP_MODE") == "fast", "whitespace kept"
+assert read_override({}, "APP_MODE") is None
+print("verify: ok")
+"""
+VERIFY_LOAD = """\
+import sys
+sys.path.insert(0, ".")
+from config_loader import load
+
+config = load({"expires": "2026-11-21T10:00:00+01:00"}, {"APP_MODE": " slow "})
+assert config["mode"] == "slow" and config["expires"].utcoffset() is not None, config
+print("verify: ok")
+"""
+# The DAG: two parallel tasks, then one that needs both. VERIFY is a real command.
+TASKS = [
+    {
+        "key": "dates",
+        "title": "Parse the expiry timestamp in the config loader",
+        "verify": "python3 verify_dates.py",
+        "delta": ["config_loader/dates.py"],
+        "deps": [],
+    },
+    {
+        "key": "env",
+        "title": "Read environment overrides in the config loader",
+        "verify": "python3 verify_env.py",
+        "delta": ["config_loader/env.py"],
+        "deps": [],
+    },
+    {
+        "key": "load",
+        "title": "Combine timestamps and overrides in config_loader.load",
+        "verify": "python3 verify_load.py",
+        "delta": ["config_loader/__init__.py"],
+        "deps": ["dates", "env"],
+    },
+]
+RECALL_TASK = "parse the expiry timestamp in the config loader"
 CODE = {
     "fromisoformat": "from datetime import datetime\n\n\ndef parse_timestamp(text):\n"
     "    return datetime.fromisoformat(text)\n",
@@ -79,7 +119,20 @@ CODE = {
     "    y, m, d = (int(p) for p in date.split('-'))\n"
     "    hh, mm, ss = (int(p) for p in time[:8].split(':'))\n"
     "    return datetime(y, m, d, hh, mm, ss)\n",
+    "strip": "def read_override(environ, name):\n    value = environ.get(name)\n"
+    "    return None if value is None else value.strip()\n",
+    "raw": "def read_override(environ, name):\n    return environ.get(name)\n",
+    "load": "from config_loader.dates import parse_timestamp\n"
+    "from config_loader.env import read_override\n\n\n"
+    "def load(values, environ):\n"
+    "    return {'expires': parse_timestamp(values['expires']),\n"
+    "            'mode': read_override(environ, 'APP_MODE')}\n",
 }
+LEARNED = (
+    "When config_loader.load combines parsed timestamps and environment overrides, "
+    "build on parse_timestamp and read_override instead of re-parsing, because their "
+    "verify scripts already pin the timezone and whitespace behaviour"
+)
 
 
 class Narrator:
@@ -116,26 +169,52 @@ def console_narrator() -> Narrator:
 
 
 def _scaffold(project: Path) -> None:
-    (project / "config_loader").mkdir(parents=True, exist_ok=True)
-    (project / "config_loader" / "__init__.py").write_text("")
-    (project / "config_loader" / "dates.py").write_text(
-        "def parse_timestamp(text):\n    raise NotImplementedError\n"
+    package = project / "config_loader"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    (package / "dates.py").write_text("def parse_timestamp(text):\n    raise NotImplementedError\n")
+    (package / "env.py").write_text(
+        "def read_override(environ, name):\n    raise NotImplementedError\n"
     )
-    (project / "verify.py").write_text(VERIFY)
+    (project / "verify_dates.py").write_text(VERIFY_DATES)
+    (project / "verify_env.py").write_text(VERIFY_ENV)
+    (project / "verify_load.py").write_text(VERIFY_LOAD)
 
 
-def _builder(project: Path, followed: str) -> str:
-    """The scripted builder: implement the task the way the followed advice says."""
-    style = "fromisoformat" if "fromisoformat" in followed else "by-hand"
-    (project / "config_loader" / "dates.py").write_text(CODE[style])
-    return style
+class ScriptedBuilder:
+    """A builder that reads the real prompt contract, follows the first insight on
+    its subject, writes the code that advice implies, and then, like agents do,
+    claims DELIVERED whatever happened. Its UTILIZED list is honest."""
 
+    def __init__(self, project: Path) -> None:
+        self.project = project
 
-def _verify(project: Path) -> int:
-    done = subprocess.run(
-        [sys.executable, "verify.py"], cwd=project, capture_output=True, text=True, timeout=60
-    )
-    return done.returncode
+    def run(self, prompt: str) -> tuple[str, str | None, str]:
+        fields = contracts.parse_prompt(prompt).fields
+        task = fields.get("TASK", "")
+        names = fields.get("INJECTED", [])
+        lines = [ln.strip() for ln in fields.get("INSIGHTS", "").splitlines()[1:] if ln.strip()]
+        advice = dict(zip(names, lines, strict=False))
+        package = self.project / "config_loader"
+        insight_line = ""
+        if "timestamp" in task.lower() and "combine" not in task.lower():
+            used = next((n for n, a in advice.items() if "timestamp" in a.lower()), None)
+            style = "fromisoformat" if used and "fromisoformat" in advice[used] else "by-hand"
+            (package / "dates.py").write_text(CODE[style])
+        elif "override" in task.lower() and "combine" not in task.lower():
+            used = next((n for n, a in advice.items() if "whitespace" in a.lower()), None)
+            style = "strip" if used else "raw"
+            (package / "env.py").write_text(CODE[style])
+        else:
+            used, style = None, "load"
+            (package / "__init__.py").write_text(CODE["load"])
+            insight_line = "INSIGHT: " + json.dumps({"content": LEARNED, "tags": ["config"]})
+        output = (
+            f"I read the delta files and implemented it ({style}).\n\n"
+            f"DELIVERED: {task} ({style})\n"
+            f"UTILIZED: {json.dumps([used] if used else [])}\n{insight_line}\n"
+        )
+        return output, used, style
 
 
 def run(directory: Path | None = None, narrate: Narrator | None = None) -> dict[str, Any]:
@@ -145,8 +224,10 @@ def run(directory: Path | None = None, narrate: Narrator | None = None) -> dict[
     project = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="helix-demo-"))
     project.mkdir(parents=True, exist_ok=True)
     _scaffold(project)
-    record: dict[str, Any] = {"project": str(project), "stored": [], "rounds": []}
-    with Memory(project / ".helix" / "helix.db") as memory:
+    home = project / ".helix"
+    record: dict[str, Any] = {"project": str(project), "stored": [], "waves": []}
+    tracker = Tracker(home / "tasks.jsonl")
+    with Memory(home / "helix.db") as memory:
         narrate.step("1. store insights (embedded with all-MiniLM-L6-v2, screened, deduplicated)")
         for item in INSIGHTS:
             result = memory.store(
@@ -154,55 +235,51 @@ def run(directory: Path | None = None, narrate: Narrator | None = None) -> dict[
             )
             record["stored"].append(result)
             narrate.note(f"  {result['status']:7s} {result['name']}")
-        good = record["stored"][0]["name"]
-        bad = record["stored"][1]["name"]
+        good, bad = record["stored"][0]["name"], record["stored"][1]["name"]
 
-        def recall(task: str) -> list[dict[str, Any]]:
-            return memory.recall(task, limit=4, files=["config_loader/dates.py"])
+        def ranking() -> list[dict[str, Any]]:
+            return memory.recall(RECALL_TASK, limit=4, files=["config_loader/dates.py"])
 
-        narrate.step("2. recall for a task: everything unproven, so relevance decides")
-        before = recall(TASKS[0])
+        narrate.step("2. recall: everything is unproven, so relevance alone decides")
+        before = ranking()
         record["before"] = [r["name"] for r in before]
-        narrate.ranking(before, f"recall: {TASKS[0]!r}", None)
+        narrate.ranking(before, f"recall: {RECALL_TASK!r}", None)
 
-        narrate.step("3. build, verify, feed back: the exit code decides, not the builder")
-        for number, task in enumerate(TASKS, start=1):
-            injected = recall(task)
-            names = [r["name"] for r in injected]
-            followed = next(r for r in injected if r["name"] in (good, bad))
-            style = _builder(project, followed["content"])
-            code = _verify(project)
-            outcome = "delivered" if code == 0 else "blocked"
-            result = memory.feedback(
-                names,
-                outcome,
-                causal_names=[followed["name"]],
-                task_id=f"demo-{number}",
-                verified=True,
+        narrate.step("3. plan: a task graph in .helix/tasks.jsonl")
+        ids: dict[str, str] = {}
+        for spec in TASKS:
+            task = tracker.create(
+                spec["title"],
+                verify=spec["verify"],
+                delta=spec["delta"],
+                budget=6,
+                deps=[ids[d] for d in spec["deps"]],
             )
-            change = next(u for u in result["updated"] if u["name"] == followed["name"])
-            record["rounds"].append(
-                {
-                    "task": task,
-                    "injected": names,
-                    "followed": followed["name"],
-                    "implementation": style,
-                    "verify_exit": code,
-                    "outcome": outcome,
-                    "effectiveness": change,
-                }
-            )
-            narrate.note(
-                f"  task {number}: followed [bold]{followed['name']}[/bold] -> wrote the "
-                f"{style} parser -> verify exit {code} -> {outcome}; effectiveness "
-                f"{change['before']:.3f} -> {change['after']:.3f}"
-            )
+            ids[spec["key"]] = task["id"]
+            after = f" after {', '.join(ids[d] for d in spec['deps'])}" if spec["deps"] else ""
+            narrate.note(f"  {task['id']}  {spec['title']}{after}  VERIFY: {spec['verify']}")
 
-        narrate.step("4. the same recall after learning")
-        after = recall(TASKS[0])
+        narrate.step("4. build in waves: inject, prompt, scripted builder, VERIFY, feedback")
+        builder = ScriptedBuilder(project)
+        for number in range(1, MAX_WAVES + 1):
+            wave = taskgraph.ready(tracker.list())[: taskgraph.WAVE_CAP]
+            if not wave:
+                break
+            record["waves"].append(_wave(number, wave, memory, tracker, builder, home, narrate))
+
+        narrate.step("5. learn: candidates proposed from outcomes, stored on request")
+        record["candidates"] = learning.pending(home)
+        for item in record["candidates"]:
+            narrate.note(f"  ({item['confidence']}) {item['kind']}: {item['content'][:110]}")
+        record["learned"] = learning.store(memory, None, "high", home)
+        for item in record["learned"]["stored"]:
+            narrate.note(f"  stored ({item['status']}): {item['name']}")
+
+        narrate.step("6. the same recall after learning")
+        after = ranking()
         record["after"] = [r["name"] for r in after]
         narrate.ranking(
-            after, f"recall: {TASKS[0]!r}", {n: i for i, n in enumerate(record["before"], 1)}
+            after, f"recall: {RECALL_TASK!r}", {n: i for i, n in enumerate(record["before"], 1)}
         )
         for name in (good, bad):
             trail = memory.history(name)
@@ -212,14 +289,94 @@ def run(directory: Path | None = None, narrate: Narrator | None = None) -> dict[
                 for e in reversed(trail)
             )
             narrate.note(f"  evidence for {name}: {steps or 'none'}  (* = causal)")
+        record["tasks"] = {t["id"]: t["status"] for t in tracker.list()}
         record["health"] = memory.health()
         narrate.note(
-            f"\n  store: {record['health']['total_insights']} insights, "
-            f"{record['health']['feedback_events']} feedback events, "
-            f"{record['health']['merges']} merge(s), {record['health']['edges']} edges  "
-            f"-> {project / '.helix' / 'helix.db'}"
+            f"\n  tasks: {sum(s == 'closed' for s in record['tasks'].values())}/"
+            f"{len(record['tasks'])} closed; store: {record['health']['total_insights']} "
+            f"insights, {record['health']['feedback_events']} feedback events, "
+            f"{record['health']['merges']} merge(s)  -> {home}"
         )
     return record
+
+
+MAX_WAVES = 6
+
+
+def _wave(
+    number: int,
+    wave: list[dict[str, Any]],
+    memory: Memory,
+    tracker: Tracker,
+    builder: ScriptedBuilder,
+    home: Path,
+    narrate: Narrator,
+) -> list[dict[str, Any]]:
+    """One wave: one batch injection, a prompt per task, settle each outcome."""
+    ids = [t["id"] for t in wave]
+    batch = injection.batch_inject(
+        memory,
+        [injection.task_objective(t) for t in wave],
+        ids,
+        3,
+        [injection.task_files(t) for t in wave],
+        home,
+    )
+    everything = tracker.list()
+    narrate.note(f"  [bold]wave {number}[/bold]: {', '.join(ids)}")
+    rows = []
+    for task, chosen in zip(wave, batch["results"], strict=True):
+        deliveries = taskgraph.lineage(task, everything)
+        prompt = contracts.builder_prompt(
+            task["id"],
+            task["title"],
+            task["title"],
+            verify=task.get("verify"),
+            delta=task.get("delta"),
+            budget=task.get("budget"),
+            parent_deliveries=deliveries,
+            insights=chosen["insights"],
+        )
+        output, used, style = builder.run(prompt)
+        settled = outcomes.finish(memory, tracker, task["id"], output, home, cwd=home.parent)
+        exit_code = settled["verification"]["exit_code"]
+        row = {
+            "task": task["id"],
+            "title": task["title"],
+            "retry_of_error": task.get("helix-last-error"),
+            "injected": chosen["names"],
+            "parents": [d["id"] for d in deliveries],
+            "followed": used,
+            "implementation": style,
+            "claimed": settled["claimed"],
+            "verify_exit": exit_code,
+            "outcome": settled["outcome"],
+            "effects": settled["effects"],
+            "feedback": settled["feedback"],
+        }
+        rows.append(row)
+        if task.get("helix-last-error"):
+            narrate.note(
+                f"    {task['id']} is a retry; its recall included the last error: "
+                f"{task['helix-last-error'][:70]}"
+            )
+        parents = f" (PARENT_DELIVERIES from {', '.join(row['parents'])})" if deliveries else ""
+        narrate.note(
+            f"    {task['id']}: {len(chosen['names'])} insights injected{parents}; builder "
+            f"followed {used or 'none'} -> {style}; claimed {settled['claimed'].upper()}; "
+            f"VERIFY exit {exit_code} -> {settled['outcome']}"
+        )
+        for change in settled["feedback"]:
+            effect = next(e["effect"] for e in settled["effects"] if e["name"] == change["name"])
+            narrate.note(
+                f"      {effect:7s} {change['name']}: {change['before']:.3f} -> {change['after']:.3f}"
+            )
+    warnings = synthesis.convergent_warnings(
+        [{"task_id": r["task"], "outcome": r["outcome"], "error": ""} for r in rows]
+    )
+    for warning in warnings:
+        narrate.note(f"    {warning}")
+    return rows
 
 
 __all__ = ["run", "console_narrator", "Narrator"]

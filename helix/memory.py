@@ -7,8 +7,9 @@ instead of losing updates.
 
 Learning rule (``feedback``): an outcome has a value (delivered 1, partial 0.5,
 blocked 0). Insights credited as causal move toward that value by an exponential
-moving average; insights that were injected but not causal erode a little toward
-neutral (0.5), because being present without mattering is weak evidence either way.
+moving average; insights that were injected but not causal lose a little of any
+credit above neutral (0.5), because being present without mattering is weak
+evidence, and being ignored must not lift an insight that has failed.
 An unverified outcome (the agent's word, not a verify command's exit code) can only
 lower effectiveness, never raise it. Every change is an append-only feedback event.
 """
@@ -545,6 +546,14 @@ class Memory:
         row = self._row(name)
         return self._public(row, self._files_of([row[0]])[row[0]])
 
+    def set_kind(self, name: str, kind: str) -> dict[str, Any]:
+        """Change an insight's kind (e.g. promote a recurring failure to systemic)."""
+        kind = insight.check_kind(kind)
+        with db.write(self.conn):
+            self._row(name)
+            self.conn.execute("UPDATE insight SET kind = ? WHERE name = ?", (kind, name))
+        return self.get(name)
+
     def history(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
         """The feedback events behind an insight's effectiveness, newest first."""
         rows = self.conn.execute(
@@ -604,11 +613,15 @@ class Memory:
         causal_names: Sequence[str] | None = None,
         task_id: str | None = None,
         verified: bool = True,
+        baseline: float | None = None,
     ) -> dict[str, Any]:
         """Apply one task's outcome to the insights that were injected into it.
 
         ``causal_names`` (default: all of ``names``) move toward the outcome value;
-        the rest erode toward neutral. Unverified outcomes can only lower scores.
+        the rest lose credit above neutral. Unverified outcomes can only lower scores.
+        ``baseline`` (the recent verified pass rate, see :mod:`helix.attribution`)
+        makes the target relative: a pass is worth less where most tasks pass
+        anyway, so an insight at the baseline stays neutral.
         Names that no longer exist are reported under ``missing``; if none exist,
         NotFound. Atomic: one BEGIN IMMEDIATE transaction.
         """
@@ -623,7 +636,9 @@ class Memory:
         names = list(dict.fromkeys([*names, *sorted(causal - set(names))]))
         if not names:
             raise InvalidInput("no insight names given")
-        value = OUTCOMES[outcome]
+        if baseline is not None and not 0.0 <= float(baseline) <= 1.0:
+            raise InvalidInput("baseline must be between 0 and 1")
+        value = relative_value(OUTCOMES[outcome], baseline)
         now = self._now()
         updated, missing = [], []
         with db.write(self.conn):
@@ -675,6 +690,8 @@ class Memory:
             "outcome": outcome,
             "verified": verified,
             "task_id": task_id,
+            "baseline": baseline,
+            "target": None if value is None else round(value, 4),
             "updated": updated,
             "missing": missing,
         }
@@ -816,11 +833,26 @@ class Memory:
     # --------------------------------------------------------------- transfer
 
 
+def relative_value(value: float | None, baseline: float | None) -> float | None:
+    """An outcome's value measured against the baseline pass rate ``b``:
+    ``0.5 + 0.5 * (value - b) / max(b, 1 - b)``. At ``b = 0.5`` it is the plain
+    value; at any ``b`` an insight whose tasks pass at rate ``b`` has an expected
+    target of exactly 0.5, so it neither rises nor falls."""
+    if value is None or baseline is None:
+        return value
+    b = min(max(float(baseline), 0.05), 0.95)
+    return min(1.0, max(0.0, 0.5 + 0.5 * (value - b) / max(b, 1.0 - b)))
+
+
 def _learn(before: float, value: float | None, causal: bool, verified: bool) -> float:
     if value is None:
         return before
-    target, rate = (value, CAUSAL_RATE) if causal else (insight.NEUTRAL, EROSION_RATE)
-    after = before + rate * (target - before)
+    if causal:
+        after = before + CAUSAL_RATE * (value - before)
+    else:
+        # Present without mattering: unearned credit erodes toward neutral, but
+        # being ignored never lifts an insight that has failed.
+        after = before - EROSION_RATE * max(0.0, before - insight.NEUTRAL)
     if not verified:
         after = min(after, before)
     return min(1.0, max(0.0, after))

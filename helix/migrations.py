@@ -216,6 +216,38 @@ def m006_track_file_pattern_changes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m007_create_task_outcomes(conn: sqlite3.Connection) -> None:
+    """One row per settled task: what the agent claimed, what VERIFY said, and the
+    outcome feedback used. Gives feedback its baseline (the recent verified pass
+    rate), so an insight earns credit for beating what tasks achieve anyway, and
+    gives every attribution a trace. Unique per (task, attempt), so one attempt is
+    never settled twice. Append-only, like feedback events."""
+    _run(
+        conn,
+        """
+        CREATE TABLE task_outcome (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT NOT NULL,
+            attempt TEXT NOT NULL,
+            claimed TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            verified INTEGER NOT NULL,
+            passed INTEGER,
+            verify_exit INTEGER,
+            injected INTEGER NOT NULL,
+            utilized INTEGER NOT NULL,
+            baseline REAL,
+            created_at TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX task_outcome_attempt ON task_outcome(task_id, attempt);
+        CREATE TRIGGER task_outcome_no_update BEFORE UPDATE ON task_outcome
+        BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
+        CREATE TRIGGER task_outcome_no_delete BEFORE DELETE ON task_outcome
+        BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -225,6 +257,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (4, m004_create_fulltext),
     (5, m005_create_archive_and_merges),
     (6, m006_track_file_pattern_changes),
+    (7, m007_create_task_outcomes),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -347,6 +347,37 @@ def tasks_dep_tree(task_id: str, as_json: bool) -> None:
     draw(tree, 0)
 
 
+@tasks.command("plan")
+@click.argument("source")
+@click.option("--parent", default=None, help="An epic the new tasks belong to.")
+@click.option("--labels", default=None, help="JSON list of labels for every new task.")
+@json_option
+@guarded
+def tasks_plan(source: str, parent: str | None, labels: str | None, as_json: bool) -> None:
+    """Create the task graph from a planner's output (its PLAN_SPEC), all or none.
+
+    SOURCE is a file holding the planner's final message, or '-' for stdin. The plan
+    is checked first (unique seq numbers, known and acyclic blocked_by, a verify
+    command per task); any problem creates nothing and is reported.
+
+    Example: helix tasks plan planner-output.txt --json
+    """
+    from helix import contracts
+    from helix.loop_cli import read_source
+
+    plan = contracts.parse_plan(read_source(source, "plan"))
+    if not plan.tasks and not plan.problems:
+        plan.problems.append("no tasks in the PLAN_SPEC")
+    if plan.problems:
+        raise InvalidInput("the plan was not created: " + "; ".join(plan.problems))
+    created = open_tracker().create_plan(plan.tasks, parent, json_list(labels, "--labels") or [])
+    if as_json:
+        emit({"created": created, "insights": plan.insights})
+        return
+    for task in created:
+        click.echo(f"created {task['id']}: {task['title']}")
+
+
 @tasks.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, exists=True))
 @guarded

@@ -204,6 +204,55 @@ class Tracker:
                 _add_dependency(snap, task, dep, stamp)
         return task
 
+    def create_plan(
+        self, specs: list[dict[str, Any]], parent: str | None = None, labels: list[str] = ()
+    ) -> list[dict[str, Any]]:
+        """Create a planner's tasks (``contracts.parse_plan`` output) in one locked
+        edit: all or none. Titles are ``<seq>: <slug>``; ``blocked_by`` seqs become
+        dependencies on the new ids; ``seq`` is kept as ``helix-seq``."""
+        with self._editing() as snap:
+            stamp = now_rfc3339(self._clock)
+            if parent is not None:
+                snap.find(parent)
+            taken = {t["id"] for t in snap.tasks}
+            ids: dict[str, str] = {}
+            created = []
+            for spec in specs:
+                task_id = self._new_id(taken)
+                taken.add(task_id)
+                ids[spec["seq"]] = task_id
+                task: dict[str, Any] = {
+                    "id": task_id,
+                    "title": _text(f"{spec['seq']}: {spec['slug']}", "title", MAX_TITLE, True),
+                    "status": "open",
+                    "priority": 2,
+                    "issue_type": "task",
+                    "labels": list(labels),
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+                task.update(
+                    _clean_fields(
+                        {
+                            "description": spec.get("description") or None,
+                            "verify": spec.get("verify") or None,
+                            "delta": spec.get("delta") or None,
+                            "relevant-files": spec.get("relevant_files") or None,
+                            "budget": spec.get("budget"),
+                            "parent": parent,
+                            "helix-seq": spec["seq"],
+                        }
+                    )
+                )
+                snap.entries.append(task)
+                created.append((task, spec))
+            for task, spec in created:
+                for blocker in spec.get("blocked_by", []):
+                    if blocker not in ids:
+                        raise InvalidInput(f"seq {spec['seq']} is blocked by unknown seq {blocker}")
+                    _add_dependency(snap, task, ids[blocker], stamp)
+        return [task for task, _spec in created]
+
     def update(self, task_id: str, **fields: Any) -> dict[str, Any]:
         with self._editing() as snap:
             task = snap.find(task_id)
@@ -418,6 +467,12 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             "owner",
         ):
             out["spec-id" if key == "spec_id" else key] = _text(value, key, MAX_TEXT)
+        elif key.startswith("helix-"):  # helix's own bookkeeping (attempts, last outcome)
+            if isinstance(value, str):
+                value = _text(value, key, MAX_TEXT)
+            elif not isinstance(value, int | float | bool):
+                raise InvalidInput(f"{key} must be text, a number or a boolean")
+            out[key] = value
         else:
             raise InvalidInput(f"unknown task field {key!r}")
     return out

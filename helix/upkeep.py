@@ -263,8 +263,10 @@ def similar_recent(
     days: float = 7,
     kind: str | None = "failure",
 ) -> dict[str, Any]:
-    """Recent insights similar to ``trigger``; three or more similar failures
-    make a systemic candidate. Surfaces facts only; nothing is written."""
+    """Insights similar to ``trigger`` that occurred recently; three or more
+    occurrences make a systemic candidate. A repeat of a stored failure merges into
+    it (near-duplicate), so occurrences count the insight's creation and its merges
+    within the window, not just rows. Surfaces facts only; nothing is written."""
     if not isinstance(trigger, str) or not trigger.strip():
         raise InvalidInput("the trigger text is empty")
     if kind:
@@ -277,7 +279,14 @@ def similar_recent(
         if sim < threshold:
             break
         row = memory._rows_by_id([insight_id])[insight_id]
-        if (kind and row[3] != kind) or row[12] < since:
+        if kind and row[3] != kind:
+            continue
+        merges = memory.conn.execute(
+            "SELECT count(*) FROM merge_event WHERE insight = ? AND created_at >= ?",
+            (row[1], since),
+        ).fetchone()[0]
+        occurrences = int(row[12] >= since) + merges
+        if not occurrences:
             continue
         matches.append(
             {
@@ -286,12 +295,15 @@ def similar_recent(
                 "kind": row[3],
                 "similarity": round(sim, 4),
                 "created_at": row[12],
+                "occurrences": occurrences,
             }
         )
+    total = sum(m["occurrences"] for m in matches)
     return {
         "matches": matches,
         "count": len(matches),
-        "systemic_candidate": len(matches) >= 3,
+        "occurrences": total,
+        "systemic_candidate": total >= 3,
         "threshold": threshold,
         "days": days,
     }

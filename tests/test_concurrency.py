@@ -118,8 +118,10 @@ memory.close()
 def _replay(before: float, outcome: str, causal: bool, verified: bool) -> float:
     """The documented rule, written out independently of helix.memory._learn."""
     value = {"delivered": 1.0, "plan_complete": 1.0, "partial": 0.5, "blocked": 0.0}[outcome]
-    target, rate = (value, CAUSAL_RATE) if causal else (0.5, EROSION_RATE)
-    after = before + rate * (target - before)
+    if causal:
+        after = before + CAUSAL_RATE * (value - before)
+    else:  # only credit above neutral erodes
+        after = before - EROSION_RATE * max(0.0, before - 0.5)
     if not verified:
         after = min(after, before)
     return min(1.0, max(0.0, after))

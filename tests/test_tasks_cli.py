@@ -104,3 +104,47 @@ def test_hand_broken_line_is_reported_and_kept(tmp_path: Path):
     assert result.returncode == 0 and "line 2" in result.stderr
     ok(run(home, "create", "second", "--json"))
     assert "{broken by hand" in (home / "tasks.jsonl").read_text().splitlines()
+
+
+PLAN = """The plan, after reading the exploration:
+```
+PLAN_SPEC: [
+  {"seq": 1, "slug": "add-model", "description": "Add the User model",
+   "relevant_files": ["app/models.py"], "blocked_by": [], "verify": "pytest -q tests/test_models.py",
+   "delta": ["app/models.py"], "budget": 6},
+  {"seq": 2, "slug": "add-route", "description": "Add the login route",
+   "relevant_files": ["app/routes.py"], "blocked_by": [1], "verify": "pytest -q tests/test_routes.py",
+   "delta": ["app/routes.py"], "budget": 7}
+]
+```
+"""
+
+
+def test_plan_creates_the_graph_from_planner_output(tmp_path: Path):
+    home = tmp_path / ".helix"
+    (tmp_path / "plan.txt").write_text(PLAN)
+    created = ok(run(home, "plan", "plan.txt", "--json"))["created"]
+    first, second = created
+    assert first["title"] == "001: add-model" and first["verify"].startswith("pytest")
+    assert second["delta"] == ["app/routes.py"] and second["budget"] == 7
+    assert [d["depends_on_id"] for d in second["dependencies"]] == [first["id"]]
+    assert [t["id"] for t in ok(run(home, "ready", "--json"))] == [first["id"]]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda p: p.replace('"blocked_by": []', '"blocked_by": [2]'), "cycle"),
+        (lambda p: p.replace('"seq": 2', '"seq": 1'), "seq"),
+        (lambda p: p.replace('"blocked_by": [1]', '"blocked_by": [9]'), "unknown seq"),
+        (lambda p: p.replace("PLAN_SPEC", "PLAN"), "PLAN_SPEC"),
+    ],
+)
+def test_a_bad_plan_creates_nothing(tmp_path: Path, edit, message):
+    home = tmp_path / ".helix"
+    (tmp_path / "plan.txt").write_text(edit(PLAN))
+    result = run(home, "plan", "plan.txt")
+    assert result.returncode == 2, result.stdout
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert ok(run(home, "list", "--json")) == []

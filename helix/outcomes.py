@@ -1,0 +1,95 @@
+"""Finishing one attempt at a task: verify, attribute, learn, record.
+
+The one place the build loop (the Claude Code hooks, ``helix run``, the demo and
+``helix settle``) turns an agent's final message into durable facts:
+
+1. run the task's VERIFY command (helix's own run, in the project directory);
+2. settle the attempt against the memory (:mod:`helix.attribution`);
+3. propose learning candidates (:mod:`helix.learning`);
+4. update the task graph: a delivery is closed only when VERIFY passed (or the
+   task has no VERIFY, in which case it is closed as unverified); anything else
+   goes back to open with the attempt's outcome and error recorded;
+5. append the outcome to ``.helix/task-status.jsonl`` for ``helix wait builders``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helix import attribution, contracts, learning, results, verification
+from helix.errors import HelixError, InvalidInput
+
+if TYPE_CHECKING:
+    from helix.memory import Memory
+    from helix.tracker import Tracker
+
+
+def finish(
+    memory: Memory,
+    tracker: Tracker,
+    task_id: str,
+    agent_output: str,
+    home: Path,
+    cwd: Path | None = None,
+    timeout: float = verification.DEFAULT_TIMEOUT,
+    files_changed: list[str] | None = None,
+    agent_id: str = "",
+    update_tracker: bool = True,
+) -> dict[str, Any]:
+    """Settle one attempt of a tracked task; return everything that was applied."""
+    task = tracker.get(task_id)
+    if not isinstance(agent_output, str):
+        raise InvalidInput("the agent output must be text")
+    report = contracts.parse_outcome(agent_output)
+    workdir = cwd or home.parent
+    checked = verification.run_verify(task.get("verify"), workdir, timeout)
+    settled = attribution.settle(memory, task_id, report, checked, home)
+    proposed = learning.candidates(memory, settled, task, files_changed)
+    settled["candidates"] = learning.propose(proposed, home, settled["settled_at"])
+    if update_tracker:
+        settled["task"] = _update(tracker, task, settled, checked.cause())
+    status = "crashed" if report.status == "unknown" else settled["outcome"]
+    try:
+        results.record_task_status(
+            home,
+            {
+                "task_id": task_id,
+                "outcome": status,
+                "summary": settled["summary"],
+                "error": settled["error"] or checked.cause(),
+                "tried": settled["tried"],
+                "verified": checked.passed,
+                "verify_exit": checked.exit_code,
+                "injected": settled["injected"],
+                "utilized": settled["utilized"],
+                "insights_emitted": len(report.insights),
+                "agent_id": agent_id,
+            },
+        )
+    except (HelixError, OSError) as exc:
+        settled["problems"].append(f"task status not recorded: {exc}")
+    return settled
+
+
+def _update(
+    tracker: Tracker, task: dict[str, Any], settled: dict[str, Any], cause: str
+) -> dict[str, Any]:
+    task_id = task["id"]
+    if settled["outcome"] == "delivered" and (
+        settled["verified"] or settled["verification"]["passed"] is None
+    ):
+        tracker.update(task_id, **{"helix-verified": settled["verified"]})
+        return tracker.close(task_id, "delivered", settled["summary"] or None)
+    attempts = task.get("helix-attempts")
+    fields = {
+        "helix-attempts": (attempts if isinstance(attempts, int) else 0) + 1,
+        "helix-last-outcome": settled["outcome"],
+        "helix-last-error": (settled["error"] or cause or "")[:2000],
+    }
+    if settled["remaining"]:
+        fields["helix-remaining"] = settled["remaining"][:2000]
+    tracker.update(task_id, **fields)
+    if task.get("status") == "in_progress":
+        return tracker.unclaim(task_id)
+    return tracker.get(task_id)

@@ -1,0 +1,130 @@
+"""Running a task's VERIFY command: the only evidence the memory learns from.
+
+helix runs the command itself, in the task's working directory, through
+``/bin/sh -c`` in a new session, with a timeout. On timeout the whole process
+group is killed (a test runner's workers too) and the result counts as a fail.
+Output goes to a temp file rather than a pipe, so a grandchild that escapes the
+group and keeps the pipe open cannot hang helix. Exit code 0 is a pass; anything
+else, a timeout or a command that cannot start, is a fail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT = 600.0
+TAIL_CHARS = 4000  # what is kept of the output, for the agent and the logs
+MAX_COMMAND = 10_000
+_ERROR_WORD = re.compile(r"error|exception|failed|failure|assert", re.IGNORECASE)
+
+
+@dataclass
+class Verification:
+    """``passed`` is None when the task has no VERIFY command (nothing proven)."""
+
+    command: str | None
+    cwd: str
+    passed: bool | None
+    exit_code: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    output_tail: str = ""
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def cause(self) -> str:
+        """Why it failed, in one line: the last output line naming an error, else
+        the error helix recorded (timeout, exit code). Empty for a pass."""
+        if self.passed is not False:
+            return ""
+        return telling_line(self.output_tail) or self.error
+
+
+def telling_line(output: str) -> str:
+    """The most telling line of a failing run: the last one naming an error."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line and _ERROR_WORD.search(line):
+            return line[:300]
+    return ""
+
+
+def run_verify(
+    command: str | None,
+    cwd: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    env: dict[str, str] | None = None,
+) -> Verification:
+    """Run ``command`` and report whether it passed. Never raises for a bad command."""
+    if command is None or not str(command).strip():
+        return Verification(command=None, cwd=str(cwd), passed=None)
+    command = str(command)
+    if len(command) > MAX_COMMAND or "\x00" in command:
+        return Verification(command[:200], str(cwd), False, error="unusable VERIFY command")
+    if not Path(cwd).is_dir():
+        return Verification(command, str(cwd), False, error=f"no such directory: {cwd}")
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out:
+        try:
+            child = subprocess.Popen(
+                ["/bin/sh", "-c", command],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return Verification(command, str(cwd), False, error=f"could not start: {exc}")
+        timed_out = False
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(child.pid)
+            code = child.wait()
+        finally:
+            if child.returncode is None:  # interrupted: leave nothing running
+                _kill_group(child.pid)
+                child.wait()
+        _kill_group(child.pid)  # stragglers the command left in its group
+        seconds = time.monotonic() - started
+        tail = _tail(out)
+    return Verification(
+        command=command,
+        cwd=str(cwd),
+        passed=(code == 0 and not timed_out),
+        exit_code=None if timed_out else code,
+        timed_out=timed_out,
+        seconds=round(seconds, 3),
+        output_tail=tail,
+        error=(
+            f"timed out after {timeout:g} s"
+            if timed_out
+            else (f"VERIFY exited with {code}" if code else "")
+        ),
+    )
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(handle: Any) -> str:
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - TAIL_CHARS * 4))
+    return handle.read().decode("utf-8", errors="replace")[-TAIL_CHARS:]

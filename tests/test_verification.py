@@ -1,0 +1,155 @@
+"""run_verify: real /bin/sh commands, real process groups, real clocks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helix.verification import MAX_COMMAND, TAIL_CHARS, run_verify
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie (killed, not yet reaped by init) is dead."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone_soon(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def read_pid(path: Path, within: float = 3.0) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        text = path.read_text().strip() if path.exists() else ""
+        if text.isdigit():
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never got a pid")
+
+
+def test_exit_zero_passes(tmp_path: Path):
+    result = run_verify("echo checking && true", tmp_path, timeout=10)
+    assert result.passed is True
+    assert result.exit_code == 0
+    assert result.timed_out is False
+    assert result.error == ""
+    assert "checking" in result.output_tail
+    assert result.to_dict()["passed"] is True
+
+
+def test_nonzero_exit_fails_with_the_code(tmp_path: Path):
+    result = run_verify("echo boom >&2; exit 3", tmp_path, timeout=10)
+    assert result.passed is False
+    assert result.exit_code == 3
+    assert result.timed_out is False
+    assert "3" in result.error
+    assert "boom" in result.output_tail  # stderr is captured with stdout
+
+
+@pytest.mark.parametrize("command", [None, "", "   ", "\n\t"])
+def test_no_command_proves_nothing(tmp_path: Path, command):
+    result = run_verify(command, tmp_path)
+    assert result.passed is None
+    assert result.command is None
+    assert result.exit_code is None
+
+
+def test_a_hanging_command_times_out_fast(tmp_path: Path):
+    started = time.monotonic()
+    result = run_verify("sleep 60", tmp_path, timeout=0.5)
+    assert time.monotonic() - started < 5
+    assert result.passed is False
+    assert result.timed_out is True
+    assert result.exit_code is None
+    assert "timed out" in result.error
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path):
+    started = time.monotonic()
+    result = run_verify("sleep 60 & echo $! > child.pid; sleep 60", tmp_path, timeout=0.5)
+    assert time.monotonic() - started < 5
+    assert result.timed_out is True
+    child = read_pid(tmp_path / "child.pid")
+    assert gone_soon(child), f"background child {child} survived the timeout"
+
+
+def test_stragglers_of_a_finished_command_are_killed(tmp_path: Path):
+    result = run_verify("sleep 60 & echo $! > child.pid", tmp_path, timeout=10)
+    assert result.passed is True
+    child = read_pid(tmp_path / "child.pid")
+    assert gone_soon(child), f"background child {child} outlived its command"
+
+
+def test_an_escaped_grandchild_holding_stdout_does_not_hang(tmp_path: Path):
+    # Wait until the grandchild has left the group, then finish: it keeps running
+    # with the output file open.
+    command = (
+        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 60' & "
+        "while [ ! -s escaped.pid ]; do sleep 0.01; done; echo started"
+    )
+    started = time.monotonic()
+    result = run_verify(command, tmp_path, timeout=20)
+    elapsed = time.monotonic() - started
+    escaped = read_pid(tmp_path / "escaped.pid")
+    try:
+        assert alive(escaped)  # the setup worked: it really escaped the group
+        assert elapsed < 5
+        assert result.passed is True
+        assert result.timed_out is False
+        assert "started" in result.output_tail
+    finally:
+        if alive(escaped):  # it left helix's process group on purpose; clean up here
+            os.kill(escaped, signal.SIGKILL)
+
+
+def test_output_tail_is_bounded(tmp_path: Path):
+    command = f"{sys.executable} -c \"print('a' * 100000 + 'END')\""
+    result = run_verify(command, tmp_path, timeout=30)
+    assert result.passed is True
+    assert len(result.output_tail) <= TAIL_CHARS
+    assert result.output_tail.rstrip().endswith("aEND")
+
+
+def test_runs_in_the_given_directory(tmp_path: Path):
+    work = tmp_path / "project"
+    work.mkdir()
+    result = run_verify("pwd > where.txt", work, timeout=10)
+    assert result.passed is True
+    assert result.cwd == str(work)
+    assert Path((work / "where.txt").read_text().strip()).resolve() == work.resolve()
+
+
+def test_env_is_passed_to_the_command(tmp_path: Path):
+    result = run_verify('test "$VERIFY_MARK" = on', tmp_path, timeout=10, env={"VERIFY_MARK": "on"})
+    assert result.passed is True
+    assert run_verify('test "$VERIFY_MARK" = on', tmp_path, timeout=10).passed is False
+
+
+@pytest.mark.parametrize(
+    "command, cwd, error",
+    [
+        ("true", "missing-dir", "no such directory"),
+        ("echo a\x00b", ".", "unusable"),
+        ("x" * (MAX_COMMAND + 1), ".", "unusable"),
+        ("no-such-command-helix-test", ".", "exited with 127"),
+    ],
+)
+def test_unusable_commands_fail_without_raising(tmp_path: Path, command, cwd, error):
+    result = run_verify(command, tmp_path / cwd, timeout=10)
+    assert result.passed is False
+    assert error in result.error
+    assert len(result.command or "") <= MAX_COMMAND
