@@ -22,21 +22,19 @@ unreadable explorer files are reported as problems. Writing validates and raises
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from helix.errors import HelixError, InvalidInput
+from helix import locks
+from helix.errors import InvalidInput
 
 TASK_STATUS_FILE = "task-status.jsonl"
 EXPLORER_DIR = "explorer-results"
@@ -181,30 +179,13 @@ def validate_task_status(record: Any) -> dict[str, Any]:
     return clean
 
 
-@contextlib.contextmanager
-def _exclusive(fd: int, path: Path) -> Iterator[None]:
-    """An exclusive flock with a deadline: the kernel drops it when its holder
-    dies, but a stopped holder must not hang every hook behind it forever."""
-    deadline = time.monotonic() + LOCK_TIMEOUT_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise HelixError(f"{path} stayed locked for {LOCK_TIMEOUT_S:.0f} s") from None
-            time.sleep(0.002)
-    try:
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-
 def _append_line(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        with _exclusive(fd, path):
+        with locks.exclusive(
+            fd, LOCK_TIMEOUT_S, 0.002, lambda: f"{path} stayed locked for {LOCK_TIMEOUT_S:.0f} s"
+        ):
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 data = b"\n" + data  # a writer died mid-line: do not glue onto its fragment

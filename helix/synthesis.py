@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from helix import taskgraph
+from helix import insight, taskgraph
 from helix.errors import NotFound
 
 SIMILARITY = 0.5
@@ -225,13 +225,6 @@ def _norm(text: Any) -> str:
     return " ".join(str(text or "").lower().split()).strip(" .;:,")
 
 
-def _norm_path(path: str) -> str:
-    path = path.strip().replace("\\", "/")
-    while path.startswith("./"):
-        path = path[2:]
-    return path
-
-
 def _framework_key(value: Any) -> str:
     if isinstance(value, Mapping):
         value = value.get("detected") or value.get("name") or ""
@@ -270,7 +263,7 @@ def merge_explorations(explorations: Iterable[Mapping[str, Any]]) -> dict[str, A
             if not isinstance(item, Mapping) or not isinstance(item.get("file"), str):
                 problems.append({"source": agent or reporter, "problem": "a finding has no file"})
                 continue
-            key = (_norm_path(item["file"]), _norm(item.get("what")))
+            key = (insight.normalise_path(item["file"]), _norm(item.get("what")))
             if key not in findings:
                 findings[key] = {
                     **{k: item.get(k, "") for k in ("file", "what", "action", "task_hint")},

@@ -21,20 +21,18 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import secrets
 import socket
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from helix import taskgraph
-from helix.errors import CycleError, HelixError, InvalidInput, NotFound
+from helix import locks, taskgraph
+from helix.errors import CycleError, InvalidInput, NotFound
 
 STATUSES = ("open", "in_progress", "closed", "cancelled", "deferred")
 TYPES = ("task", "epic", "bug", "chore", "feature")
@@ -123,34 +121,31 @@ class Tracker:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock_path = self.path.with_name(self.path.name + ".lock")
         fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            deadline = time.monotonic() + LOCK_TIMEOUT_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        holder = os.pread(fd, 512, 0).decode(errors="replace").strip()
-                        raise HelixError(
-                            f"the task file stayed locked for {LOCK_TIMEOUT_S:.0f} s "
-                            f"(holder: {holder or 'unknown'})"
-                        ) from None
-                    time.sleep(0.01)
-            holder = json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "since": now_rfc3339(self._clock),
-                }
+
+        def timed_out() -> str:
+            holder = os.pread(fd, 512, 0).decode(errors="replace").strip()
+            return (
+                f"the task file stayed locked for {LOCK_TIMEOUT_S:.0f} s "
+                f"(holder: {holder or 'unknown'})"
             )
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, holder.encode(), 0)
-            yield
-        finally:
-            with contextlib.suppress(OSError):
+
+        try:
+            with locks.exclusive(fd, LOCK_TIMEOUT_S, 0.01, timed_out):
+                holder = json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "since": now_rfc3339(self._clock),
+                    }
+                )
                 os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+                os.pwrite(fd, holder.encode(), 0)
+                try:
+                    yield
+                finally:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, 0)
+        finally:
             os.close(fd)
 
     def _write(self, snap: Snapshot) -> None:

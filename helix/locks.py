@@ -1,0 +1,32 @@
+"""Exclusive file locks with a deadline, shared by the task file and the result
+files. flock, because the kernel drops it when its holder dies (a crashed hook
+never wedges the next one); a deadline, because a stopped holder must not hang
+every hook behind it forever."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from collections.abc import Callable, Iterator
+
+from helix.errors import HelixError
+
+
+@contextlib.contextmanager
+def exclusive(fd: int, timeout: float, poll: float, timed_out: Callable[[], str]) -> Iterator[None]:
+    """Hold an exclusive flock on ``fd``; after ``timeout`` seconds of waiting,
+    raise HelixError with the message ``timed_out()`` builds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise HelixError(timed_out()) from None
+            time.sleep(poll)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
