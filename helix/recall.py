@@ -70,8 +70,7 @@ def recall(
     pool = max(50, limit * 10)
     index = memory._vectors()
     qvec = memory._embed([query])[0]
-    sims = index.similarities(qvec)
-    dense = dict(index.best(sims, pool))
+    dense = dict(index.top(qvec, pool))
     lexical = ranking.normalise_bm25(_keyword_hits(memory, query, pool))
     file_hits = _file_hits(memory, file_list) if file_list else set()
 
@@ -80,9 +79,9 @@ def recall(
     # bring in thousands of candidates on a large store).
     candidates = set(dense) | set(lexical) | file_hits
     for insight_id in candidates.difference(dense):
-        row = index.row(insight_id)  # None: a row of another model
-        if row is not None:
-            dense[insight_id] = float(sims[row])
+        cos = index.cosine(insight_id, qvec)  # None: a row of another model
+        if cos is not None:
+            dense[insight_id] = cos
     now = memory._clock()
     scored: list[tuple[float, str, int, float, float | None]] = []
     for insight_id, name, kind, tags_json, eff, created, last_used in _light_rows(

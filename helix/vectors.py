@@ -7,10 +7,12 @@ re-embedded, so the cache knows exactly when it is stale, even when the change c
 from another process. Only rows of the current model and width are loaded; rows of
 another width are skipped, never a crash.
 
-Vectors are kept as the columns of a (dim, capacity) array: ``query @ columns``
-streams memory in the order the BLAS kernel likes, 5 ms instead of 7 ms for
-``rows @ query`` over 100,000 vectors (measured), and capacity doubling keeps
-appends amortised O(1).
+Large stores (``PREFILTER_MIN_ROWS`` and up) search in two steps, because the exact
+scan is memory-bound (154 MB of vectors at 100k rows): a scan of a 96-dimensional
+projection (the top principal directions of a sample of the rows, 38 MB) picks a
+shortlist, and the shortlist is re-scored exactly. Results are exact cosines; the
+only approximation is which rows reach the shortlist, and the benchmark measures
+that against the full scan (recall@50).
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ def generation(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+PREFILTER_MIN_ROWS = 20_000
+PREFILTER_DIMS = 96
+SHORTLIST = 2_000  # rows re-scored exactly (at least 20 per requested result)
+BASIS_SAMPLE = 20_000  # rows the principal directions are computed from
+
+
 class VectorIndex:
     """Insight ids and their unit vectors for one model, with amortised appends."""
 
@@ -33,9 +41,13 @@ class VectorIndex:
         self.dim = dim
         self.generation = -1
         self._ids = np.zeros(0, dtype=np.int64)
-        self._columns = np.zeros((dim, 0), dtype=np.float32)
+        self._rows = np.zeros((0, dim), dtype=np.float32)
         self._size = 0
         self._row_of: dict[int, int] = {}
+        # The prefilter: basis (R, dim) and projected rows as columns (R, capacity),
+        # column-major because ``q @ columns`` is the layout the BLAS kernel streams best.
+        self._basis: np.ndarray | None = None
+        self._projected: np.ndarray | None = None
 
     @property
     def ids(self) -> np.ndarray:
@@ -44,7 +56,7 @@ class VectorIndex:
     @property
     def matrix(self) -> np.ndarray:
         """The cached vectors as (n, dim) rows (a view)."""
-        return self._columns[:, : self._size].T
+        return self._rows[: self._size]
 
     def __len__(self) -> int:
         return self._size
@@ -61,9 +73,9 @@ class VectorIndex:
         ).fetchall()
         self._ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         blob = b"".join(r[1] for r in rows)
-        rows_matrix = np.frombuffer(blob, dtype="<f4").reshape(len(rows), self.dim)
-        self._columns = np.ascontiguousarray(rows_matrix.T)
+        self._rows = np.frombuffer(blob, dtype="<f4").reshape(len(rows), self.dim).copy()
         self._size = len(rows)
+        self._basis = self._projected = None  # rebuilt on the next large search
         self._row_of = {int(i): n for n, i in enumerate(self._ids)}
         self.generation = current
 
@@ -73,20 +85,28 @@ class VectorIndex:
         self.generation = generation(conn)
 
     def add(self, insight_id: int, vector: np.ndarray) -> None:
-        if insight_id in self._row_of:
-            self._columns[:, self._row_of[insight_id]] = vector
-            return
-        if self._size == len(self._ids):
-            capacity = max(64, 2 * len(self._ids))
-            ids = np.zeros(capacity, dtype=np.int64)
-            columns = np.zeros((self.dim, capacity), dtype=np.float32)
-            ids[: self._size] = self._ids[: self._size]
-            columns[:, : self._size] = self._columns[:, : self._size]
-            self._ids, self._columns = ids, columns
-        self._ids[self._size] = insight_id
-        self._columns[:, self._size] = vector
-        self._row_of[insight_id] = self._size
-        self._size += 1
+        row = self._row_of.get(insight_id)
+        if row is None:
+            if self._size == len(self._ids):
+                self._grow(max(64, 2 * len(self._ids)))
+            row = self._size
+            self._ids[row] = insight_id
+            self._row_of[insight_id] = row
+            self._size += 1
+        self._rows[row] = vector
+        if self._projected is not None:
+            self._projected[:, row] = self._basis @ self._rows[row]
+
+    def _grow(self, capacity: int) -> None:
+        ids = np.zeros(capacity, dtype=np.int64)
+        rows = np.zeros((capacity, self.dim), dtype=np.float32)
+        ids[: self._size] = self._ids[: self._size]
+        rows[: self._size] = self._rows[: self._size]
+        self._ids, self._rows = ids, rows
+        if self._projected is not None:
+            projected = np.zeros((self._projected.shape[0], capacity), dtype=np.float32)
+            projected[:, : self._size] = self._projected[:, : self._size]
+            self._projected = projected
 
     def remove(self, insight_id: int) -> None:
         row = self._row_of.pop(insight_id, None)
@@ -96,7 +116,9 @@ class VectorIndex:
         if row != last:
             moved = int(self._ids[last])
             self._ids[row] = moved
-            self._columns[:, row] = self._columns[:, last]
+            self._rows[row] = self._rows[last]
+            if self._projected is not None:
+                self._projected[:, row] = self._projected[:, last]
             self._row_of[moved] = row
         self._size = last
 
@@ -106,17 +128,49 @@ class VectorIndex:
 
     def vector(self, insight_id: int) -> np.ndarray | None:
         row = self._row_of.get(insight_id)
-        return None if row is None else self._columns[:, row].copy()
+        return None if row is None else self._rows[row].copy()
+
+    def cosine(self, insight_id: int, query: np.ndarray) -> float | None:
+        """Exact cosine of one cached insight; None if it is not cached."""
+        row = self._row_of.get(insight_id)
+        if row is None:
+            return None
+        return float(self._rows[row] @ np.asarray(query, dtype=np.float32))
 
     def similarities(self, query: np.ndarray) -> np.ndarray:
-        """Cosine of ``query`` (a unit vector) against every cached row."""
+        """Exact cosine of ``query`` (a unit vector) against every cached row."""
         if self._size == 0:
             return np.zeros(0, dtype=np.float32)
-        return np.asarray(query, dtype=np.float32) @ self._columns[:, : self._size]
+        return self._rows[: self._size] @ np.asarray(query, dtype=np.float32)
 
     def top(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` most similar (insight id, cosine) pairs, best first."""
-        return self.best(self.similarities(query), k)
+        """The ``k`` most similar (insight id, cosine) pairs, best first. Cosines are
+        exact; on a large store the candidates come from the projected prefilter."""
+        shortlist = max(SHORTLIST, 20 * k)
+        if self._size < PREFILTER_MIN_ROWS or shortlist >= self._size or self.dim <= PREFILTER_DIMS:
+            return self.best(self.similarities(query), k)
+        query = np.asarray(query, dtype=np.float32)
+        projected = self._prefilter()
+        rough = (self._basis @ query) @ projected[:, : self._size]
+        rows = _highest(rough, shortlist)
+        exact = self._rows[rows] @ query
+        k = min(k, rows.size)
+        part = np.argpartition(-exact, k - 1)[:k]
+        order = part[np.argsort(-exact[part], kind="stable")]
+        return [(int(self._ids[rows[i]]), float(exact[i])) for i in order]
+
+    def _prefilter(self) -> np.ndarray:
+        """The projected rows, computed on first use after a (re)load. The basis is
+        the top principal directions (uncentred, as cosine is) of a strided sample."""
+        if self._projected is None:
+            rows = self._rows[: self._size]
+            sample = rows[:: max(1, self._size // BASIS_SAMPLE)]
+            _values, vectors = np.linalg.eigh(sample.T @ sample)
+            self._basis = np.ascontiguousarray(vectors[:, ::-1][:, :PREFILTER_DIMS].T)
+            projected = np.zeros((PREFILTER_DIMS, len(self._ids)), dtype=np.float32)
+            projected[:, : self._size] = self._basis @ rows.T
+            self._projected = projected
+        return self._projected
 
     def best(self, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
         """The ``k`` highest of ``sims`` (as returned by ``similarities``)."""
@@ -127,3 +181,16 @@ class VectorIndex:
         order = part[np.argsort(-sims[part], kind="stable")]
         ids = self.ids
         return [(int(ids[i]), float(sims[i])) for i in order]
+
+
+def _highest(values: np.ndarray, count: int) -> np.ndarray:
+    """Indices of about ``count`` of the highest ``values``. The cut-off is read
+    from a 1-in-50 sample (a full argpartition of 100k values costs ~1 ms, more
+    than the scan); an unlucky sample falls back to the exact argpartition."""
+    sample = values[::50]
+    keep = max(1, count * sample.size // values.size)
+    cutoff = np.partition(sample, sample.size - keep)[sample.size - keep]
+    chosen = np.flatnonzero(values >= cutoff)
+    if count // 2 <= chosen.size <= count * 4:
+        return chosen
+    return np.argpartition(-values, count - 1)[:count]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from helix.memory import Memory
 
 TEXTS = [
@@ -92,3 +94,47 @@ def test_a_garbage_file_gives_a_bounded_report(hash_memory: Memory):
     assert report["rejected"] == 500 and report["added"] == 0
     assert len(report["errors"]) == 100 and report["errors_not_shown"] == 400
     assert report["errors"][0]["line"] == 1
+
+
+@pytest.mark.parametrize("score_block", [None, 1])
+def test_store_many_dedupes_exactly_like_one_store_at_a_time(
+    tmp_path, minilm, clock, monkeypatch, score_block
+):
+    """store_many scores a chunk in one matrix product; merges, the wording a merge
+    keeps and the similar-links must come out as sequential store() calls give."""
+    texts = [
+        "When a migration fails halfway, roll back the whole transaction",
+        "When a database migration fails halfway through, roll back the entire transaction "
+        "so the schema is never left half applied",  # merges, and its longer text wins
+        "When a database migration fails halfway through, roll back the entire transaction "
+        "so that the schema is never left half-applied",  # merges into the new wording
+        "When the auth token expires, refresh it before retrying",
+        "When the authentication token expired, refresh it and then retry the request",
+        "Pin the bundler version in package.json to stop flaky frontend builds",
+    ]
+    from helix import memory as memory_module
+    from helix.memory import Memory
+
+    if score_block:  # one cosine column per product: exercises the block boundaries
+        monkeypatch.setattr(memory_module, "SCORE_BLOCK", score_block)
+    with Memory(tmp_path / "one.db", embedder=minilm, clock=clock) as one:
+        singles = [one.store(t)["status"] for t in texts]
+        one_rows = one.conn.execute("SELECT name, content FROM insight ORDER BY id").fetchall()
+        one_edges = one.conn.execute("SELECT count(*) FROM edge").fetchone()[0]
+        one_merges = one.conn.execute(
+            "SELECT insight, similarity, kept FROM merge_event"
+        ).fetchall()
+    with Memory(tmp_path / "many.db", embedder=minilm, clock=clock) as many:
+        many.store(texts[0])  # a row from before the chunk, which a merge rewrites
+        report = many.store_many([{"content": t} for t in texts[1:]], batch_size=4)
+        many_rows = many.conn.execute("SELECT name, content FROM insight ORDER BY id").fetchall()
+        many_edges = many.conn.execute("SELECT count(*) FROM edge").fetchone()[0]
+        many_merges = many.conn.execute(
+            "SELECT insight, similarity, kept FROM merge_event"
+        ).fetchall()
+    assert singles.count("merged") >= 2
+    assert report["merged"] == singles.count("merged")
+    assert singles[1:3] == ["merged", "merged"]
+    assert many_rows == one_rows
+    assert many_edges == one_edges
+    assert many_merges == one_merges  # similarities to the rewritten vector, not the old one

@@ -323,6 +323,10 @@ def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
             out.setdefault("vector_refresh_check", []).append(timed(mem._vectors)[0])
             ms, dense = timed(index.top, qvec[0], 50)
             out.setdefault("dense_top50", []).append(ms)
+            ms, exact = timed(lambda v: index.best(index.similarities(v), 50), qvec[0])
+            out.setdefault("exact_scan_top50", []).append(ms)
+            overlap = len({i for i, _ in dense} & {i for i, _ in exact}) / max(1, len(exact))
+            out.setdefault("prefilter_recall_at_50", []).append(overlap * 1000)
             ms, lexical = timed(recall_module._keyword_hits, mem, q, 50)
             out.setdefault("fts_bm25_top50", []).append(ms)
             ids = set(dict(dense)) | set(lexical)
@@ -335,7 +339,12 @@ def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
             )
     except Exception as exc:  # noqa: BLE001 - diagnostics must not fail the benchmark
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {k: round(common.median(v), 2) for k, v in out.items()}
+    shares = out.pop("prefilter_recall_at_50", [])
+    report = {k: round(common.median(v), 2) for k, v in out.items()}
+    if shares:  # mean share of the exact top 50 the prefiltered search returned
+        report["prefilter_recall_at_50"] = round(sum(shares) / len(shares) / 1000, 4)
+        report["prefilter_recall_at_50_min"] = round(min(shares) / 1000, 4)
+    return report
 
 
 if __name__ == "__main__":
