@@ -79,7 +79,7 @@ def candidates(
     out = []
     for item in settlement.get("insights", []):
         out.append(
-            _candidate(
+            candidate(
                 item["content"],
                 insight.infer_kind(item["content"], item.get("tags", [])),
                 item.get("tags", []),
@@ -101,7 +101,7 @@ def candidates(
         shown = ", ".join(files_changed[:MAX_FILES_LISTED])
         more = len(files_changed) - MAX_FILES_LISTED
         out.append(
-            _candidate(
+            candidate(
                 f"{title}: delivered and verified; changed {shown}"
                 + (f" and {more} more" if more > 0 else ""),
                 "evolution",
@@ -139,7 +139,7 @@ def _failure(
     content = f"When working on {title}: it was blocked by {error or 'an unknown cause'}"
     if tried:
         content += f"; tried: {tried}"
-    return _candidate(
+    return candidate(
         content[: insight.MAX_CONTENT],
         "failure",
         ["failure", "derived"],
@@ -166,7 +166,7 @@ def _systemic(
         f"Recurring ({count} similar failures in {SYSTEMIC_DAYS} days): {failure['content']}. "
         "This has occurred 3+ times; consider an architectural change."
     )
-    candidate = _candidate(
+    systemic = candidate(
         content[: insight.MAX_CONTENT],
         "systemic",
         ["systemic", "derived"],
@@ -175,11 +175,11 @@ def _systemic(
         "high",
         "3+ similar failures within 7 days",
     )
-    candidate["similar"] = [m["name"] for m in similar["matches"]]
-    return candidate
+    systemic["similar"] = [m["name"] for m in similar["matches"]]
+    return systemic
 
 
-def _candidate(
+def candidate(
     content: str,
     kind: str,
     tags: list[str],

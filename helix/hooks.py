@@ -1,0 +1,651 @@
+"""Claude Code hook handlers: memory flows into helix agents, learning flows out.
+
+One function per event; each takes the hook payload (a dict) and returns the JSON
+to print, or None. ``helix hook <event>`` (in :mod:`helix.hook_cli`) reads the
+payload, calls :func:`handle`, and fails open: any error is logged to
+``.helix/hooks.log`` and the session goes on.
+
+How a subagent's prompt is found (SubagentStart has no prompt field): the
+client's ``agent-<id>.meta.json`` names the spawning tool_use_id, whose prompt
+PreToolUse recorded; else the subagent transcript's first user message; else the
+oldest unclaimed recorded spawn of that agent type. So three builders spawned in
+one message each get their own prompt's insights.
+
+An agent's outcome can arrive three ways: SubagentStop (always), PostToolUse
+(foreground agents) and a ``<task-notification>`` prompt (background agents). The
+first one settles it under a per-agent lock; the others see it settled and do
+nothing, so feedback is never counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from helix import config, contracts, injection, learning, locks, results, statefiles
+
+EVENTS = (
+    "SessionStart",
+    "PreToolUse",
+    "SubagentStart",
+    "SubagentStop",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "SessionEnd",
+)
+AGENT_TYPES = {"helix:explorer": "explorer", "helix:planner": "planner", "helix:builder": "builder"}
+SPAWN_DIR = "spawns"
+AGENT_DIR = "agents"
+LOG_FILE = "hooks.log"
+INJECT_LIMIT = 5
+VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
+STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
+STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
+LOCK_WAIT = 60.0
+_NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
+_TAG = "<{0}>(.*?)</{0}>"
+
+
+class Context:
+    """Where this hook works: the project, its .helix folder, the plugin root."""
+
+    def __init__(self, payload: dict[str, Any], env: dict[str, str]):
+        self.payload = payload
+        self.env = env
+        project = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+        self.project = Path(project)
+        self.paths = config.resolve(self.project, env)
+        self.home = self.paths.home
+
+    def memory(self):
+        from helix.memory import Memory
+
+        return Memory(self.paths.db)
+
+    def tracker(self):
+        from helix.tracker import Tracker
+
+        return Tracker(self.paths.tasks)
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
+    """Run the handler of ``event``; return the hook JSON to print (or None)."""
+    handler = HANDLERS.get(event)
+    if handler is None:
+        return None
+    return handler(Context(payload, env))
+
+
+# ---------------------------------------------------------------- SessionStart
+def session_start(ctx: Context) -> dict[str, Any] | None:
+    """Prepare .helix, record the plugin root, and brief the main thread. Never
+    loads the embedding model: only SQL over the store."""
+    ctx.home.mkdir(parents=True, exist_ok=True)
+    root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
+    if root:
+        (ctx.home / "plugin_root").write_text(root + "\n")
+    lines = ["helix memory for this project:"]
+    if ctx.paths.db.exists():
+        with ctx.memory() as memory:
+            lines += _briefing(memory)
+    else:
+        lines.append("  empty (it learns from verified outcomes of /helix runs).")
+    if ctx.paths.tasks.exists():
+        from helix import taskgraph
+
+        tasks = ctx.tracker().list()
+        ready = taskgraph.ready(tasks)
+        open_count = sum(t.get("status") != "closed" for t in tasks)
+        if open_count:
+            lines.append(f"  task graph: {open_count} open task(s), {len(ready)} ready now.")
+    return _context("SessionStart", "\n".join(lines))
+
+
+def _briefing(memory) -> list[str]:
+    health = memory.health()
+    lines = [
+        f"  {health['total_insights']} insights, {health['proven']} proven by verified "
+        f"outcomes, {health['recent_feedback']} feedback events in the last 7 days."
+    ]
+    rows = memory.conn.execute(
+        "SELECT content, effectiveness FROM insight WHERE helped + failed > 0 "
+        "AND effectiveness >= 0.7 ORDER BY coalesce(last_used, created_at) DESC, "
+        "effectiveness DESC LIMIT 3"
+    ).fetchall()
+    if rows:
+        lines.append("  top proven constraints from recent work:")
+        lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]
+    lines.append("  Use /helix <objective> to orchestrate, /helix-query to ask memory.")
+    return lines
+
+
+# ------------------------------------------------------------------ PreToolUse
+def pre_tool_use(ctx: Context) -> None:
+    """Record a pending spawn of a helix agent so SubagentStart can find its prompt.
+    Never blocks: returns nothing."""
+    payload = ctx.payload
+    tool_input = payload.get("tool_input") or {}
+    if payload.get("tool_name") not in ("Agent", "Task") or not isinstance(tool_input, dict):
+        return None
+    if tool_input.get("subagent_type") not in AGENT_TYPES:
+        return None
+    tool_use_id = payload.get("tool_use_id")
+    if not isinstance(tool_use_id, str) or not tool_use_id:
+        return None
+    statefiles.write_json(
+        ctx.home / SPAWN_DIR / f"{statefiles.file_id(tool_use_id, 'tool_use_id')}.json",
+        {
+            "tool_use_id": tool_use_id,
+            "subagent_type": tool_input.get("subagent_type"),
+            "prompt": str(tool_input.get("prompt") or ""),
+            "description": str(tool_input.get("description") or ""),
+            "background": tool_input.get("run_in_background", True) is not False,
+            "session_id": payload.get("session_id"),
+            "recorded_at": _now(),
+            "claimed_by": None,
+        },
+    )
+    return None
+
+
+# --------------------------------------------------------------- SubagentStart
+def subagent_start(ctx: Context) -> dict[str, Any] | None:
+    """Inject memory into a helix agent through additionalContext."""
+    agent_id, agent_type = ctx.payload.get("agent_id"), ctx.payload.get("agent_type")
+    if agent_type not in AGENT_TYPES or not isinstance(agent_id, str):
+        return None
+    statefiles.file_id(agent_id, "agent_id")
+    tool_use_id, prompt = _find_prompt(ctx, agent_id, agent_type)
+    fields = contracts.parse_prompt(prompt).fields
+    role = AGENT_TYPES[agent_type]
+    task_id = _task_id(fields.get("TASK_ID")) if role == "builder" else None
+    record: dict[str, Any] = {
+        "agent_id": agent_id,
+        "agent_type": agent_type,
+        "tool_use_id": tool_use_id,
+        "task_id": task_id,
+        "state_id": task_id or f"agent-{agent_id}",
+        "verify": fields.get("VERIFY"),
+        "session_id": ctx.payload.get("session_id"),
+        "started_at": _now(),
+        "injected": [],
+        "settled": False,
+    }
+    output = None
+    if contracts.parse_prompt(prompt).no_inject:
+        record["injection"] = "skipped: NO_INJECT"
+    elif fields.get("INJECTED"):
+        # The orchestrator already injected (helix inject): keep its record, or
+        # record these names if it did not.
+        record["injected"] = list(fields["INJECTED"])
+        record["injection"] = "from the prompt"
+        if injection.read_state(record["state_id"], ctx.home) is None:
+            with ctx.memory() as memory:
+                injection.record(
+                    memory,
+                    record["state_id"],
+                    _objective(fields, role, prompt),
+                    record["injected"],
+                    ctx.home,
+                )
+    elif ctx.paths.db.exists():
+        objective = _objective(fields, role, prompt)
+        if objective:
+            with ctx.memory() as memory:
+                chosen = injection.inject(
+                    memory,
+                    objective,
+                    record["state_id"],
+                    _limit(fields.get("MEMORY_LIMIT")),
+                    [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
+                    ctx.home,
+                )
+            record["injected"] = chosen["names"]
+            record["injection"] = "by the SubagentStart hook"
+            if chosen["names"]:
+                text = (
+                    "INSIGHTS (from past experience; [n%] = how often it helped in verified "
+                    "outcomes):\n" + chosen["block"] + "\n"
+                    f"INJECTED: {json.dumps(chosen['names'])}\n"
+                    "Report the ones you actually used as UTILIZED: [...] in your final answer."
+                )
+                output = _context("SubagentStart", text)
+    statefiles.write_json(_agent_path(ctx, agent_id), record)
+    return output
+
+
+def _find_prompt(ctx: Context, agent_id: str, agent_type: str) -> tuple[str | None, str]:
+    """(tool_use_id, prompt) for a starting agent; see the module docstring."""
+    folder = _subagent_folder(ctx)
+    tool_use_id = None
+    if folder is not None:
+        meta = folder / f"agent-{agent_id}.meta.json"
+        for _attempt in range(5):  # the client may write it a moment later
+            value = statefiles.read_json(meta)
+            if isinstance(value, dict) and isinstance(value.get("toolUseId"), str):
+                tool_use_id = value["toolUseId"]
+                break
+            time.sleep(0.02)
+    spawns = ctx.home / SPAWN_DIR
+    with _locked(spawns / ".lock"):
+        if tool_use_id:
+            spawn = _read_spawn(spawns, tool_use_id)
+            if spawn is not None:
+                _claim(spawns, spawn, agent_id)
+                return tool_use_id, spawn["prompt"]
+        prompt = _transcript_prompt(folder, agent_id) if folder is not None else None
+        if prompt is not None:
+            return tool_use_id, prompt
+        pending = [
+            s
+            for s in (statefiles.read_json(p) for p in sorted(spawns.glob("*.json")))
+            if isinstance(s, dict)
+            and s.get("subagent_type") == agent_type
+            and not s.get("claimed_by")
+        ]
+        if pending:
+            spawn = min(pending, key=lambda s: s.get("recorded_at") or "")
+            _claim(spawns, spawn, agent_id)
+            return spawn["tool_use_id"], spawn["prompt"]
+    return tool_use_id, ""
+
+
+def _subagent_folder(ctx: Context) -> Path | None:
+    transcript, session = ctx.payload.get("transcript_path"), ctx.payload.get("session_id")
+    if not isinstance(transcript, str) or not isinstance(session, str):
+        return None
+    return Path(transcript).parent / session / "subagents"
+
+
+def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
+    try:
+        name = statefiles.file_id(tool_use_id, "tool_use_id")
+    except Exception:  # noqa: BLE001 - an odd id is just not found
+        return None
+    value = statefiles.read_json(spawns / f"{name}.json")
+    return value if isinstance(value, dict) else None
+
+
+def _claim(spawns: Path, spawn: dict[str, Any], agent_id: str) -> None:
+    spawn["claimed_by"] = agent_id
+    statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+
+
+def _transcript_prompt(folder: Path, agent_id: str) -> str | None:
+    """The first user message of the subagent transcript: its prompt."""
+    for line in _read_lines(folder / f"agent-{agent_id}.jsonl", first_only=True):
+        message = line.get("message") or {}
+        if line.get("type") == "user" and message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return None
+
+
+def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
+    keys = {
+        "builder": ("TASK", "OBJECTIVE"),
+        "explorer": ("OBJECTIVE", "SCOPE", "FOCUS"),
+        "planner": ("OBJECTIVE",),
+    }[role]
+    parts = [str(fields[k]) for k in keys if fields.get(k)]
+    return "\n".join(parts) or prompt.strip()[:2000]
+
+
+def _task_id(value: Any) -> str | None:
+    try:
+        return statefiles.file_id(str(value).strip()) if value else None
+    except Exception:  # noqa: BLE001 - a malformed TASK_ID: inject under the agent id
+        return None
+
+
+def _limit(value: Any) -> int:
+    try:
+        return max(1, min(injection.MAX_LIMIT, int(str(value).strip())))
+    except (TypeError, ValueError):
+        return INJECT_LIMIT
+
+
+# ---------------------------------------------------------------- SubagentStop
+def subagent_stop(ctx: Context) -> None:
+    """Settle a helix agent's outcome (see :func:`settle`)."""
+    agent_id = ctx.payload.get("agent_id")
+    if ctx.payload.get("agent_type") not in AGENT_TYPES or not isinstance(agent_id, str):
+        return None
+    text = ctx.payload.get("last_assistant_message")
+    if not isinstance(text, str) or not text.strip():
+        text = _transcript_answer(ctx.payload.get("agent_transcript_path"))
+    settle(ctx, agent_id, text or "", ctx.payload.get("agent_type"))
+    return None
+
+
+def settle(ctx: Context, agent_id: str, text: str, agent_type: str | None = None) -> bool:
+    """Apply one agent's final message once; False if it was settled already."""
+    statefiles.file_id(agent_id, "agent_id")
+    path = _agent_path(ctx, agent_id)
+    with _locked(ctx.home / AGENT_DIR / f".{agent_id}.lock"):
+        record = statefiles.read_json(path)
+        if not isinstance(record, dict):
+            if agent_type not in AGENT_TYPES:
+                return False  # not a helix agent we saw start
+            record = {"agent_id": agent_id, "agent_type": agent_type, "state_id": None}
+        if record.get("settled"):
+            return False
+        role = AGENT_TYPES.get(record.get("agent_type"), "")
+        if role == "explorer":
+            record["result"] = _settle_explorer(ctx, agent_id, text)
+        elif role == "builder":
+            record["result"] = _settle_builder(ctx, record, text)
+        else:
+            record["result"] = _settle_planner(ctx, record, text)
+        record["settled"] = True
+        record["settled_at"] = _now()
+        statefiles.write_json(path, record)
+    return True
+
+
+def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
+    found = contracts.parse_exploration(text)
+    exploration = dict(found.findings) if found.findings else {}
+    if found.problems:
+        exploration.setdefault("status", "error")
+        exploration["problems"] = found.problems
+    results.record_explorer_result(ctx.home, agent_id, exploration)
+    return {"findings": len(exploration.get("findings") or []), "problems": found.problems}
+
+
+def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
+    from helix import attribution, outcomes
+    from helix.errors import NotFound, Rejected
+    from helix.verification import run_verify
+
+    task_id = record.get("task_id")
+    tracker = ctx.tracker() if ctx.paths.tasks.exists() else None
+    with ctx.memory() as memory:
+        if task_id and tracker is not None:
+            try:
+                settled = outcomes.finish(
+                    memory,
+                    tracker,
+                    task_id,
+                    text,
+                    ctx.home,
+                    ctx.project,
+                    VERIFY_TIMEOUT,
+                    agent_id=record["agent_id"],
+                )
+            except NotFound:
+                settled = None  # not a tracked task: settle from the prompt below
+            except Rejected as exc:
+                return {"skipped": str(exc)}
+            if settled is not None:
+                _store_learning(memory, ctx.home)
+                return _summary(settled)
+        state_id = record.get("state_id") or f"agent-{record['agent_id']}"
+        verification = run_verify(record.get("verify"), ctx.project, VERIFY_TIMEOUT)
+        try:
+            settled = attribution.settle(memory, state_id, text, verification, ctx.home)
+        except Rejected as exc:
+            return {"skipped": str(exc)}
+        found = learning.candidates(memory, settled, {"title": state_id})
+        learning.propose(found, ctx.home)
+        _store_learning(memory, ctx.home)
+        report = contracts.parse_outcome(text)
+        results.record_task_status(
+            ctx.home,
+            {
+                "task_id": state_id,
+                "outcome": "crashed" if report.status == "unknown" else settled["outcome"],
+                "summary": settled["summary"],
+                "error": settled["error"] or verification.cause(),
+                "tried": settled["tried"],
+                "verified": verification.passed,
+                "verify_exit": verification.exit_code,
+                "injected": settled["injected"],
+                "utilized": settled["utilized"],
+                "insights_emitted": len(report.insights),
+                "agent_id": record["agent_id"],
+            },
+        )
+        return _summary(settled)
+
+
+def _settle_planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
+    plan = contracts.parse_plan(text)
+    candidates = [
+        learning.candidate(
+            i["content"],
+            "decision",
+            i.get("tags", []),
+            record["agent_id"],
+            [],
+            "medium",
+            "explicit INSIGHT from the planner",
+        )
+        for i in plan.insights
+    ]
+    if candidates and ctx.paths.db.exists():
+        learning.propose(candidates, ctx.home)
+        with ctx.memory() as memory:
+            _store_learning(memory, ctx.home)
+    return {"tasks": len(plan.tasks), "problems": plan.problems}
+
+
+def _store_learning(memory, home: Path) -> None:
+    """Explicit INSIGHTs and derived failures (medium or high confidence) are stored
+    at once, through the safety screen; low-confidence ones stay queued."""
+    learning.store(memory, None, "medium", home)
+
+
+def _summary(settled: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "outcome": settled["outcome"],
+        "verified": settled["verified"],
+        "injected": settled["injected"],
+        "effects": settled["effects"],
+    }
+
+
+def _transcript_answer(path: Any) -> str:
+    """The last assistant text in a subagent transcript. A half-written last line
+    is a race with the client, not a crash: read again briefly."""
+    if not isinstance(path, str):
+        return ""
+    for _attempt in range(3):
+        answer = ""
+        for line in _read_lines(Path(path)):
+            message = line.get("message") or {}
+            if line.get("type") == "assistant" and message.get("role") == "assistant":
+                text = _text_of(message.get("content"))
+                if text.strip():
+                    answer = text
+        if answer:
+            return answer
+        time.sleep(0.1)
+    return ""
+
+
+# ------------------------------------------------ PostToolUse, UserPromptSubmit
+def post_tool_use(ctx: Context) -> None:
+    """A foreground agent's result (background launches carry none)."""
+    response = ctx.payload.get("tool_response")
+    if ctx.payload.get("tool_name") not in ("Agent", "Task") or not isinstance(response, dict):
+        return None
+    if response.get("status") != "completed" or response.get("agentType") not in AGENT_TYPES:
+        return None
+    agent_id = response.get("agentId")
+    if isinstance(agent_id, str):
+        settle(ctx, agent_id, _text_of(response.get("content")), response["agentType"])
+    return None
+
+
+def user_prompt_submit(ctx: Context) -> None:
+    """Background agents' results arrive as <task-notification> prompts."""
+    prompt = ctx.payload.get("prompt")
+    if not isinstance(prompt, str) or "<task-notification>" not in prompt:
+        return None
+    for block in _NOTIFICATION.findall(prompt):
+        agent_id = _tag(block, "task-id")
+        if agent_id and _tag(block, "status") == "completed":
+            settle(ctx, agent_id, _tag(block, "result"))
+    return None
+
+
+def post_tool_use_failure(ctx: Context) -> None:
+    """Remember failed tool calls of helix agents; they explain BLOCKED outcomes."""
+    agent_id = ctx.payload.get("agent_id")
+    if ctx.payload.get("agent_type") not in AGENT_TYPES or not isinstance(agent_id, str):
+        return None
+    statefiles.file_id(agent_id, "agent_id")
+    line = {
+        "agent_id": agent_id,
+        "tool": ctx.payload.get("tool_name"),
+        "error": str(ctx.payload.get("error") or "")[:2000],
+        "at": _now(),
+    }
+    _append(ctx.home / AGENT_DIR / f"{agent_id}.failures.jsonl", line)
+    return None
+
+
+# ------------------------------------------------------------------ SessionEnd
+def session_end(ctx: Context) -> None:
+    """Decay, and clean up state that has served its purpose. Stored insights are
+    never touched beyond decay."""
+    if ctx.paths.db.exists():
+        with ctx.memory() as memory:
+            memory.decay()
+    cutoff = time.time() - STALE_DAYS * 86400
+    for folder in (ctx.home / SPAWN_DIR, ctx.home / AGENT_DIR):
+        for path in folder.glob("*"):
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink(missing_ok=True)
+    for path in injection.state_dir(ctx.home).glob("*.json"):
+        state = statefiles.read_json(path)
+        if isinstance(state, dict) and state.get("settled_at") and path.stat().st_mtime < cutoff:
+            path.unlink(missing_ok=True)
+    _truncate_status(ctx.home)
+    return None
+
+
+def _truncate_status(home: Path) -> None:
+    path = results.task_status_path(home)
+    if not path.exists() or path.stat().st_size < 1 << 20:
+        return
+    lines = path.read_bytes().splitlines(keepends=True)
+    if len(lines) > STATUS_KEEP:
+        temp = path.with_name(path.name + ".tmp")
+        temp.write_bytes(b"".join(lines[-STATUS_KEEP:]))
+        os.replace(temp, path)
+
+
+# --------------------------------------------------------------------- helpers
+def _context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _agent_path(ctx: Context, agent_id: str) -> Path:
+    return ctx.home / AGENT_DIR / f"{agent_id}.json"
+
+
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return _FileLock(path)
+
+
+class _FileLock:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        self._hold = locks.exclusive(
+            self.fd, LOCK_WAIT, 0.01, lambda: f"{self.path} stayed locked for {LOCK_WAIT:.0f} s"
+        )
+        self._hold.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._hold.__exit__(*exc)
+        finally:
+            os.close(self.fd)
+
+
+def _read_lines(path: Path, first_only: bool = False):
+    """JSON objects of a JSONL file; unreadable or half-written lines are skipped."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, generator
+    except OSError:
+        return
+    with handle:
+        for raw in handle:
+            try:
+                value = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(value, dict):
+                yield value
+                if first_only:
+                    return
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _tag(block: str, name: str) -> str:
+    match = re.search(_TAG.format(name), block, re.S)
+    return match.group(1).strip() if match else ""
+
+
+def _append(path: Path, value: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, (json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def log(home: Path, event: str, message: str) -> None:
+    """Append to .helix/hooks.log; never raises (the hook must fail open)."""
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        _append_text(home / LOG_FILE, f"{_now()} {event} {message}\n")
+    except OSError:
+        pass
+
+
+def _append_text(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8", errors="replace"))
+    finally:
+        os.close(fd)
+
+
+HANDLERS = {
+    "SessionStart": session_start,
+    "PreToolUse": pre_tool_use,
+    "SubagentStart": subagent_start,
+    "SubagentStop": subagent_stop,
+    "PostToolUse": post_tool_use,
+    "PostToolUseFailure": post_tool_use_failure,
+    "UserPromptSubmit": user_prompt_submit,
+    "SessionEnd": session_end,
+}
+
+__all__ = ["EVENTS", "HANDLERS", "handle", "settle", "log"]
