@@ -30,6 +30,7 @@ BENCHMARKS = {
     "recall_inprocess": (["--profile"], 1800),
     "bulk_import": (["--profile"], 3600),
     "concurrent_feedback": ([], 600),
+    "hook_latency": ([], 900),
 }
 RESULTS = common.BENCH_DIR / "results.json"
 REPORT = common.REPO_DIR / "docs" / "benchmarks.md"

@@ -223,25 +223,21 @@ def subagent_start(ctx: Context) -> dict[str, Any] | None:
 def _find_prompt(ctx: Context, agent_id: str, agent_type: str) -> tuple[str | None, str]:
     """(tool_use_id, prompt) for a starting agent; see the module docstring."""
     folder = _subagent_folder(ctx)
-    tool_use_id = None
-    if folder is not None:
-        meta = folder / f"agent-{agent_id}.meta.json"
-        for _attempt in range(5):  # the client may write it a moment later
-            value = statefiles.read_json(meta)
-            if isinstance(value, dict) and isinstance(value.get("toolUseId"), str):
-                tool_use_id = value["toolUseId"]
-                break
-            time.sleep(0.02)
     spawns = ctx.home / SPAWN_DIR
-    with _locked(spawns / ".lock"):
+    for attempt in range(4):  # the client may write its files a moment later
+        if attempt:
+            time.sleep(0.025)
+        tool_use_id = _meta_tool_use_id(folder, agent_id)
         if tool_use_id:
-            spawn = _read_spawn(spawns, tool_use_id)
-            if spawn is not None:
-                _claim(spawns, spawn, agent_id)
-                return tool_use_id, spawn["prompt"]
+            with _locked(spawns / ".lock"):
+                spawn = _read_spawn(spawns, tool_use_id)
+                if spawn is not None:
+                    _claim(spawns, spawn, agent_id)
+                    return tool_use_id, spawn["prompt"]
         prompt = _transcript_prompt(folder, agent_id) if folder is not None else None
         if prompt is not None:
             return tool_use_id, prompt
+    with _locked(spawns / ".lock"):
         pending = [
             s
             for s in (statefiles.read_json(p) for p in sorted(spawns.glob("*.json")))
@@ -253,7 +249,16 @@ def _find_prompt(ctx: Context, agent_id: str, agent_type: str) -> tuple[str | No
             spawn = min(pending, key=lambda s: s.get("recorded_at") or "")
             _claim(spawns, spawn, agent_id)
             return spawn["tool_use_id"], spawn["prompt"]
-    return tool_use_id, ""
+    return None, ""
+
+
+def _meta_tool_use_id(folder: Path | None, agent_id: str) -> str | None:
+    if folder is None:
+        return None
+    value = statefiles.read_json(folder / f"agent-{agent_id}.meta.json")
+    if isinstance(value, dict) and isinstance(value.get("toolUseId"), str):
+        return value["toolUseId"]
+    return None
 
 
 def _subagent_folder(ctx: Context) -> Path | None:

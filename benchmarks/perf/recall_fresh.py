@@ -97,6 +97,20 @@ def build_store(home: Path) -> dict:
     }
 
 
+def build_in_child(home: Path) -> dict:
+    """Build the store in a child process. If this process loaded the model, every
+    measured child would start with its 200 MB of pages and report them as its
+    own peak RSS (ru_maxrss counts what a forked child starts with)."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--build-store", str(home)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=common.child_env(),
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_once(cmd: list[str], env: dict[str, str], workdir: Path) -> dict:
     """One child: wall seconds, peak RSS (MB) and a check of its output."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -138,14 +152,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs per launcher (>= 15)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    parser.add_argument("--build-store", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.build_store:  # the child that builds the store (see build_in_child)
+        print(json.dumps(build_store(Path(args.build_store))))
+        return 0
     runs = max(15, args.runs)
 
     tmp = Path(tempfile.mkdtemp(prefix="helix-bench-fresh-"))
     try:
         home = tmp / "home"
         common.log(f"building a store of {STORE_SIZE} insights with the real model ...")
-        store = build_store(home)
+        store = build_in_child(home)
         env = common.child_env(HELIX_HOME=str(home))
         work = tmp / "cwd"
         work.mkdir()
