@@ -18,8 +18,23 @@ install: $(STAMP)
 demo: install
 	$(BIN)/helix demo
 
+# The real Claude Code CLI, pinned, for the plugin tests (`claude plugin validate`).
+# Without npm the note below is printed and those tests skip.
+CLAUDE_CODE_VERSION := 2.1.329
+CLAUDE_BIN := .cache/npm/node_modules/.bin/claude
+
+.PHONY: claude-cli
+claude-cli:
+	@if [ -x $(CLAUDE_BIN) ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		echo "installing @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) into .cache/npm"; \
+		npm install --prefix .cache/npm --no-audit --no-fund @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION); \
+	else \
+		echo "note: npm not found, so the Claude Code CLI is not installed; the plugin validation tests will skip"; \
+	fi
+
 # pytest exits 5 when it collected no tests: say so instead of failing obscurely.
-test: install
+test: install claude-cli
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$code
 

@@ -558,7 +558,8 @@ def demo(directory: str | None, as_json: bool) -> None:
 @cli.command("doctor")
 @guarded
 def doctor() -> None:
-    """Check the installation: model files and hashes, data location, database.
+    """Check the installation: model files and hashes, data location, database,
+    and the Claude Code hooks end to end (a real SessionStart in a scratch project).
 
     Example: helix doctor
     """
@@ -587,6 +588,16 @@ def doctor() -> None:
             report["insights"] = health["total_insights"]
         except HelixError as exc:
             problems.append(str(exc))
+    from helix import installer
+
+    plugin_root = installer.plugin_source()
+    report["plugin_source"] = str(plugin_root) if plugin_root else None
+    report["claude"] = installer.find_claude()
+    hook_problems = installer.check_hooks(
+        [sys.executable, "-m", "helix", "hook", "SessionStart"], plugin_root
+    )
+    report["hooks"] = "SessionStart answered with hook JSON" if not hook_problems else "broken"
+    problems += hook_problems
     report["problems"] = problems
     emit(report)
     if problems:
@@ -594,7 +605,7 @@ def doctor() -> None:
 
 
 # Command groups defined in their own modules register themselves on `cli`.
-from helix import hook_cli, loop_cli, tasks_cli, wave_cli  # noqa: E402, F401
+from helix import hook_cli, install_cli, loop_cli, tasks_cli, wave_cli  # noqa: E402, F401
 
 
 def main() -> None:

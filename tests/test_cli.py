@@ -180,9 +180,12 @@ def test_recall_graph_hops_follows_an_edge(run: Runner) -> None:
 
 
 @pytest.mark.model
-def test_doctor_verifies_model_hashes(run: Runner) -> None:
-    report = ok(run("doctor"))
+def test_doctor_verifies_model_hashes_and_hooks(run: Runner) -> None:
+    # helix installed as a user tool: its bin directory is on PATH
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    report = ok(run("doctor", env_extra={"PATH": path}))
     assert report["model_files"] == "sha256 verified"
+    assert report["hooks"] == "SessionStart answered with hook JSON"
     assert report["problems"] == []
 
 
