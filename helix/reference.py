@@ -22,6 +22,10 @@ def cli_reference() -> str:
     ]
 
     def walk(command: click.Command, path: list[str]) -> None:
+        # click caches each command's help option on first use; one built by an
+        # earlier parentless context (a test, say) would lack "-h". Start clean.
+        if getattr(command, "_help_option", None) is not None:
+            command._help_option = None
         # A fixed width keeps the text identical whatever terminal generates it.
         context = click.Context(
             command,

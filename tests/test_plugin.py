@@ -392,12 +392,18 @@ def test_plugin_helix_commands_exist(path: Path) -> None:
 
     for words in _helix_commands(path.read_text(encoding="utf-8")):
         command, args, name = cli, list(words), "helix"
+        # Contexts chained from the root's, as the real CLI builds them: click caches
+        # each command's help option, and a parentless context would cache one
+        # without the root's "-h" (which docs/cli.md then shows differently).
+        parent = cli.make_context("helix", [], resilient_parsing=True)
         while isinstance(command, click.Group) and args and not args[0].startswith("-"):
             name = args.pop(0)
             assert name in command.commands, f"no such command: helix {' '.join(words)}"
             command = command.commands[name]
+            if isinstance(command, click.Group) and args and not args[0].startswith("-"):
+                parent = command.make_context(name, [], parent=parent, resilient_parsing=True)
         try:
-            command.make_context(name, args)
+            command.make_context(name, args, parent=parent)
         except click.exceptions.Exit:
             pass  # --version and --help exit on purpose
         except click.UsageError as exc:
