@@ -241,7 +241,10 @@ def history(memory: Memory, task_id: str | None = None, limit: int = 50) -> list
 def _log(home: Path, result: dict[str, Any]) -> None:
     """One line per settlement in .helix/logs/attribution.jsonl (best effort:
     the database holds the authoritative record)."""
-    entry = {k: v for k, v in result.items() if k != "verification"}
+    # Agent-written INSIGHT text is not logged: it may hold a secret the safety
+    # screen refuses; the count is enough to trace the settlement.
+    entry = {k: v for k, v in result.items() if k not in ("verification", "insights")}
+    entry["insights_emitted"] = len(result["insights"])
     entry["verify_exit"] = result["verification"]["exit_code"]
     entry["timed_out"] = result["verification"]["timed_out"]
     try:

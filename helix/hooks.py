@@ -5,11 +5,18 @@ to print, or None. ``helix hook <event>`` (in :mod:`helix.hook_cli`) reads the
 payload, calls :func:`handle`, and fails open: any error is logged to
 ``.helix/hooks.log`` and the session goes on.
 
-How a subagent's prompt is found (SubagentStart has no prompt field): the
-client's ``agent-<id>.meta.json`` names the spawning tool_use_id, whose prompt
-PreToolUse recorded; else the subagent transcript's first user message; else the
-oldest unclaimed recorded spawn of that agent type. So three builders spawned in
-one message each get their own prompt's insights.
+How a subagent's prompt is found (SubagentStart has no prompt field): PreToolUse
+records every helix spawn by tool_use_id. SubagentStart then looks for an exact
+link from its agent id to one spawn: the client's ``agent-<id>.meta.json`` (which
+Claude Code 2.1.329 writes only after SubagentStart has returned), or, for a
+background agent, the PostToolUse of its launch, which names the agent and runs
+while SubagentStart waits for it; else the subagent transcript's first user
+message. Without an exact link it takes the only unclaimed spawn of that agent
+type in the session; when several could be its own and a background launch may
+still name it, it waits (up to ``LINK_WAIT``) for that, and only then guesses the
+oldest. So background agents spawned in parallel in one message (the default)
+each get their own prompt's insights; foreground ones spawned together can only
+be guessed, by the order their spawns were recorded.
 
 An agent's outcome can arrive three ways: SubagentStop (always), PostToolUse
 (foreground agents) and a ``<task-notification>`` prompt (background agents). The
@@ -27,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from helix import config, contracts, injection, learning, locks, results, statefiles
+from helix import config, contracts, injection, learning, locks, results, safety, statefiles
 
 EVENTS = (
     "SessionStart",
@@ -48,6 +55,7 @@ VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
 STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
 LOCK_WAIT = 60.0
+LINK_WAIT = 5.0  # how long SubagentStart waits for a background launch to name its agent
 _NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
 _TAG = "<{0}>(.*?)</{0}>"
 
@@ -224,32 +232,49 @@ def _find_prompt(ctx: Context, agent_id: str, agent_type: str) -> tuple[str | No
     """(tool_use_id, prompt) for a starting agent; see the module docstring."""
     folder = _subagent_folder(ctx)
     spawns = ctx.home / SPAWN_DIR
-    for attempt in range(4):  # the client may write its files a moment later
-        if attempt:
-            time.sleep(0.025)
+    session = ctx.payload.get("session_id")
+    deadline = time.monotonic() + LINK_WAIT
+    while True:
         tool_use_id = _meta_tool_use_id(folder, agent_id)
-        if tool_use_id:
-            with _locked(spawns / ".lock"):
-                spawn = _read_spawn(spawns, tool_use_id)
-                if spawn is not None:
-                    _claim(spawns, spawn, agent_id)
-                    return tool_use_id, spawn["prompt"]
         prompt = _transcript_prompt(folder, agent_id) if folder is not None else None
-        if prompt is not None:
-            return tool_use_id, prompt
-    with _locked(spawns / ".lock"):
-        pending = [
-            s
-            for s in (statefiles.read_json(p) for p in sorted(spawns.glob("*.json")))
-            if isinstance(s, dict)
-            and s.get("subagent_type") == agent_type
-            and not s.get("claimed_by")
-        ]
-        if pending:
-            spawn = min(pending, key=lambda s: s.get("recorded_at") or "")
-            _claim(spawns, spawn, agent_id)
-            return spawn["tool_use_id"], spawn["prompt"]
-    return None, ""
+        with _locked(spawns / ".lock"):
+            pending = _pending(spawns, agent_type, agent_id, session)
+            exact = _read_spawn(spawns, tool_use_id) if tool_use_id else None
+            exact = exact or next((s for s in pending if s.get("agent_id") == agent_id), None)
+            if exact is not None:
+                _claim(spawns, exact, agent_id)
+                return exact["tool_use_id"], exact["prompt"]
+            if prompt is not None:
+                return tool_use_id, prompt
+            # Another launch may still name this agent: guessing now could swap prompts.
+            unsure = len(pending) > 1 and any(
+                s.get("background") and not s.get("agent_id") for s in pending
+            )
+            if not pending or not unsure or time.monotonic() >= deadline:
+                if not pending:
+                    return None, ""
+                # Parallel foreground spawns start in the order they were made.
+                guess = min(pending, key=lambda s: s.get("recorded_at") or "")
+                _claim(spawns, guess, agent_id)
+                return guess["tool_use_id"], guess["prompt"]
+        time.sleep(0.02)
+
+
+def _pending(spawns: Path, agent_type: str, agent_id: str, session: Any) -> list[dict[str, Any]]:
+    """Unclaimed spawns of ``agent_type`` in this session that could be this agent's
+    (not named by another agent's launch)."""
+    found = []
+    for path in sorted(spawns.glob("*.json")):
+        spawn = statefiles.read_json(path)
+        if (
+            isinstance(spawn, dict)
+            and spawn.get("subagent_type") == agent_type
+            and not spawn.get("claimed_by")
+            and spawn.get("agent_id") in (None, agent_id)
+            and (not isinstance(session, str) or spawn.get("session_id") in (None, session))
+        ):
+            found.append(spawn)
+    return found
 
 
 def _meta_tool_use_id(folder: Path | None, agent_id: str) -> str | None:
@@ -280,6 +305,21 @@ def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
 def _claim(spawns: Path, spawn: dict[str, Any], agent_id: str) -> None:
     spawn["claimed_by"] = agent_id
     statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+
+
+def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
+    """Record which agent a background launch started (only a helix spawn has a record)."""
+    if not isinstance(tool_use_id, str) or not isinstance(agent_id, str):
+        return
+    statefiles.file_id(agent_id, "agent_id")
+    spawns = ctx.home / SPAWN_DIR
+    if _read_spawn(spawns, tool_use_id) is None:
+        return  # not a helix agent
+    with _locked(spawns / ".lock"):
+        spawn = _read_spawn(spawns, tool_use_id)
+        if spawn is not None and not spawn.get("agent_id"):
+            spawn["agent_id"] = agent_id
+            statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
 
 def _transcript_prompt(folder: Path, agent_id: str) -> str | None:
@@ -332,6 +372,7 @@ def settle(ctx: Context, agent_id: str, text: str, agent_type: str | None = None
     """Apply one agent's final message once; False if it was settled already."""
     statefiles.file_id(agent_id, "agent_id")
     path = _agent_path(ctx, agent_id)
+    event = str(ctx.payload.get("hook_event_name") or "settle")
     with _locked(ctx.home / AGENT_DIR / f".{agent_id}.lock"):
         record = statefiles.read_json(path)
         if not isinstance(record, dict):
@@ -339,6 +380,7 @@ def settle(ctx: Context, agent_id: str, text: str, agent_type: str | None = None
                 return False  # not a helix agent we saw start
             record = {"agent_id": agent_id, "agent_type": agent_type, "state_id": None}
         if record.get("settled"):
+            log(ctx.home, event, f"{agent_id}: already settled at {record.get('settled_at')}")
             return False
         role = AGENT_TYPES.get(record.get("agent_type"), "")
         if role == "explorer":
@@ -350,6 +392,8 @@ def settle(ctx: Context, agent_id: str, text: str, agent_type: str | None = None
         record["settled"] = True
         record["settled_at"] = _now()
         statefiles.write_json(path, record)
+    result = json.dumps(record["result"], ensure_ascii=False)[:1000]
+    log(ctx.home, event, f"{agent_id}: settled {record.get('agent_type')} {result}")
     return True
 
 
@@ -388,7 +432,7 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
             except Rejected as exc:
                 return {"skipped": str(exc)}
             if settled is not None:
-                _store_learning(memory, ctx.home)
+                _store_learning(memory, ctx.home, settled["refused"])
                 return _summary(settled)
         state_id = record.get("state_id") or f"agent-{record['agent_id']}"
         verification = run_verify(record.get("verify"), ctx.project, VERIFY_TIMEOUT)
@@ -397,8 +441,9 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
         except Rejected as exc:
             return {"skipped": str(exc)}
         found = learning.candidates(memory, settled, {"title": state_id})
-        learning.propose(found, ctx.home)
-        _store_learning(memory, ctx.home)
+        refused: list[dict[str, str]] = []
+        learning.propose(found, ctx.home, refused=refused)
+        _store_learning(memory, ctx.home, refused)
         report = contracts.parse_outcome(text)
         results.record_task_status(
             ctx.home,
@@ -434,16 +479,24 @@ def _settle_planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str
         for i in plan.insights
     ]
     if candidates and ctx.paths.db.exists():
-        learning.propose(candidates, ctx.home)
+        refused: list[dict[str, str]] = []
+        learning.propose(candidates, ctx.home, refused=refused)
         with ctx.memory() as memory:
-            _store_learning(memory, ctx.home)
+            _store_learning(memory, ctx.home, refused)
     return {"tasks": len(plan.tasks), "problems": plan.problems}
 
 
-def _store_learning(memory, home: Path) -> None:
+def _store_learning(memory, home: Path, refused: list[dict[str, str]] = ()) -> None:
     """Explicit INSIGHTs and derived failures (medium or high confidence) are stored
-    at once, through the safety screen; low-confidence ones stay queued."""
-    learning.store(memory, None, "medium", home)
+    at once, through the safety screen; low-confidence ones stay queued. What the
+    screen refused (when proposed or when stored) is logged by reason only: its
+    text may hold a secret."""
+    done = learning.store(memory, None, "medium", home)
+    for item in done["stored"]:
+        log(home, "learning", f"stored {item['id']} as {item['name']} ({item['status']})")
+    for item in [*refused, *done["skipped"]]:
+        reason = item["reason"] if not safety.find_problem(item["reason"]) else "(withheld)"
+        log(home, "learning", f"refused {item['id']}: {reason}")
 
 
 def _summary(settled: dict[str, Any]) -> dict[str, Any]:
@@ -476,9 +529,13 @@ def _transcript_answer(path: Any) -> str:
 
 # ------------------------------------------------ PostToolUse, UserPromptSubmit
 def post_tool_use(ctx: Context) -> None:
-    """A foreground agent's result (background launches carry none)."""
+    """A foreground agent's result; a background launch carries none, but names the
+    agent of its spawn (see :func:`_find_prompt`)."""
     response = ctx.payload.get("tool_response")
     if ctx.payload.get("tool_name") not in ("Agent", "Task") or not isinstance(response, dict):
+        return None
+    if response.get("status") == "async_launched":
+        _link(ctx, ctx.payload.get("tool_use_id"), response.get("agentId"))
         return None
     if response.get("status") != "completed" or response.get("agentType") not in AGENT_TYPES:
         return None

@@ -21,13 +21,14 @@ Where candidates come from, with their confidence:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix import config, db, injection, insight, statefiles
-from helix.errors import HelixError, InvalidInput, NotFound
+from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.verification import telling_line
 
 if TYPE_CHECKING:
@@ -203,18 +204,43 @@ def candidate(
 
 # ------------------------------------------------------------------- the queue
 def propose(
-    candidates: list[dict[str, Any]], home: Path | None = None, now: str | None = None
+    candidates: list[dict[str, Any]],
+    home: Path | None = None,
+    now: str | None = None,
+    refused: list[dict[str, str]] | None = None,
 ) -> list[str]:
-    """Queue candidates; return the ids newly queued (already queued ones are kept)."""
+    """Queue candidates; return the ids newly queued (already queued ones are kept).
+
+    A candidate the safety screen would refuse is never written: its text may hold
+    a secret or an injection attempt, and a queue file is plain text on disk."""
     folder = queue_dir(home)
     added = []
     for item in candidates:
         path = folder / f"{statefiles.file_id(item['id'], 'candidate id')}.json"
         if path.exists():
             continue
+        reason = _refusal(item)
+        if reason:
+            if refused is not None:
+                refused.append({"id": item["id"], "reason": reason})
+            continue
         statefiles.write_json(path, {**item, "proposed_at": now or db.stamp(datetime.now(UTC))})
         added.append(item["id"])
     return added
+
+
+def _refusal(item: dict[str, Any]) -> str | None:
+    """Why the safety screen would refuse this candidate, or None."""
+    try:
+        insight.screen(
+            item["content"],
+            list(item.get("tags") or []),
+            item.get("source") or "",
+            list(item.get("files") or []),
+        )
+    except HelixError as exc:
+        return str(exc)
+    return None
 
 
 def pending(home: Path | None = None) -> list[dict[str, Any]]:
@@ -249,8 +275,10 @@ def store(
 ) -> dict[str, Any]:
     """Store queued candidates (``ids``, or all at or above ``min_confidence``).
 
-    Each stored one leaves the queue; one the memory rejects stays, with the reason
-    reported, so nothing is silently lost.
+    Each stored one leaves the queue. One the safety screen refuses is dropped
+    (its text may be a secret) and reported; one that fails for another reason
+    stays queued. Each candidate is claimed by renaming its file first, so
+    concurrent hooks never store the same one twice.
     """
     if min_confidence not in CONFIDENCE:
         raise InvalidInput(f"min_confidence must be one of: {', '.join(CONFIDENCE)}")
@@ -266,7 +294,14 @@ def store(
             c for c in queued.values() if CONFIDENCE.index(c.get("confidence", "low")) >= floor
         ]
     stored, skipped = [], []
+    folder = queue_dir(home)
     for item in chosen:
+        path = folder / f"{item['id']}.json"
+        claimed = folder / f".{item['id']}.storing"
+        try:  # claim it: two hooks storing the same queue must not both store it
+            os.rename(path, claimed)
+        except OSError:
+            continue
         try:
             result = memory.store(
                 item["content"],
@@ -275,7 +310,12 @@ def store(
                 source=item.get("source") or "",
                 files=item.get("files") or [],
             )
+        except Rejected as exc:  # refused content is dropped, never kept on disk
+            claimed.unlink(missing_ok=True)
+            skipped.append({"id": item["id"], "reason": str(exc), "dropped": True})
+            continue
         except HelixError as exc:
+            os.rename(claimed, path)  # back in the queue
             skipped.append({"id": item["id"], "reason": str(exc)})
             continue
         if item.get("kind") == "systemic":
@@ -284,7 +324,7 @@ def store(
                 result["promoted"] = True
             _link_systemic(memory, result["name"], item)
         stored.append({"id": item["id"], **result})
-        (queue_dir(home) / f"{item['id']}.json").unlink(missing_ok=True)
+        claimed.unlink(missing_ok=True)
     return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
 
 

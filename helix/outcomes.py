@@ -46,7 +46,10 @@ def finish(
     checked = verification.run_verify(task.get("verify"), workdir, timeout)
     settled = attribution.settle(memory, task_id, report, checked, home)
     proposed = learning.candidates(memory, settled, task, files_changed)
-    settled["candidates"] = learning.propose(proposed, home, settled["settled_at"])
+    settled["refused"] = []
+    settled["candidates"] = learning.propose(
+        proposed, home, settled["settled_at"], settled["refused"]
+    )
     if update_tracker:
         settled["task"] = _update(tracker, task, settled, checked.cause())
     status = "crashed" if report.status == "unknown" else settled["outcome"]
