@@ -39,12 +39,12 @@ test: install claude-cli
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$code
 
 lint: install
-	$(BIN)/ruff check helix tests benchmarks
-	$(BIN)/ruff format --check helix tests benchmarks
+	$(BIN)/ruff check helix tests benchmarks scripts
+	$(BIN)/ruff format --check helix tests benchmarks scripts
 
 format: install
-	$(BIN)/ruff format helix tests benchmarks
-	$(BIN)/ruff check --fix helix tests benchmarks
+	$(BIN)/ruff format helix tests benchmarks scripts
+	$(BIN)/ruff check --fix helix tests benchmarks scripts
 
 bench: install
 	$(BIN)/python benchmarks/run.py

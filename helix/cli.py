@@ -539,9 +539,10 @@ def memory_show(name: str, as_json: bool) -> None:
 def demo(directory: str | None, as_json: bool) -> None:
     """Run the memory loop offline on a scratch project and show what it learned.
 
-    Stores insights, recalls them for a task, lets a scripted builder follow them,
-    runs the task's real verify command, feeds the exit code back, and shows how
-    the ranking changed.
+    Stores insights, builds a small task graph in waves with a scripted builder
+    (batch injection, real VERIFY commands, attributed feedback, learning), shows
+    how the ranking changed, then replays a recorded two-session Claude Code run
+    through the real hook commands.
 
     Example: helix demo
     """

@@ -1,16 +1,30 @@
 """`helix demo` runs a small task graph through the real loop, and the ranking
-flips toward what VERIFY proved."""
+flips toward what VERIFY proved; then it replays two recorded Claude Code
+sessions through the real hook commands."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
-from helix import demo
+import pytest
+
+from helix import contracts, demo
+from helix.memory import Memory
+from helix.tracker import Tracker
 
 
-def test_demo_runs_a_dag_and_learns_from_verify_exit_codes(tmp_path):
-    record = demo.run(tmp_path / "scratch")
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """One demo run shared by the tests that read its record: (project, record)."""
+    project = tmp_path_factory.mktemp("demo") / "scratch"
+    return project, demo.run(project)
+
+
+def test_demo_runs_a_dag_and_learns_from_verify_exit_codes(scratch):
+    project, record = scratch
     good, bad = record["stored"][0]["name"], record["stored"][1]["name"]
     assert record["stored"][-1]["status"] == "merged"
     assert record["before"][0] == bad  # worded closest to the task, and wrong
@@ -40,8 +54,90 @@ def test_demo_runs_a_dag_and_learns_from_verify_exit_codes(tmp_path):
     assert record["learned"]["stored"]
     assert record["after"][0] == good
     assert record["health"]["feedback_events"] > 0
-    assert (tmp_path / "scratch" / ".helix" / "helix.db").exists()
-    assert (tmp_path / "scratch" / ".helix" / "tasks.jsonl").exists()
+    assert (project / ".helix" / "helix.db").exists()
+    assert (project / ".helix" / "tasks.jsonl").exists()
+
+
+def test_the_recording_holds_what_the_real_client_sent():
+    header, lines = demo.load_recording()  # from the installed package data
+    assert header["client"] == "Claude Code 2.1.329" and header["recorded"]
+    events = [line["event"] for line in lines if "event" in line]
+    assert events.count("SessionStart") == events.count("SessionEnd") == 2
+    starts = [line["payload"] for line in lines if line.get("event") == "SubagentStart"]
+    stops = [line["payload"] for line in lines if line.get("event") == "SubagentStop"]
+    assert len(starts) == len(stops) == 2
+    for payload in starts + stops:
+        assert payload["agent_type"] == "helix:builder" and payload["agent_id"]
+        assert payload["session_id"] in header["sessions"]
+    assert [p["agent_id"] for p in starts] == [p["agent_id"] for p in stops]
+    assert [p["session_id"] for p in starts] == header["sessions"]
+    # Each stop carries the builder's final message; its background launch named it.
+    claims = [contracts.parse_outcome(p["last_assistant_message"]).status for p in stops]
+    assert claims == ["blocked", "delivered"]
+    launches = [line["payload"] for line in lines if line.get("event") == "PostToolUse"]
+    assert [p["tool_response"]["agentId"] for p in launches] == [p["agent_id"] for p in starts]
+    notes = [
+        line["payload"]["prompt"]
+        for line in lines
+        if line.get("event") == "UserPromptSubmit"
+        and "<task-notification>" in line["payload"]["prompt"]
+    ]
+    assert len(notes) == 2
+    for start, note in zip(starts, notes, strict=True):
+        assert f"<task-id>{start['agent_id']}</task-id>" in note
+    # Paths of the recording machine are placeholders.
+    for line in lines:
+        if "event" in line:
+            assert line["payload"]["cwd"] == "{project}"
+            assert line["payload"]["transcript_path"].startswith("{claude}/projects/{project_key}/")
+    assert "helix-record-" not in json.dumps(lines)
+
+
+def test_demo_replays_the_sessions_through_the_hook_commands(scratch):
+    project, record = scratch
+    replay = record["replay"]
+    _, lines = demo.load_recording()
+    # Every recorded payload went to `helix hook EVENT`, in order; each exited 0
+    # and printed nothing but JSON (or nothing).
+    assert [h["event"] for h in replay["hooks"]] == [x["event"] for x in lines if "event" in x]
+    for call in replay["hooks"]:
+        assert (call["exit_code"], call["json_only"], call["stderr"]) == (0, True, ""), call
+    log = (project / ".helix" / "hooks.log").read_text()
+    assert " error " not in log
+    for event in ("SessionStart", "PreToolUse", "SubagentStart", "SubagentStop", "SessionEnd"):
+        assert log.count(f" {event} ok ") >= 2, event
+    assert log.count(" PostToolUseFailure ok ") == 1
+    assert log.count(": already settled") == 2  # the <task-notification> of each builder
+
+    first, second = sorted(replay["agents"].values(), key=lambda a: a["session"])
+    (failure,) = replay["learned"]
+    # Session 1: insights injected at SubagentStart; BLOCKED, VERIFY failed; failure stored.
+    assert first["injected"] and "INJECTED: " in first["context"]
+    assert (first["claimed"], first["outcome"], first["verify_exit"]) == ("blocked", "blocked", 1)
+    assert first["stored"] == [failure]
+    with Memory(project / ".helix" / "helix.db") as memory:
+        ((kind, content),) = memory.conn.execute(
+            "SELECT kind, content FROM insight WHERE name = ?", (failure,)
+        ).fetchall()
+    assert kind == "failure" and "File must be opened in binary mode" in content
+    # Session 2: the new builder is given that failure, delivers, VERIFY passes.
+    assert failure in second["injected"] and failure not in first["injected"]
+    assert "File must be opened in binary mode" in second["context"]
+    assert (second["claimed"], second["outcome"], second["verify_exit"]) == (
+        "delivered",
+        "delivered",
+        0,
+    )
+    # Feedback: one verified event per injected insight, though the outcome
+    # reached helix twice (SubagentStop and the notification); the failure is causal.
+    events = replay["feedback"][second["task_id"]]
+    assert sorted(e["insight"] for e in events) == sorted(second["injected"])
+    assert {(e["outcome"], e["verified"]) for e in events} == {("delivered", 1)}
+    (credited,) = [e for e in events if e["causal"]]
+    assert credited["insight"] == failure and credited["delta"] > 0
+    assert {e["verified"] for e in replay["feedback"][first["task_id"]]} == {1}
+    tasks = {t["id"]: t["status"] for t in Tracker(project / ".helix" / "tasks.jsonl").list()}
+    assert (tasks[first["task_id"]], tasks[second["task_id"]]) == ("open", "closed")
 
 
 def test_demo_command_prints_the_story(tmp_path):
@@ -56,4 +152,8 @@ def test_demo_command_prints_the_story(tmp_path):
     assert "claimed DELIVERED; VERIFY exit 1 -> blocked" in text
     assert "VERIFY exit 0 -> delivered" in text
     assert "PARENT_DELIVERIES" in text
+    assert "SubagentStart: helix:builder" in text and "<- learned in session 1" in text
+    assert "claimed BLOCKED; VERIFY exit 1 -> blocked" in text
+    assert "claimed DELIVERED; VERIFY exit 0 -> delivered" in text
+    assert "already settled" in text and "exit codes [0]" in text
     assert "[unproven]" in out.stdout and "Traceback" not in out.stderr
