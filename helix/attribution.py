@@ -29,8 +29,8 @@ cannot lift insights that did not make verifications pass more often.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import secrets
 import sqlite3
 from pathlib import Path
@@ -247,14 +247,5 @@ def _log(home: Path, result: dict[str, Any]) -> None:
     entry["insights_emitted"] = len(result["insights"])
     entry["verify_exit"] = result["verification"]["exit_code"]
     entry["timed_out"] = result["verification"]["timed_out"]
-    try:
-        logs = home / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
-        fd = os.open(logs / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        statefiles.append_line(home / "logs" / LOG_FILE, json.dumps(entry, ensure_ascii=False))

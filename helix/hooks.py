@@ -170,7 +170,8 @@ def subagent_start(ctx: Context) -> dict[str, Any] | None:
         return None
     statefiles.file_id(agent_id, "agent_id")
     tool_use_id, prompt = _find_prompt(ctx, agent_id, agent_type)
-    fields = contracts.parse_prompt(prompt).fields
+    parsed = contracts.parse_prompt(prompt)
+    fields = parsed.fields
     role = AGENT_TYPES[agent_type]
     task_id = _task_id(fields.get("TASK_ID")) if role == "builder" else None
     record: dict[str, Any] = {
@@ -186,7 +187,7 @@ def subagent_start(ctx: Context) -> dict[str, Any] | None:
         "settled": False,
     }
     output = None
-    if contracts.parse_prompt(prompt).no_inject:
+    if parsed.no_inject:
         record["injection"] = "skipped: NO_INJECT"
     elif fields.get("INJECTED"):
         # The orchestrator already injected (helix inject): keep its record, or
@@ -408,59 +409,41 @@ def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
 
 
 def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
-    from helix import attribution, outcomes
+    from helix import outcomes
     from helix.errors import NotFound, Rejected
-    from helix.verification import run_verify
 
     task_id = record.get("task_id")
-    tracker = ctx.tracker() if ctx.paths.tasks.exists() else None
     with ctx.memory() as memory:
-        if task_id and tracker is not None:
-            try:
-                settled = outcomes.finish(
+        try:
+            settled = None
+            if task_id and ctx.paths.tasks.exists():
+                try:
+                    settled = outcomes.finish(
+                        memory,
+                        ctx.tracker(),
+                        task_id,
+                        text,
+                        ctx.home,
+                        ctx.project,
+                        VERIFY_TIMEOUT,
+                        agent_id=record["agent_id"],
+                    )
+                except NotFound:
+                    pass  # not a tracked task: settle from the prompt below
+            if settled is None:
+                settled = outcomes.finish_untracked(
                     memory,
-                    tracker,
-                    task_id,
+                    record.get("state_id") or f"agent-{record['agent_id']}",
+                    record.get("verify"),
                     text,
                     ctx.home,
                     ctx.project,
                     VERIFY_TIMEOUT,
-                    agent_id=record["agent_id"],
+                    record["agent_id"],
                 )
-            except NotFound:
-                settled = None  # not a tracked task: settle from the prompt below
-            except Rejected as exc:
-                return {"skipped": str(exc)}
-            if settled is not None:
-                _store_learning(memory, ctx.home, settled["refused"])
-                return _summary(settled)
-        state_id = record.get("state_id") or f"agent-{record['agent_id']}"
-        verification = run_verify(record.get("verify"), ctx.project, VERIFY_TIMEOUT)
-        try:
-            settled = attribution.settle(memory, state_id, text, verification, ctx.home)
         except Rejected as exc:
             return {"skipped": str(exc)}
-        found = learning.candidates(memory, settled, {"title": state_id})
-        refused: list[dict[str, str]] = []
-        learning.propose(found, ctx.home, refused=refused)
-        _store_learning(memory, ctx.home, refused)
-        report = contracts.parse_outcome(text)
-        results.record_task_status(
-            ctx.home,
-            {
-                "task_id": state_id,
-                "outcome": "crashed" if report.status == "unknown" else settled["outcome"],
-                "summary": settled["summary"],
-                "error": settled["error"] or verification.cause(),
-                "tried": settled["tried"],
-                "verified": verification.passed,
-                "verify_exit": verification.exit_code,
-                "injected": settled["injected"],
-                "utilized": settled["utilized"],
-                "insights_emitted": len(report.insights),
-                "agent_id": record["agent_id"],
-            },
-        )
+        _store_learning(memory, ctx.home, settled["refused"])
         return _summary(settled)
 
 
@@ -569,7 +552,9 @@ def post_tool_use_failure(ctx: Context) -> None:
         "error": str(ctx.payload.get("error") or "")[:2000],
         "at": _now(),
     }
-    _append(ctx.home / AGENT_DIR / f"{agent_id}.failures.jsonl", line)
+    statefiles.append_line(
+        ctx.home / AGENT_DIR / f"{agent_id}.failures.jsonl", json.dumps(line, ensure_ascii=False)
+    )
     return None
 
 
@@ -614,26 +599,7 @@ def _agent_path(ctx: Context, agent_id: str) -> Path:
 
 
 def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return _FileLock(path)
-
-
-class _FileLock:
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        self._hold = locks.exclusive(
-            self.fd, LOCK_WAIT, 0.01, lambda: f"{self.path} stayed locked for {LOCK_WAIT:.0f} s"
-        )
-        self._hold.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self._hold.__exit__(*exc)
-        finally:
-            os.close(self.fd)
+    return locks.lock_file(path, LOCK_WAIT, 0.01)
 
 
 def _read_lines(path: Path, first_only: bool = False):
@@ -669,34 +635,17 @@ def _tag(block: str, name: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-def _append(path: Path, value: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, (json.dumps(value, ensure_ascii=False) + "\n").encode("utf-8"))
-    finally:
-        os.close(fd)
-
-
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return results.stamp(datetime.now(UTC))
 
 
 def log(home: Path, event: str, message: str) -> None:
     """Append to .helix/hooks.log; never raises (the hook must fail open)."""
     try:
         home.mkdir(parents=True, exist_ok=True)
-        _append_text(home / LOG_FILE, f"{_now()} {event} {message}\n")
+        statefiles.append_line(home / LOG_FILE, f"{_now()} {event} {message}")
     except OSError:
         pass
-
-
-def _append_text(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, text.encode("utf-8", errors="replace"))
-    finally:
-        os.close(fd)
 
 
 HANDLERS = {

@@ -237,15 +237,7 @@ def _deal(pools: list[dict[str, dict[str, Any]]], limit: int) -> list[list[str]]
 
 
 def _compact(hit: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": hit["name"],
-        "content": hit["content"],
-        "kind": hit["kind"],
-        "confidence": hit["_confidence"],
-        "effectiveness": hit["_effectiveness"],
-        "relevance": hit["_relevance"],
-        "score": hit["_score"],
-    }
+    return {**_brief(hit), "score": hit["_score"]}
 
 
 def _block(insights: list[dict[str, Any]]) -> str:

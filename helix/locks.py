@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from helix.errors import HelixError
 
@@ -30,3 +32,15 @@ def exclusive(fd: int, timeout: float, poll: float, timed_out: Callable[[], str]
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def lock_file(path: Path, timeout: float, poll: float) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if missing, contents unused)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        with exclusive(fd, timeout, poll, lambda: f"{path} stayed locked for {timeout:.0f} s"):
+            yield
+    finally:
+        os.close(fd)

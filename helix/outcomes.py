@@ -39,8 +39,44 @@ def finish(
 ) -> dict[str, Any]:
     """Settle one attempt of a tracked task; return everything that was applied."""
     task = tracker.get(task_id)
+    settled, checked = _attempt(
+        memory, task, agent_output, home, cwd, timeout, files_changed, agent_id
+    )
+    if update_tracker:
+        settled["task"] = _update(tracker, task, settled, checked.cause())
+    return settled
+
+
+def finish_untracked(
+    memory: Memory,
+    task_id: str,
+    verify: str | None,
+    agent_output: str,
+    home: Path,
+    cwd: Path | None = None,
+    timeout: float = verification.DEFAULT_TIMEOUT,
+    agent_id: str = "",
+) -> dict[str, Any]:
+    """The same for work the tracker does not know (an agent spawned outside
+    ``helix tasks``): ``verify`` comes from its prompt, and no task is updated."""
+    task = {"id": task_id, "title": task_id, "verify": verify}
+    return _attempt(memory, task, agent_output, home, cwd, timeout, None, agent_id)[0]
+
+
+def _attempt(
+    memory: Memory,
+    task: dict[str, Any],
+    agent_output: str,
+    home: Path,
+    cwd: Path | None,
+    timeout: float,
+    files_changed: list[str] | None,
+    agent_id: str,
+) -> tuple[dict[str, Any], verification.Verification]:
+    """Steps 1, 2, 3 and 5 of the module docstring, for one attempt at ``task``."""
     if not isinstance(agent_output, str):
         raise InvalidInput("the agent output must be text")
+    task_id = task["id"]
     report = contracts.parse_outcome(agent_output)
     workdir = cwd or home.parent
     checked = verification.run_verify(task.get("verify"), workdir, timeout)
@@ -50,8 +86,6 @@ def finish(
     settled["candidates"] = learning.propose(
         proposed, home, settled["settled_at"], settled["refused"]
     )
-    if update_tracker:
-        settled["task"] = _update(tracker, task, settled, checked.cause())
     status = "crashed" if report.status == "unknown" else settled["outcome"]
     try:
         results.record_task_status(
@@ -72,7 +106,7 @@ def finish(
         )
     except (HelixError, OSError) as exc:
         settled["problems"].append(f"task status not recorded: {exc}")
-    return settled
+    return settled, checked
 
 
 def _update(

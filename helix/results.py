@@ -26,14 +26,13 @@ import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from helix import locks
+from helix import locks, statefiles
 from helix.errors import InvalidInput
 
 TASK_STATUS_FILE = "task-status.jsonl"
@@ -350,19 +349,7 @@ def record_explorer_result(
     data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
     if len(data) > MAX_EXPLORER_FILE:
         raise InvalidInput(f"the exploration is larger than {MAX_EXPLORER_FILE} bytes")
-    folder = explorer_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{name}.json"
-    temp = folder / f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    finally:
-        temp.unlink(missing_ok=True)
-    return target
+    return statefiles.write_bytes(explorer_dir(home) / f"{name}.json", data)
 
 
 @dataclass

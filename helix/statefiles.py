@@ -1,6 +1,7 @@
-"""Small JSON state files under ``.helix/`` (injection state, recall synthesis,
-learning queue): written whole to a temp file and ``os.replace``d, so a reader
-never sees half a file and a crash never leaves one."""
+"""Small state files under ``.helix/`` (injection state, recall synthesis,
+learning queue, explorer results): written whole to a temp file and
+``os.replace``d, so a reader never sees half a file and a crash never leaves one;
+and append-only logs written one whole line at a time."""
 
 from __future__ import annotations
 
@@ -30,12 +31,17 @@ def file_id(value: Any, what: str = "task id") -> str:
 
 def write_json(path: Path, value: Any) -> Path:
     """Atomically replace ``path`` with ``value`` as JSON."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Atomically replace ``path`` with ``data`` (temp file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
@@ -44,6 +50,17 @@ def write_json(path: Path, value: Any) -> Path:
             os.unlink(temp)
         raise
     return path
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line with a single O_APPEND write, so lines written by
+    concurrent processes never interleave (a log, not a lock-protected file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, (line.rstrip("\n") + "\n").encode("utf-8", errors="replace"))
+    finally:
+        os.close(fd)
 
 
 def read_json(path: Path) -> Any | None:
