@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from helix.processes import run_in_session
 
 DEFAULT_TIMEOUT = 600.0
 TAIL_CHARS = 4000  # what is kept of the output, for the agent and the logs
@@ -73,39 +73,25 @@ def run_verify(
         return Verification(command[:200], str(cwd), False, error="unusable VERIFY command")
     if not Path(cwd).is_dir():
         return Verification(command, str(cwd), False, error=f"no such directory: {cwd}")
-    started = time.monotonic()
     with tempfile.TemporaryFile() as out:
         try:
-            child = subprocess.Popen(
+            finished = run_in_session(
                 ["/bin/sh", "-c", command],
                 cwd=cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                timeout=timeout,
             )
         except OSError as exc:
             return Verification(command, str(cwd), False, error=f"could not start: {exc}")
-        timed_out = False
-        try:
-            code = child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(child.pid)
-            code = child.wait()
-        finally:
-            if child.returncode is None:  # interrupted: leave nothing running
-                _kill_group(child.pid)
-                child.wait()
-        _kill_group(child.pid)  # stragglers the command left in its group
-        seconds = time.monotonic() - started
         tail = _tail(out)
+    code, timed_out, seconds = finished.exit_code, finished.timed_out, finished.seconds
     return Verification(
         command=command,
         cwd=str(cwd),
         passed=(code == 0 and not timed_out),
-        exit_code=None if timed_out else code,
+        exit_code=code,
         timed_out=timed_out,
         seconds=round(seconds, 3),
         output_tail=tail,
@@ -115,13 +101,6 @@ def run_verify(
             else (f"VERIFY exited with {code}" if code else "")
         ),
     )
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _tail(handle: Any) -> str:
