@@ -1,0 +1,204 @@
+"""Checkpoints of a git worktree, so a failed attempt can undo only its own changes.
+
+``helix run`` takes a checkpoint right before an agent works on a task and, when
+the attempt fails, reverts what changed since then. It never runs a blanket
+``git checkout -- .``: a file that was already modified (or untracked) when the
+checkpoint was taken is restored to the bytes it had then, a file that was clean
+is restored from the checkpoint's commit, and a file the attempt created is
+removed. Everything else, including the user's unrelated edits, stays as it was.
+If the agent committed, the commits are left in history and the files they
+touched are restored in the worktree (nothing is ever rewritten or lost).
+
+Ignored files are not tracked (build output, caches), and neither is the
+``.helix/`` data directory. Outside a git repository a checkpoint is inert: it
+records nothing and reverts nothing, and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helix.errors import HelixError
+
+DATA_DIR = ".helix"
+MAX_SAVED_BYTES = 64 * 1024 * 1024  # a bigger dirty file is noted, not copied
+
+
+def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, check=False
+    )
+    if check and proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise HelixError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
+    return proc
+
+
+def git_root(cwd: Path) -> Path | None:
+    """The worktree's top directory, or None outside git (or without git)."""
+    try:
+        proc = _git(cwd, "rev-parse", "--show-toplevel", check=False)
+    except OSError:
+        return None
+    if proc.returncode != 0:
+        return None
+    return Path(proc.stdout.decode().strip())
+
+
+def _head(root: Path) -> str | None:
+    proc = _git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def changed_paths(root: Path) -> list[str]:
+    """Paths git reports as modified, deleted, added or untracked (not ignored)."""
+    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    parts = out.split(b"\0")
+    paths: list[str] = []
+    index = 0
+    while index < len(parts):
+        entry = parts[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:].decode("utf-8", "surrogateescape")
+        paths.append(path)
+        if code[:1] in (b"R", b"C") and index < len(parts):  # the rename's source follows
+            paths.append(parts[index].decode("utf-8", "surrogateescape"))
+            index += 1
+    return [p for p in dict.fromkeys(paths) if not _is_data(p)]
+
+
+def _is_data(path: str) -> bool:
+    return path == DATA_DIR or path.startswith(DATA_DIR + "/")
+
+
+def _digest(path: Path) -> str | None:
+    if path.is_symlink():
+        return "link:" + str(path.readlink())
+    if not path.is_file():
+        return None
+    sha = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+@dataclass
+class Checkpoint:
+    """The state to return to. ``dirty`` maps each already-changed path to its
+    content digest then (None: absent); copies of those files live in ``saved``."""
+
+    root: Path | None
+    head: str | None = None
+    dirty: dict[str, str | None] = field(default_factory=dict)
+    saved: Path | None = None
+    unsaved: list[str] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.root is not None
+
+    @classmethod
+    def take(cls, cwd: Path, saved: Path) -> Checkpoint:
+        """Record the worktree's changed files (copies go under ``saved``)."""
+        root = git_root(cwd)
+        if root is None:
+            return cls(root=None)
+        point = cls(root=root, head=_head(root), saved=saved)
+        if saved.exists():
+            shutil.rmtree(saved)
+        saved.mkdir(parents=True)
+        for rel in changed_paths(root):
+            path = root / rel
+            point.dirty[rel] = _digest(path)
+            if point.dirty[rel] is None or path.is_symlink():
+                continue
+            if path.stat().st_size > MAX_SAVED_BYTES:
+                point.unsaved.append(rel)
+                continue
+            copy = saved / rel
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
+        return point
+
+    def changes(self) -> list[str]:
+        """Paths whose content differs from the checkpoint."""
+        if self.root is None:
+            return []
+        candidates = set(changed_paths(self.root)) | set(self.dirty)
+        head = _head(self.root)
+        if self.head and head and head != self.head:
+            diff = _git(self.root, "diff", "--name-only", "-z", self.head, head).stdout
+            candidates |= {p.decode("utf-8", "surrogateescape") for p in diff.split(b"\0") if p}
+        out = []
+        for rel in sorted(candidates):
+            if _is_data(rel):
+                continue
+            if rel not in self.dirty or _digest(self.root / rel) != self.dirty[rel]:
+                out.append(rel)
+        return out
+
+    def revert(self) -> list[str]:
+        """Undo what changed since the checkpoint; return the paths restored.
+
+        Idempotent. Raises HelixError only when git itself fails."""
+        if self.root is None:
+            return []
+        restored = []
+        for rel in self.changes():
+            path = self.root / rel
+            if rel in self.dirty:
+                if rel in self.unsaved:
+                    continue  # too big to have been copied: left as it is, and reported
+                self._put_back(rel, path)
+            elif self.head and self._in_head(rel):
+                _git(self.root, "checkout", self.head, "--", rel)
+            else:
+                _remove(path, self.root)
+                _git(self.root, "rm", "--cached", "-q", "--ignore-unmatch", "--", rel)
+            restored.append(rel)
+        return restored
+
+    def _put_back(self, rel: str, path: Path) -> None:
+        if self.dirty[rel] is None:
+            _remove(path, self.root)
+            return
+        assert self.saved is not None
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.saved / rel, path)
+
+    def _in_head(self, rel: str) -> bool:
+        proc = _git(self.root, "cat-file", "-e", f"{self.head}:{rel}", check=False)
+        return proc.returncode == 0
+
+    def discard(self) -> None:
+        """Forget the saved copies (after a verified success)."""
+        if self.saved is not None and self.saved.exists():
+            shutil.rmtree(self.saved, ignore_errors=True)
+
+    def describe(self) -> str:
+        if self.root is None:
+            return "not a git worktree: changes of failed attempts are not reverted"
+        return f"checkpoint at {(self.head or 'no commit')[:12]}, {len(self.dirty)} changed file(s)"
+
+
+def _remove(path: Path, root: Path | None) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+    # Empty directories the attempt created go too, up to (not including) the root.
+    parent = path.parent
+    while root is not None and parent != root and parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
