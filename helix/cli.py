@@ -606,7 +606,7 @@ def doctor() -> None:
 
 
 # Command groups defined in their own modules register themselves on `cli`.
-from helix import hook_cli, install_cli, loop_cli, tasks_cli, wave_cli  # noqa: E402, F401
+from helix import hook_cli, install_cli, loop_cli, run_cli, tasks_cli, wave_cli  # noqa: E402, F401
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ def finish(
         memory, task, agent_output, home, cwd, timeout, files_changed, agent_id
     )
     if update_tracker:
-        settled["task"] = _update(tracker, task, settled, checked.cause())
+        settled["task"] = apply(tracker, task, settled, checked.cause())
     return settled
 
 
@@ -109,9 +109,13 @@ def _attempt(
     return settled, checked
 
 
-def _update(
+def apply(
     tracker: Tracker, task: dict[str, Any], settled: dict[str, Any], cause: str
 ) -> dict[str, Any]:
+    """Step 4: close a proven delivery; otherwise record the attempt and reopen.
+
+    ``helix run`` calls this itself (``finish(update_tracker=False)`` first) so it
+    can check for queue drift between verifying and closing."""
     task_id = task["id"]
     if settled["outcome"] == "delivered" and (
         settled["verified"] or settled["verification"]["passed"] is None

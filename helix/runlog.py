@@ -1,0 +1,74 @@
+"""The output of ``helix run``: a log file with line numbers, and what the operator sees.
+
+Every event goes to ``.helix/logs/run-YYYYMMDD-HHMMSS.log``, and so does every
+agent's raw output (the agent runner appends to the same file). In normal mode
+the operator sees every event on stderr; in summary mode (``-s``) only one
+concise ``helix: [HH:MM:SS] ...`` line per event, with pointers such as
+``log L12-L340`` into the log for the detail. The log's line count is tracked by
+byte offset, so pointers stay right after agent output was appended.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+
+class RunLog:
+    def __init__(self, path: Path, summary: bool = False, stream: TextIO | None = None) -> None:
+        self.path = path
+        self.summary_mode = summary
+        self.stream = stream or sys.stderr
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        self._offset = 0
+        self._lines = 0
+        self.resync()
+
+    @property
+    def lines(self) -> int:
+        """Lines in the log so far (after :meth:`resync`)."""
+        return self._lines
+
+    def resync(self) -> int:
+        """Count lines written by others (the agent runner) since the last look."""
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                self._lines += block.count(b"\n")
+                self._offset += len(block)
+        return self._lines
+
+    def _write(self, text: str) -> None:
+        with self.path.open("a", encoding="utf-8", errors="replace") as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+        self.resync()
+
+    def _show(self, line: str) -> None:
+        try:
+            print(line, file=self.stream, flush=True)
+        except (OSError, ValueError):
+            pass  # a closed terminal must not stop the run
+
+    def verbose(self, text: str) -> None:
+        """Detail: always in the log, on stderr only in normal mode."""
+        stamped = f"[{datetime.now().strftime('%H:%M:%S')}] {text}"
+        self._write(stamped)
+        if not self.summary_mode:
+            self._show(stamped)
+
+    def event(self, text: str) -> None:
+        """An event the operator always sees (one concise line in summary mode)."""
+        line = f"helix: [{datetime.now().strftime('%H:%M:%S')}] {text}"
+        self._write(line)
+        self._show(line)
+
+    def pointer(self, first: int, last: int) -> str:
+        """``log L12-L340 in <path>``, relative to the project when possible."""
+        try:
+            shown = self.path.relative_to(Path.cwd())
+        except ValueError:
+            shown = self.path
+        return f"log L{first}-L{last} in {shown}"

@@ -1,0 +1,159 @@
+"""What a ``helix run`` is doing, persisted after every step, and its lock.
+
+``.helix/run-state.json`` is rewritten atomically whenever anything changes, so
+``helix status`` (another process) always reads a whole, current picture:
+lifecycle, focused epic, current task, cycles attempted and completed, tokens,
+blocked work and the stop reason. ``.helix/run.lock`` holds an exclusive
+``flock`` for the life of the run plus the run's pid: the kernel drops the lock
+when the process dies, so a crashed run's lock is stale by construction and the
+next run simply takes it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from helix import statefiles
+from helix.errors import HelixError
+
+STATE_FILE = "run-state.json"
+LOCK_FILE = "run.lock"
+MAX_HISTORY = 200  # cycles kept in the state file; the log has all of them
+
+
+def stamp(moment: datetime | None = None) -> str:
+    return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class RunLocked(HelixError):
+    """Another ``helix run`` is alive on this project."""
+
+
+@dataclass
+class Cycle:
+    number: int
+    tasks: list[str]
+    started_at: str
+    ended_at: str | None = None
+    duration_s: float | None = None
+    tokens: int = 0
+    outcome: str = "running"
+    completed: bool = False
+    log_lines: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RunState:
+    """The run controller's state (see the module docstring)."""
+
+    pid: int = field(default_factory=os.getpid)
+    host: str = field(default_factory=socket.gethostname)
+    agent: str = ""
+    lifecycle: str = (
+        "starting"  # starting, selecting, building, verifying, reviewing, draining, stopped
+    )
+    started_at: str = field(default_factory=stamp)
+    updated_at: str = field(default_factory=stamp)
+    ended_at: str | None = None
+    focus: str | None = None
+    focus_title: str | None = None
+    current_task: str | None = None
+    current_title: str | None = None
+    attempted_cycles: int = 0
+    completed_cycles: int = 0
+    total_tokens: int = 0
+    skipped: list[str] = field(default_factory=list)
+    blocked: list[dict[str, Any]] = field(default_factory=list)
+    cycles: list[dict[str, Any]] = field(default_factory=list)
+    log: str = ""
+    stop_reason: str | None = None
+    exit_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, home: Path) -> None:
+        self.updated_at = stamp()
+        self.cycles = self.cycles[-MAX_HISTORY:]
+        statefiles.write_json(home / STATE_FILE, self.to_dict())
+
+    def add_cycle(self, cycle: Cycle) -> None:
+        self.cycles.append(asdict(cycle))
+
+    def update_cycle(self, cycle: Cycle) -> None:
+        for index in range(len(self.cycles) - 1, -1, -1):
+            if self.cycles[index]["number"] == cycle.number:
+                self.cycles[index] = asdict(cycle)
+                return
+        self.add_cycle(cycle)
+
+
+def load(home: Path) -> dict[str, Any] | None:
+    """The last run's state as written, or None when there is none (or it is unreadable)."""
+    value = statefiles.read_json(home / STATE_FILE)
+    return value if isinstance(value, dict) else None
+
+
+def pid_alive(pid: Any) -> bool:
+    """Whether a process with this pid exists (a zombie counts as alive)."""
+    try:
+        number = int(pid)
+    except (TypeError, ValueError):
+        return False
+    if number <= 0:
+        return False
+    try:
+        os.kill(number, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, owned by someone else
+    return True
+
+
+class RunLock:
+    """One ``helix run`` per project: an exclusive flock on ``.helix/run.lock``."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise RunLocked(
+                f"another helix run (pid {holder or 'unknown'}) is working on this project;"
+                " wait for it or stop it first"
+            ) from None
+        # The lock is ours: whatever pid the file names is dead (the kernel released it).
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            os.ftruncate(self._fd, 0)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
