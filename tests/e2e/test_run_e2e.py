@@ -16,7 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from claude_runner import Sandbox, build_env
 from fake_anthropic import FakeAnthropic, Reply, Request
 
