@@ -478,7 +478,9 @@ class FakeAnthropic(FakeServer):
             reply = request.reply
             assert reply is not None
             if isinstance(reply, Failure):
-                if reply.in_stream:
+                # An in-stream failure needs a stream; claude's non-streaming
+                # fallback request gets the HTTP error instead.
+                if reply.in_stream and request.streaming:
                     return Answer.sse([("error", _error_body(reply))])
                 return Answer.json(reply.status, _error_body(reply))
             message_id = f"msg_fake_{request.n:04d}"

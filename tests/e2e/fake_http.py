@@ -81,7 +81,8 @@ class Answer:
 @dataclass
 class Failure:
     """A scripted API failure: an HTTP error `status`, or (`in_stream=True`) a
-    200 stream that carries an error event instead of a reply."""
+    200 stream that carries an error event instead of a reply (a request that
+    does not ask for a stream then gets the HTTP error)."""
 
     status: int = 500
     message: str = "fake server: scripted failure"
