@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,3 +281,57 @@ def test_codex_stalled_by_the_api_is_stopped_at_the_timeout(run_codex, quick_gra
     assert got.timed_out and got.is_error and got.exit_code is None, trial.describe()
     assert got.error == "codex timed out after 3 s"
     assert got.duration_s < 3 + quick_grace + 3
+
+
+# --- the fake Responses API on its own --------------------------------------------------------
+
+
+def post(url: str, body: dict) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+@pytest.mark.codex
+def test_fake_openai_streams_scripted_items_and_refuses_past_the_cap():
+    scenario = (
+        Rules()
+        .add(lambda r: r.prompt == "fail", Failure(503, "down"))
+        .add(lambda r: True, CodexReply.shell("ls", preface="Looking."))
+    )
+    turn = {"model": "m", "stream": True, "input": [{"type": "message", "role": "user"}]}
+    with FakeOpenAI(scenario, max_requests=3) as server:
+        status, payload = post(f"{server.provider_url}/responses", turn)
+        events = [json.loads(c.split("data: ", 1)[1]) for c in payload.decode().split("\n\n") if c]
+        assert status == 200
+        assert [e["type"] for e in events] == [
+            "response.created",
+            "response.output_item.added",
+            "response.output_text.delta",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.output_item.done",
+            "response.completed",
+        ]
+        call = events[5]["item"]
+        assert (call["name"], json.loads(call["arguments"])) == ("exec_command", {"cmd": "ls"})
+        assert events[-1]["response"]["usage"]["input_tokens"] == 100
+
+        failing = {**turn, "input": [{"type": "message", "role": "user", "content": "fail"}]}
+        status, payload = post(f"{server.provider_url}/responses", failing)
+        assert (status, json.loads(payload)["error"]["message"]) == (503, "down")
+        assert post(f"{server.base_url}/v1/models", {})[0] == 404
+        assert post(f"{server.provider_url}/responses", turn)[0] == 400  # past the cap of 3
+
+    assert [(r.kind, r.status) for r in server.requests] == [
+        ("turn", 200),
+        ("turn", 503),
+        ("other", 404),
+        ("refused", 400),
+    ]
+    assert server.errors == ["request 4 refused: cap of 3"]
