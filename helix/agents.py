@@ -91,6 +91,8 @@ class _Outcome:
 
     ``error`` is a failure the agent itself reported; ``finished`` says the
     agent printed its closing event (an exit 0 without it is still a failure).
+    ``trouble`` is a problem it was still struggling with when its output
+    ended (e.g. retrying an overloaded API), which explains a timeout.
     """
 
     text: str = ""
@@ -99,6 +101,7 @@ class _Outcome:
     error: str = ""
     finished: bool = False
     session_id: str = ""
+    trouble: str = ""
 
 
 class _CannotRun(Exception):
@@ -168,6 +171,8 @@ class AgentRunner:
             stderr_tail = log.append_stderr(stderr)
         if finished.timed_out:
             error = f"{self.name} timed out after {timeout:g} s"
+            if outcome.trouble:
+                error = _one_line(f"{error} ({outcome.trouble})")
         elif outcome.error:
             error = outcome.error
         elif finished.exit_code != 0:
@@ -250,9 +255,18 @@ class ClaudeRunner(AgentRunner):
             kind = event.get("type")
             if kind == "system" and event.get("subtype") == "init":
                 outcome.session_id = str(event.get("session_id") or "")
+            elif kind == "system" and event.get("subtype") == "api_retry":
+                # Measured: on 429/5xx claude retries 10 times with backoff up
+                # to ~35 s (minutes in all), printing one of these per attempt.
+                cause = [str(event.get(k)) for k in ("error_status", "error") if event.get(k)]
+                outcome.trouble = (
+                    f"retrying the API, attempt {event.get('attempt')}/"
+                    f"{event.get('max_retries')}: {' '.join(cause) or 'unknown error'}"
+                )
             elif kind == "assistant" and event.get("parent_tool_use_id") is None:
                 said = _claude_text(event.get("message"))
                 last_said = said or last_said
+                outcome.trouble = ""
             elif kind == "result":
                 results.append(event)
         outcome.text = last_said
@@ -379,6 +393,7 @@ class CodexRunner(AgentRunner):
                 # codex also prints "Reconnecting... 1/5" as error events and
                 # may still succeed: an error counts only if no turn completes after it.
                 pending = str(event.get("message") or "error event")
+        outcome.trouble = pending
         why = failure or pending
         if why:
             outcome.error = _one_line(f"codex reported an error: {why}")

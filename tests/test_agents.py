@@ -339,6 +339,48 @@ def test_timeout_kills_the_agent_and_its_grandchild(tmp_path, project, log, monk
     assert log_range(log, got.log_lines)[-1].startswith("=== claude failed: claude timed out")
 
 
+@pytest.mark.parametrize(
+    ("name", "events", "expected"),
+    [
+        (
+            "claude",
+            [
+                INIT,
+                {
+                    "type": "system",
+                    "subtype": "api_retry",
+                    "attempt": 3,
+                    "max_retries": 10,
+                    "error_status": 529,
+                    "error": "overloaded",
+                },
+            ],
+            "claude timed out after 0.5 s (retrying the API, attempt 3/10: 529 overloaded)",
+        ),
+        (
+            "codex",
+            [THREAD, {"type": "error", "message": "Reconnecting... 2/5 (high demand)"}],
+            "codex timed out after 0.5 s (Reconnecting... 2/5 (high demand))",
+        ),
+    ],
+)
+def test_a_timeout_says_what_the_agent_was_struggling_with(
+    tmp_path, project, log, monkeypatch, name, events, expected
+):
+    monkeypatch.setattr(agents, "TERM_GRACE", 0.1)
+    binary = stub(tmp_path, name, printing(*events).rsplit("exit", 1)[0] + "sleep 30")
+    runner = RUNNERS[name](binary=str(binary))
+    got = runner.run("go", project, timeout=0.5, log_path=log)
+    assert got.timed_out and got.error == expected
+
+
+def test_claude_api_retries_that_recover_leave_no_trouble(tmp_path, project, log):
+    retry = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10}
+    binary = stub(tmp_path, "claude", printing(INIT, retry, assistant("hi"), result("hi")))
+    got = ClaudeRunner(binary=str(binary)).run("go", project, 10, log)
+    assert (got.is_error, got.text) == (False, "hi")
+
+
 def test_leftover_processes_are_killed_when_the_agent_exits(tmp_path, project, log):
     pid_file = tmp_path / "straggler.pid"
     runner = CommandRunner(command=f"sleep 300 & echo $! > {pid_file}; echo answer")

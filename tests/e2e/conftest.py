@@ -1,7 +1,10 @@
-"""End-to-end fixtures: the real `claude` CLI against the scripted fake Messages API.
+"""End-to-end fixtures: the real `claude` CLI against the scripted fake Messages API,
+and (tests marked `codex`) the real `codex` CLI against the fake Responses API.
 
-Every test here is skipped, with the reason, when node or the pinned client is
-missing (`HELIX_CLAUDE_BIN`, else `<repo>/.cache/npm/node_modules/.bin/claude`).
+Every test here is skipped, with the reason, when node or the pinned client it
+drives is missing (`HELIX_CLAUDE_BIN`, else
+`<repo>/.cache/npm/node_modules/.bin/claude`; `HELIX_CODEX_BIN`, else
+`<repo>/.cache/npm/node_modules/.bin/codex`).
 A failing test's report gets a "claude runs" section: every request the fake
 server saw and every stream-json event, which is usually all one needs.
 """
@@ -19,6 +22,7 @@ from pathlib import Path
 import claude_runner
 import pytest
 from claude_runner import REPO_ROOT, ClaudeRun, Sandbox, agent_body, claude_binary
+from codex_runner import CODEX_VERSION, codex_binary
 from fake_anthropic import Scenario
 
 E2E_DIR = Path(__file__).resolve().parent
@@ -32,25 +36,40 @@ def _missing_client() -> str | None:
     binary = claude_binary()
     if not binary.exists():
         return (
-            f"Claude Code CLI not found at {binary}: run "
-            "`npm install --prefix .cache/npm @anthropic-ai/claude-code@2.1.329` "
+            f"Claude Code CLI not found at {binary}: run `make claude-cli` "
+            "(npm install --prefix .cache/npm @anthropic-ai/claude-code@2.1.329) "
             "or set HELIX_CLAUDE_BIN"
+        )
+    return None
+
+
+def _missing_codex() -> str | None:
+    if shutil.which("node") is None:
+        return "node is not on PATH; the codex e2e tests drive the real Codex CLI"
+    binary = codex_binary()
+    if not binary.exists():
+        return (
+            f"Codex CLI not found at {binary}: run `make codex-cli` "
+            f"(npm install --prefix .cache/npm @openai/codex@{CODEX_VERSION}) "
+            "or set HELIX_CODEX_BIN"
         )
     return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: drives the real claude CLI against a fake API")
+    config.addinivalue_line("markers", "codex: drives the real codex CLI instead of claude")
     config.stash[_ALL_RUNS] = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    reason = _missing_client()
+    reasons = {"claude": _missing_client(), "codex": _missing_codex()}
     for item in items:
         if E2E_DIR not in item.path.parents:
             continue
         item.add_marker(pytest.mark.e2e)
         item.add_marker(pytest.mark.slow)
+        reason = reasons["codex" if item.get_closest_marker("codex") else "claude"]
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -80,6 +99,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     binary = claude_binary()
+    try:
+        version = subprocess.run(
+            [str(binary), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        pytest.skip(f"{binary} --version failed: {error}")
+    if version.returncode != 0:
+        pytest.skip(f"{binary} --version exited {version.returncode}: {version.stderr[-300:]}")
+    return binary
+
+
+@pytest.fixture(scope="session")
+def codex_bin() -> Path:
+    binary = codex_binary()
     try:
         version = subprocess.run(
             [str(binary), "--version"],

@@ -2,9 +2,9 @@
 
 Design
 ------
-`FakeAnthropic` is a stdlib HTTP server on 127.0.0.1 (port 0, so tests never
-collide) that runs in a background thread for a bounded lifetime and answers at
-most `max_requests` model calls. It speaks the wire format Claude Code 2.1.329
+`FakeAnthropic` is a `fake_http.FakeServer`: a stdlib HTTP server on 127.0.0.1
+(port 0, so tests never collide) that runs in a background thread for a bounded
+lifetime and answers at most `max_requests` model calls. It speaks the wire format Claude Code 2.1.329
 expects (see /work/shared/reference/claude-code/README.md):
 
 * `POST /v1/messages[?beta=true]` with `stream: true` gets server-sent events:
@@ -19,8 +19,9 @@ expects (see /work/shared/reference/claude-code/README.md):
   `POST /v1/messages?beta=true`; without it, it first sends `HEAD /api/hello`.)
 
 A *scenario* decides the replies. It is a callable taking the recorded
-`Request` and returning a `Reply` (content blocks plus stop_reason), or None for
-"not mine": the server then answers with a short harmless text. The same holds
+`Request` and returning a `Reply` (content blocks plus stop_reason), a `Failure`
+(an HTTP error, or an `error` event in the stream), or None for "not mine":
+the server then answers with a short harmless text. The same holds
 for side jobs the client may run on its own (title, summary or small-model
 calls, recognised by a body without tools; none were observed in `-p` runs):
 they never reach the scenario, so a scenario only ever sees conversational turns
@@ -36,14 +37,18 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from fake_http import (
+    Answer,
+    Failure,
+    FakeServer,
+    RecordedRequest,
+    Rules,  # noqa: F401  (tests and scripts import it from here)
+)
 
 SYSTEM_REMINDER = "<system-reminder>"
 HARMLESS_TEXT = "OK."
@@ -177,7 +182,7 @@ class TaskNotification:
 
 
 @dataclass
-class Request:
+class Request(RecordedRequest):
     """One HTTP request the client made, as recorded by the server.
 
     `headers` keys are lower-cased. `kind` is `main`, `subagent`, `side` (a
@@ -185,16 +190,8 @@ class Request:
     `other` (a non-model path) or `refused` (past the request cap).
     """
 
-    n: int
-    t: float
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any] | None
-    kind: str = "other"
     first_of_agent: bool = False
-    reply: Reply | None = None
-    status: int = 200
+    reply: Reply | Failure | None = None
 
     # who is talking
 
@@ -319,13 +316,19 @@ class Request:
             "last_user": self.last_user_text[:120],
             "tool_results": self.tool_result_text()[:120],
             "notifications": [n.result[:120] for n in self.task_notifications],
-            "reply": None
-            if self.reply is None
-            else {"stop_reason": self.reply.stop_reason, "blocks": self.reply.blocks},
+            "reply": _reply_summary(self.reply),
         }
 
 
-Scenario = Callable[[Request], "Reply | None"]
+def _reply_summary(reply: Reply | Failure | None) -> dict[str, Any] | None:
+    if isinstance(reply, Failure):
+        return {"failure": reply.status, "message": reply.message, "in_stream": reply.in_stream}
+    if reply is None:
+        return None
+    return {"stop_reason": reply.stop_reason, "blocks": reply.blocks}
+
+
+Scenario = Callable[[Request], "Reply | Failure | None"]
 
 
 def is_side_request(request: Request) -> bool:
@@ -335,40 +338,6 @@ def is_side_request(request: Request) -> bool:
     side jobs (session titles, summaries, quota probes) do not.
     """
     return not request.tool_names
-
-
-class Rules:
-    """A scenario made of ordered (predicate, reply) rules; the first match answers.
-
-    A reply may be a `Reply` or a callable building one from the request. A rule
-    added with `once=True` fires only the first time it matches.
-    """
-
-    def __init__(self) -> None:
-        self._rules: list[tuple[Callable[[Request], bool], Any, bool]] = []
-        self._spent: set[int] = set()
-        self._lock = threading.Lock()
-
-    def add(self, when: Callable[[Request], bool], reply: Any, *, once: bool = False) -> Rules:
-        self._rules.append((when, reply, once))
-        return self
-
-    def __call__(self, request: Request) -> Reply | None:
-        # Requests arrive concurrently: pick the rule under a lock (so a `once`
-        # rule fires once), build the reply outside it (a reply may wait).
-        chosen = None
-        with self._lock:
-            for index, (when, reply, once) in enumerate(self._rules):
-                if once and index in self._spent:
-                    continue
-                if when(request):
-                    if once:
-                        self._spent.add(index)
-                    chosen = reply
-                    break
-        if chosen is None:
-            return None
-        return chosen(request) if callable(chosen) else chosen
 
 
 # predicates for Rules
@@ -454,215 +423,75 @@ def sse_events(reply: Reply, model: str, message_id: str) -> Iterator[tuple[str,
     yield "message_stop", {"type": "message_stop"}
 
 
-def encode_sse(events: Iterable[tuple[str, dict[str, Any]]]) -> bytes:
-    return b"".join(
-        f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events
-    )
-
-
-# --- the server -----------------------------------------------------------------
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-    # An idle keep-alive connection is dropped after this many seconds, so no
-    # handler thread outlives the server for long.
-    timeout = 30
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: we keep our own log
-        pass
-
-    def _read_body(self) -> dict[str, Any] | None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return {"_unparsed": raw[:2000].decode("utf-8", "replace")}
-
-    def _send(self, status: int, payload: bytes, content_type: str) -> None:
-        # The whole answer is known up front, so even SSE goes out with a
-        # Content-Length and the client can keep the connection alive.
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        if content_type == "text/event-stream":
-            self.send_header("Cache-Control", "no-cache")
-        self.send_header("request-id", f"req_fake_{uuid.uuid4().hex[:12]}")
-        self.end_headers()
-        if self.command != "HEAD":  # a HEAD body would corrupt the next response
-            self.wfile.write(payload)
-        self.wfile.flush()
-
-    def _send_json(self, status: int, data: dict[str, Any]) -> None:
-        self._send(status, json.dumps(data).encode(), "application/json")
-
-    def _error(self, status: int, kind: str, message: str) -> None:
-        self._send_json(status, {"type": "error", "error": {"type": kind, "message": message}})
-
-    def _handle(self) -> None:
-        body = self._read_body() if self.command in ("POST", "PUT", "PATCH") else None
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        request = self.server.fake.record(self.command, self.path, headers, body)
-        route = self.path.split("?", 1)[0].rstrip("/")
-        if request.kind == "refused":
-            request.status = 400
-            self._error(400, "invalid_request_error", "fake server: request cap reached")
-        elif self.command == "POST" and route == "/v1/messages":
-            message_id = f"msg_fake_{request.n:04d}"
-            model = request.model or "claude-sonnet-4-5"
-            assert request.reply is not None
-            if request.streaming:
-                payload = encode_sse(sse_events(request.reply, model, message_id))
-                self._send(200, payload, "text/event-stream")
-            else:
-                self._send_json(200, message_json(request.reply, model, message_id))
-        elif self.command == "POST" and route == "/v1/messages/count_tokens":
-            self._send_json(200, {"input_tokens": len(json.dumps(body or {})) // 4})
-        else:
-            request.status = 404
-            self._error(404, "not_found_error", f"fake server: no route for {self.path}")
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_HEAD(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    fake: FakeAnthropic
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that exits drops its keep-alive connections (ECONNRESET): normal.
-        error = sys.exc_info()[1]
-        if not isinstance(error, ConnectionError | TimeoutError):
-            self.fake.errors.append(f"handler error from {client_address}: {error!r}")
+def _error_body(failure: Failure) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": failure.kind, "message": failure.message}}
 
 
 @dataclass
-class FakeAnthropic:
+class FakeAnthropic(FakeServer):
     """The fake Messages API; use as a context manager.
 
     `lifetime` seconds after start the server shuts itself down (a hung client
     then sees connection errors, never a silent wait on the test side).
     `max_requests` caps requests: later ones are refused with HTTP 400 (which
     the client does not retry) and logged with kind `refused`, so a looping
-    client stops quickly.
+    client stops quickly. A scenario may answer a `Failure` instead of a
+    `Reply`: an HTTP error with an Anthropic error body, or (`in_stream`) an
+    SSE `error` event.
     """
 
-    scenario: Scenario | None = None
-    max_requests: int = 40
-    lifetime: float = 120.0
-    requests: list[Request] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    request_class: ClassVar[type] = Request
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__post_init__()
         self._seen_agents: set[str] = set()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._timer: threading.Timer | None = None
-
-    # lifecycle
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def start(self) -> FakeAnthropic:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.fake = self
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        self._timer = threading.Timer(self.lifetime, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        super().start()
         return self
 
-    def _expire(self) -> None:
-        self.errors.append(f"lifetime of {self.lifetime}s reached; server shut down")
-        self.stop()
+    def classify(self, request: Request) -> None:
+        """Decide the kind under the lock: requests of the main thread and of
+        background agents arrive concurrently."""
+        if not (request.method == "POST" and request.route == "/v1/messages"):
+            return
+        if is_side_request(request):
+            request.kind = "side"
+            request.reply = Reply.text(HARMLESS_TEXT)
+            return
+        request.kind = "subagent" if request.is_subagent else "main"
+        key = request.agent_id or ""
+        request.first_of_agent = key not in self._seen_agents
+        self._seen_agents.add(key)
 
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if self._timer is not None and threading.current_thread() is not self._timer:
-            self._timer.cancel()
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
+    def prepare(self, request: Request) -> None:
+        if request.kind in ("main", "subagent"):
+            request.reply = self.ask_scenario(request, Reply.text(HARMLESS_TEXT))
 
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
+    def refusal(self, request: Request) -> Answer:
+        failure = Failure(400, "fake server: request cap reached", "invalid_request_error")
+        return Answer.json(400, _error_body(failure))
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # recording and answering
-
-    def record(
-        self, method: str, path: str, headers: dict[str, str], body: dict[str, Any] | None
-    ) -> Request:
-        """Log one request and decide its kind (under the lock: requests of the main
-        thread and of background agents arrive concurrently), then its reply
-        (outside it, so a scenario may make one request wait for another)."""
-        with self._lock:
-            request = Request(
-                n=len(self.requests) + 1,
-                t=time.time(),
-                method=method,
-                path=path,
-                headers=headers,
-                body=body,
-            )
-            self.requests.append(request)
-            if request.n > self.max_requests:
-                request.kind = "refused"
-                self.errors.append(f"request {request.n} refused: cap of {self.max_requests}")
-                return request
-            route = path.split("?", 1)[0].rstrip("/")
-            if not (method == "POST" and route == "/v1/messages"):
-                return request
-            if is_side_request(request):
-                request.kind = "side"
-                request.reply = Reply.text(HARMLESS_TEXT)
-                return request
-            request.kind = "subagent" if request.is_subagent else "main"
-            key = request.agent_id or ""
-            request.first_of_agent = key not in self._seen_agents
-            self._seen_agents.add(key)
-        request.reply = self._ask_scenario(request)
-        return request
-
-    def _ask_scenario(self, request: Request) -> Reply:
-        if self.scenario is None:
-            return Reply.text(HARMLESS_TEXT)
-        try:
-            reply = self.scenario(request)
-        except Exception as error:  # the client must get an answer; the test sees `errors`
-            self.errors.append(f"scenario raised on request {request.n}: {error!r}")
-            return Reply.text(HARMLESS_TEXT)
-        return reply if reply is not None else Reply.text(HARMLESS_TEXT)
+    def respond(self, request: Request) -> Answer:
+        body = request.body or {}
+        if request.method == "POST" and request.route == "/v1/messages":
+            reply = request.reply
+            assert reply is not None
+            if isinstance(reply, Failure):
+                # An in-stream failure needs a stream; claude's non-streaming
+                # fallback request gets the HTTP error instead.
+                if reply.in_stream and request.streaming:
+                    return Answer.sse([("error", _error_body(reply))])
+                return Answer.json(reply.status, _error_body(reply))
+            message_id = f"msg_fake_{request.n:04d}"
+            model = request.model or "claude-sonnet-4-5"
+            if request.streaming:
+                return Answer.sse(sse_events(reply, model, message_id))
+            return Answer.json(200, message_json(reply, model, message_id))
+        if request.method == "POST" and request.route == "/v1/messages/count_tokens":
+            return Answer.json(200, {"input_tokens": len(json.dumps(body)) // 4})
+        failure = Failure(404, f"fake server: no route for {request.path}", "not_found_error")
+        return Answer.json(404, _error_body(failure))
 
     # views for assertions
 
@@ -675,6 +504,3 @@ class FakeAnthropic:
     def agent_ids(self) -> list[str]:
         """Subagent ids in the order their first request arrived."""
         return [r.agent_id for r in self.model_requests("subagent") if r.first_of_agent]
-
-    def log_lines(self) -> list[str]:
-        return [json.dumps(r.summary()) for r in list(self.requests)]
