@@ -1,6 +1,7 @@
-"""`helix run --agent claude` drains a real queue with the REAL Claude Code CLI.
+"""`helix run` drains a real queue with the REAL Claude Code and Codex CLIs.
 
-The fake Messages API plays the model: for each build prompt it asks for one Bash
+A fake model server (the Messages API for claude, the Responses API for codex)
+plays the model: for each build prompt it asks for one Bash
 call that makes the task's VERIFY pass, then answers with the builder contract
 naming the insights it was given; the check pass after the queue drains answers
 `NEXT_ACTION: STOP`. What is asserted is what really happened: the requests the
@@ -14,10 +15,14 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
+import pytest
 from claude_runner import Sandbox, build_env
+from codex_runner import codex_env
 from fake_anthropic import FakeAnthropic, Reply, Request
+from fake_openai import FakeOpenAI
+from fake_openai import Reply as CodexReply
+from fake_openai import Request as CodexRequest
 
 INSIGHT = (
     "When adding a database migration, make it reversible with a down step"
@@ -44,33 +49,68 @@ def _helix(sandbox: Sandbox, env: dict[str, str], *args: str) -> subprocess.Comp
     )
 
 
-def _model(request: Request) -> Reply | None:
-    """The scripted model: build prompts get a Bash call, then the contract."""
-    prompt = request.first_user_text
+def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
+    """The scripted model, the same for both clients: build prompts get one shell
+    command that makes VERIFY pass, then the builder contract naming what was
+    injected; the check pass after the queue drains gets STOP."""
     if "NEXT_ACTION: <ACTION>" in prompt:
-        return Reply.text("NEXT_ACTION: STOP\nThe queue is drained.")
-    task = _TASK_ID.search(prompt)
-    if task is None:
+        return reply_text("NEXT_ACTION: STOP\nThe queue is drained.")
+    if _TASK_ID.search(prompt) is None:
         return None
-    target = re.search(r"^VERIFY: test -f (\S+)$", prompt, re.M)
-    if not request.answers_tool_call:
-        return Reply.tool(
-            "Bash", {"command": f"echo done > {target.group(1)}", "description": "do the task"}
-        )
+    target = re.search(r"^VERIFY: test -f (\S+)$", prompt, re.M).group(1)
+    if not answered_tool:
+        return reply_shell(f"echo done > {target}")
     injected = _INJECTED.search(prompt)
     used = injected.group(1) if injected else "[]"
-    return Reply.text(f"All good.\nDELIVERED: {target.group(1)} written\nUTILIZED: {used}\n")
+    return reply_text(f"All good.\nDELIVERED: {target} written\nUTILIZED: {used}\n")
 
 
-def test_helix_run_drains_three_tasks_with_real_claude(
-    claude_bin: Path, sandbox: Sandbox, tmp_path: Path
+def _claude_model(request: Request) -> Reply | None:
+    return _answer(
+        request.first_user_text,
+        request.answers_tool_call,
+        Reply.text,
+        lambda command: Reply.tool("Bash", {"command": command, "description": "do the task"}),
+    )
+
+
+def _codex_model(request: CodexRequest) -> CodexReply | None:
+    return _answer(request.prompt, request.answers_tool_call, CodexReply.text, CodexReply.shell)
+
+
+def _first_prompts(agent: str, requests: list) -> dict[str, str]:
+    """Each task's first request to the model, as the prompt text it carried."""
+    firsts: dict[str, str] = {}
+    for request in requests:
+        text = (request.first_user_text if agent == "claude" else request.prompt) or ""
+        found = _TASK_ID.search(text)
+        if found and found.group(1) not in firsts:
+            firsts[found.group(1)] = text
+    return firsts
+
+
+@pytest.fixture(params=["claude", pytest.param("codex", marks=pytest.mark.codex)])
+def agent(request: pytest.FixtureRequest) -> str:
+    binary = "claude_bin" if request.param == "claude" else "codex_bin"
+    request.getfixturevalue(binary)  # skips with the reason when the client is missing
+    return request.param
+
+
+def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
+    agent: str, sandbox: Sandbox, request: pytest.FixtureRequest
 ) -> None:
-    with FakeAnthropic(_model, max_requests=40, lifetime=400) as fake:
-        env = build_env(
-            sandbox,
-            fake.base_url,
-            {"HELIX_CLAUDE_BIN": str(claude_bin), "HELIX_BACKOFF_SLEEP": "0"},
-        )
+    if agent == "claude":
+        server = FakeAnthropic(_claude_model, max_requests=40, lifetime=400)
+    else:
+        server = FakeOpenAI(_codex_model, max_requests=40, lifetime=400)
+    with server as fake:
+        extra = {"HELIX_BACKOFF_SLEEP": "0"}
+        if agent == "claude":
+            extra["HELIX_CLAUDE_BIN"] = str(request.getfixturevalue("claude_bin"))
+            env = build_env(sandbox, fake.base_url, extra)
+        else:
+            extra["HELIX_CODEX_BIN"] = str(request.getfixturevalue("codex_bin"))
+            env = codex_env(sandbox, fake.provider_url, extra)
         stored = _helix(sandbox, env, "memory", "store", "--content", INSIGHT, "--kind", "pattern")
         assert stored.returncode == 0, stored.stderr
         name = json.loads(stored.stdout)["name"]
@@ -90,23 +130,18 @@ def test_helix_run_drains_three_tasks_with_real_claude(
             )
             assert made.returncode == 0, made.stderr
             ids.append(json.loads(made.stdout)["id"])
-        run = _helix(sandbox, env, "run", "-s", "--agent", "claude", "--max-cycles", "3")
+        run = _helix(sandbox, env, "run", "-s", "--agent", agent, "--max-cycles", "3")
         requests = list(fake.requests)
     assert run.returncode == 0, run.stderr + "\n" + "\n".join(fake.errors)
-    # every task was built by the real client's Bash tool and verified by helix
+    # every task was built by the real client's shell tool and verified by helix
     for _, target in TASKS:
         assert (sandbox.project / target).read_text().strip() == "done"
     tasks = {t["id"]: t for t in json.loads(_helix(sandbox, env, "tasks", "list", "--json").stdout)}
     assert all(tasks[i]["status"] == "closed" and tasks[i]["helix-verified"] for i in ids)
     # the stored insight reached the model inside the second task's first request
-    firsts = {}
-    for request in requests:
-        found = _TASK_ID.search(request.first_user_text or "")
-        if found and found.group(1) not in firsts:
-            firsts[found.group(1)] = request
+    firsts = _first_prompts(agent, requests)
     assert set(firsts) == set(ids)
-    assert INSIGHT[:60] in firsts[ids[1]].first_user_text
-    assert name in firsts[ids[1]].first_user_text
+    assert INSIGHT[:60] in firsts[ids[1]] and name in firsts[ids[1]]
     # and was credited after VERIFY passed, for that task
     history = json.loads(_helix(sandbox, env, "memory", "history", name).stdout)
     assert any(e.get("task_id") == ids[1] and e.get("verified") for e in history), history
