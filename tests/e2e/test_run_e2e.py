@@ -33,6 +33,10 @@ TASKS = [
     ("Add a database migration for the orders table", "migration.txt"),
     ("Add the orders API endpoint", "endpoint.txt"),
 ]
+LEARNED = (
+    "When adding an orders API endpoint, register its route in the router module"
+    " because unregistered routes answer 404"
+)
 _TASK_ID = re.compile(r"^TASK_ID: (hx-[0-9a-f]{8})$", re.M)
 _INJECTED = re.compile(r"^INJECTED: (\[.*\])$", re.M)
 
@@ -62,7 +66,10 @@ def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
         return reply_shell(f"echo done > {target}")
     injected = _INJECTED.search(prompt)
     used = injected.group(1) if injected else "[]"
-    return reply_text(f"All good.\nDELIVERED: {target} written\nUTILIZED: {used}\n")
+    learned = ""
+    if target == "endpoint.txt":
+        learned = "INSIGHT: " + json.dumps({"content": LEARNED, "tags": ["api"]}) + "\n"
+    return reply_text(f"All good.\nDELIVERED: {target} written\nUTILIZED: {used}\n{learned}")
 
 
 def _claude_model(request: Request) -> Reply | None:
@@ -145,6 +152,10 @@ def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
     # and was credited after VERIFY passed, for that task
     history = json.loads(_helix(sandbox, env, "memory", "history", name).stdout)
     assert any(e.get("task_id") == ids[1] and e.get("verified") for e in history), history
+    # the explicit INSIGHT of a verified delivery was learned into the memory
+    recalled = _helix(sandbox, env, "memory", "recall", "register the orders endpoint route")
+    assert LEARNED[:50] in recalled.stdout, recalled.stdout + recalled.stderr
+    assert "learned 1: " in run.stderr
     # summary lines: one per event, tokens parsed from the client's JSON output
     lines = [line for line in run.stderr.splitlines() if " -> DELIVERED " in line]
     assert len(lines) == 3
