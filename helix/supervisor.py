@@ -180,7 +180,9 @@ class Supervisor:
         code = DONE
         try:
             self._save("starting")
-            self.log.event(f"run started: agent {self.builder.name}, log {self.log.path}")
+            self.log.event(
+                f"run started: agent {self.builder.name}, log {self._relative(self.log.path)}"
+            )
             self._recover("start")
             self._write_context()
             while True:
