@@ -47,6 +47,7 @@ from helix import (
     recovery,
     runcontracts,
     selection,
+    synthesis,
     taskgraph,
     verification,
 )
@@ -58,6 +59,7 @@ from helix.tracker import Tracker
 from helix.worktree import Checkpoint
 
 MAX_ATTEMPTS = 4
+RECENT = 12  # attempts remembered for convergent-failure warnings
 CONTEXT_EVERY = 5  # completed cycles between context.md refreshes
 OWNER = recovery.OWNER
 ALTERNATE = {"claude": "codex", "codex": "claude", "cmd": "cmd"}
@@ -152,6 +154,7 @@ class Supervisor:
         self._held: list[str] = []  # claims this run holds right now
         self._blocker_report: Path | None = None
         self._closed_by_run = 0
+        self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
 
     # ------------------------------------------------------------------ memory
     @property
@@ -305,6 +308,11 @@ class Supervisor:
         self._save("verifying")
         attempts = self._settle_all(tasks, prints, result, checkpoint)
         self._held = [i for i in self._held if i not in ids]  # settled: no longer ours
+        for attempt in attempts:
+            self._recent.append(
+                {"task_id": attempt.task_id, "outcome": _status(attempt), "error": attempt.error}
+            )
+        self._recent = self._recent[-RECENT:]
         failed = [a for a in attempts if not a.closed]
         if failed and not any(a.closed for a in attempts):
             restored = checkpoint.revert()
@@ -365,9 +373,12 @@ class Supervisor:
         self, tasks: list[dict[str, Any]], chosen: list[dict[str, Any]]
     ) -> tuple[str, dict[str, list[str]]]:
         everything = self._tasks()
+        # Failures of other tasks in this run that look alike warn every builder.
+        others = [r for r in self._recent if r["task_id"] not in {t["id"] for t in tasks}]
+        warnings = synthesis.convergent_warnings(others)
         blocks = []
         for task, pick in zip(tasks, chosen, strict=True):
-            blocks.append((task["id"], _task_block(task, pick["insights"], everything)))
+            blocks.append((task["id"], _task_block(task, pick["insights"], everything, warnings)))
         context = _read(self.home / projectcontext.FILE)
         injected = {t["id"]: pick["names"] for t, pick in zip(tasks, chosen, strict=True)}
         return runcontracts.build_prompt(blocks, context), injected
@@ -787,18 +798,23 @@ class Supervisor:
 
 
 def _task_block(
-    task: dict[str, Any], insights: list[dict[str, Any]], everything: list[dict[str, Any]]
+    task: dict[str, Any],
+    insights: list[dict[str, Any]],
+    everything: list[dict[str, Any]],
+    wave_warnings: list[str] = (),
 ) -> str:
     description = str(task.get("description") or "").strip()
     objective = description or task.get("title", "")
     if task.get("acceptance"):
         objective = f"{objective}\nAcceptance: {task['acceptance']}"
-    warning = None
+    warnings = list(wave_warnings)
     if task.get("helix-last-error"):
-        warning = (
+        warnings.insert(
+            0,
             f"attempt {task.get('helix-attempts', 1)} of this task failed"
-            f" ({task.get('helix-last-outcome', 'failed')}): {task['helix-last-error']}"
+            f" ({task.get('helix-last-outcome', 'failed')}): {task['helix-last-error']}",
         )
+    warning = "\n".join(warnings) or None
     return contracts.builder_prompt(
         task["id"],
         task.get("title", ""),
@@ -811,6 +827,10 @@ def _task_block(
         warning=warning,
         insights=insights,
     )
+
+
+def _status(attempt: Attempt) -> str:
+    return "delivered" if attempt.closed else "blocked"
 
 
 def _tokens(result: AgentResult) -> int:

@@ -562,3 +562,16 @@ def test_selection_prefers_specified_work_and_batches_by_area() -> None:
     assert choice is not None and choice.primary["id"] == "hx-2"
     assert [t["id"] for t in choice.batch] == ["hx-1"]
     assert selection.choose(tasks, datetime.now(UTC), skip=["hx-1", "hx-2", "hx-3"]) is None
+
+
+def test_failures_alike_warn_the_next_builder(world: World) -> None:
+    failing = "python3 -c 'import missing_helper_mod'"
+    a = world.task("first", "--verify", failing, "--priority", "0")
+    b = world.task("second", "--verify", failing, "--priority", "1")
+    c = world.task("third", "--verify", "true", "--priority", "2")
+    world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
+    proc = world.run("--batch-size", "1")
+    assert proc.returncode == 0, proc.stderr
+    prompt = next(call["prompt"] for call in world.calls("build") if call["ids"] == [c])
+    assert f"CONVERGENT ISSUE (tasks {a}, {b})" in prompt
+    assert "missing_helper_mod" in prompt
