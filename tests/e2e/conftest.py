@@ -96,9 +96,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         )
 
 
-@pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    binary = claude_binary()
+def _working_binary(binary: Path) -> Path:
+    """The binary, once `--version` answers; otherwise the test skips with why."""
     try:
         version = subprocess.run(
             [str(binary), "--version"],
@@ -112,24 +111,16 @@ def claude_bin() -> Path:
     if version.returncode != 0:
         pytest.skip(f"{binary} --version exited {version.returncode}: {version.stderr[-300:]}")
     return binary
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    return _working_binary(claude_binary())
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
-    binary = codex_binary()
-    try:
-        version = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        pytest.skip(f"{binary} --version failed: {error}")
-    if version.returncode != 0:
-        pytest.skip(f"{binary} --version exited {version.returncode}: {version.stderr[-300:]}")
-    return binary
+    return _working_binary(codex_binary())
 
 
 @pytest.fixture
