@@ -1,0 +1,155 @@
+"""The learning-curve benchmark: success rate per block of tasks for five arms
+(no memory, relevance-only retrieval, helix, helix with an adversarial builder,
+an oracle) in a simulated world that runs the real helix library.
+
+Writes ``benchmarks/learning/results.json`` and ``docs/learning-curve.png`` and
+prints the markdown report (``--json``: the results JSON on stdout; progress
+always goes to stderr). The reported figures come from the held-out seeds; the
+development seeds are the only ones any parameter was looked at on.
+
+    python benchmarks/learning/run.py [--quick] [--seeds dev|heldout] [--json]
+
+``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
+the full held-out run (240 tasks x 12 seeds x 5 arms) takes ~5-7 min on a
+shared 2-core machine. The model and the world are described in
+``simulation.py`` and ``world.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common as common  # noqa: E402
+
+from learning import report, simulation  # noqa: E402
+
+RESULTS = common.BENCH_DIR / "learning" / "results.json"
+PLOT = common.REPO_DIR / "docs" / "learning-curve.png"
+SEED_SETS = {"dev": simulation.DEVELOPMENT_SEEDS, "heldout": simulation.HELD_OUT_SEEDS}
+COLOURS = {
+    simulation.NO_MEMORY: "#7f7f7f",
+    simulation.RELEVANCE: "#1f77b4",
+    simulation.HELIX: "#d62728",
+    simulation.ADVERSARIAL: "#ff7f0e",
+    simulation.ORACLE: "#2ca02c",
+}
+LABELS = {
+    simulation.NO_MEMORY: "no memory",
+    simulation.RELEVANCE: "relevance-only retrieval",
+    simulation.HELIX: "helix",
+    simulation.ADVERSARIAL: "helix, adversarial builder",
+    simulation.ORACLE: "oracle (injects the helpful ones)",
+}
+
+
+def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
+    """Run the benchmark and return the results dict (nothing is written)."""
+    from threadpoolctl import threadpool_limits
+
+    cfg = simulation.Config.quick() if quick else simulation.Config()
+    seeds = SEED_SETS[seed_set][:2] if quick else SEED_SETS[seed_set]
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    # One BLAS thread: the run embeds texts one at a time, where more threads
+    # only contend with each other (and with the other jobs of a shared machine).
+    with threadpool_limits(1):
+        results = simulation.run(cfg, seeds, log=log)
+    results.update(
+        {
+            "name": "learning_curve",
+            "quick": quick,
+            "seed_set": "development" if seed_set == "dev" else "held-out",
+            "development_seeds": list(simulation.DEVELOPMENT_SEEDS),
+            "held_out_seeds": list(simulation.HELD_OUT_SEEDS),
+            "command": "python benchmarks/learning/run.py"
+            + (" --quick" if quick else "")
+            + (" --seeds dev" if seed_set == "dev" else ""),
+            "total_s": round(time.perf_counter() - t0, 1),
+            "measured_at": started.isoformat(timespec="seconds"),
+            "machine": common.machine_info(),
+        }
+    )
+    return results
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Success rate per block per arm, with the 95% band across seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display; also keeps the import from probing for one
+    import matplotlib.pyplot as plt
+
+    block = results["config"]["block"]
+    fig, ax = plt.subplots(figsize=(8.5, 5.0), dpi=120)
+    for arm in simulation.ARMS:
+        entry = results["arms"].get(arm)
+        if not entry:
+            continue
+        curve = entry["curve"]
+        x = [point["block"] * block for point in curve]
+        mean = [point["mean"] for point in curve]
+        colour = COLOURS[arm]
+        ax.plot(x, mean, marker="o", markersize=3, color=colour, label=LABELS[arm])
+        if all(point["lo"] is not None for point in curve):
+            ax.fill_between(
+                x,
+                [point["lo"] for point in curve],
+                [point["hi"] for point in curve],
+                color=colour,
+                alpha=0.15,
+                linewidth=0,
+            )
+    seeds = results["seeds"]
+    ax.set_title(
+        f"Learning curve: VERIFY pass rate per block of {block} tasks\n"
+        f"{len(seeds)} {results['seed_set']} seeds ({seeds[0]}..{seeds[-1]}), mean and 95% "
+        "t-interval across seeds",
+        fontsize=10,
+    )
+    ax.set_xlabel("tasks completed")
+    ax.set_ylabel("share of tasks whose VERIFY passed")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke test")
+    parser.add_argument(
+        "--seeds",
+        choices=sorted(SEED_SETS),
+        default="heldout",
+        help="development seeds (for tuning) or held-out seeds (reported; the default)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
+    parser.add_argument("--plot", type=Path, default=PLOT, help="where to write the PNG")
+    args = parser.parse_args()
+
+    results = measure(args.quick, args.seeds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, args.plot)
+    common.log(f"wrote {args.out} and {args.plot} in {results['total_s']:.0f} s")
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        print(report.markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
