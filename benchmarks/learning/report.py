@@ -155,20 +155,25 @@ def markdown(results: dict[str, Any]) -> str:
     }
     if ends:
         lines += [
-            "What the store believed at the end: mean effectiveness of the stored insights by "
-            "what they really are (0.5 is neutral), and insights pruned per seed:",
+            "What the store believed at the end, by what each stored insight really is "
+            "(averaged over seeds): how many were stored, their mean effectiveness (0.5 is "
+            "neutral), the share credited (above 0.55), discredited (below 0.45) and never "
+            "used (no settled task), and how many were pruned per seed:",
             "",
-            "| arm | " + " | ".join(CLASSES) + " | pruned per seed |",
-            "| --- | " + " | ".join("---" for _ in CLASSES) + " | --- |",
+            "| arm | class | stored | mean effectiveness | credited | discredited | never used "
+            "| pruned |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for arm, end in ends.items():
-            eff = end["mean_effectiveness"]
-            pruned = ", ".join(f"{v:g} {k}" for k, v in end["pruned_by_class"].items()) or "none"
-            lines.append(
-                f"| {NAMES[arm]} | "
-                + " | ".join(f"{eff[c]:.3f}" if c in eff else "-" for c in CLASSES)
-                + f" | {pruned} |"
-            )
+            for c in CLASSES:
+                if c not in end["stored_by_class"]:
+                    continue
+                lines.append(
+                    f"| {NAMES[arm]} | {c} | {end['stored_by_class'][c]:g} | "
+                    f"{end['mean_effectiveness'][c]:.3f} | {_pct(end['credited'].get(c), 0)} | "
+                    f"{_pct(end['discredited'].get(c), 0)} | {_pct(end['never_used'].get(c), 0)} "
+                    f"| {end['pruned_by_class'].get(c, 0):g} |"
+                )
         lines.append("")
     lines += ["### What it means", "", *_meaning(results), ""]
     lines += ["### Where helix did not win", "", *_shortfalls(results), ""]
@@ -221,11 +226,13 @@ def _meaning(results: dict[str, Any]) -> list[str]:
             f"- **What got injected**: {_pct(helpful[HELIX])} of helix's injected insights "
             f"were helpful to their task, against {_pct(helpful[RELEVANCE])} for "
             f"relevance-only; harmful ones were {_pct(harmful[HELIX])} against "
-            f"{_pct(harmful[RELEVANCE])}. Both inject about the same amount of context "
-            f"({_mean(arms, HELIX, 'tokens_per_task'):.0f} and "
-            f"{_mean(arms, RELEVANCE, 'tokens_per_task'):.0f} tokens per task); the oracle "
-            f"needs {_mean(arms, ORACLE, 'tokens_per_task') or 0:.0f}, because it injects "
-            "only what helps."
+            f"{_pct(harmful[RELEVANCE])}. Injected context per task: "
+            f"{_mean(arms, HELIX, 'tokens_per_task'):.0f} tokens for helix, "
+            f"{_mean(arms, RELEVANCE, 'tokens_per_task'):.0f} for relevance-only and "
+            f"{_mean(arms, ORACLE, 'tokens_per_task') or 0:.0f} for the oracle (which "
+            f"injects {_mean(arms, ORACLE, 'injected_per_task') or 0:.1f} insights per task "
+            f"against {_mean(arms, HELIX, 'injected_per_task'):.1f}: only helpful ones, "
+            "when the pool has them)."
         )
     vs_adv = paired.get(f"{ADVERSARIAL} - {HELIX}")
     if vs_adv:
@@ -272,8 +279,9 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
     ]
     if behind:
         out.append(
-            f"- helix's mean pass rate was below relevance-only's in block(s) "
-            f"{', '.join(map(str, behind))} of {len(helix_curve)}."
+            f"- helix's mean pass rate was below relevance-only's in "
+            f"{'block' if len(behind) == 1 else 'blocks'} {', '.join(map(str, behind))} of "
+            f"{len(helix_curve)}."
         )
     else:
         out.append(
@@ -302,8 +310,8 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
     vs_adv = paired.get(f"{ADVERSARIAL} - {HELIX}", {}).get("overall")
     if vs_adv and vs_adv["mean"] > 0:
         out.append(
-            f"- The adversarial arm's pass rate was not lower than helix's "
-            f"({_points(vs_adv)}): the benchmark shows that claiming everything does not "
+            f"- The adversarial arm's pass rate was not lower than helix's: "
+            f"{_points(vs_adv)}. The benchmark shows that claiming everything does not "
             "corrupt the ranking; it does not show that honest UTILIZED lists add anything "
             "over claiming all. (The honest builder here lists what it followed, which it "
             "cannot know to have helped.)"
@@ -311,13 +319,32 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
     oracle, helix = _mean(arms, ORACLE, "second_half"), _mean(arms, HELIX, "second_half")
     if oracle is not None and helix is not None and oracle > helix:
         out.append(
-            f"- helix stayed well below the oracle ({_pct(helix)} against {_pct(oracle)} in "
+            f"- helix stayed below the oracle ({_pct(helix)} against {_pct(oracle)} in "
             "the second half): relevance dominates helix's score by design (an unproven "
             "insight at high relevance beats a proven one at low relevance), so helpful "
             "advice worded far from the task is rarely injected, and evidence accumulates "
             "only for what was injected."
         )
     end = arms.get(HELIX, {}).get("end_state", {})
+    credited = end.get("credited", {})
+    if "distractor" in credited and "helpful" in credited:
+        out.append(
+            f"- Credit is shared by whatever was injected together: "
+            f"{_pct(credited['distractor'], 0)} of the distractors (and "
+            f"{_pct(credited.get('noise'), 0)} of the failures derived from noise) ended "
+            f"credited above 0.55, against {_pct(credited['helpful'], 0)} of the helpful "
+            "advice. A distractor that is usually dealt next to helpful advice for the same "
+            "tasks rises with it; verification says the task passed, not which advice made "
+            "it pass."
+        )
+    never = end.get("never_used", {})
+    if never.get("helpful"):
+        out.append(
+            f"- {_pct(never['helpful'], 0)} of the stored helpful advice was never injected "
+            "into a settled task, so it never earned evidence: its wording is too far from "
+            "the tasks' (below the recall threshold, or outranked by more relevant insights), "
+            "and helix does not explore."
+        )
     eff = end.get("mean_effectiveness", {})
     if "helpful" in eff and "distractor" in eff and eff["helpful"] - eff["distractor"] < 0.1:
         out.append(
@@ -344,6 +371,10 @@ def _limits(results: dict[str, Any]) -> list[str]:
         "less to learn.",
         "- The simulated builder follows every injected insight of its task's family and "
         "nothing else; blocked tasks are not retried; one project with ten families.",
+        "- The honest builder claims (UTILIZED) what it followed, which is nearly "
+        "everything of its family that it was given: it cannot know which advice made "
+        "VERIFY pass, so its claims carry little more information than the adversary's. "
+        "A builder that could tell would make honest claims worth more than they are here.",
         "- Injected tokens are counted with the embedding model's WordPiece tokenizer, a "
         "proxy for an LLM's count.",
     ]

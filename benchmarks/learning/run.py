@@ -81,48 +81,58 @@ def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
-    """Success rate per block per arm, with the 95% band across seeds."""
+    """Left: success rate per block per arm, with the 95% band across seeds.
+    Right: helix minus relevance-only per block, paired by seed."""
     import matplotlib
 
-    matplotlib.use("Agg")  # no display; also keeps the import from probing for one
+    matplotlib.use("Agg")  # no display needed, none probed for
     import matplotlib.pyplot as plt
 
     block = results["config"]["block"]
-    fig, ax = plt.subplots(figsize=(8.5, 5.0), dpi=120)
+    fig, (ax, diff_ax) = plt.subplots(
+        1, 2, figsize=(12, 5), dpi=120, gridspec_kw={"width_ratios": [3, 2]}
+    )
     for arm in simulation.ARMS:
         entry = results["arms"].get(arm)
-        if not entry:
-            continue
-        curve = entry["curve"]
-        x = [point["block"] * block for point in curve]
-        mean = [point["mean"] for point in curve]
-        colour = COLOURS[arm]
-        ax.plot(x, mean, marker="o", markersize=3, color=colour, label=LABELS[arm])
-        if all(point["lo"] is not None for point in curve):
-            ax.fill_between(
-                x,
-                [point["lo"] for point in curve],
-                [point["hi"] for point in curve],
-                color=colour,
-                alpha=0.15,
-                linewidth=0,
-            )
+        if entry:
+            _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm])
     seeds = results["seeds"]
     ax.set_title(
-        f"Learning curve: VERIFY pass rate per block of {block} tasks\n"
-        f"{len(seeds)} {results['seed_set']} seeds ({seeds[0]}..{seeds[-1]}), mean and 95% "
-        "t-interval across seeds",
-        fontsize=10,
+        f"VERIFY pass rate per block of {block} tasks: {len(seeds)} {results['seed_set']} "
+        f"seeds ({seeds[0]}..{seeds[-1]}),\nmean and 95% t-interval across seeds",
+        fontsize=9,
     )
     ax.set_xlabel("tasks completed")
     ax.set_ylabel("share of tasks whose VERIFY passed")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+
+    pair = results["paired"].get(f"{simulation.HELIX} - {simulation.RELEVANCE}")
+    if pair:
+        _band(
+            diff_ax, pair["curve"], block, COLOURS[simulation.HELIX], "helix minus relevance-only"
+        )
+    diff_ax.axhline(0, color="black", linewidth=0.8)
+    diff_ax.set_title(
+        "helix minus relevance-only, paired by seed,\nmean and 95% t-interval", fontsize=9
+    )
+    diff_ax.set_xlabel("tasks completed")
+    diff_ax.set_ylabel("difference in pass rate")
+    diff_ax.set_ylim(-0.5, 0.5)
+    diff_ax.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
+
+
+def _band(ax: Any, curve: list[dict[str, Any]], block: int, colour: str, label: str) -> None:
+    x = [point["block"] * block for point in curve]
+    ax.plot(x, [p["mean"] for p in curve], marker="o", markersize=3, color=colour, label=label)
+    if all(point["lo"] is not None for point in curve):
+        lo, hi = [p["lo"] for p in curve], [p["hi"] for p in curve]
+        ax.fill_between(x, lo, hi, color=colour, alpha=0.15, linewidth=0)
 
 
 def main() -> int:

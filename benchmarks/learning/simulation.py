@@ -34,8 +34,8 @@ The loop (one wave of ``Config.wave`` tasks at a time, like the BUILD phase):
    (its defaults). A simulated clock moves ``hours_per_wave`` per wave, so
    freshness, decay and "similar failures within 7 days" see plausible times.
 
-How insights enter the pool (the seeds' design: explicit INSIGHTs and failures
-derived from blocked work), per seed:
+How insights enter the pool (as helix's design has them arrive: explicit
+INSIGHTs and failures derived from blocked work), per seed:
 
 * at t=0 the store holds, per family, 1 helpful, 3 distractor and 1 harmful
   insight drawn at random (what a team's store already has);
@@ -68,6 +68,11 @@ choosing, not knowing.
 Tokens of injected context are counted with the MiniLM WordPiece tokenizer on
 the exact INSIGHTS block a builder prompt would carry (``batch_inject``'s
 ``block``), a proxy for an LLM's count.
+
+Speed, without changing any result: each distinct text is embedded once per
+process (:class:`CachingEmbedder` wraps the real model; the texts known in
+advance are embedded in one batch first), and stores live in ``/dev/shm`` when
+it exists, because helix fsyncs every state file.
 """
 
 from __future__ import annotations
@@ -508,19 +513,27 @@ class Arm:
 
     # -------------------------------------------------------------- summary
     def summary(self) -> dict[str, Any]:
-        """What the store believes at the end, by what the insights really say."""
-        by_class: dict[str, list[float]] = defaultdict(list)
-        live = 0
-        for row in self.memory.conn.execute("SELECT name, effectiveness FROM insight"):
-            live += 1
-            advice = self.says.get(row[0])
-            by_class[advice.cls if advice else "unknown"].append(row[1])
+        """What the store believes at the end, by what the insights really say:
+        per class, the mean effectiveness, the share credited (above 0.55), the
+        share discredited (below 0.45) and the share never used."""
+        rows: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        for name, eff, uses in self.memory.conn.execute(
+            "SELECT name, effectiveness, use_count FROM insight"
+        ):
+            advice = self.says.get(name)
+            rows[advice.cls if advice else "unknown"].append((eff, uses))
+
+        def share(items: list[tuple[float, int]], test: Callable[[float, int], bool]) -> float:
+            return round(sum(test(e, u) for e, u in items) / len(items), 4)
+
+        ordered = sorted(rows.items())
         return {
-            "store_size": live,
-            "stored_by_class": {c: len(v) for c, v in sorted(by_class.items())},
-            "mean_effectiveness": {
-                c: round(sum(v) / len(v), 4) for c, v in sorted(by_class.items()) if v
-            },
+            "store_size": sum(len(v) for v in rows.values()),
+            "stored_by_class": {c: len(v) for c, v in ordered},
+            "mean_effectiveness": {c: round(sum(e for e, _ in v) / len(v), 4) for c, v in ordered},
+            "credited": {c: share(v, lambda e, _u: e > 0.55) for c, v in ordered},
+            "discredited": {c: share(v, lambda e, _u: e < 0.45) for c, v in ordered},
+            "never_used": {c: share(v, lambda _e, u: u == 0) for c, v in ordered},
             "pruned_by_class": dict(sorted(self.pruned.items())),
         }
 
@@ -553,18 +566,24 @@ _T975 = (
 )  # fmt: skip
 
 
-def interval(values: Sequence[float]) -> dict[str, Any]:
-    """Mean with a 95% t-interval across seeds (each seed one observation)."""
+def interval(
+    values: Sequence[float], bounds: tuple[float, float] | None = (0.0, 1.0)
+) -> dict[str, Any]:
+    """Mean with a 95% t-interval across seeds (each seed one observation),
+    clipped to ``bounds`` (a rate cannot leave [0, 1])."""
     n = len(values)
     mean = sum(values) / n
     if n < 2:
         return {"mean": round(mean, 4), "lo": None, "hi": None, "sd": None, "n": n}
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * sd / math.sqrt(n)
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(bounds[0], lo), min(bounds[1], hi)
     return {
         "mean": round(mean, 4),
-        "lo": round(mean - half, 4),
-        "hi": round(mean + half, 4),
+        "lo": round(lo, 4),
+        "hi": round(hi, 4),
         "sd": round(sd, 4),
         "n": n,
     }
@@ -621,7 +640,8 @@ def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
             "tokens_per_task",
         ):
             values = [r[key] for r in rows if r[key] is not None]
-            entry[key] = interval(values) if values else None
+            unbounded = key in ("injected_per_task", "tokens_per_task")
+            entry[key] = interval(values, None if unbounded else (0.0, 1.0)) if values else None
         entry["per_seed"] = {
             str(s): {k: _round(v) for k, v in figures[arm][s].items()} for s in seeds
         }
@@ -632,10 +652,21 @@ def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
     for a, b in ((HELIX, RELEVANCE), (HELIX, NO_MEMORY), (ADVERSARIAL, HELIX), (ORACLE, HELIX)):
         if a in figures and b in figures:
             common = sorted(set(figures[a]) & set(figures[b]))
-            paired[f"{a} - {b}"] = {
-                key: interval([figures[a][s][key] - figures[b][s][key] for s in common])
+            pair = {
+                key: interval([figures[a][s][key] - figures[b][s][key] for s in common], (-1, 1))
                 for key in ("final_block", "second_half", "overall")
             }
+            pair["curve"] = [
+                {
+                    "block": k + 1,
+                    **interval(
+                        [figures[a][s]["blocks"][k] - figures[b][s]["blocks"][k] for s in common],
+                        (-1, 1),
+                    ),
+                }
+                for k in range(len(figures[a][common[0]]["blocks"]))
+            ]
+            paired[f"{a} - {b}"] = pair
     return {"arms": arms, "paired": paired}
 
 
@@ -648,11 +679,12 @@ def _merge_ends(ends: list[dict[str, Any]]) -> dict[str, Any]:
         for c in classes
         if any(c in e["stored_by_class"] for e in ends)
     }
-    out["mean_effectiveness"] = {}
-    for c in classes:
-        values = [e["mean_effectiveness"][c] for e in ends if c in e["mean_effectiveness"]]
-        if values:
-            out["mean_effectiveness"][c] = round(sum(values) / len(values), 4)
+    for key in ("mean_effectiveness", "credited", "discredited", "never_used"):
+        out[key] = {}
+        for c in classes:
+            values = [e[key][c] for e in ends if c in e[key]]
+            if values:
+                out[key][c] = round(sum(values) / len(values), 4)
     pruned = {c for e in ends for c in e["pruned_by_class"]}
     out["pruned_by_class"] = {
         c: round(sum(e["pruned_by_class"].get(c, 0) for e in ends) / len(ends), 2)
