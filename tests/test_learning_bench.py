@@ -88,8 +88,7 @@ def test_the_oracle_never_does_worse_than_no_memory(results):
 def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Path):
     """The adversarial builder claims DELIVERED and every insight on every task.
     Credit still follows VERIFY: no insight gains from a task whose VERIFY failed,
-    every failed claim is settled as blocked, and the relevance-only arm writes no
-    feedback at all."""
+    and every failed claim is settled as blocked."""
     tasks = simulation.tasks_for(7, TINY)
     arm = simulation.Arm(
         simulation.ADVERSARIAL, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "adv"
@@ -115,14 +114,15 @@ def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Pa
     finally:
         arm.close()
 
-    baseline = simulation.Arm(
-        simulation.RELEVANCE, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "rel"
-    )
+
+@pytest.mark.parametrize("arm", [simulation.RELEVANCE, simulation.UNLEARNED, simulation.ORACLE])
+def test_the_no_feedback_arms_learn_nothing_but_still_grow(embedder, tmp_path: Path, arm: str):
+    baseline = simulation.Arm(arm, 7, TINY, embedder, simulation.TokenCounter(), tmp_path)
     try:
-        baseline.run(tasks)
+        baseline.run(simulation.tasks_for(7, TINY))
         q = baseline.memory.conn.execute
         assert q("SELECT count(*) FROM task_outcome").fetchone()[0] == TINY.tasks
-        assert q("SELECT count(*) FROM feedback_event WHERE outcome != 'import'").fetchone()[0] == 0
+        assert q("SELECT count(*) FROM feedback_event").fetchone()[0] == 0
         # insights still entered the pool: derived failures and shared INSIGHTs
         assert q("SELECT count(*) FROM insight").fetchone()[0] > len(simulation.initial_pool(7))
     finally:

@@ -1,6 +1,7 @@
-"""The learning-curve benchmark: success rate per block of tasks for five arms
-(no memory, relevance-only retrieval, helix, helix with an adversarial builder,
-an oracle) in a simulated world that runs the real helix library.
+"""The learning-curve benchmark: success rate per block of tasks for six arms
+(no memory, relevance-only retrieval, helix's ranking without feedback, helix,
+helix with an adversarial builder, an oracle) in a simulated world that runs the
+real helix library.
 
 Writes ``benchmarks/learning/results.json`` and ``docs/learning-curve.png`` and
 prints the markdown report (``--json``: the results JSON on stdout; progress
@@ -10,8 +11,8 @@ development seeds are the only ones any parameter was looked at on.
     python benchmarks/learning/run.py [--quick] [--seeds dev|heldout] [--json]
 
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
-the full held-out run (240 tasks x 12 seeds x 5 arms) takes ~5-7 min on a
-shared 2-core machine. The model and the world are described in
+the full held-out run (240 tasks x 12 seeds x 6 arms) takes 2.5 min on an idle
+2-core machine and up to ~7 min when other jobs load it. The model and the world are described in
 ``simulation.py`` and ``world.py``.
 """
 
@@ -37,6 +38,7 @@ SEED_SETS = {"dev": simulation.DEVELOPMENT_SEEDS, "heldout": simulation.HELD_OUT
 COLOURS = {
     simulation.NO_MEMORY: "#7f7f7f",
     simulation.RELEVANCE: "#1f77b4",
+    simulation.UNLEARNED: "#9467bd",
     simulation.HELIX: "#d62728",
     simulation.ADVERSARIAL: "#ff7f0e",
     simulation.ORACLE: "#2ca02c",
@@ -44,6 +46,7 @@ COLOURS = {
 LABELS = {
     simulation.NO_MEMORY: "no memory",
     simulation.RELEVANCE: "relevance-only retrieval",
+    simulation.UNLEARNED: "helix ranking, no feedback",
     simulation.HELIX: "helix",
     simulation.ADVERSARIAL: "helix, adversarial builder",
     simulation.ORACLE: "oracle (injects the helpful ones)",

@@ -60,10 +60,12 @@ What the builders claim:
 Arms: ``no_memory`` (nothing injected); ``relevance_only`` (the same store and
 recall, ranked by relevance alone via ``relevance_only=True``, and no injection
 record, so settling applies no feedback; insights still enter the same way);
-``helix`` (as designed); ``helix_adversarial``; ``oracle`` (injects the helpful
-insights of the task's family that are in its store, best first, up to
-``limit``; no feedback). The oracle is bounded by the same pool: it measures
-choosing, not knowing.
+``helix_no_feedback`` (helix's own ranking, with its recency weighting, but no
+injection record, so nothing is learned: it separates what feedback adds from
+what the rest of the score does); ``helix`` (as designed);
+``helix_adversarial``; ``oracle`` (injects the helpful insights of the task's
+family that are in its store, best first, up to ``limit``; no feedback). The
+oracle is bounded by the same pool: it measures choosing, not knowing.
 
 Tokens of injected context are counted with the MiniLM WordPiece tokenizer on
 the exact INSIGHTS block a builder prompt would carry (``batch_inject``'s
@@ -101,14 +103,15 @@ from helix.tracker import Tracker
 
 from . import world
 
-NO_MEMORY, RELEVANCE, HELIX, ADVERSARIAL, ORACLE = (
+NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE = (
     "no_memory",
     "relevance_only",
+    "helix_no_feedback",
     "helix",
     "helix_adversarial",
     "oracle",
 )
-ARMS = (NO_MEMORY, RELEVANCE, HELIX, ADVERSARIAL, ORACLE)
+ARMS = (NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
 FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
 
 DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # the only seeds any parameter was looked at on
@@ -649,7 +652,14 @@ def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
             entry["end_state"] = _merge_ends(ends[arm])
         arms[arm] = entry
     paired = {}
-    for a, b in ((HELIX, RELEVANCE), (HELIX, NO_MEMORY), (ADVERSARIAL, HELIX), (ORACLE, HELIX)):
+    for a, b in (
+        (HELIX, RELEVANCE),
+        (HELIX, UNLEARNED),
+        (UNLEARNED, RELEVANCE),
+        (HELIX, NO_MEMORY),
+        (ADVERSARIAL, HELIX),
+        (ORACLE, HELIX),
+    ):
         if a in figures and b in figures:
             common = sorted(set(figures[a]) & set(figures[b]))
             pair = {
