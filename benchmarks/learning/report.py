@@ -348,9 +348,8 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
             )
     adversarial = paired.get(f"{ADVERSARIAL} - {HELIX}", {})
     lower = [
-        label
+        f"{label}, {_points(adversarial[key])}"
         for key, label in (
-            ("overall", "over the whole run"),
             ("second_half", "in the second half"),
             ("final_block", "in the final block"),
         )
@@ -359,8 +358,12 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
     if adversarial.get("overall") and _verdict(adversarial["overall"]) != "lower":
         out.append(
             "- The adversarial builder did not do demonstrably worse than the honest one over "
-            f"the whole run ({_points(adversarial['overall'])})"
-            + (f", though it did {' and '.join(lower)}" if lower else "")
+            f"the whole run: {_points(adversarial['overall'])}"
+            + (
+                f"; it was lower {' and '.join(lower)}, one of many block-level comparisons"
+                if lower
+                else ""
+            )
             + ". The benchmark shows that claiming everything does not corrupt the ranking; "
             "it does not show that honest UTILIZED lists add anything over claiming all (the "
             "honest builder here lists what it followed, which it cannot know to have helped)."
