@@ -110,17 +110,24 @@ def batch_inject(
     limit: int = 5,
     files: list[list[str]] | None = None,
     home: Path | None = None,
+    relevance_only: bool = False,
 ) -> dict[str, Any]:
     """Insights for every task of a wave, diversified across the wave.
 
     Returns ``{"results": [...], "total_unique": N, "repeated": [...]}`` with one
     result per objective, in order. Writes one injection-state file per task id.
-    Read-only on the memory.
+    Read-only on the memory. ``relevance_only`` deals by relevance alone (see
+    :meth:`Memory.recall`): the baseline without learned usefulness.
     """
     objectives, task_ids, files = _check_batch(objectives, task_ids, limit, files)
     pools: list[dict[str, dict[str, Any]]] = []
     for objective, task_files in zip(objectives, files, strict=True):
-        hits = memory.recall(objective, limit=max(POOL_SIZE, limit * 2), files=task_files or None)
+        hits = memory.recall(
+            objective,
+            limit=max(POOL_SIZE, limit * 2),
+            files=task_files or None,
+            relevance_only=relevance_only,
+        )
         pools.append({h["name"]: h for h in hits})
     chosen = _deal(pools, limit)
     given = Counter(name for names in chosen for name in names)

@@ -490,13 +490,15 @@ class Memory:
         suppress_names: Iterable[str] | None = None,
         intent: str | None = None,
         graph_hops: int = 0,
+        relevance_only: bool = False,
     ) -> list[dict[str, Any]]:
         """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
         Dense cosine, FTS5 BM25 and file-pattern matches fuse into one relevance;
         direct hits must reach ``min_relevance``. ``graph_hops`` adds neighbours of
         the hits, discounted and marked ``_hop``/``_via``, never above the hit that
-        led to them. See :mod:`helix.recall`.
+        led to them. ``relevance_only`` ranks by relevance alone, without the
+        usefulness and freshness weighting (a baseline). See :mod:`helix.recall`.
         """
         return recall.recall(
             self,
@@ -509,6 +511,7 @@ class Memory:
             suppress_names,
             intent,
             graph_hops,
+            relevance_only,
         )
 
     # ----------------------------------------------------------------- upkeep

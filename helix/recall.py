@@ -41,6 +41,7 @@ def recall(
     suppress_names: Iterable[str] | None = None,
     intent: str | None = None,
     graph_hops: int = 0,
+    relevance_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
@@ -48,6 +49,9 @@ def recall(
     relevance (see :mod:`helix.ranking`); direct hits must reach
     ``min_relevance``. ``graph_hops`` adds neighbours of the hits, discounted
     and marked ``_hop``/``_via``, never above the hit that led to them.
+    ``relevance_only`` ranks by the fused relevance alone (``_score`` is the
+    relevance): no usefulness, freshness or intent weighting. It is the
+    baseline the learning benchmark measures helix's weighting against.
     """
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty")
@@ -98,7 +102,7 @@ def recall(
         if tag_set is not None and not tag_set.intersection(json.loads(tags_json)):
             continue
         days = ranking.idle_days(last_used, created, now)
-        value = ranking.score(relevance, eff, kind, days, intent)
+        value = _value(relevance, eff, kind, days, intent, relevance_only)
         scored.append((-value, name, insight_id, relevance, cos))
     scored.sort()
     shown = scored[:limit]
@@ -106,7 +110,16 @@ def recall(
     files_of = memory._files_of(rows)
     hits: list[dict[str, Any]] = []
     for _neg, _name, insight_id, relevance, cos in shown:
-        result = _scored(memory, rows[insight_id], files_of[insight_id], relevance, now, intent, 0)
+        result = _scored(
+            memory,
+            rows[insight_id],
+            files_of[insight_id],
+            relevance,
+            now,
+            intent,
+            0,
+            relevance_only,
+        )
         result["_signals"] = {
             "dense": None if cos is None else round(cos, 4),
             "lexical": round(lexical.get(insight_id, 0.0), 4),
@@ -114,7 +127,18 @@ def recall(
         }
         hits.append(result)
     if graph_hops:
-        hits = _expand(memory, hits, graph_hops, limit, now, intent, kind_set, tag_set, suppressed)
+        hits = _expand(
+            memory,
+            hits,
+            graph_hops,
+            limit,
+            now,
+            intent,
+            kind_set,
+            tag_set,
+            suppressed,
+            relevance_only,
+        )
     return hits[:limit]
 
 
@@ -150,6 +174,7 @@ def _scored(
     now: datetime,
     intent: str | None,
     hop: int,
+    relevance_only: bool = False,
 ) -> dict[str, Any]:
     result = memory._public(row, files)
     days = ranking.idle_days(result["last_used"], result["created_at"], now)
@@ -158,12 +183,28 @@ def _scored(
         {
             "_relevance": round(relevance, 4),
             "_effectiveness": round(eff, 4),
-            "_score": round(ranking.score(relevance, eff, result["kind"], days, intent), 6),
+            "_score": round(
+                _value(relevance, eff, result["kind"], days, intent, relevance_only), 6
+            ),
             "_hop": hop,
             "_confidence": result["confidence"],
         }
     )
     return result
+
+
+def _value(
+    relevance: float,
+    eff: float,
+    kind: str,
+    days: float,
+    intent: str | None,
+    relevance_only: bool,
+) -> float:
+    """The ranking score, or the relevance alone when ``relevance_only``."""
+    if relevance_only:
+        return relevance
+    return ranking.score(relevance, eff, kind, days, intent)
 
 
 def _keyword_hits(memory: Memory, query: str, limit: int) -> dict[int, float]:
@@ -269,6 +310,7 @@ def _expand(
     kinds: set[str] | None,
     tags: set[str] | None,
     suppressed: set[str],
+    relevance_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Add graph neighbours of the shown hits, hop by hop, batched per hop.
 
@@ -293,7 +335,9 @@ def _expand(
             relevance = parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
             if relevance <= 0:
                 continue
-            result = _scored(memory, row, files[neighbour_id], relevance, now, intent, hop)
+            result = _scored(
+                memory, row, files[neighbour_id], relevance, now, intent, hop, relevance_only
+            )
             # Never above the hit that led here.
             ceiling = parent["_score"] * ranking.HOP_DISCOUNT
             result["_score"] = round(min(result["_score"], ceiling), 6)

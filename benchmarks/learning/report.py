@@ -1,0 +1,431 @@
+"""The learning-curve results as a markdown section for docs/benchmarks.md.
+
+:func:`markdown` renders whatever the results say, including where helix did
+not beat a baseline: every comparison sentence is computed from the numbers,
+and a difference whose 95% interval includes zero is called indistinguishable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE = (
+    "no_memory",
+    "relevance_only",
+    "helix_no_feedback",
+    "helix",
+    "helix_adversarial",
+    "oracle",
+)
+NAMES = {
+    NO_MEMORY: "no memory",
+    RELEVANCE: "relevance-only",
+    UNLEARNED: "helix ranking, no feedback",
+    HELIX: "helix",
+    ADVERSARIAL: "helix, adversarial builder",
+    ORACLE: "oracle",
+}
+CLASSES = ("helpful", "lesson", "distractor", "noise", "harmful")
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _cell(stat: dict[str, Any] | None, percent: bool = True) -> str:
+    """``61.3% [57.0, 65.6]``: the mean and its 95% interval across seeds."""
+    if not stat:
+        return "-"
+    if percent:
+        text = _pct(stat["mean"])
+        if stat.get("lo") is not None:
+            text += f" [{100 * stat['lo']:.1f}, {100 * stat['hi']:.1f}]"
+        return text
+    text = f"{stat['mean']:.1f}"
+    if stat.get("lo") is not None:
+        text += f" [{stat['lo']:.1f}, {stat['hi']:.1f}]"
+    return text
+
+
+def _points(stat: dict[str, Any]) -> str:
+    """A paired difference in percentage points with its interval."""
+    text = f"{100 * stat['mean']:+.1f} points"
+    if stat.get("lo") is not None:
+        text += f" (95% CI {100 * stat['lo']:+.1f} to {100 * stat['hi']:+.1f})"
+    return text
+
+
+def _verdict(stat: dict[str, Any]) -> str:
+    if stat.get("lo") is None:
+        return "one seed, so no interval"
+    if stat["lo"] > 0:
+        return "higher"
+    if stat["hi"] < 0:
+        return "lower"
+    return "not distinguishable from zero"
+
+
+def _mean(arms: dict[str, Any], arm: str, key: str) -> float | None:
+    stat = arms.get(arm, {}).get(key)
+    return None if not stat else stat["mean"]
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The section: setup, figure, tables, what it means, where helix did not
+    win, how to reproduce, and the limits of the model."""
+    arms = results["arms"]
+    cfg = results["config"]
+    seeds = results["seeds"]
+    paired = results.get("paired", {})
+    lines = [
+        "## Learning curve",
+        "",
+        "Does learning from verified outcomes make builders pass VERIFY more often than "
+        "retrieving by relevance alone? A simulated world runs the real helix library "
+        "(a SQLite store, the MiniLM model, `batch_inject`, settling through "
+        "`outcomes.finish` with a real VERIFY command, learning candidates stored as the "
+        "SubagentStop hook stores them, decay and prune at every session end). Ten task "
+        "families each have helpful advice, distractors written to read as relevant, and "
+        "harmful advice; a simulated builder's chance to pass rises with helpful advice "
+        "and falls with harmful advice. Insights enter over time from blocked tasks "
+        "(derived failures) and from explicit INSIGHTs of builders that passed. Every arm "
+        "faces the same tasks and the same random draws. The model is described in "
+        "`benchmarks/learning/simulation.py` and `benchmarks/learning/world.py`.",
+        "",
+        "![Learning curve: pass rate per block of tasks, per arm](learning-curve.png)",
+        "",
+        f"{len(seeds)} {results.get('seed_set', '')} seeds ({', '.join(map(str, seeds))}); "
+        f"{cfg['tasks']} tasks per seed in waves of {cfg['wave']}, {cfg['limit']} insights "
+        f"per task, blocks of {cfg['block']} tasks, a session (decay + prune) every "
+        f"{cfg['session_waves']} waves. Development seeds "
+        f"{', '.join(map(str, results.get('development_seeds', [])))} are the only ones any "
+        "parameter was looked at on"
+        + (
+            "; the figures below are from the held-out seeds."
+            if results.get("seed_set") == "held-out"
+            else "; **these figures are not from the held-out seeds.**"
+        )
+        + (
+            " **This is a `--quick` smoke run, not the reported result.**"
+            if results.get("quick")
+            else ""
+        )
+        + f" The run took {results.get('total_s', results.get('runtime_s', 0)) / 60:.1f} min.",
+        "",
+        "Mean across seeds, with the 95% t-interval in brackets:",
+        "",
+        "| arm | final block | second half | overall | helpful share of injected "
+        "| harmful share of injected | injected tokens per task |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for arm, label in NAMES.items():
+        entry = arms.get(arm)
+        if not entry:
+            continue
+        lines.append(
+            f"| {label} | {_cell(entry['final_block'])} | {_cell(entry['second_half'])} | "
+            f"{_cell(entry['overall'])} | {_cell(entry['helpful_share'])} | "
+            f"{_cell(entry['harmful_share'])} | {_cell(entry['tokens_per_task'], False)} |"
+        )
+    lines += [
+        "",
+        "Success is the share of tasks whose VERIFY passed. A helpful injected insight is "
+        "one whose advice (or pitfall) raises the pass chance of that task's family; "
+        "tokens are WordPiece tokens of the INSIGHTS block a builder prompt carries.",
+        "",
+    ]
+    if paired:
+        lines += [
+            "Paired differences (same seed, same draws), in percentage points:",
+            "",
+            "| comparison | final block | second half | overall |",
+            "| --- | --- | --- | --- |",
+        ]
+        for name, stats in paired.items():
+            a, b = name.split(" - ")
+            lines.append(
+                f"| {NAMES.get(a, a)} minus {NAMES.get(b, b)} | "
+                + " | ".join(
+                    _points(stats[k]).replace(" (95% CI ", " [").replace(")", "]")
+                    for k in ("final_block", "second_half", "overall")
+                )
+                + " |"
+            )
+        lines.append("")
+    ends = {
+        a: arms[a]["end_state"] for a in (HELIX, ADVERSARIAL) if arms.get(a, {}).get("end_state")
+    }
+    if ends:
+        lines += [
+            "What the store believed at the end, by what each stored insight really is "
+            "(averaged over seeds): how many were stored, their mean effectiveness (0.5 is "
+            "neutral), the share credited (above 0.55), discredited (below 0.45) and never "
+            "used (no settled task), and how many were pruned per seed:",
+            "",
+            "| arm | class | stored | mean effectiveness | credited | discredited | never used "
+            "| pruned |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for arm, end in ends.items():
+            for c in CLASSES:
+                if c not in end["stored_by_class"]:
+                    continue
+                lines.append(
+                    f"| {NAMES[arm]} | {c} | {end['stored_by_class'][c]:g} | "
+                    f"{end['mean_effectiveness'][c]:.3f} | {_pct(end['credited'].get(c), 0)} | "
+                    f"{_pct(end['discredited'].get(c), 0)} | {_pct(end['never_used'].get(c), 0)} "
+                    f"| {end['pruned_by_class'].get(c, 0):g} |"
+                )
+        lines.append("")
+    lines += ["### What it means", "", *_meaning(results), ""]
+    lines += ["### Where helix did not win", "", *_shortfalls(results), ""]
+    lines += [
+        "### Reproduce",
+        "",
+        "```sh",
+        "pip install -e '.[bench]'                                  # matplotlib",
+        "python benchmarks/learning/run.py                          # held-out seeds: results.json + docs/learning-curve.png",
+        "python benchmarks/learning/run.py --seeds dev              # the development seeds",
+        "python benchmarks/learning/run.py --quick                  # ~1 min smoke test",
+        "```",
+        "",
+        "The run is deterministic for a given helix version: the draws are seeded, and "
+        "insight names, rankings and VERIFY results do not depend on time or order of "
+        "execution. Results are in `benchmarks/learning/results.json` (with every seed's "
+        "figures and the machine they ran on).",
+        "",
+        "### Limits of the model",
+        "",
+        *_limits(results),
+    ]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _compare(paired: dict[str, Any], a: str, b: str) -> str | None:
+    """``+4.1 points (95% CI +2.2 to +6.0), higher`` for overall, second half and
+    final block of arm ``a`` minus arm ``b``."""
+    stats = paired.get(f"{a} - {b}")
+    if not stats:
+        return None
+    return "; ".join(
+        f"{label} {_points(stats[key])}, {_verdict(stats[key])}"
+        for key, label in (
+            ("overall", "overall"),
+            ("second_half", "second half"),
+            ("final_block", "final block"),
+        )
+    )
+
+
+def _meaning(results: dict[str, Any]) -> list[str]:
+    arms, paired = results["arms"], results.get("paired", {})
+    out = []
+    text = _compare(paired, HELIX, RELEVANCE)
+    if text:
+        out.append(
+            f"- **helix against relevance-only retrieval** (the same store and recall, no "
+            f"usefulness or recency weighting, no feedback): "
+            f"{_pct(_mean(arms, HELIX, 'overall'))} of tasks passed against "
+            f"{_pct(_mean(arms, RELEVANCE, 'overall'))}; paired differences: {text}."
+        )
+    learned = _compare(paired, HELIX, UNLEARNED)
+    ranking = _compare(paired, UNLEARNED, RELEVANCE)
+    if learned and ranking:
+        out.append(
+            "- **How much of that is learning**: helix's own ranking without any feedback "
+            "(usefulness stays neutral; the recency weighting remains, which favours "
+            f"insights that entered recently) against relevance-only: {ranking}. Feedback on "
+            f"top of it (helix against helix-without-feedback): {learned}. The second is "
+            "the part earned from verified outcomes."
+        )
+    rel_curve = arms.get(RELEVANCE, {}).get("curve", [])
+    none_curve = arms.get(NO_MEMORY, {}).get("curve", [])
+    helix_curve = arms.get(HELIX, {}).get("curve", [])
+    if len(rel_curve) > 1 and none_curve and helix_curve:
+        rise = rel_curve[-1]["mean"] - rel_curve[0]["mean"]
+        lead = helix_curve[-1]["mean"] - rel_curve[-1]["mean"]
+        out.append(
+            f"- **The pool grows for everyone**: relevance-only, which learns nothing, went "
+            f"from {_pct(rel_curve[0]['mean'])} in the first block to "
+            f"{_pct(rel_curve[-1]['mean'])} in the last (no memory: "
+            f"{_pct(none_curve[0]['mean'])} to {_pct(none_curve[-1]['mean'])}), because "
+            "failures derived from blocked tasks and INSIGHTs shared by builders keep adding "
+            f"relevant advice. That rise ({100 * rise:+.1f} points) is "
+            + ("larger" if rise > lead else "smaller")
+            + f" than helix's lead over relevance-only in the last block ({100 * lead:+.1f})."
+        )
+    vs_none = paired.get(f"{HELIX} - {NO_MEMORY}")
+    if vs_none:
+        out.append(
+            f"- **helix against no memory**: overall {_points(vs_none['overall'])}, "
+            f"{_verdict(vs_none['overall'])}."
+        )
+    helpful = {a: _mean(arms, a, "helpful_share") for a in (RELEVANCE, HELIX, ADVERSARIAL)}
+    harmful = {a: _mean(arms, a, "harmful_share") for a in (RELEVANCE, HELIX, ADVERSARIAL)}
+    if helpful[HELIX] is not None and helpful[RELEVANCE] is not None:
+        out.append(
+            f"- **What got injected**: {_pct(helpful[HELIX])} of helix's injected insights "
+            f"were helpful to their task, against {_pct(helpful[RELEVANCE])} for "
+            f"relevance-only; harmful ones were {_pct(harmful[HELIX])} against "
+            f"{_pct(harmful[RELEVANCE])}. Injected context per task: "
+            f"{_mean(arms, HELIX, 'tokens_per_task'):.0f} tokens for helix, "
+            f"{_mean(arms, RELEVANCE, 'tokens_per_task'):.0f} for relevance-only and "
+            f"{_mean(arms, ORACLE, 'tokens_per_task') or 0:.0f} for the oracle (which "
+            f"injects {_mean(arms, ORACLE, 'injected_per_task') or 0:.1f} insights per task "
+            f"against {_mean(arms, HELIX, 'injected_per_task'):.1f}: only helpful ones, "
+            "when the pool has them)."
+        )
+    adversarial = _compare(paired, ADVERSARIAL, HELIX)
+    if adversarial:
+        end = {a: arms.get(a, {}).get("end_state", {}) for a in (HELIX, ADVERSARIAL)}
+        eff = {a: end[a].get("mean_effectiveness", {}) for a in end}
+        sentence = (
+            "- **The adversarial builder** claimed DELIVERED and every injected insight on "
+            f"every task. Its pass rate minus helix's: {adversarial}."
+        )
+        if "distractor" in eff[ADVERSARIAL] and "distractor" in eff[HELIX]:
+            sentence += (
+                f" Its claims did not lift what does not help: distractors ended at mean "
+                f"effectiveness {eff[ADVERSARIAL]['distractor']:.3f} (honest builder: "
+                f"{eff[HELIX]['distractor']:.3f}), helpful advice at "
+                f"{eff[ADVERSARIAL].get('helpful', float('nan')):.3f} "
+                f"({eff[HELIX].get('helpful', float('nan')):.3f}). A claimed delivery whose "
+                "VERIFY fails is settled as blocked, and credit is relative to the baseline "
+                "pass rate, so claiming everything only spreads the verdicts VERIFY gave."
+            )
+        out.append(sentence)
+    oracle = _mean(arms, ORACLE, "second_half")
+    rel = _mean(arms, RELEVANCE, "second_half")
+    helix = _mean(arms, HELIX, "second_half")
+    if oracle is not None and rel is not None and helix is not None and oracle > rel:
+        out.append(
+            f"- **Against the ceiling**: the oracle, choosing from the same pool with "
+            f"perfect knowledge, passed {_pct(oracle)} in the second half. helix closed "
+            f"{100 * (helix - rel) / (oracle - rel):.0f}% of the gap between "
+            f"relevance-only ({_pct(rel)}) and the oracle."
+        )
+    return out
+
+
+def _shortfalls(results: dict[str, Any]) -> list[str]:
+    arms, paired = results["arms"], results.get("paired", {})
+    out = []
+    vs_relevance = paired.get(f"{HELIX} - {RELEVANCE}", {})
+    behind = [p["block"] for p in vs_relevance.get("curve", []) if p["mean"] < 0]
+    blocks = len(vs_relevance.get("curve", []))
+    if behind:
+        out.append(
+            f"- helix's mean pass rate was below relevance-only's in "
+            f"{'block' if len(behind) == 1 else 'blocks'} {', '.join(map(str, behind))} of "
+            f"{blocks}."
+        )
+    elif blocks:
+        unclear = [p["block"] for p in vs_relevance["curve"] if p["lo"] is None or p["lo"] <= 0]
+        out.append(
+            "- helix's mean pass rate was at or above relevance-only's in every block; in "
+            f"{len(unclear)} of {blocks} blocks the paired difference was not distinguishable "
+            "from zero."
+        )
+    for key, label in (
+        ("overall", "over the whole run"),
+        ("second_half", "in the second half"),
+        ("final_block", "in the final block"),
+    ):
+        stat = vs_relevance.get(key)
+        if stat and _verdict(stat) != "higher":
+            out.append(
+                f"- {label.capitalize()}, helix minus relevance-only was {_points(stat)}: "
+                f"{_verdict(stat)}, so helix did not demonstrably beat the baseline there."
+            )
+    learned = paired.get(f"{HELIX} - {UNLEARNED}", {})
+    for key, label in (("overall", "over the whole run"), ("second_half", "in the second half")):
+        stat = learned.get(key)
+        if stat and _verdict(stat) != "higher":
+            out.append(
+                f"- {label.capitalize()}, feedback itself (helix minus helix's ranking without "
+                f"feedback) was {_points(stat)}: {_verdict(stat)}. What learning adds there "
+                "is not demonstrated."
+            )
+    adversarial = paired.get(f"{ADVERSARIAL} - {HELIX}", {})
+    lower = [
+        f"{label}, {_points(adversarial[key])}"
+        for key, label in (
+            ("second_half", "in the second half"),
+            ("final_block", "in the final block"),
+        )
+        if adversarial.get(key) and _verdict(adversarial[key]) == "lower"
+    ]
+    if adversarial.get("overall") and _verdict(adversarial["overall"]) != "lower":
+        out.append(
+            "- The adversarial builder did not do demonstrably worse than the honest one over "
+            f"the whole run: {_points(adversarial['overall'])}"
+            + (
+                f"; it was lower {' and '.join(lower)}, one of many block-level comparisons"
+                if lower
+                else ""
+            )
+            + ". The benchmark shows that claiming everything does not corrupt the ranking; "
+            "it does not show that honest UTILIZED lists add anything over claiming all (the "
+            "honest builder here lists what it followed, which it cannot know to have helped)."
+        )
+    oracle, helix = _mean(arms, ORACLE, "second_half"), _mean(arms, HELIX, "second_half")
+    if oracle is not None and helix is not None and oracle > helix:
+        out.append(
+            f"- helix stayed below the oracle ({_pct(helix)} against {_pct(oracle)} in "
+            "the second half). Relevance dominates helix's score by design (an unproven "
+            "insight at high relevance beats a proven one at low relevance), and evidence "
+            "accumulates only for what gets injected."
+        )
+    end = arms.get(HELIX, {}).get("end_state", {})
+    credited = end.get("credited", {})
+    if "distractor" in credited and "helpful" in credited:
+        out.append(
+            f"- Credit is shared by whatever was injected together: "
+            f"{_pct(credited['distractor'], 0)} of the distractors (and "
+            f"{_pct(credited.get('noise'), 0)} of the failures derived from noise) ended "
+            f"credited above 0.55, against {_pct(credited['helpful'], 0)} of the helpful "
+            "advice. A distractor that is usually dealt next to helpful advice for the same "
+            "tasks rises with it; verification says the task passed, not which advice made "
+            "it pass."
+        )
+    never = end.get("never_used", {})
+    if never.get("helpful"):
+        out.append(
+            f"- {_pct(never['helpful'], 0)} of the stored helpful advice was never injected "
+            "into a settled task, so it never earned evidence: its wording is too far from "
+            "the tasks' (below the recall threshold, or outranked by more relevant insights), "
+            "and helix does not explore."
+        )
+    eff = end.get("mean_effectiveness", {})
+    if "helpful" in eff and "distractor" in eff and eff["helpful"] - eff["distractor"] < 0.1:
+        out.append(
+            f"- The learned signal is small: after {results['config']['tasks']} tasks helpful "
+            f"advice averaged effectiveness {eff['helpful']:.3f} and distractors "
+            f"{eff['distractor']:.3f}, a usefulness factor of "
+            f"{0.6 + 0.8 * (eff['helpful'] - 0.5):.2f} against "
+            f"{0.6 + 0.8 * (eff['distractor'] - 0.5):.2f} in helix's score."
+        )
+    return out
+
+
+def _limits(results: dict[str, Any]) -> list[str]:
+    cosines = results.get("world", {}).get("mean_cosine_to_own_tasks", {})
+    relevance = ", ".join(f"{c} {v:.2f}" for c, v in sorted(cosines.items()))
+    return [
+        "- The world, its texts and its effect sizes were written by helix's developers. "
+        "They are assumptions, not measurements of real agents: the benchmark shows whether "
+        "helix's loop learns when advice changes VERIFY outcomes by these amounts, not how "
+        "much real advice helps real agents.",
+        "- Distractors were deliberately written to read as relevant as the helpful advice "
+        f"(mean cosine of written advice to its own family's tasks: {relevance}). Where the "
+        "helpful advice is also the most relevant, relevance alone does well and there is "
+        "less to learn.",
+        "- The simulated builder follows every injected insight of its task's family and "
+        "nothing else; blocked tasks are not retried; one project with ten families.",
+        "- The honest builder claims (UTILIZED) what it followed, which is nearly "
+        "everything of its family that it was given: it cannot know which advice made "
+        "VERIFY pass, so its claims carry little more information than the adversary's. "
+        "A builder that could tell would make honest claims worth more than they are here.",
+        "- Injected tokens are counted with the embedding model's WordPiece tokenizer, a "
+        "proxy for an LLM's count.",
+    ]

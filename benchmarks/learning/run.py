@@ -1,0 +1,168 @@
+"""The learning-curve benchmark: success rate per block of tasks for six arms
+(no memory, relevance-only retrieval, helix's ranking without feedback, helix,
+helix with an adversarial builder, an oracle) in a simulated world that runs the
+real helix library.
+
+Writes ``benchmarks/learning/results.json`` and ``docs/learning-curve.png`` and
+prints the markdown report (``--json``: the results JSON on stdout; progress
+always goes to stderr). The reported figures come from the held-out seeds; the
+development seeds are the only ones any parameter was looked at on.
+
+    python benchmarks/learning/run.py [--quick] [--seeds dev|heldout] [--json]
+
+``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
+the full held-out run (240 tasks x 12 seeds x 6 arms) takes 2.5 min on an idle
+2-core machine and up to ~7 min when other jobs load it. The model and the world are described in
+``simulation.py`` and ``world.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import _common as common  # noqa: E402
+
+from learning import report, simulation  # noqa: E402
+
+RESULTS = common.BENCH_DIR / "learning" / "results.json"
+PLOT = common.REPO_DIR / "docs" / "learning-curve.png"
+SEED_SETS = {"dev": simulation.DEVELOPMENT_SEEDS, "heldout": simulation.HELD_OUT_SEEDS}
+COLOURS = {
+    simulation.NO_MEMORY: "#7f7f7f",
+    simulation.RELEVANCE: "#1f77b4",
+    simulation.UNLEARNED: "#9467bd",
+    simulation.HELIX: "#d62728",
+    simulation.ADVERSARIAL: "#ff7f0e",
+    simulation.ORACLE: "#2ca02c",
+}
+LABELS = {
+    simulation.NO_MEMORY: "no memory",
+    simulation.RELEVANCE: "relevance-only retrieval",
+    simulation.UNLEARNED: "helix ranking, no feedback",
+    simulation.HELIX: "helix",
+    simulation.ADVERSARIAL: "helix, adversarial builder",
+    simulation.ORACLE: "oracle (injects the helpful ones)",
+}
+
+
+def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
+    """Run the benchmark and return the results dict (nothing is written)."""
+    from threadpoolctl import threadpool_limits
+
+    cfg = simulation.Config.quick() if quick else simulation.Config()
+    seeds = SEED_SETS[seed_set][:2] if quick else SEED_SETS[seed_set]
+    started = datetime.now(UTC)
+    t0 = time.perf_counter()
+    # One BLAS thread: the run embeds texts one at a time, where more threads
+    # only contend with each other (and with the other jobs of a shared machine).
+    with threadpool_limits(1):
+        results = simulation.run(cfg, seeds, log=log)
+    results.update(
+        {
+            "name": "learning_curve",
+            "quick": quick,
+            "seed_set": "development" if seed_set == "dev" else "held-out",
+            "development_seeds": list(simulation.DEVELOPMENT_SEEDS),
+            "held_out_seeds": list(simulation.HELD_OUT_SEEDS),
+            "command": "python benchmarks/learning/run.py"
+            + (" --quick" if quick else "")
+            + (" --seeds dev" if seed_set == "dev" else ""),
+            "total_s": round(time.perf_counter() - t0, 1),
+            "measured_at": started.isoformat(timespec="seconds"),
+            "machine": common.machine_info(),
+        }
+    )
+    return results
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Left: success rate per block per arm, with the 95% band across seeds.
+    Right: helix minus relevance-only per block, paired by seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed, none probed for
+    import matplotlib.pyplot as plt
+
+    block = results["config"]["block"]
+    fig, (ax, diff_ax) = plt.subplots(
+        1, 2, figsize=(12, 5), dpi=120, gridspec_kw={"width_ratios": [3, 2]}
+    )
+    for arm in simulation.ARMS:
+        entry = results["arms"].get(arm)
+        if entry:
+            _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm])
+    seeds = results["seeds"]
+    ax.set_title(
+        f"VERIFY pass rate per block of {block} tasks: {len(seeds)} {results['seed_set']} "
+        f"seeds ({seeds[0]}..{seeds[-1]}),\nmean and 95% t-interval across seeds",
+        fontsize=9,
+    )
+    ax.set_xlabel("tasks completed")
+    ax.set_ylabel("share of tasks whose VERIFY passed")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+
+    pair = results["paired"].get(f"{simulation.HELIX} - {simulation.RELEVANCE}")
+    if pair:
+        _band(
+            diff_ax, pair["curve"], block, COLOURS[simulation.HELIX], "helix minus relevance-only"
+        )
+    diff_ax.axhline(0, color="black", linewidth=0.8)
+    diff_ax.set_title(
+        "helix minus relevance-only, paired by seed,\nmean and 95% t-interval", fontsize=9
+    )
+    diff_ax.set_xlabel("tasks completed")
+    diff_ax.set_ylabel("difference in pass rate")
+    diff_ax.set_ylim(-0.5, 0.5)
+    diff_ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _band(ax: Any, curve: list[dict[str, Any]], block: int, colour: str, label: str) -> None:
+    x = [point["block"] * block for point in curve]
+    ax.plot(x, [p["mean"] for p in curve], marker="o", markersize=3, color=colour, label=label)
+    if all(point["lo"] is not None for point in curve):
+        lo, hi = [p["lo"] for p in curve], [p["hi"] for p in curve]
+        ax.fill_between(x, lo, hi, color=colour, alpha=0.15, linewidth=0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke test")
+    parser.add_argument(
+        "--seeds",
+        choices=sorted(SEED_SETS),
+        default="heldout",
+        help="development seeds (for tuning) or held-out seeds (reported; the default)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
+    parser.add_argument("--plot", type=Path, default=PLOT, help="where to write the PNG")
+    args = parser.parse_args()
+
+    results = measure(args.quick, args.seeds)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    plot(results, args.plot)
+    common.log(f"wrote {args.out} and {args.plot} in {results['total_s']:.0f} s")
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        print(report.markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
