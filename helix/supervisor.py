@@ -167,6 +167,8 @@ class Supervisor:
     def run(self) -> int:
         """Run until a stop condition; return the exit code. Takes the run lock
         (raises RunLocked when another run is alive)."""
+        if self.options.dry_run:
+            return self._dry_run()
         lock = RunLock(self.home)
         lock.acquire()
         previous = signal.getsignal(signal.SIGTERM)
@@ -223,13 +225,8 @@ class Supervisor:
             raise Stop(f"max cycles reached ({limit} completed)")
         choice = self._select()
         if choice is not None:
-            if self.options.dry_run:
-                self._show_dry_run(choice)
-                raise Stop("dry run: nothing was run")
             self.cycle(choice)
             return
-        if self.options.dry_run:
-            raise Stop("dry run: no ready work; a check pass would run now")
         self._drain()
 
     # --------------------------------------------------------------- selection
@@ -761,6 +758,23 @@ class Supervisor:
         return result
 
     # ---------------------------------------------------------------- dry run
+    def _dry_run(self) -> int:
+        """Show the next choice and its prompt. Read-only: no lock, no claim, no
+        recovery, no state or injection files (a real run's state stays intact)."""
+        tasks = self._tasks()
+        choice = selection.choose(
+            tasks, self.clock(), self.state.skipped, self.state.focus, self.options.batch_size
+        )
+        if choice is None:
+            self.log.event("dry run: no ready work; a real run would ask a check pass now")
+            return DONE
+        try:
+            self._show_dry_run(choice)
+        finally:
+            if self._memory is not None:
+                self._memory.close()
+        return DONE
+
     def _show_dry_run(self, choice: selection.Choice) -> None:
         tasks = choice.tasks
         batch = injection.batch_inject(

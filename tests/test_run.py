@@ -455,6 +455,7 @@ def test_dry_run_shows_choice_and_prompt_and_changes_nothing(world: World) -> No
     assert f"would work on {task}" in proc.stderr
     assert (world.home / "tasks.jsonl").read_text() == before
     assert world.calls() == []
+    assert not (world.home / "run-state.json").exists() and not (world.home / "run.lock").exists()
     assert not (world.home / "injection-state").exists() or not any(
         (world.home / "injection-state").iterdir()
     )
