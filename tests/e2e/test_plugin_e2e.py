@@ -25,6 +25,7 @@ from fake_anthropic import (
     main_thread,
     notified,
     text,
+    tool_use,
 )
 from helix_project import (
     EXPLORER,
@@ -353,3 +354,109 @@ def test_hooks_survive_garbage_and_refuse_hostile_insights(run_claude, project: 
     assert "safety screen (content): contains an instruction-override phrase" in log
     assert "AKIAIOSFODNN7EXAMPLE" not in log and "previous instructions" not in log
     assert len(re.findall(r" SubagentStop ok \d+ ms", log)) == 4
+
+
+def test_parallel_foreground_builders_each_get_their_own_insights(
+    run_claude, project: Project
+) -> None:
+    names = project.stock("db", "auth", "css")
+    tasks = {
+        "db": project.task("Add a database migration for the orders table", "true"),
+        "auth": project.task("Refresh the expired JWT access token before retrying", "true"),
+        "css": project.task("Pin the frontend bundler version and lint the CSS", "true"),
+    }
+    scenario = Rules().add(opening, wave(*tasks.values(), background=False))
+    for task in tasks.values():
+        scenario.add(working_on(task), builder(delivered(f"{task['title']} done")))
+    scenario.add(main_thread, Reply.text("Wave 1 done."))
+    run = run_claude("Orchestrate: three builders in the foreground", scenario)
+
+    assert_clean(run, project)
+    (launch,) = [r for r in run.model_requests("main") if r.first_of_agent]
+    calls = [b for b in launch.reply.blocks if b["type"] == "tool_use"]
+    assert len(calls) == 3 and {c["input"]["run_in_background"] for c in calls} == {False}
+    assert all("INSIGHTS:" not in c["input"]["prompt"] for c in calls)
+    # SubagentStart added nothing: the insights came with each spawn's own prompt.
+    for event in run.hook_events("SubagentStart"):
+        assert "INJECTED" not in json.dumps(event), event
+    by_name = {n: c for c, n in names.items()}
+    for topic, task in tasks.items():
+        first = first_request(run, working_on(task))
+        given = injected(first)
+        # Its own objective's insights, and no other topic's, in its FIRST request:
+        # PreToolUse appended them to the prompt the main thread wrote.
+        assert given and {by_name[n] for n in given} <= set(TOPICS[topic]), (topic, given)
+        assert all(by_name[n] in first.first_user_text for n in given)
+        assert first.first_user_text.startswith(builder_prompt(task).strip())
+        assert first.all_text.count("INJECTED: ") == 1
+        assert injection.read_state(task["id"], project.home)["names"] == given
+        # Settled against its own task: feedback for exactly what it was given.
+        assert project.agent(first.agent_id)["task_id"] == task["id"]
+        events = project.feedback(task["id"])
+        assert sorted(e["insight"] for e in events) == sorted(given)
+        assert {(e["outcome"], e["verified"]) for e in events} == {("delivered", 1)}
+        assert project.get_task(task["id"])["status"] == "closed"
+
+
+def test_a_resumed_background_builder_settles_its_second_outcome_once(
+    run_claude, project: Project
+) -> None:
+    """SendMessage to a finished background agent resumes it (measured with 2.1.329):
+    SubagentStart, SubagentStop and the notification come again, for a new attempt."""
+    project.stock("db", "auth", "css")
+    task = project.task("Refresh the expired JWT access token before retrying", "test -f fixed.py")
+    retry = "Try again: the refresh helper belongs in fixed.py."
+    blocked = (
+        "BLOCKED: no place for the helper\nTRIED: read the client\nERROR: no module\nUTILIZED: []"
+    )
+
+    resumed: dict[str, str] = {}
+
+    def orchestrator(request: Request) -> Reply:
+        if request.first_of_agent:
+            return agent_call("helix:builder", builder_prompt(task))
+        (note,) = request.task_notifications or [None]
+        if note is not None and note.result.startswith("BLOCKED"):
+            resumed["agent"] = note.task_id
+            return Reply([tool_use("ToolSearch", {"query": "select:SendMessage"})])
+        if "SendMessage" in request.tool_names and "to" not in resumed:
+            resumed["to"] = resumed["agent"]
+            message = {"to": resumed["agent"], "message": retry, "summary": "retry the refresh"}
+            return Reply([tool_use("SendMessage", message)])
+        return Reply.text("Noted.")
+
+    def resumable(request: Request) -> Reply:
+        if request.first_of_agent:
+            return Reply.text(blocked)
+        if retry in request.last_user_text:
+            return Reply([tool_use("Bash", {"command": f"touch {project.path / 'fixed.py'}"})])
+        return Reply.text(delivered("refresh helper in fixed.py")(request))
+
+    scenario = Rules().add(main_thread, orchestrator).add(working_on(task), resumable)
+    run = run_claude(
+        "Orchestrate: build, then resume the builder",
+        scenario,
+        allowed_tools=("Agent", "Bash", "ToolSearch", "SendMessage"),
+    )
+
+    assert_clean(run, project)
+    first = first_request(run, working_on(task))
+    agent = first.agent_id
+    notes = [n for r in run.model_requests("main") for n in r.task_notifications]
+    assert [n.task_id for n in notes] == [agent, agent]
+    assert notes[0].result.startswith("BLOCKED") and "DELIVERED" in notes[1].result
+    assert len(run.hook_events("SubagentStart")) == len(run.hook_events("SubagentStop")) == 2
+    # Each attempt settled once: attempt 1 blocked (VERIFY failed), attempt 2 delivered.
+    assert project.logged("SubagentStop", agent, "settled helix:builder") == 1
+    assert project.logged("SubagentStop", agent, "settled attempt 2 of helix:builder") == 1
+    assert project.logged("UserPromptSubmit", agent, "already settled") == 2
+    outcomes = project.rows(
+        "SELECT outcome, verified, passed FROM task_outcome WHERE task_id = ?", task["id"]
+    )
+    assert outcomes == [("blocked", 1, 0), ("delivered", 1, 1)]
+    given = injected(first)
+    events = project.feedback(task["id"])
+    assert sorted(e["insight"] for e in events) == sorted(given + given)
+    assert [e["outcome"] for e in events] == ["blocked"] * len(given) + ["delivered"] * len(given)
+    record = project.get_task(task["id"])
+    assert record["status"] == "closed" and record["helix-attempts"] == 1
