@@ -17,7 +17,7 @@ with the real client against a scripted model). Each recorded hook payload goes,
 in the order the client started the hooks, to the real ``python -m helix hook
 EVENT`` on stdin, as the plugin's ``hooks/run-hook`` would send it: a builder is
 BLOCKED in session 1 and its failure is stored; in session 2 a builder on a similar
-task is given that failure at SubagentStart, delivers, and VERIFY passes. Only the
+task is given that failure in its prompt (PreToolUse), delivers, and VERIFY passes. Only the
 paths of the recording machine are placeholders, filled in with this project's.
 """
 
@@ -500,6 +500,7 @@ class Replay:
         self.env = env
         self.sessions: list[str] = []
         self.learned: list[str] = []
+        self.spawns: dict[Any, dict[str, Any]] = {}
         self.result: dict[str, Any] = {"hooks": [], "agents": {}, "feedback": {}}
 
     def run(self) -> dict[str, Any]:
@@ -616,12 +617,7 @@ class Replay:
                     f"    UserPromptSubmit: the builder's <task-notification> -> {self._again(call)}"
                 )
         elif event == "PreToolUse":
-            tool_input = payload.get("tool_input") or {}
-            fields = contracts.parse_prompt(str(tool_input.get("prompt") or "")).fields
-            note(
-                f"    PreToolUse: spawn of {tool_input.get('subagent_type')} for "
-                f"{fields.get('TASK_ID')} recorded"
-            )
+            self._tell_spawn(call, payload)
         elif event == "PostToolUse":
             response = payload.get("tool_response") or {}
             note(f"    PostToolUse: the background launch names agent {response.get('agentId')}")
@@ -660,27 +656,42 @@ class Replay:
         count = len(self._feedback(task_id))
         return f"already settled; still {count} feedback events for {task_id} (counted once)"
 
-    def _tell_start(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
-        agent = self._agent(payload["agent_id"])
-        context = (call["output"] or {}).get("hookSpecificOutput", {}).get("additionalContext", "")
-        self.result["agents"][payload["agent_id"]] = {
-            "session": len(self.sessions),
-            "task_id": agent.get("task_id"),
-            "injected": agent.get("injected", []),
-            "context": context,
+    def _tell_spawn(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
+        """PreToolUse answers with the spawn's prompt, its insights appended."""
+        tool_input = payload.get("tool_input") or {}
+        original = str(tool_input.get("prompt") or "")
+        output = (call["output"] or {}).get("hookSpecificOutput", {})
+        given = str((output.get("updatedInput") or {}).get("prompt") or original)
+        added = given[len(original) :] if given.startswith(original) else given
+        spawn = statefiles.read_json(self.home / "spawns" / f"{payload.get('tool_use_id')}.json")
+        spawn = spawn if isinstance(spawn, dict) else {}
+        self.spawns[payload.get("tool_use_id")] = {
+            "task_id": spawn.get("task_id"),
+            "injected": spawn.get("injected", []),
+            "context": added,
         }
-        lines = [ln for ln in context.splitlines() if ln.startswith("  - ")]
+        lines = [ln for ln in added.splitlines() if ln.startswith("  - ")]
         self.note(
-            f"    SubagentStart: {payload.get('agent_type')} {payload['agent_id'][:8]} "
-            f"({agent.get('task_id')}) gets {len(lines)} insights as additionalContext:"
+            f"    PreToolUse: spawn of {tool_input.get('subagent_type')} for "
+            f"{spawn.get('task_id')}: helix appends {len(lines)} insights to its prompt:"
         )
-        for name, line in list(zip(agent.get("injected", []), lines, strict=False))[:EXCERPT_LINES]:
+        for name, line in list(zip(spawn.get("injected", []), lines, strict=False))[:EXCERPT_LINES]:
             mark = "  <- learned in session 1" if name in self.learned else ""
             self.note(f"      {line.strip()[:150]}{mark}")
+
+    def _tell_start(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
+        self.result["agents"][payload["agent_id"]] = {"session": len(self.sessions)}
+        self.note(
+            f"    SubagentStart: {payload.get('agent_type')} {payload['agent_id'][:8]} starts "
+            "(its prompt already holds its insights)"
+        )
 
     def _tell_stop(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
         agent_id = payload["agent_id"]
         agent = self._agent(agent_id)
+        self.result["agents"].setdefault(agent_id, {}).update(
+            self.spawns.get(agent.get("tool_use_id"), {"task_id": agent.get("task_id")})
+        )
         result = agent.get("result") or {}
         task_id = agent.get("task_id")
         status = results.read_task_statuses(self.home).get(task_id, {})

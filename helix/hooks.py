@@ -5,27 +5,27 @@ to print, or None. ``helix hook <event>`` (in :mod:`helix.hook_cli`) reads the
 payload, calls :func:`handle`, and fails open: any error is logged to
 ``.helix/hooks.log`` and the session goes on.
 
-How a subagent's prompt is found (SubagentStart has no prompt field): PreToolUse
-records every helix spawn by tool_use_id. SubagentStart then looks for an exact
-link from its agent id to one spawn: the client's ``agent-<id>.meta.json`` (which
-Claude Code 2.1.329 writes only after SubagentStart has returned), or, for a
-background agent, the PostToolUse of its launch, which names the agent and runs
-while SubagentStart waits for it; else the subagent transcript's first user
-message. Without an exact link it takes the only unclaimed spawn of that agent
-type in the session; when several could be its own and a background launch may
-still name it, it waits (up to ``LINK_WAIT``) for that, and only then guesses the
-oldest. So background agents spawned in parallel in one message (the default)
-each get their own prompt's insights; foreground ones spawned together can only
-be guessed, by the order their spawns were recorded.
+Memory goes in where the prompt is known for certain: PreToolUse(Agent) sees the
+spawn's own ``tool_input``, chooses the insights for that prompt and appends them
+to it (``hookSpecificOutput.updatedInput``, which Claude Code 2.1.329 honours for
+the Agent tool), and records the spawn under its tool_use_id. SubagentStart has
+no prompt field, and parallel spawns of one agent type start in no fixed order,
+so it injects nothing; it only counts the agent's starts (a second start is a
+resume, e.g. by SendMessage).
 
 An agent's outcome can arrive three ways: SubagentStop (always), PostToolUse
 (foreground agents) and a ``<task-notification>`` prompt (background agents). The
-first one settles it under a per-agent lock; the others see it settled and do
-nothing, so feedback is never counted twice.
+first one settles it under a per-agent lock, after tying the agent to its spawn
+exactly (the tool_use_id the path carries, the client's ``agent-<id>.meta.json``,
+the background launch that named it, or failing those the prompt in the agent's
+transcript); the others find that attempt settled and do nothing, so feedback is
+never counted twice. A resumed agent's new outcome is a new attempt: it is
+settled too, once, when it carries an outcome of its own.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -55,7 +55,9 @@ VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
 STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
 LOCK_WAIT = 60.0
-LINK_WAIT = 5.0  # how long SubagentStart waits for a background launch to name its agent
+# The notification escapes these in an agent's <result> (measured with 2.1.329).
+_UNESCAPE = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+_TOOLS_SUMMARY = "<tools-used-before-summary>"
 _NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
 _TAG = "<{0}>(.*?)</{0}>"
 
@@ -134,151 +136,208 @@ def _briefing(memory) -> list[str]:
 
 
 # ------------------------------------------------------------------ PreToolUse
-def pre_tool_use(ctx: Context) -> None:
-    """Record a pending spawn of a helix agent so SubagentStart can find its prompt.
-    Never blocks: returns nothing."""
+def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
+    """Give a helix agent its memory by rewriting its prompt, and record the spawn.
+
+    Never blocks and never decides permission: the answer, if any, only carries
+    ``updatedInput``, the spawn's input with INSIGHTS and INJECTED lines appended."""
     payload = ctx.payload
     tool_input = payload.get("tool_input") or {}
     if payload.get("tool_name") not in ("Agent", "Task") or not isinstance(tool_input, dict):
         return None
-    if tool_input.get("subagent_type") not in AGENT_TYPES:
+    agent_type = tool_input.get("subagent_type")
+    if agent_type not in AGENT_TYPES:
         return None
     tool_use_id = payload.get("tool_use_id")
     if not isinstance(tool_use_id, str) or not tool_use_id:
         return None
-    statefiles.write_json(
-        ctx.home / SPAWN_DIR / f"{statefiles.file_id(tool_use_id, 'tool_use_id')}.json",
-        {
-            "tool_use_id": tool_use_id,
-            "subagent_type": tool_input.get("subagent_type"),
-            "prompt": str(tool_input.get("prompt") or ""),
-            "description": str(tool_input.get("description") or ""),
-            "background": tool_input.get("run_in_background", True) is not False,
-            "session_id": payload.get("session_id"),
-            "recorded_at": _now(),
-            "claimed_by": None,
-        },
+    statefiles.file_id(tool_use_id, "tool_use_id")
+    prompt = str(tool_input.get("prompt") or "")
+    spawn = {
+        "tool_use_id": tool_use_id,
+        "subagent_type": agent_type,
+        "prompt": prompt,
+        "description": str(tool_input.get("description") or ""),
+        "background": tool_input.get("run_in_background", True) is not False,
+        "session_id": payload.get("session_id"),
+        "recorded_at": _now(),
+        "claimed_by": None,
+    }
+    try:
+        prepared, block = _prepare(ctx, prompt, agent_type, f"spawn-{tool_use_id}")
+    except Exception:
+        # Recorded anyway, so its outcome can still be settled against its task.
+        spawn.update(_fields_of(prompt, agent_type, f"spawn-{tool_use_id}"), injection="failed")
+        _write_spawn(ctx, spawn)
+        raise
+    spawn.update(prepared)
+    _write_spawn(ctx, spawn)
+    if not block:
+        return None
+    separator = "" if not prompt or prompt.endswith("\n") else "\n"
+    updated = {**tool_input, "prompt": prompt + separator + block}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+
+
+def _prepare(
+    ctx: Context, prompt: str, agent_type: str, fallback_state: str
+) -> tuple[dict[str, Any], str | None]:
+    """What this prompt's agent gets from memory: (fields for its spawn record,
+    the INSIGHTS/INJECTED block to append, or None). Honours NO_INJECT and an
+    INJECTED list the orchestrator already wrote (``helix inject``)."""
+    parsed = contracts.parse_prompt(prompt)
+    fields = parsed.fields
+    prepared = _fields_of(prompt, agent_type, fallback_state, parsed)
+    if parsed.no_inject:
+        return {**prepared, "injection": "skipped: NO_INJECT"}, None
+    if fields.get("INJECTED"):
+        if injection.read_state(prepared["state_id"], ctx.home) is None:
+            with ctx.memory() as memory:
+                chosen = injection.record(
+                    memory,
+                    prepared["state_id"],
+                    prepared["objective"],
+                    prepared["injected"],
+                    ctx.home,
+                )
+            prepared["injected"] = chosen["names"]
+        return {**prepared, "injection": "from the prompt"}, None
+    if not ctx.paths.db.exists() or not prepared["objective"]:
+        return {**prepared, "injection": "none: no memory yet"}, None
+    with ctx.memory() as memory:
+        chosen = injection.inject(
+            memory,
+            prepared["objective"],
+            prepared["state_id"],
+            _limit(fields.get("MEMORY_LIMIT")),
+            [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
+            ctx.home,
+        )
+    prepared.update(injected=chosen["names"], injection="by the PreToolUse hook")
+    if not chosen["names"]:
+        return prepared, None
+    block = (
+        "INSIGHTS: (from past experience, added by helix; [n%] = how often it helped in "
+        "verified outcomes)\n" + chosen["block"] + "\n"
+        f"INJECTED: {json.dumps(chosen['names'])}\n"
     )
-    return None
+    return prepared, block
+
+
+def _fields_of(
+    prompt: str, agent_type: str, fallback_state: str, parsed: contracts.Prompt | None = None
+) -> dict[str, Any]:
+    """What settling needs to know from an agent's prompt."""
+    fields = (parsed or contracts.parse_prompt(prompt)).fields
+    role = AGENT_TYPES[agent_type]
+    task_id = _task_id(fields.get("TASK_ID")) if role == "builder" else None
+    return {
+        "task_id": task_id,
+        "state_id": task_id or fallback_state,
+        "verify": fields.get("VERIFY"),
+        "objective": _objective(fields, role, prompt),
+        "injected": list(fields.get("INJECTED") or []),
+    }
+
+
+def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
+    spawns = ctx.home / SPAWN_DIR
+    with _locked(spawns / ".lock"):
+        statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
 
 # --------------------------------------------------------------- SubagentStart
-def subagent_start(ctx: Context) -> dict[str, Any] | None:
-    """Inject memory into a helix agent through additionalContext."""
+def subagent_start(ctx: Context) -> None:
+    """Count a helix agent's start. The first start is the spawn PreToolUse already
+    prepared; a later one is a resume (SendMessage to a finished agent), which
+    opens a new attempt for :func:`settle`. Injects nothing (see the module
+    docstring) and takes no lock, so it never waits."""
     agent_id, agent_type = ctx.payload.get("agent_id"), ctx.payload.get("agent_type")
     if agent_type not in AGENT_TYPES or not isinstance(agent_id, str):
         return None
     statefiles.file_id(agent_id, "agent_id")
-    tool_use_id, prompt = _find_prompt(ctx, agent_id, agent_type)
-    parsed = contracts.parse_prompt(prompt)
-    fields = parsed.fields
-    role = AGENT_TYPES[agent_type]
-    task_id = _task_id(fields.get("TASK_ID")) if role == "builder" else None
+    line = {"at": _now(), "session_id": ctx.payload.get("session_id")}
+    statefiles.append_line(_starts_path(ctx, agent_id), json.dumps(line))
+    return None
+
+
+def _starts(ctx: Context, agent_id: str) -> int:
+    path = _starts_path(ctx, agent_id)
+    try:
+        return sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    except OSError:
+        return 0
+
+
+def _starts_path(ctx: Context, agent_id: str) -> Path:
+    return ctx.home / AGENT_DIR / f"{agent_id}.starts"
+
+
+# ------------------------------------------------ tying an agent to its spawn
+def _new_record(
+    ctx: Context, agent_id: str, agent_type: Any, tool_use_id: Any
+) -> dict[str, Any] | None:
+    """The agent's record, from its spawn when it can be found exactly, else from
+    the prompt in its transcript; None when it is not a helix agent."""
+    spawn = _spawn_of(ctx, agent_id, agent_type, tool_use_id)
+    if spawn is not None:
+        agent_type = spawn["subagent_type"]
+    if agent_type not in AGENT_TYPES:
+        return None
     record: dict[str, Any] = {
         "agent_id": agent_id,
         "agent_type": agent_type,
-        "tool_use_id": tool_use_id,
-        "task_id": task_id,
-        "state_id": task_id or f"agent-{agent_id}",
-        "verify": fields.get("VERIFY"),
+        "tool_use_id": None,
         "session_id": ctx.payload.get("session_id"),
-        "started_at": _now(),
-        "injected": [],
+        "attempt": 0,
         "settled": False,
+        "fingerprints": [],
     }
-    output = None
-    if parsed.no_inject:
-        record["injection"] = "skipped: NO_INJECT"
-    elif fields.get("INJECTED"):
-        # The orchestrator already injected (helix inject): keep its record, or
-        # record these names if it did not.
-        record["injected"] = list(fields["INJECTED"])
-        record["injection"] = "from the prompt"
-        if injection.read_state(record["state_id"], ctx.home) is None:
-            with ctx.memory() as memory:
-                injection.record(
-                    memory,
-                    record["state_id"],
-                    _objective(fields, role, prompt),
-                    record["injected"],
-                    ctx.home,
-                )
-    elif ctx.paths.db.exists():
-        objective = _objective(fields, role, prompt)
-        if objective:
-            with ctx.memory() as memory:
-                chosen = injection.inject(
-                    memory,
-                    objective,
-                    record["state_id"],
-                    _limit(fields.get("MEMORY_LIMIT")),
-                    [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
-                    ctx.home,
-                )
-            record["injected"] = chosen["names"]
-            record["injection"] = "by the SubagentStart hook"
-            if chosen["names"]:
-                text = (
-                    "INSIGHTS (from past experience; [n%] = how often it helped in verified "
-                    "outcomes):\n" + chosen["block"] + "\n"
-                    f"INJECTED: {json.dumps(chosen['names'])}\n"
-                    "Report the ones you actually used as UTILIZED: [...] in your final answer."
-                )
-                output = _context("SubagentStart", text)
-    statefiles.write_json(_agent_path(ctx, agent_id), record)
-    return output
+    if spawn is not None:
+        keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected")
+        record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
+        return record
+    prompt = _transcript_prompt(ctx, agent_id)
+    record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
+    record["injection"] = "from the transcript" if prompt else "unknown: no spawn, no prompt"
+    return record
 
 
-def _find_prompt(ctx: Context, agent_id: str, agent_type: str) -> tuple[str | None, str]:
-    """(tool_use_id, prompt) for a starting agent; see the module docstring."""
-    folder = _subagent_folder(ctx)
+def _spawn_of(
+    ctx: Context, agent_id: str, agent_type: Any, tool_use_id: Any
+) -> dict[str, Any] | None:
+    """The spawn this agent came from, found exactly: the tool_use_id the caller
+    knows, the one in the client's meta file, or a background launch naming it.
+    Claimed for the agent, so no other agent can take it."""
     spawns = ctx.home / SPAWN_DIR
-    session = ctx.payload.get("session_id")
-    deadline = time.monotonic() + LINK_WAIT
-    while True:
-        tool_use_id = _meta_tool_use_id(folder, agent_id)
-        prompt = _transcript_prompt(folder, agent_id) if folder is not None else None
-        with _locked(spawns / ".lock"):
-            pending = _pending(spawns, agent_type, agent_id, session)
-            exact = _read_spawn(spawns, tool_use_id) if tool_use_id else None
-            exact = exact or next((s for s in pending if s.get("agent_id") == agent_id), None)
-            if exact is not None:
-                _claim(spawns, exact, agent_id)
-                return exact["tool_use_id"], exact["prompt"]
-            if prompt is not None:
-                return tool_use_id, prompt
-            # Another launch may still name this agent: guessing now could swap prompts.
-            unsure = len(pending) > 1 and any(
-                s.get("background") and not s.get("agent_id") for s in pending
+    candidates = [tool_use_id, _meta_tool_use_id(ctx, agent_id)]
+    with _locked(spawns / ".lock"):
+        found = None
+        for candidate in candidates:
+            spawn = _read_spawn(spawns, candidate) if isinstance(candidate, str) else None
+            if spawn is not None and spawn.get("claimed_by") in (None, agent_id):
+                found = spawn
+                break
+        if found is None:
+            found = next(
+                (
+                    s
+                    for path in spawns.glob("*.json")
+                    if isinstance(s := statefiles.read_json(path), dict)
+                    and s.get("agent_id") == agent_id
+                ),
+                None,
             )
-            if not pending or not unsure or time.monotonic() >= deadline:
-                if not pending:
-                    return None, ""
-                # Parallel foreground spawns start in the order they were made.
-                guess = min(pending, key=lambda s: s.get("recorded_at") or "")
-                _claim(spawns, guess, agent_id)
-                return guess["tool_use_id"], guess["prompt"]
-        time.sleep(0.02)
+        if found is None or (agent_type in AGENT_TYPES and found["subagent_type"] != agent_type):
+            return None
+        if found.get("claimed_by") != agent_id:
+            found["claimed_by"] = agent_id
+            statefiles.write_json(spawns / f"{found['tool_use_id']}.json", found)
+        return found
 
 
-def _pending(spawns: Path, agent_type: str, agent_id: str, session: Any) -> list[dict[str, Any]]:
-    """Unclaimed spawns of ``agent_type`` in this session that could be this agent's
-    (not named by another agent's launch)."""
-    found = []
-    for path in sorted(spawns.glob("*.json")):
-        spawn = statefiles.read_json(path)
-        if (
-            isinstance(spawn, dict)
-            and spawn.get("subagent_type") == agent_type
-            and not spawn.get("claimed_by")
-            and spawn.get("agent_id") in (None, agent_id)
-            and (not isinstance(session, str) or spawn.get("session_id") in (None, session))
-        ):
-            found.append(spawn)
-    return found
-
-
-def _meta_tool_use_id(folder: Path | None, agent_id: str) -> str | None:
+def _meta_tool_use_id(ctx: Context, agent_id: str) -> str | None:
+    folder = _subagent_folder(ctx)
     if folder is None:
         return None
     value = statefiles.read_json(folder / f"agent-{agent_id}.meta.json")
@@ -288,6 +347,10 @@ def _meta_tool_use_id(folder: Path | None, agent_id: str) -> str | None:
 
 
 def _subagent_folder(ctx: Context) -> Path | None:
+    """Where the client keeps subagent transcripts and meta files for this session."""
+    agent_transcript = ctx.payload.get("agent_transcript_path")
+    if isinstance(agent_transcript, str) and agent_transcript:
+        return Path(agent_transcript).parent
     transcript, session = ctx.payload.get("transcript_path"), ctx.payload.get("session_id")
     if not isinstance(transcript, str) or not isinstance(session, str):
         return None
@@ -301,11 +364,6 @@ def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
         return None
     value = statefiles.read_json(spawns / f"{name}.json")
     return value if isinstance(value, dict) else None
-
-
-def _claim(spawns: Path, spawn: dict[str, Any], agent_id: str) -> None:
-    spawn["claimed_by"] = agent_id
-    statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
 
 def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
@@ -323,8 +381,11 @@ def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
             statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
 
-def _transcript_prompt(folder: Path, agent_id: str) -> str | None:
-    """The first user message of the subagent transcript: its prompt."""
+def _transcript_prompt(ctx: Context, agent_id: str) -> str | None:
+    """The first user message of the subagent transcript: its prompt as it got it."""
+    folder = _subagent_folder(ctx)
+    if folder is None:
+        return None
     for line in _read_lines(folder / f"agent-{agent_id}.jsonl", first_only=True):
         message = line.get("message") or {}
         if line.get("type") == "user" and message.get("role") == "user":
@@ -369,33 +430,77 @@ def subagent_stop(ctx: Context) -> None:
     return None
 
 
-def settle(ctx: Context, agent_id: str, text: str, agent_type: str | None = None) -> bool:
-    """Apply one agent's final message once; False if it was settled already."""
+def settle(
+    ctx: Context,
+    agent_id: str,
+    text: str,
+    agent_type: str | None = None,
+    tool_use_id: str | None = None,
+) -> bool:
+    """Apply one attempt of an agent's final message, once; False when there was
+    nothing to settle.
+
+    The attempt is the number of times the agent started (a resume starts it
+    again). A text already settled, or an attempt already settled, is not applied
+    again: the three paths report the same outcome. A resumed attempt is settled
+    only when it reports an outcome of its own (an agent asked a question after
+    it finished has not attempted the task again)."""
     statefiles.file_id(agent_id, "agent_id")
     path = _agent_path(ctx, agent_id)
     event = str(ctx.payload.get("hook_event_name") or "settle")
+    text = text.strip()
+    fingerprint = hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
     with _locked(ctx.home / AGENT_DIR / f".{agent_id}.lock"):
         record = statefiles.read_json(path)
         if not isinstance(record, dict):
-            if agent_type not in AGENT_TYPES:
-                return False  # not a helix agent we saw start
-            record = {"agent_id": agent_id, "agent_type": agent_type, "state_id": None}
-        if record.get("settled"):
+            record = _new_record(ctx, agent_id, agent_type, tool_use_id)
+            if record is None:
+                return False  # not a helix agent
+        attempt = max(1, _starts(ctx, agent_id))
+        done = record.get("attempt", 1 if record.get("settled") else 0)
+        if fingerprint in record.get("fingerprints", []) or done >= attempt:
             log(ctx.home, event, f"{agent_id}: already settled at {record.get('settled_at')}")
             return False
-        role = AGENT_TYPES.get(record.get("agent_type"), "")
-        if role == "explorer":
+        role = AGENT_TYPES[record["agent_type"]]
+        record.update(attempt=attempt, settled=True, settled_at=_now())
+        record["fingerprints"] = [*record.get("fingerprints", []), fingerprint]
+        if attempt > 1 and not _has_outcome(role, text):
+            record["result"] = {"skipped": f"resumed (attempt {attempt}) without a new outcome"}
+        elif role == "explorer":
             record["result"] = _settle_explorer(ctx, agent_id, text)
         elif role == "builder":
+            if attempt > 1:
+                _new_attempt(ctx, record)
             record["result"] = _settle_builder(ctx, record, text)
         else:
             record["result"] = _settle_planner(ctx, record, text)
-        record["settled"] = True
-        record["settled_at"] = _now()
         statefiles.write_json(path, record)
     result = json.dumps(record["result"], ensure_ascii=False)[:1000]
-    log(ctx.home, event, f"{agent_id}: settled {record.get('agent_type')} {result}")
+    what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
+    log(ctx.home, event, f"{agent_id}: {what} {record['agent_type']} {result}")
     return True
+
+
+def _has_outcome(role: str, text: str) -> bool:
+    if role == "builder":
+        return contracts.parse_outcome(text).status != "unknown"
+    if role == "explorer":
+        return bool(contracts.parse_exploration(text).findings)
+    plan = contracts.parse_plan(text)
+    return bool(plan.tasks or plan.insights)
+
+
+def _new_attempt(ctx: Context, record: dict[str, Any]) -> None:
+    """A resumed builder still holds the insights it was given: they are this
+    attempt's injection too, recorded afresh so feedback applies to it once."""
+    state_id = record.get("state_id")
+    state = injection.read_state(state_id, ctx.home) if state_id else None
+    if state is None or not state.get("settled_at"):
+        return
+    with ctx.memory() as memory:
+        injection.record(
+            memory, state_id, record.get("objective") or "", record.get("injected") or [], ctx.home
+        )
 
 
 def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
@@ -513,7 +618,7 @@ def _transcript_answer(path: Any) -> str:
 # ------------------------------------------------ PostToolUse, UserPromptSubmit
 def post_tool_use(ctx: Context) -> None:
     """A foreground agent's result; a background launch carries none, but names the
-    agent of its spawn (see :func:`_find_prompt`)."""
+    agent of its spawn (see :func:`_spawn_of`)."""
     response = ctx.payload.get("tool_response")
     if ctx.payload.get("tool_name") not in ("Agent", "Task") or not isinstance(response, dict):
         return None
@@ -524,7 +629,15 @@ def post_tool_use(ctx: Context) -> None:
         return None
     agent_id = response.get("agentId")
     if isinstance(agent_id, str):
-        settle(ctx, agent_id, _text_of(response.get("content")), response["agentType"])
+        content = response.get("content")
+        if isinstance(content, list):  # the client's own note on the tools used is not the answer
+            content = [
+                b
+                for b in content
+                if not (isinstance(b, dict) and str(b.get("text", "")).startswith(_TOOLS_SUMMARY))
+            ]
+        text = _text_of(content)
+        settle(ctx, agent_id, text, response["agentType"], ctx.payload.get("tool_use_id"))
     return None
 
 
@@ -536,7 +649,10 @@ def user_prompt_submit(ctx: Context) -> None:
     for block in _NOTIFICATION.findall(prompt):
         agent_id = _tag(block, "task-id")
         if agent_id and _tag(block, "status") == "completed":
-            settle(ctx, agent_id, _tag(block, "result"))
+            result = _tag(block, "result")
+            for escaped, plain in _UNESCAPE:
+                result = result.replace(escaped, plain)
+            settle(ctx, agent_id, result, None, _tag(block, "tool-use-id") or None)
     return None
 
 
@@ -571,8 +687,12 @@ def session_end(ctx: Context) -> None:
             if path.is_file() and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
     for path in injection.state_dir(ctx.home).glob("*.json"):
+        if path.stat().st_mtime >= cutoff:
+            continue
         state = statefiles.read_json(path)
-        if isinstance(state, dict) and state.get("settled_at") and path.stat().st_mtime < cutoff:
+        # An explorer's or planner's injection (keyed by its spawn) is never settled.
+        done = isinstance(state, dict) and state.get("settled_at")
+        if done or path.name.startswith(("spawn-", "agent-")):
             path.unlink(missing_ok=True)
     _truncate_status(ctx.home)
     return None

@@ -133,4 +133,6 @@ def apply(
     tracker.update(task_id, **fields)
     if task.get("status") == "in_progress":
         return tracker.unclaim(task_id)
+    if task.get("status") == "closed" and task.get("outcome") == "delivered":
+        return tracker.reopen(task_id)  # a later attempt (a resumed agent) undid it
     return tracker.get(task_id)

@@ -111,7 +111,8 @@ def test_demo_replays_the_sessions_through_the_hook_commands(scratch):
 
     first, second = sorted(replay["agents"].values(), key=lambda a: a["session"])
     (failure,) = replay["learned"]
-    # Session 1: insights injected at SubagentStart; BLOCKED, VERIFY failed; failure stored.
+    # Session 1: insights added to the prompt at PreToolUse; BLOCKED, VERIFY failed;
+    # the failure is stored.
     assert first["injected"] and "INJECTED: " in first["context"]
     assert (first["claimed"], first["outcome"], first["verify_exit"]) == ("blocked", "blocked", 1)
     assert first["stored"] == [failure]
@@ -152,7 +153,7 @@ def test_demo_command_prints_the_story(tmp_path):
     assert "claimed DELIVERED; VERIFY exit 1 -> blocked" in text
     assert "VERIFY exit 0 -> delivered" in text
     assert "PARENT_DELIVERIES" in text
-    assert "SubagentStart: helix:builder" in text and "<- learned in session 1" in text
+    assert "PreToolUse: spawn of helix:builder" in text and "<- learned in session 1" in text
     assert "claimed BLOCKED; VERIFY exit 1 -> blocked" in text
     assert "claimed DELIVERED; VERIFY exit 0 -> delivered" in text
     assert "already settled" in text and "exit codes [0]" in text

@@ -1,10 +1,12 @@
-"""Fresh-process hook latency: ``helix hook SubagentStart`` with 1,000 insights.
+"""Fresh-process hook latency: the injecting hook, ``helix hook PreToolUse``, with
+1,000 insights.
 
 What a Claude Code session waits for before each helix subagent starts: a new
-process reads the payload, finds the agent's prompt (recorded by PreToolUse),
-recalls insights for it with the real model, writes the injection state and
-prints the hook JSON. Also timed: PreToolUse (recording the spawn) and
-SubagentStop for a builder whose VERIFY is ``true`` (parse, verify, feedback,
+process reads the Agent call's payload, recalls insights for its prompt with the
+real model, writes the injection state and the spawn record, and prints the hook
+JSON whose ``updatedInput`` carries the prompt with the insights appended. Also
+timed: SubagentStart (counts the start) and SubagentStop for a builder whose
+VERIFY is ``true`` (ties the agent to its spawn, parse, verify, feedback,
 learning, status line).
 
 Method: the 1,000-insight store of ``recall_fresh.py``; per run a new agent id
@@ -12,7 +14,8 @@ and tool_use_id and a different builder task text; each hook is a separate
 ``python -m helix hook EVENT`` process fed the payload on stdin, timed around
 Popen .. wait4 with its peak RSS. 2 warm-up runs, then ``--runs`` timed runs.
 
-Target (issue 4): median SubagentStart <= 0.5 s.
+Target (issue 4, set for the hook that injects): median <= 0.5 s. Until helix
+injected in PreToolUse (updatedInput) that hook was SubagentStart.
 
     python benchmarks/perf/hook_latency.py [--runs 20] [--json]
 """
@@ -132,11 +135,13 @@ def main() -> int:
                 ),
             ]
             for event, payload in steps:
-                if event == "SubagentStart":  # the client writes the prompt line first
+                if event == "SubagentStop":  # what the client has written by then
                     folder = transcript.parent / SESSION / "subagents"
                     folder.mkdir(parents=True, exist_ok=True)
                     line = {"type": "user", "message": {"role": "user", "content": prompt}}
                     (folder / f"agent-{agent}.jsonl").write_text(json.dumps(line) + "\n")
+                    meta = {"agentType": "helix:builder", "toolUseId": tool_use}
+                    (folder / f"agent-{agent}.meta.json").write_text(json.dumps(meta))
                 measured = hook(event, payload, env, project)
                 if n >= 2:  # warm-up runs are not counted
                     timings[event].append(measured)
@@ -151,25 +156,25 @@ def main() -> int:
         }
         for event, ms in timings.items()
     }
-    start_walls = [m["wall"] for m in timings["SubagentStart"]]
-    injected = sum(m["injected"] for m in timings["SubagentStart"])
-    med = common.median(start_walls)
+    inject_walls = [m["wall"] for m in timings["PreToolUse"]]
+    injected = sum(m["injected"] for m in timings["PreToolUse"])
+    med = common.median(inject_walls)
     passed = med <= TARGET_S and all(s["errors"] == 0 for s in summary.values())
     res = common.result(
         "hook_latency",
-        f"median SubagentStart <= {TARGET_S} s (fresh process, 1000 insights)",
+        f"median PreToolUse(Agent), which injects, <= {TARGET_S} s (fresh process, 1000 insights)",
         round(med, 3),
-        round(common.p90(start_walls), 3),
+        round(common.p90(inject_walls), 3),
         "s",
         passed,
         {
-            "thresholds": {"subagent_start_median_s": TARGET_S},
+            "thresholds": {"injecting_hook_median_s": TARGET_S},
             "runs": runs,
             "store": store,
             "events": summary,
-            "subagent_start_injected": f"{injected}/{len(start_walls)}",
+            "pre_tool_use_injected": f"{injected}/{len(inject_walls)}",
             "headline_extra": (
-                f"PreToolUse {common.median([m['wall'] for m in timings['PreToolUse']]):.3f} s, "
+                f"SubagentStart {common.median([m['wall'] for m in timings['SubagentStart']]):.3f} s, "
                 f"SubagentStop {common.median([m['wall'] for m in timings['SubagentStop']]):.3f} s"
             ),
         },
@@ -179,7 +184,7 @@ def main() -> int:
         f"peak RSS {s['peak_rss_mb_max']} MB  errors {s['errors']}"
         for event, s in summary.items()
     ]
-    lines.append(f"SubagentStart injected insights in {injected}/{len(start_walls)} runs")
+    lines.append(f"PreToolUse injected insights in {injected}/{len(inject_walls)} runs")
     return common.finish(res, args.json, lines)
 
 

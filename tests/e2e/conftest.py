@@ -7,6 +7,8 @@ drives is missing (`HELIX_CLAUDE_BIN`, else
 `<repo>/.cache/npm/node_modules/.bin/codex`).
 A failing test's report gets a "claude runs" section: every request the fake
 server saw and every stream-json event, which is usually all one needs.
+`helix_on_path` and `project` serve the plugin tests: the `helix` the runs find
+is this checkout, and `project` reads what helix wrote under the sandbox's `.helix/`.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from pathlib import Path
 
 import claude_runner
 import pytest
-from claude_runner import REPO_ROOT, ClaudeRun, Sandbox, agent_body, claude_binary
+from claude_runner import REPO_ROOT, ClaudeRun, Sandbox, agent_body, build_env, claude_binary
 from codex_runner import CODEX_VERSION, codex_binary
 from fake_anthropic import Scenario
+from helix_project import Project
 
 E2E_DIR = Path(__file__).resolve().parent
 _RUNS = pytest.StashKey[list[tuple[str, ClaudeRun]]]()
@@ -215,3 +218,30 @@ def run_claude(request: pytest.FixtureRequest, claude_bin: Path, sandbox: Sandbo
         return result
 
     return run
+
+
+@pytest.fixture(scope="session")
+def helix_on_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `helix` that hooks/run-hook (and the orchestrator's Bash calls) find on
+    the runs' PATH, checked to import this checkout."""
+    env = build_env(Sandbox.create(tmp_path_factory.mktemp("path"), git=False), "http://x")
+    found = subprocess.run(
+        ["sh", "-c", "command -v helix"], env=env, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    assert found, "no helix on the PATH the claude runs get"
+    interpreter = Path(found).read_text().splitlines()[0].removeprefix("#!").strip()
+    origin = subprocess.run(
+        [interpreter, "-c", "import helix; print(helix.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(origin).is_relative_to(REPO_ROOT), f"{found} imports helix from {origin}"
+    return Path(found)
+
+
+@pytest.fixture
+def project(sandbox: Sandbox, helix_on_path: Path, minilm) -> Project:
+    """The sandbox project with helix's store, tasks and logs, read with the real model."""
+    return Project(sandbox, minilm)

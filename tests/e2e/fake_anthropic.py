@@ -139,9 +139,15 @@ def _is_reminder(block: dict[str, Any]) -> bool:
     )
 
 
+_TRAILING_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*$", re.S)
+
+
 def _block_text(block: dict[str, Any], reminders: bool = True) -> str:
     if block.get("type") == "text":
-        return "" if not reminders and _is_reminder(block) else block.get("text", "")
+        if reminders:
+            return block.get("text", "")
+        # The client appends reminders to tool output too ("<total_tokens>...").
+        return "" if _is_reminder(block) else _TRAILING_REMINDER.sub("", block.get("text", ""))
     if block.get("type") == "tool_result":
         inner = _blocks(block.get("content"))
         return "\n".join(t for b in inner if (t := _block_text(b, reminders)))

@@ -14,203 +14,37 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import threading
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
-import pytest
-from claude_runner import REPO_ROOT, ClaudeRun, Sandbox, build_env
 from fake_anthropic import (
     Reply,
     Request,
     Rules,
     agent_call,
-    agent_type_is,
     main_thread,
     notified,
     text,
     tool_use,
 )
+from helix_project import (
+    EXPLORER,
+    PLANNER,
+    TOPICS,
+    Project,
+    assert_clean,
+    builder,
+    builder_prompt,
+    delivered,
+    first_request,
+    injected,
+    is_json,
+    opening,
+    wave,
+    working_on,
+)
 
 from helix import contracts, injection, results
-from helix.memory import Memory
-from helix.tracker import Tracker
-
-TOPICS = {
-    "db": [
-        "When adding a database migration, run the upgrade inside one transaction",
-        "When a migration adds a NOT NULL column, give it a server default first",
-    ],
-    "auth": [
-        "When the JWT access token expires, refresh it before retrying the request",
-        "Validate JWT expiry with a small clock-skew leeway of thirty seconds",
-    ],
-    "css": [
-        "When the frontend build is flaky, pin the bundler version in package.json",
-        "Run the CSS linter before the frontend bundle step so broken styles fail fast",
-    ],
-}
-EXPLORER = agent_type_is("# helix explorer")
-PLANNER = agent_type_is("# helix planner")
-_INJECTED = re.compile(r"^INJECTED: (\[.*\])$", re.M)
-
-
-# --------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module")
-def helix_on_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The `helix` that hooks/run-hook finds on the runs' PATH imports this checkout."""
-    env = build_env(Sandbox.create(tmp_path_factory.mktemp("path"), git=False), "http://x")
-    found = subprocess.run(
-        ["sh", "-c", "command -v helix"], env=env, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    assert found, "no helix on the PATH the claude runs get"
-    interpreter = Path(found).read_text().splitlines()[0].removeprefix("#!").strip()
-    origin = subprocess.run(
-        [interpreter, "-c", "import helix; print(helix.__file__)"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert Path(origin).is_relative_to(REPO_ROOT), f"{found} imports helix from {origin}"
-    return Path(found)
-
-
-class Project:
-    """The sandbox's project as helix sees it: its store, task graph and logs."""
-
-    def __init__(self, sandbox: Sandbox, embedder):
-        self.sandbox = sandbox
-        self.path = sandbox.project
-        self.home = sandbox.helix_home
-        self.embedder = embedder
-
-    def memory(self) -> Memory:
-        return Memory(self.home / "helix.db", embedder=self.embedder)
-
-    def stock(self, *topics: str) -> dict[str, str]:
-        """Store the insights of ``topics`` (real model); return {content: name}."""
-        with self.memory() as memory:
-            return {t: memory.store(t)["name"] for topic in topics for t in TOPICS[topic]}
-
-    def task(self, title: str, verify: str) -> dict[str, Any]:
-        return Tracker(self.home / "tasks.jsonl").create(title, verify=verify)
-
-    def get_task(self, task_id: str) -> dict[str, Any]:
-        return Tracker(self.home / "tasks.jsonl").get(task_id)
-
-    def rows(self, sql: str, *args: Any) -> list[tuple]:
-        with self.memory() as memory:
-            return memory.conn.execute(sql, args).fetchall()
-
-    def feedback(self, task_id: str | None = None) -> list[dict[str, Any]]:
-        sql = "SELECT insight, task_id, outcome, verified, causal, delta FROM feedback_event"
-        rows = self.rows(sql + " WHERE task_id = ?", task_id) if task_id else self.rows(sql)
-        keys = ("insight", "task_id", "outcome", "verified", "causal", "delta")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
-
-    def effectiveness(self) -> dict[str, float]:
-        return dict(self.rows("SELECT name, effectiveness FROM insight"))
-
-    def agent(self, agent_id: str) -> dict[str, Any]:
-        return json.loads((self.home / "agents" / f"{agent_id}.json").read_text())
-
-    def log(self) -> str:
-        return (self.home / "hooks.log").read_text()
-
-    def logged(self, event: str, agent_id: str, what: str) -> int:
-        return len(re.findall(rf" {event} {agent_id}: {what}", self.log()))
-
-    def transcript(self, agent_id: str) -> Path:
-        """Where the client keeps a subagent's transcript (next to its meta file)."""
-        (meta,) = self.sandbox.config_dir.glob(f"projects/*/*/subagents/agent-{agent_id}.meta.json")
-        return meta.with_name(f"agent-{agent_id}.jsonl")
-
-
-@pytest.fixture
-def project(sandbox: Sandbox, helix_on_path: Path, minilm) -> Project:
-    return Project(sandbox, minilm)
-
-
-# ---------------------------------------------------------------------- helpers
-def builder_prompt(task: dict[str, Any]) -> str:
-    """The prompt the helix skill gives a builder, without insights (the hook adds them)."""
-    return contracts.builder_prompt(task["id"], task["title"], task["title"], task.get("verify"))
-
-
-def wave(*tasks: dict[str, Any]) -> Reply:
-    """One assistant message spawning a builder per task (in the background: the default)."""
-    calls = [
-        tool_use(
-            "Agent",
-            {
-                "description": t["title"][:40],
-                "prompt": builder_prompt(t),
-                "subagent_type": "helix:builder",
-            },
-        )
-        for t in tasks
-    ]
-    return Reply([text(f"Wave of {len(calls)}."), *calls])
-
-
-def opening(request: Request) -> bool:
-    return main_thread(request) and request.first_of_agent
-
-
-def working_on(task: dict[str, Any]) -> Callable[[Request], bool]:
-    return lambda r: r.is_subagent and f"TASK_ID: {task['id']}" in r.first_user_text
-
-
-def injected(request: Request) -> list[str]:
-    """The INJECTED names the SubagentStart hook put into this agent's conversation."""
-    found = _INJECTED.findall(request.all_text)
-    return json.loads(found[-1]) if found else []
-
-
-def builder(final: Callable[[Request], str] | str, bash: str | None = None):
-    """A scripted builder: optionally one Bash call first, then its final message
-    (a callable gets the request, e.g. to name the insights it was given)."""
-
-    def reply(request: Request) -> Reply:
-        if bash is not None and request.first_of_agent:
-            return Reply([tool_use("Bash", {"command": bash})])
-        return Reply.text(final(request) if callable(final) else final)
-
-    return reply
-
-
-def delivered(summary: str) -> Callable[[Request], str]:
-    """DELIVERED, naming every injected insight as utilized."""
-    return lambda r: f"Done.\nDELIVERED: {summary}\nUTILIZED: {json.dumps(injected(r))}\n"
-
-
-def first_request(run: ClaudeRun, when: Callable[[Request], bool]) -> Request:
-    (found,) = [r for r in run.first_requests_of_agents() if when(r)]
-    return found
-
-
-def assert_clean(run: ClaudeRun, project: Project) -> None:
-    """claude exited 0, every hook answered with exit 0, no helix hook failed open."""
-    assert not run.timed_out and run.returncode == 0, run.describe()
-    assert not run.server_errors, run.describe()
-    assert run.result.get("is_error") is False, run.describe()
-    responses = run.hook_events()
-    assert responses, run.describe()
-    for event in responses:
-        assert event["exit_code"] == 0, event
-        assert "helix hook" not in (event.get("stderr") or ""), event
-    assert " error " not in project.log(), project.log()
-
-
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
 
 
 # ------------------------------------------------------------------- scenarios
@@ -501,7 +335,7 @@ def test_hooks_survive_garbage_and_refuse_hostile_insights(run_claude, project: 
         for t in (torn, missing, malformed, hostile)
     }
     assert project.transcript(agents[missing["id"]]).is_dir()
-    assert not all(_is_json(line) for line in project.transcript(agents[torn["id"]]).open())
+    assert not all(is_json(line) for line in project.transcript(agents[torn["id"]]).open())
     # Garbage settles once, as a crash: no credit, the task stays open.
     status = results.read_task_statuses(project.home)
     for task in (torn, missing, malformed):
@@ -520,3 +354,109 @@ def test_hooks_survive_garbage_and_refuse_hostile_insights(run_claude, project: 
     assert "safety screen (content): contains an instruction-override phrase" in log
     assert "AKIAIOSFODNN7EXAMPLE" not in log and "previous instructions" not in log
     assert len(re.findall(r" SubagentStop ok \d+ ms", log)) == 4
+
+
+def test_parallel_foreground_builders_each_get_their_own_insights(
+    run_claude, project: Project
+) -> None:
+    names = project.stock("db", "auth", "css")
+    tasks = {
+        "db": project.task("Add a database migration for the orders table", "true"),
+        "auth": project.task("Refresh the expired JWT access token before retrying", "true"),
+        "css": project.task("Pin the frontend bundler version and lint the CSS", "true"),
+    }
+    scenario = Rules().add(opening, wave(*tasks.values(), background=False))
+    for task in tasks.values():
+        scenario.add(working_on(task), builder(delivered(f"{task['title']} done")))
+    scenario.add(main_thread, Reply.text("Wave 1 done."))
+    run = run_claude("Orchestrate: three builders in the foreground", scenario)
+
+    assert_clean(run, project)
+    (launch,) = [r for r in run.model_requests("main") if r.first_of_agent]
+    calls = [b for b in launch.reply.blocks if b["type"] == "tool_use"]
+    assert len(calls) == 3 and {c["input"]["run_in_background"] for c in calls} == {False}
+    assert all("INSIGHTS:" not in c["input"]["prompt"] for c in calls)
+    # SubagentStart added nothing: the insights came with each spawn's own prompt.
+    for event in run.hook_events("SubagentStart"):
+        assert "INJECTED" not in json.dumps(event), event
+    by_name = {n: c for c, n in names.items()}
+    for topic, task in tasks.items():
+        first = first_request(run, working_on(task))
+        given = injected(first)
+        # Its own objective's insights, and no other topic's, in its FIRST request:
+        # PreToolUse appended them to the prompt the main thread wrote.
+        assert given and {by_name[n] for n in given} <= set(TOPICS[topic]), (topic, given)
+        assert all(by_name[n] in first.first_user_text for n in given)
+        assert first.first_user_text.startswith(builder_prompt(task).strip())
+        assert first.all_text.count("INJECTED: ") == 1
+        assert injection.read_state(task["id"], project.home)["names"] == given
+        # Settled against its own task: feedback for exactly what it was given.
+        assert project.agent(first.agent_id)["task_id"] == task["id"]
+        events = project.feedback(task["id"])
+        assert sorted(e["insight"] for e in events) == sorted(given)
+        assert {(e["outcome"], e["verified"]) for e in events} == {("delivered", 1)}
+        assert project.get_task(task["id"])["status"] == "closed"
+
+
+def test_a_resumed_background_builder_settles_its_second_outcome_once(
+    run_claude, project: Project
+) -> None:
+    """SendMessage to a finished background agent resumes it (measured with 2.1.329):
+    SubagentStart, SubagentStop and the notification come again, for a new attempt."""
+    project.stock("db", "auth", "css")
+    task = project.task("Refresh the expired JWT access token before retrying", "test -f fixed.py")
+    retry = "Try again: the refresh helper belongs in fixed.py."
+    blocked = (
+        "BLOCKED: no place for the helper\nTRIED: read the client\nERROR: no module\nUTILIZED: []"
+    )
+
+    resumed: dict[str, str] = {}
+
+    def orchestrator(request: Request) -> Reply:
+        if request.first_of_agent:
+            return agent_call("helix:builder", builder_prompt(task))
+        (note,) = request.task_notifications or [None]
+        if note is not None and note.result.startswith("BLOCKED"):
+            resumed["agent"] = note.task_id
+            return Reply([tool_use("ToolSearch", {"query": "select:SendMessage"})])
+        if "SendMessage" in request.tool_names and "to" not in resumed:
+            resumed["to"] = resumed["agent"]
+            message = {"to": resumed["agent"], "message": retry, "summary": "retry the refresh"}
+            return Reply([tool_use("SendMessage", message)])
+        return Reply.text("Noted.")
+
+    def resumable(request: Request) -> Reply:
+        if request.first_of_agent:
+            return Reply.text(blocked)
+        if retry in request.last_user_text:
+            return Reply([tool_use("Bash", {"command": f"touch {project.path / 'fixed.py'}"})])
+        return Reply.text(delivered("refresh helper in fixed.py")(request))
+
+    scenario = Rules().add(main_thread, orchestrator).add(working_on(task), resumable)
+    run = run_claude(
+        "Orchestrate: build, then resume the builder",
+        scenario,
+        allowed_tools=("Agent", "Bash", "ToolSearch", "SendMessage"),
+    )
+
+    assert_clean(run, project)
+    first = first_request(run, working_on(task))
+    agent = first.agent_id
+    notes = [n for r in run.model_requests("main") for n in r.task_notifications]
+    assert [n.task_id for n in notes] == [agent, agent]
+    assert notes[0].result.startswith("BLOCKED") and "DELIVERED" in notes[1].result
+    assert len(run.hook_events("SubagentStart")) == len(run.hook_events("SubagentStop")) == 2
+    # Each attempt settled once: attempt 1 blocked (VERIFY failed), attempt 2 delivered.
+    assert project.logged("SubagentStop", agent, "settled helix:builder") == 1
+    assert project.logged("SubagentStop", agent, "settled attempt 2 of helix:builder") == 1
+    assert project.logged("UserPromptSubmit", agent, "already settled") == 2
+    outcomes = project.rows(
+        "SELECT outcome, verified, passed FROM task_outcome WHERE task_id = ?", task["id"]
+    )
+    assert outcomes == [("blocked", 1, 0), ("delivered", 1, 1)]
+    given = injected(first)
+    events = project.feedback(task["id"])
+    assert sorted(e["insight"] for e in events) == sorted(given + given)
+    assert [e["outcome"] for e in events] == ["blocked"] * len(given) + ["delivered"] * len(given)
+    record = project.get_task(task["id"])
+    assert record["status"] == "closed" and record["helix-attempts"] == 1
