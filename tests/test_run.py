@@ -576,3 +576,13 @@ def test_failures_alike_warn_the_next_builder(world: World) -> None:
     prompt = next(call["prompt"] for call in world.calls("build") if call["ids"] == [c])
     assert f"CONVERGENT ISSUE (tasks {a}, {b})" in prompt
     assert "missing_helper_mod" in prompt
+
+
+def test_a_dead_runs_lock_is_taken_over(world: World) -> None:
+    world.task("x", "--verify", "true")
+    (world.home / "run.lock").write_text(f"{_dead_pid()}\n")  # left by a crashed run
+    world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
+    proc = world.run()
+    assert proc.returncode == 0, proc.stderr
+    assert world.state()["completed_cycles"] == 1
+    assert (world.home / "run.lock").read_text() == ""  # released on exit
