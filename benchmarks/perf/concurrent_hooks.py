@@ -96,7 +96,9 @@ def verify(db: Path, home: Path, before: dict, builders: list[dict]) -> tuple[li
     conn = sqlite3.connect(db)
     try:
         for name in expected_uses:
-            previous = before["effectiveness"][name]
+            # An INSIGHT stored during the run can be injected into a later builder:
+            # new insights start neutral.
+            previous = before["effectiveness"].get(name, 0.5)
             for eff, delta in conn.execute(
                 "SELECT effectiveness, delta FROM feedback_event WHERE insight = ? AND id > ? "
                 "ORDER BY id",
