@@ -64,6 +64,7 @@ SERVICES = tuple(
     "chat feeds recommendations geo tax loyalty forecasting".split()
 )
 assert len(SERVICES) == common.P
+EXTRA_TAGS = ("ci", "db", "perf", "security", "tests")
 
 
 def _model_slug() -> str:
@@ -150,20 +151,59 @@ def base_vectors():
     return vectors, t.seconds
 
 
+def replica_suffix(j: int, replica: int) -> str:
+    """What row ``replica * 103,823 + j`` appends to text ``j`` (nothing for replica 0)."""
+    if not replica:
+        return ""
+    return f" Seen again in the {SERVICES[(j * 7 + replica * 13) % common.P]} service (case {replica})."
+
+
 def synthetic_text(i: int) -> str:
     replica, j = divmod(i, common.COMBINATIONS)
-    text = common.insight_text(j)
-    if replica:
-        service = SERVICES[(j * 7 + replica * 13) % common.P]
-        text += f" Seen again in the {service} service (case {replica})."
-    return text
+    return common.insight_text(j) + replica_suffix(j, replica)
+
+
+class Combinations:
+    """Per-combination facts a synthetic row needs, computed once per combination
+    (a 1M store has ~10 rows per combination): text, kind, slug, module, base.
+
+    A replica's appended sentence names a service and matches none of helix's
+    kind rules (checked here), so it has the kind of its base text; and its slug
+    comes from the first words, which it shares."""
+
+    def __init__(self) -> None:
+        from helix import insight
+        from helix.migrations import KINDS
+
+        self._insight = insight
+        self._cache: dict[int, tuple[str, str, str, str, int]] = {}
+        for service in SERVICES:
+            text = f"Seen again in the {service} service (case 1)."
+            if insight.infer_kind(text, []) != "pattern":
+                raise RuntimeError(f"the replica sentence matches a kind rule: {text!r}")
+        tags = {slug for _name, slug in common.MODULES} | set(EXTRA_TAGS)
+        if tags & set(KINDS):
+            raise RuntimeError(f"a generated tag is a kind name: {tags & set(KINDS)}")
+
+    def __call__(self, j: int) -> tuple[str, str, str, str, int]:
+        found = self._cache.get(j)
+        if found is None:
+            text = common.insight_text(j)
+            found = (
+                text,
+                self._insight.infer_kind(text, []),
+                self._insight.slug_base(text),
+                common.module_slug(j),
+                common.base_of(j),
+            )
+            self._cache[j] = found
+        return found
 
 
 def build_synthetic(path: Path, n: int) -> dict:
     """``n`` rows by the synthetic recipe (see the module docstring)."""
     import numpy as np
 
-    from helix import insight
     from helix.embeddings import MINILM_ID, to_blob
     from helix.memory import Memory
 
@@ -186,6 +226,7 @@ def build_synthetic(path: Path, n: int) -> dict:
     ).fetchone()[0]
     conn.execute("DROP TRIGGER insight_fts_insert")
     rng = random.Random(100_000)  # the same rows in every tier
+    combos = Combinations()
     now = datetime.now(UTC).replace(microsecond=0)
     stamp = now.isoformat(timespec="seconds")
     members: dict[int, list[int]] = {}
@@ -195,7 +236,8 @@ def build_synthetic(path: Path, n: int) -> dict:
         for start in range(0, n, CHUNK):
             stop = min(n, start + CHUNK)
             nrng = np.random.default_rng([100_000, start // CHUNK])
-            bases = np.array([common.base_of(i % common.COMBINATIONS) for i in range(start, stop)])
+            facts = [combos(i % common.COMBINATIONS) for i in range(start, stop)]
+            bases = np.array([f[4] for f in facts])
             vectors = base[bases] + nrng.normal(0.0, NOISE_SIGMA, (stop - start, dim)).astype(
                 np.float32
             )
@@ -206,8 +248,9 @@ def build_synthetic(path: Path, n: int) -> dict:
             rows, files, edges = [], [], []
             for offset, i in enumerate(range(start, stop)):
                 rowid = i + 1  # AUTOINCREMENT on an empty table: ids are 1..n
-                text = synthetic_text(i)
-                slug = common.module_slug(i % common.COMBINATIONS)
+                replica, j = divmod(i, common.COMBINATIONS)
+                base_text, kind, slug_base, slug, _base = facts[offset]
+                text = base_text + replica_suffix(j, replica)
                 created = now - timedelta(seconds=rng.uniform(0, 180 * 86400))
                 used = rng.random() < 0.5
                 helped = rng.randint(0, 6) if used else 0
@@ -218,16 +261,12 @@ def build_synthetic(path: Path, n: int) -> dict:
                     else 0.5
                 )
                 last = created + (now - created) * rng.random() if used else None
-                tags = [slug] + (
-                    [rng.choice(("ci", "db", "perf", "security", "tests"))]
-                    if rng.random() < 0.3
-                    else []
-                )
+                tags = [slug] + ([rng.choice(EXTRA_TAGS)] if rng.random() < 0.3 else [])
                 rows.append(
                     (
-                        f"{insight.slug_base(text)}-{i:07d}",
+                        f"{slug_base}-{i:07d}",
                         text,
-                        insight.infer_kind(text, tags),
+                        kind,  # no generated tag is a kind name, so tags do not matter
                         json.dumps(tags),
                         "bench:synthetic",
                         to_blob(vectors[offset]),

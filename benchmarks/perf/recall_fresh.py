@@ -23,7 +23,7 @@ query, load the vectors, cosine top-5 with torch, print the hits
 
 Target: median wall <= 0.35 s and peak RSS <= 300 MB, for every helix launcher.
 
-    python benchmarks/perf/recall_fresh.py [--runs 20] [--ref-runs 8] [--no-ref] [--json]
+    python benchmarks/perf/recall_fresh.py [--runs 20] [--ref-runs 6] [--no-ref] [--json]
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def launchers() -> dict[str, list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs per launcher (>= 15)")
-    parser.add_argument("--ref-runs", type=int, default=8, help="timed runs of the reference")
+    parser.add_argument("--ref-runs", type=int, default=6, help="timed runs of the reference")
     parser.add_argument("--no-ref", action="store_true", help="skip the torch reference")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     args = parser.parse_args()
