@@ -18,9 +18,11 @@ do, and the query embedding stays real. The generator has 103,823 distinct texts
 row ``i`` beyond that reuses text ``i mod 103,823`` with a sentence naming one of
 47 services appended, so every row's text is distinct and FTS sees realistic term
 frequencies. Rows are inserted with SQL into a store created by ``Memory`` (real
-schema, FTS5 triggers, generation counters): ~30% get a file pattern, each up to 3
+schema, triggers and generation counters; the FTS5 index is built in one pass at
+the end, as its ``rebuild`` command does): ~30% get a file pattern, each up to 3
 ``similar`` edges to earlier rows of its cluster, 3% a ``co_occurs`` edge, and
-varied evidence and ages. Rows 0..n-1 are the same in every tier.
+varied evidence and ages. Rows 0..n-1 are the same in every tier; only the
+timestamps (ages up to 180 days before the build) depend on when it was built.
 
 Cached files are keyed by the recipe version, helix's schema version, the model
 and the size; a build goes to a temporary name and is renamed when complete, so an
