@@ -26,6 +26,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
-CACHE_DIR = BENCH_DIR / ".cache"
+CACHE_DIR = REPO_DIR / ".cache" / "bench"  # gitignored; see benchmarks/perf/_stores.py
 
 # ----------------------------------------------------------------- statistics
 
@@ -58,10 +59,12 @@ def p90(values: list[float]) -> float:
 
 
 def summary(values: list[float], digits: int = 4) -> dict[str, Any]:
-    """n, median, p90, min, max of a sample, rounded."""
+    """n, median, p10, p90, min, max of a sample, rounded. The spread the
+    reports quote is p10..p90: robust to the odd run a busy neighbour slowed."""
     return {
         "n": len(values),
         "median": round(median(values), digits),
+        "p10": round(percentile(values, 10), digits),
         "p90": round(p90(values), digits),
         "min": round(min(values), digits),
         "max": round(max(values), digits),
@@ -187,12 +190,115 @@ def finish(res: dict[str, Any], as_json: bool, lines: list[str]) -> int:
 
 def child_env(**extra: str) -> dict[str, str]:
     """The environment for helix child processes: the real embedder (never the
-    hash test embedder), no inherited store location."""
+    hash test embedder), no inherited store location, bytecode caching on."""
     env = dict(os.environ)
     for name in ("HELIX_EMBEDDER", "HELIX_DB", "HELIX_HOME", "HELIX_MODEL_DIR", "HELIX_DEBUG"):
         env.pop(name, None)
+    # A user's install has its bytecode compiled; without it every fresh process
+    # would compile helix's sources again (~0.2 s), so let the warm-ups write it.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra)
     return env
+
+
+def run_child(
+    cmd: list[str], env: dict[str, str], cwd: Path | None = None, stdin: bytes | None = None
+) -> dict[str, Any]:
+    """Run one fresh process: wall seconds (Popen .. wait4), CPU seconds, peak RSS
+    (MB, from the rusage wait4 returns for exactly this child), exit code, output.
+
+    The caller must be a small process: Linux carries the parent's high-water RSS
+    into a child's ``ru_maxrss`` across exec, so a parent holding a model or a
+    million vectors would inflate every measurement."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=cwd,
+        )
+        if stdin is not None:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # wait4 reaped it
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss_mb": usage.ru_maxrss / 1024.0,
+        "code": proc.returncode,
+        "stdout": stdout.decode(errors="replace"),
+        "stderr": stderr.decode(errors="replace")[-2000:],
+    }
+
+
+def hook_log_errors(home: Path) -> list[str]:
+    """The failures hooks logged in ``.helix/hooks.log`` (hooks fail open: they
+    exit 0 whatever happened, so this log is where an error shows)."""
+    path = home / "hooks.log"
+    text = path.read_text(errors="replace") if path.is_file() else ""
+    return re.findall(r"^\S+ \S+ error .*$", text, re.M)
+
+
+# ------------------------------------------------ the sentence-transformers reference
+
+REF_VENV = REPO_DIR / ".venv-ref"
+REF_SCRIPT = BENCH_DIR / "perf" / "_torch_ref.py"
+
+
+def ref_env() -> dict[str, str]:
+    """The reference child's environment: offline, so nothing asks a model hub."""
+    return child_env(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+
+
+def ref_python() -> tuple[str | None, dict[str, Any]]:
+    """The reference interpreter (``HELIX_BENCH_REF_PYTHON`` or ``.venv-ref``) and
+    its versions, or None and the reason it cannot be used."""
+    python = os.environ.get("HELIX_BENCH_REF_PYTHON") or str(REF_VENV / "bin" / "python")
+    if not Path(python).is_file():
+        return None, {"skipped": f"no reference interpreter at {python}; run `make bench-ref`"}
+    try:
+        done = subprocess.run(
+            [python, str(REF_SCRIPT), "check"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=ref_env(),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, {"skipped": f"the reference interpreter failed to start: {exc}"}
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        return None, {"skipped": f"torch/sentence-transformers not importable: {tail[0]}"}
+    return python, json.loads(done.stdout)
+
+
+def model_dir() -> str:
+    """The MiniLM directory helix uses, which the reference loads too."""
+    from helix.embeddings import minilm_dir
+
+    return str(minilm_dir())
+
+
+def ratio(slow: float | None, fast: float | None, digits: int = 1) -> float | None:
+    if not slow or not fast:
+        return None
+    return round(slow / fast, digits)
+
+
+def vm_hwm_mb() -> float | None:
+    """This process's own high-water RSS (VmHWM): unlike ru_maxrss it does not
+    count what the parent had when it started this process."""
+    status = _read("/proc/self/status")
+    found = re.search(r"^VmHWM:\s*(\d+) kB", status, re.M)
+    return round(int(found.group(1)) / 1024, 1) if found else None
 
 
 class Timer:

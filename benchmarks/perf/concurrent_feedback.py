@@ -1,18 +1,21 @@
-"""Concurrent feedback: 8 processes x 50 ``Memory.feedback`` calls on the same 5 insights.
+"""Concurrent feedback: 8 and 16 processes x 50 ``Memory.feedback`` calls on the same 5 insights.
 
-Target: zero errors and exact totals: every insight's use_count == 400, 2,000
-feedback_event rows, helped/failed sums equal to what the workers' plans imply,
+The library-level twin of ``concurrent_hooks.py``: long-lived processes calling
+the API as fast as they can, the worst case for write contention.
+
+Target: zero errors and exact totals: every insight's use_count == workers x 50,
+workers x 250 feedback_event rows, helped/failed sums equal to what the workers' plans imply,
 and each insight's event log an unbroken chain (every event's ``effectiveness -
 delta`` equals the previous event's ``effectiveness``), which a lost update would
 break. Wall time, calls/s and per-call latency are reported.
 
-Each worker opens the store and waits; the parent releases all 8 at once through
+Each worker opens the store and waits; the parent releases them all at once through
 their stdin. Every call names all 5 insights, credits a seeded random subset as
 causal, with a seeded outcome (delivered / partial / blocked), verified 80% of the
 time, and its own task id. The experiment runs ``--rounds`` times (default 3), each
 on a fresh copy of the same 5-insight store.
 
-    python benchmarks/perf/concurrent_feedback.py [--rounds 3] [--json]
+    python benchmarks/perf/concurrent_feedback.py [--workers 8,16] [--rounds 3] [--json]
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as common  # noqa: E402
 
-WORKERS = 8
+WORKERS = (8, 16)
 CALLS = 50
 VALUES = {"delivered": 1.0, "partial": 0.5, "blocked": 0.0}
 
@@ -89,7 +92,7 @@ def build_template(path: Path) -> list[str]:
     return names
 
 
-def verify(db: Path, names: list[str]) -> list[str]:
+def verify(db: Path, names: list[str], workers: int) -> list[str]:
     """Every exact-total check; returns the list of failures (empty = exact)."""
     from helix.memory import Memory
 
@@ -97,7 +100,7 @@ def verify(db: Path, names: list[str]) -> list[str]:
     helped = {n: 0.0 for n in names}
     failed = {n: 0.0 for n in names}
     pair_count: dict[tuple[str, str], int] = {}
-    for w in range(WORKERS):
+    for w in range(workers):
         for c in range(CALLS):
             p = plan(w, c, names)
             if p["verified"]:
@@ -110,17 +113,17 @@ def verify(db: Path, names: list[str]) -> list[str]:
     with Memory(db) as mem:
         q = mem.conn.execute
         events = q("SELECT count(*) FROM feedback_event").fetchone()[0]
-        if events != WORKERS * CALLS * len(names):
-            problems.append(f"feedback_event rows {events} != {WORKERS * CALLS * len(names)}")
+        if events != workers * CALLS * len(names):
+            problems.append(f"feedback_event rows {events} != {workers * CALLS * len(names)}")
         tasks = q("SELECT count(DISTINCT task_id) FROM feedback_event").fetchone()[0]
-        if tasks != WORKERS * CALLS:
-            problems.append(f"distinct task ids {tasks} != {WORKERS * CALLS}")
+        if tasks != workers * CALLS:
+            problems.append(f"distinct task ids {tasks} != {workers * CALLS}")
         for n in names:
             uses, h, f = q(
                 "SELECT use_count, helped, failed FROM insight WHERE name = ?", (n,)
             ).fetchone()
-            if uses != WORKERS * CALLS:
-                problems.append(f"{n}: use_count {uses} != {WORKERS * CALLS}")
+            if uses != workers * CALLS:
+                problems.append(f"{n}: use_count {uses} != {workers * CALLS}")
             if abs(h - helped[n]) > 1e-9 or abs(f - failed[n]) > 1e-9:
                 problems.append(f"{n}: helped/failed {h}/{f} != {helped[n]}/{failed[n]}")
             before = 0.5
@@ -149,7 +152,7 @@ def verify(db: Path, names: list[str]) -> list[str]:
     return problems
 
 
-def run_round(db: Path, names: list[str], env: dict[str, str]) -> dict:
+def run_round(db: Path, names: list[str], env: dict[str, str], workers: int) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(db)]
     procs = [
         subprocess.Popen(
@@ -160,7 +163,7 @@ def run_round(db: Path, names: list[str], env: dict[str, str]) -> dict:
             text=True,
             env=env,
         )
-        for w in range(WORKERS)
+        for w in range(workers)
     ]
     for p in procs:
         if p.stdout.readline().strip() != "ready":
@@ -195,10 +198,48 @@ def run_round(db: Path, names: list[str], env: dict[str, str]) -> dict:
     }
 
 
+def run_workers(workers: int, rounds: int, template: Path, names: list[str], tmp: Path) -> dict:
+    env = common.child_env()
+    outcomes = []
+    for r in range(rounds):
+        db = tmp / f"w{workers}-round{r}" / "helix.db"
+        db.parent.mkdir()
+        shutil.copy(template, db)
+        outcome = run_round(db, names, env, workers)
+        outcome["problems"] = verify(db, names, workers)
+        outcomes.append(outcome)
+        common.log(
+            f"  {workers} workers, round {r + 1}: {outcome['calls_wall_s']:.2f} s, "
+            f"{len(outcome['errors'])} errors, {len(outcome['problems'])} total mismatches"
+        )
+    total_calls = workers * CALLS
+    latencies = [x for r in outcomes for x in r["latencies_ms"]]
+    errors = [e for r in outcomes for e in r["errors"]]
+    problems = [p for r in outcomes for p in r["problems"]]
+    walls = [r["calls_wall_s"] for r in outcomes]
+    complete = all(len(r["latencies_ms"]) == total_calls for r in outcomes)
+    return {
+        "workers": workers,
+        "calls_per_worker": CALLS,
+        "rounds": len(outcomes),
+        "wall_s_per_round": [round(w, 3) for w in walls],
+        "wall_s_incl_exit_per_round": [round(r["wall_s"], 3) for r in outcomes],
+        "calls_per_s_median": round(total_calls / common.median(walls), 1),
+        "latency_ms": common.summary(latencies, 2),
+        "worker_windows_ms_round1": outcomes[0]["windows_ms"],
+        "errors": len(errors),
+        "first_errors": errors[:5],
+        "total_mismatches": len(problems),
+        "first_mismatches": problems[:5],
+        "passed": not errors and not problems and complete,
+    }
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         return worker_main(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", default=",".join(map(str, WORKERS)), help="worker counts")
     parser.add_argument("--rounds", type=int, default=3, help="repetitions on fresh stores")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     args = parser.parse_args()
@@ -207,71 +248,44 @@ def main() -> int:
     try:
         template = tmp / "template.db"
         names = build_template(template)
-        env = common.child_env()
         load_before = common.load_average()
-        rounds = []
-        for r in range(max(1, args.rounds)):
-            db = tmp / f"round{r}" / "helix.db"
-            db.parent.mkdir()
-            shutil.copy(template, db)
-            outcome = run_round(db, names, env)
-            outcome["problems"] = verify(db, names)
-            rounds.append(outcome)
-            common.log(
-                f"  round {r + 1}: {outcome['calls_wall_s']:.2f} s, "
-                f"{len(outcome['errors'])} errors, {len(outcome['problems'])} total mismatches"
-            )
+        runs = [
+            run_workers(int(w), max(1, args.rounds), template, names, tmp)
+            for w in args.workers.split(",")
+        ]
         load_after = common.load_average()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    total_calls = WORKERS * CALLS
-    latencies = [x for r in rounds for x in r["latencies_ms"]]
-    errors = [e for r in rounds for e in r["errors"]]
-    problems = [p for r in rounds for p in r["problems"]]
-    walls = [r["calls_wall_s"] for r in rounds]
-    passed = (
-        not errors and not problems and all(len(r["latencies_ms"]) == total_calls for r in rounds)
-    )
+    errors = sum(r["errors"] for r in runs)
+    problems = sum(r["total_mismatches"] for r in runs)
+    top = runs[-1]
     details = {
-        "workers": WORKERS,
-        "calls_per_worker": CALLS,
         "insights": len(names),
-        "rounds": len(rounds),
-        "wall_s_per_round": [round(w, 3) for w in walls],
-        "wall_s_incl_exit_per_round": [round(r["wall_s"], 3) for r in rounds],
-        "calls_per_s_median": round(total_calls / common.median(walls), 1),
-        "latency_ms": common.summary(latencies, 2),
-        "worker_windows_ms_round1": rounds[0]["windows_ms"],
-        "errors": len(errors),
-        "first_errors": errors[:5],
-        "total_mismatches": len(problems),
-        "first_mismatches": problems[:5],
-        "checks": "use_count == 400 each, 2000 feedback_event rows, 400 task ids, helped/failed "
-        "sums, unbroken per-insight event chains, co_occurs edge weights",
+        "runs": runs,
+        "checks": "use_count == workers x 50 each, workers x 250 feedback_event rows, "
+        "workers x 50 task ids, helped/failed sums, unbroken per-insight event chains, "
+        "co_occurs edge weights",
         "load_average": {"before": load_before, "after": load_after},
-        "headline_extra": (
-            f"{len(errors)} errors, {len(problems)} mismatches, "
-            f"{total_calls / common.median(walls):.0f} calls/s, "
-            f"wall {common.median(walls):.2f} s"
-        ),
+        "headline_extra": f"{errors} errors, {problems} mismatches; "
+        + ", ".join(f"{r['workers']} procs {r['calls_per_s_median']:.0f} calls/s" for r in runs),
     }
     res = common.result(
         "concurrent_feedback",
-        "exact totals, 0 errors (8 procs x 50 calls)",
-        details["latency_ms"]["median"],
-        details["latency_ms"]["p90"],
+        f"exact totals, 0 errors ({args.workers} procs x {CALLS} calls)",
+        top["latency_ms"]["median"],
+        top["latency_ms"]["p90"],
         "ms per call",
-        passed,
+        all(r["passed"] for r in runs),
         details,
     )
     lines = [
-        f"{WORKERS} processes x {CALLS} calls on {len(names)} insights, {len(rounds)} rounds",
-        f"wall per round (median) {common.median(walls):.2f} s = {details['calls_per_s_median']} calls/s",
-        f"per-call latency median {details['latency_ms']['median']:.1f} ms, "
-        f"p90 {details['latency_ms']['p90']:.1f} ms, max {details['latency_ms']['max']:.1f} ms",
-        f"errors {len(errors)}, total mismatches {len(problems)}"
-        + (f" (first: {problems[0]})" if problems else " (all totals exact)"),
+        f"{r['workers']:>2} processes x {CALLS} calls on {len(names)} insights, {r['rounds']} rounds: "
+        f"{r['calls_per_s_median']} calls/s, latency median {r['latency_ms']['median']:.1f} ms, "
+        f"p90 {r['latency_ms']['p90']:.1f} ms, max {r['latency_ms']['max']:.1f} ms; "
+        f"errors {r['errors']}, mismatches {r['total_mismatches']}"
+        + (f" (first: {r['first_mismatches'][0]})" if r["first_mismatches"] else "")
+        for r in runs
     ]
     return common.finish(res, args.json, lines)
 

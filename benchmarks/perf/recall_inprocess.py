@@ -1,29 +1,29 @@
-"""In-process recall over 100,000 insights: ``Memory.recall(query, limit=5)``.
+"""In-process recall at 1k, 10k, 100k and 1M insights, beside sentence-transformers + torch.
 
-Target: median <= 15 ms per call after warm-up (the first call loads the model and
-the vector cache; it is reported separately). Variants with ``files=[...]`` and
-``graph_hops=1`` are measured and reported, but the target applies to the plain call.
+helix: ``Memory.recall(query, limit=5)`` in a long-lived process (what ``helix
+run`` and an MCP server pay per query), after warm-up; the first call, which loads
+the model and the vector cache, is reported apart. Variants with ``files=[...]``
+and ``graph_hops=1`` are measured too, and "dense": embedding the query plus
+``VectorIndex.top(query, 5)``, the part of recall the reference also does.
 
-How the 100k store is built (embedding 100k texts with the real model would take
-~15 minutes on 2 cores):
+Reference: the same store's vectors loaded into a torch tensor, the same model
+files loaded by sentence-transformers, and per query ``encode`` + ``matrix @
+query`` + ``torch.topk(5)`` (``_torch_ref.py inprocess``), on the same queries.
+The report gives torch's time over helix's for the dense part and for helix's full
+hybrid recall, and how many of torch's exact top 5 helix's dense search returned
+(helix's search is exact up to 20k rows; above, a 96-dimension prefilter picks
+2,000 rows that are re-scored exactly).
 
-* texts come from the generator in ``benchmarks/_common.py``: combinations
-  0..99,999, any two sharing at most two of their five slots;
-* the 2,209 "base" combinations (one per action x module pair) are embedded with the
-  real MiniLM model;
-* every other row gets its base's real vector (the base shares its action and
-  module) plus gaussian noise (sigma ``NOISE_SIGMA`` per component), renormalised:
-  a cosine of about 0.8 to its base, so the dense signal has realistic clusters;
-* rows are inserted with SQL in one transaction into a store created by
-  ``Memory(path)``, so schema, FTS5 triggers and generation counters are real;
-  ~30% of rows get a file pattern, each row up to 3 ``similar`` edges to earlier
-  rows of its cluster, 3% a ``co_occurs`` edge; evidence columns are varied.
+Stores: the synthetic recipe of ``_stores.py`` (real embeddings of 2,209 base
+texts, other rows their base's vector plus noise; see there why and how), cached
+in ``.cache/bench``. Each side runs in its own fresh child per tier, so the
+figures do not depend on which tier ran before, and each child reports its own
+peak RSS (VmHWM).
 
-The built store is cached in ``benchmarks/.cache/`` under a key that includes
-``CACHE_VERSION``, helix's schema version and the model id (``--no-cache`` builds
-in a temp dir and deletes it).
+Target: median <= 15 ms for the plain call at 100,000 insights.
 
-    python benchmarks/perf/recall_inprocess.py [--queries 60] [--profile] [--json]
+    python benchmarks/perf/recall_inprocess.py [--tiers 1000,10000,100000,1000000]
+        [--queries 60] [--quick] [--profile] [--no-ref] [--json]
 """
 
 from __future__ import annotations
@@ -36,169 +36,22 @@ import pstats
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as common  # noqa: E402
+import _stores  # noqa: E402
 
 TARGET_MS = 15.0
-N_ROWS = 100_000
-N_BASE = common.P * common.P  # 2,209 rows embedded with the real model
-NOISE_SIGMA = 0.035
-CACHE_VERSION = "1"
-
-
-def cache_key() -> str:
-    from helix.embeddings import MINILM_ID
-    from helix.migrations import LATEST
-
-    model = re.sub(r"[^A-Za-z0-9]+", "-", MINILM_ID).strip("-")
-    return f"recall100k-v{CACHE_VERSION}-schema{LATEST}-{model}-n{N_ROWS}"
-
-
-def build_store(path: Path) -> dict:
-    """Create the 100k store at ``path`` (see the module docstring)."""
-    import numpy as np
-
-    from helix import insight
-    from helix.embeddings import MiniLMEmbedder, to_blob
-    from helix.memory import Memory
-
-    t_start = time.perf_counter()
-    rng = random.Random(100_000)
-    nrng = np.random.default_rng(100_000)
-    embedder = MiniLMEmbedder()
-    texts = [common.insight_text(i) for i in range(N_ROWS)]
-    common.log(f"  embedding {N_BASE} base texts with the real model ...")
-    with common.Timer() as t_embed:
-        base = np.asarray(embedder.embed(texts[:N_BASE]), dtype=np.float32)
-    common.log(f"  ... {t_embed.seconds:.1f} s; generating {N_ROWS} rows")
-    bases = np.array([common.base_of(i) for i in range(N_ROWS)])
-    vectors = base[bases] + nrng.normal(0.0, NOISE_SIGMA, (N_ROWS, embedder.dim)).astype(np.float32)
-    vectors[:N_BASE] = base
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    cos_to_base = np.einsum("ij,ij->i", vectors[N_BASE:], base[bases[N_BASE:]])
-
-    now = datetime.now(UTC)
-    rows, files, edges = [], [], []
-    members: dict[int, list[int]] = {}
-    for i, text in enumerate(texts):
-        rowid = i + 1  # AUTOINCREMENT on an empty table: ids are 1..N in insert order
-        slug = common.module_slug(i)
-        created = now - timedelta(days=rng.uniform(0, 180))
-        used = rng.random() < 0.5
-        helped = rng.randint(0, 6) if used else 0
-        failed = rng.randint(0, 3) if used else 0
-        eff = (
-            round(min(0.98, max(0.02, rng.gauss(0.5 + 0.08 * (helped - failed), 0.12))), 4)
-            if helped + failed
-            else 0.5
-        )
-        last = (
-            (created + timedelta(days=rng.uniform(0, (now - created).days + 0.5))) if used else None
-        )
-        tags = [slug] + (
-            [rng.choice(("ci", "db", "perf", "security", "tests"))] if rng.random() < 0.3 else []
-        )
-        rows.append(
-            (
-                f"{insight.slug_base(text)}-{i:05d}",
-                text,
-                insight.infer_kind(text, tags),
-                json.dumps(tags),
-                "bench:synthetic",
-                to_blob(vectors[i]),
-                embedder.model_id,
-                eff,
-                helped + failed + rng.randint(0, 3),
-                float(helped),
-                float(failed),
-                created.isoformat(timespec="seconds"),
-                last.isoformat(timespec="seconds") if last else None,
-            )
-        )
-        if rng.random() < 0.3:
-            files.append(
-                (
-                    rowid,
-                    rng.choice(
-                        (
-                            f"src/{slug}/",
-                            f"src/{slug}/*.py",
-                            f"src/{slug}/{rng.choice(common.FILE_NAMES)}",
-                        )
-                    ),
-                )
-            )
-        cluster = members.setdefault(int(bases[i]), [])
-        for other in rng.sample(cluster, min(3, len(cluster))):
-            edges.append((rowid, other, "similar", round(rng.uniform(0.6, 0.85), 4)))
-        cluster.append(rowid)
-        if i > 0 and rng.random() < 0.03:
-            other = rng.randint(1, rowid - 1)
-            edges.append((rowid, other, "co_occurs", round(rng.uniform(0.5, 1.0), 2)))
-
-    common.log("  inserting with SQL in one transaction ...")
-    stamp = now.isoformat(timespec="seconds")
-    with Memory(path, embedder=embedder) as mem, common.Timer() as t_insert:
-        conn = mem.conn
-        conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
-            "use_count, helped, failed, created_at, last_used) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            rows,
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)", files
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(*e, stamp) for e in edges],
-        )
-        conn.execute("COMMIT")
-        count, first, last_id = conn.execute(
-            "SELECT count(*), min(id), max(id) FROM insight"
-        ).fetchone()
-        if (count, first, last_id) != (N_ROWS, 1, N_ROWS):
-            raise RuntimeError(f"unexpected ids after the build: {(count, first, last_id)}")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return {
-        "rows": N_ROWS,
-        "embedded_with_model": N_BASE,
-        "noise_sigma": NOISE_SIGMA,
-        "cosine_to_base_mean": round(float(cos_to_base.mean()), 3),
-        "file_patterns": len(files),
-        "edges": len(edges),
-        "embed_s": round(t_embed.seconds, 1),
-        "insert_s": round(t_insert.seconds, 1),
-        "build_s": round(time.perf_counter() - t_start, 1),
-        "db_mb": round(path.stat().st_size / 1e6, 1),
-    }
-
-
-def prepared_store(use_cache: bool, scratch: Path) -> tuple[Path, dict]:
-    if not use_cache:
-        path = scratch / "helix.db"
-        return path, build_store(path)
-    common.CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    path = common.CACHE_DIR / f"{cache_key()}.db"
-    info = path.with_suffix(".json")
-    if path.is_file() and info.is_file():
-        meta = json.loads(info.read_text())
-        meta["from_cache"] = True
-        return path, meta
-    partial = scratch / "building.db"
-    meta = build_store(partial)
-    shutil.move(str(partial), str(path))
-    info.write_text(json.dumps(meta))
-    meta["from_cache"] = False
-    return path, meta
+TARGET_TIER = 100_000
+TIERS = (1_000, 10_000, 100_000, 1_000_000)
+QUICK_TIERS = (1_000, 10_000, 100_000)
 
 
 def timed(fn, *args, **kwargs) -> tuple[float, object]:
@@ -207,106 +60,47 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
     return (time.perf_counter() - start) * 1000.0, value
 
 
-def profile_text(mem, qs: list[str], top: int = 18) -> str:
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for q in qs:
-        mem.recall(q, limit=5)
-    profiler.disable()
-    buf = io.StringIO()
-    stats = pstats.Stats(profiler, stream=buf)
-    stats.sort_stats("tottime").print_stats(top)
-    text = buf.getvalue()
-    text = re.sub(r"/[^\s:]*/(helix|site-packages|lib/python3\.\d+)/", r"\1/", text)
-    return text[text.find("   ncalls") :].rstrip()
+# ------------------------------------------------------------- the helix child
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=60, help="timed queries per variant (>= 50)")
-    parser.add_argument("--profile", action="store_true", help="add a cProfile of 50 plain recalls")
-    parser.add_argument("--no-cache", action="store_true", help="build the store in a temp dir")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    args = parser.parse_args()
-    n = max(50, args.queries)
-
+def measure(path: Path, plan: dict, profile: bool) -> dict:
+    """helix's side of one tier, in this (fresh) process."""
     from helix.embeddings import MiniLMEmbedder
     from helix.memory import Memory
 
-    scratch = Path(tempfile.mkdtemp(prefix="helix-bench-100k-"))
-    try:
-        common.log("preparing the 100k store ...")
-        path, store = prepared_store(not args.no_cache, scratch)
-        common.log(
-            f"  store ready ({'cached' if store.get('from_cache') else 'built'}: {path.name})"
+    rng = random.Random(5)
+    out: dict = {}
+    with Memory(path, embedder=MiniLMEmbedder()) as mem:
+        out["first_call_ms"], _ = timed(mem.recall, plan["warmup"][0], limit=5)
+        for q in plan["warmup"][1:]:
+            mem.recall(q, limit=5)
+            mem.recall(q, limit=5, files=common.task_files(rng), graph_hops=1)
+        index = mem._vectors()
+        plain, with_files, with_hops, dense, counts, tops = [], [], [], [], [], []
+        for q in plan["timed"]:  # interleaved, so noise spreads over all variants
+            ms, hits = timed(mem.recall, q, limit=5)
+            plain.append(ms)
+            counts.append(len(hits))
+            with_files.append(timed(mem.recall, q, limit=5, files=common.task_files(rng))[0])
+            with_hops.append(timed(mem.recall, q, limit=5, graph_hops=1)[0])
+            start = time.perf_counter()
+            top = index.top(mem.embedder.embed([q])[0], 5)
+            dense.append((time.perf_counter() - start) * 1000.0)
+            tops.append([i for i, _ in top])
+        out.update(
+            plain_ms=plain,
+            files_ms=with_files,
+            hops_ms=with_hops,
+            dense_ms=dense,
+            results=counts,
+            top_ids=tops,
+            rows=len(index),
+            stages=stage_breakdown(mem, plan["timed"]),
         )
-        load_before = common.load_average()
-        rng = random.Random(5)
-        qs = common.queries(n + 10 + 50, seed=11)
-        warm, timed_qs, profile_qs = qs[:10], qs[10 : 10 + n], qs[10 + n :]
-        with Memory(path, embedder=MiniLMEmbedder()) as mem:
-            first_ms, _ = timed(mem.recall, warm[0], limit=5)
-            for q in warm[1:]:
-                mem.recall(q, limit=5)
-                mem.recall(q, limit=5, files=common.task_files(rng), graph_hops=1)
-            plain, with_files, with_hops, counts = [], [], [], []
-            for q in timed_qs:  # interleaved, so noise spreads over all variants
-                ms, hits = timed(mem.recall, q, limit=5)
-                plain.append(ms)
-                counts.append(len(hits))
-                with_files.append(timed(mem.recall, q, limit=5, files=common.task_files(rng))[0])
-                with_hops.append(timed(mem.recall, q, limit=5, graph_hops=1)[0])
-            stages = stage_breakdown(mem, timed_qs)
-            profile = profile_text(mem, profile_qs) if args.profile else None
-        load_after = common.load_average()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-    med = common.median(plain)
-    details = {
-        "thresholds": {"median_ms": TARGET_MS},
-        "queries_per_variant": n,
-        "first_call_ms": round(first_ms, 1),
-        "plain_ms": common.summary(plain, 2),
-        "files_variant_ms": common.summary(with_files, 2),
-        "graph_hops_1_ms": common.summary(with_hops, 2),
-        "results_per_query": common.summary(counts, 1),
-        "stage_breakdown_ms_median": stages,
-        "store": store,
-        "load_average": {"before": load_before, "after": load_after},
-        "headline_extra": (
-            f"files= {common.median(with_files):.1f} ms, "
-            f"graph_hops=1 {common.median(with_hops):.1f} ms"
-        ),
-    }
-    if profile:
-        details["profile_tottime_top"] = profile
-    res = common.result(
-        "recall_inprocess",
-        f"median <= {TARGET_MS:.0f} ms (plain recall, 100k)",
-        round(med, 2),
-        round(common.p90(plain), 2),
-        "ms",
-        med <= TARGET_MS,
-        details,
-    )
-    lines = [
-        f"store: {store['rows']} rows, {store['embedded_with_model']} embedded with the model, "
-        f"{store['file_patterns']} file patterns, {store['edges']} edges, {store['db_mb']} MB",
-        f"first call (model + vector cache load): {first_ms:.0f} ms",
-    ]
-    for label, sample in (
-        ("plain", plain),
-        ("files=[2 paths]", with_files),
-        ("graph_hops=1", with_hops),
-    ):
-        lines.append(
-            f"{label:16s} median {common.median(sample):7.2f} ms  p90 {common.p90(sample):7.2f} ms"
-        )
-    lines.append("stages (median ms): " + ", ".join(f"{k} {v}" for k, v in stages.items()))
-    if profile:
-        lines += ["cProfile, 50 plain recalls, by tottime:", profile]
-    return common.finish(res, args.json, lines)
+        if profile:
+            out["profile"] = profile_text(mem, plan["profile"])
+    out["peak_rss_mb"] = common.vm_hwm_mb()
+    return out
 
 
 def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
@@ -345,6 +139,184 @@ def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
         report["prefilter_recall_at_50"] = round(sum(shares) / len(shares) / 1000, 4)
         report["prefilter_recall_at_50_min"] = round(min(shares) / 1000, 4)
     return report
+
+
+def profile_text(mem, qs: list[str], top: int = 18) -> str:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for q in qs:
+        mem.recall(q, limit=5)
+    profiler.disable()
+    buf = io.StringIO()
+    stats = pstats.Stats(profiler, stream=buf)
+    stats.sort_stats("tottime").print_stats(top)
+    text = buf.getvalue()
+    text = re.sub(r"/[^\s:]*/(helix|site-packages|lib/python3\.\d+)/", r"\1/", text)
+    return text[text.find("   ncalls") :].rstrip()
+
+
+# ----------------------------------------------------------------- the parent
+
+
+def run_json(cmd: list[str], env: dict[str, str], timeout: float) -> dict:
+    """One measuring child; its JSON, or {"error": ...}."""
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-3:]
+        return {"error": f"exit {done.returncode}: {' | '.join(tail)}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def tier_result(n: int, store: dict, ours: dict, ref: dict | None) -> dict:
+    tier: dict = {"insights": n, "store": store}
+    if "error" in ours:
+        tier["error"] = ours["error"]
+        return tier
+    tier.update(
+        first_call_ms=round(ours["first_call_ms"], 1),
+        plain_ms=common.summary(ours["plain_ms"], 2),
+        files_variant_ms=common.summary(ours["files_ms"], 2),
+        graph_hops_1_ms=common.summary(ours["hops_ms"], 2),
+        dense_ms=common.summary(ours["dense_ms"], 2),
+        results_per_query=common.summary(ours["results"], 1),
+        stage_breakdown_ms_median=ours["stages"],
+        peak_rss_mb=ours["peak_rss_mb"],
+        db_bytes_per_insight=store.get("bytes_per_insight"),
+    )
+    if ours.get("profile"):
+        tier["profile_tottime_top"] = ours["profile"]
+    if ref is None:
+        return tier
+    if "error" in ref:
+        tier["reference_torch"] = {"error": ref["error"]}
+        return tier
+    overlap = [
+        len(set(a) & set(b)) / max(1, len(b))
+        for a, b in zip(ours["top_ids"], ref["top_ids"], strict=True)
+    ]
+    total = common.summary(ref["total_ms"], 2)
+    tier["reference_torch"] = {
+        "embed_plus_top5_ms": total,
+        "embed_ms": common.summary(ref["embed_ms"], 2),
+        "search_ms": common.summary(ref["search_ms"], 2),
+        "load_s": {k: ref[k] for k in ("import_s", "model_load_s", "vector_load_s")},
+        "peak_rss_mb": ref["peak_rss_mb"],
+        "torch_threads": ref["torch_threads"],
+        "ratio_vs_helix_dense": common.ratio(total["median"], tier["dense_ms"]["median"]),
+        "ratio_vs_helix_recall": common.ratio(total["median"], tier["plain_ms"]["median"]),
+        "top5_overlap_with_helix_dense": round(sum(overlap) / len(overlap), 4),
+    }
+    return tier
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tiers", help="comma-separated store sizes (default: 1k,10k,100k,1M)")
+    parser.add_argument("--queries", type=int, default=60, help="timed queries per variant")
+    parser.add_argument("--quick", action="store_true", help="tiers up to 100k, 30 queries")
+    parser.add_argument("--profile", action="store_true", help="cProfile 50 recalls at 100k")
+    parser.add_argument("--no-ref", action="store_true", help="skip the torch reference")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # child mode: a store path
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        plan = json.loads(Path(args.plan).read_text())
+        print(json.dumps(measure(Path(args.measure), plan, args.profile)))
+        return 0
+
+    tiers = [int(t) for t in args.tiers.split(",")] if args.tiers else None
+    tiers = tiers or list(QUICK_TIERS if args.quick else TIERS)
+    n_queries = max(20, 30 if args.quick and args.queries == 60 else args.queries)
+    stores = {n: _stores.prepare_in_child("synthetic", n) for n in tiers}
+    ref_python, ref_info = (None, {"skipped": "--no-ref"}) if args.no_ref else common.ref_python()
+    if ref_python is None:
+        common.log(f"torch reference skipped: {ref_info['skipped']}")
+    qs = common.queries(10 + n_queries + 50, seed=11)
+    plan = {"warmup": qs[:10], "timed": qs[10 : 10 + n_queries], "profile": qs[10 + n_queries :]}
+    scratch = Path(tempfile.mkdtemp(prefix="helix-bench-inprocess-"))
+    load_before = common.load_average()
+    results = []
+    try:
+        plan_file = scratch / "plan.json"
+        plan_file.write_text(json.dumps(plan))
+        for n in tiers:
+            path, store = stores[n]
+            common.log(f"tier {n:,}: helix ...")
+            cmd = [sys.executable, __file__, "--measure", str(path), "--plan", str(plan_file)]
+            if args.profile and n == TARGET_TIER:
+                cmd.append("--profile")
+            ours = run_json(cmd, common.child_env(), 1200)
+            ref = None
+            if ref_python:
+                common.log(f"tier {n:,}: sentence-transformers + torch ...")
+                ref_cmd = [ref_python, str(common.REF_SCRIPT), "inprocess", "--db", str(path)]
+                ref_cmd += ["--queries", str(plan_file), "--model-dir", common.model_dir()]
+                ref = run_json(ref_cmd, common.ref_env(), 1200)
+            results.append(tier_result(n, store, ours, ref))
+            common.log(f"  {summary_line(results[-1])}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    load_after = common.load_average()
+
+    by_size = {t["insights"]: t for t in results}
+    target = by_size.get(TARGET_TIER)
+    med = target["plain_ms"]["median"] if target and "plain_ms" in target else None
+    passed = med is not None and med <= TARGET_MS and not any("error" in t for t in results)
+    extra = [
+        f"{t['insights']:,}: {t['plain_ms']['median']:.1f} ms"
+        for t in results
+        if "plain_ms" in t and t["insights"] != TARGET_TIER
+    ]
+    ref_ratio = (target or {}).get("reference_torch", {}).get("ratio_vs_helix_dense")
+    if ref_ratio:
+        extra.append(f"torch dense {ref_ratio}x helix dense at 100k")
+    details = {
+        "thresholds": {"median_ms": TARGET_MS, "tier": TARGET_TIER},
+        "queries_per_variant": n_queries,
+        "tiers": results,
+        "reference": ref_info,
+        "load_average": {"before": load_before, "after": load_after},
+        "headline_extra": "; ".join(extra),
+    }
+    res = common.result(
+        "recall_inprocess",
+        f"median <= {TARGET_MS:.0f} ms (plain recall, 100k)",
+        med,
+        target["plain_ms"]["p90"] if target and "plain_ms" in target else None,
+        "ms",
+        passed,
+        details,
+    )
+    lines = [summary_line(t) for t in results]
+    if ref_python is None:
+        lines.append(f"torch reference skipped: {ref_info['skipped']}")
+    return common.finish(res, args.json, lines)
+
+
+def summary_line(t: dict) -> str:
+    if "error" in t:
+        return f"{t['insights']:>9,}: ERROR {t['error']}"
+    line = (
+        f"{t['insights']:>9,}: recall {t['plain_ms']['median']:6.2f} ms "
+        f"(p10-p90 {t['plain_ms']['p10']:.2f}-{t['plain_ms']['p90']:.2f}), dense "
+        f"{t['dense_ms']['median']:.2f} ms, files= {t['files_variant_ms']['median']:.1f} ms, "
+        f"hops=1 {t['graph_hops_1_ms']['median']:.1f} ms, first call {t['first_call_ms']:.0f} ms, "
+        f"RSS {t['peak_rss_mb']:.0f} MB, {t['db_bytes_per_insight']} B/insight"
+    )
+    ref = t.get("reference_torch")
+    if ref and "error" in ref:
+        line += f"; torch ERROR {ref['error']}"
+    elif ref:
+        line += (
+            f"; torch {ref['embed_plus_top5_ms']['median']:.2f} ms "
+            f"({ref['ratio_vs_helix_dense']}x dense), RSS {ref['peak_rss_mb']:.0f} MB, "
+            f"top-5 overlap {ref['top5_overlap_with_helix_dense']:.2f}"
+        )
+    return line
 
 
 if __name__ == "__main__":
