@@ -78,7 +78,8 @@ def hooks_section(r: dict) -> list[str]:
             row.append(f"{spread_s(s['wall_s'])}, {mb(s['peak_rss_mb']['max'])}")
         rows.append(row)
     rows.append(
-        ["injected per SubagentStart"] + [f"{t['injected_per_start']['median']:.0f}" for t in tiers]
+        ["insights injected per spawn (PreToolUse)"]
+        + [f"{t['injected_per_start']['median']:.0f}" for t in tiers]
     )
     rows.append(["DB bytes per insight"] + [f"{t['store']['bytes_per_insight']:,}" for t in tiers])
     header = ["hook (fresh process)"] + [f"{t['insights']:,} insights" for t in tiers]
@@ -87,7 +88,9 @@ def hooks_section(r: dict) -> list[str]:
         "",
         f"Median wall time (p10-p90 in brackets) and peak RSS of each hook as its own "
         f"process, {r['details']['runs_per_tier']} builder lifecycles per store size "
-        "after 2 warm-ups. SubagentStop gives the verified feedback to the 5 injected "
+        "after 2 warm-ups. PreToolUse is the hook that injects (it rewrites the Agent "
+        "call's prompt through updatedInput); SubagentStart only records the start. "
+        "SubagentStop gives the verified feedback to the 5 injected "
         "insights (VERIFY is `true`); SubagentStop+INSIGHT also stores a new insight, "
         "which loads the model.",
         "",
@@ -287,7 +290,7 @@ def concurrency_section(hooks: dict | None, feedback: dict | None) -> list[str]:
                     f"{r['builders']} builders ({r['hook_processes']} hooks)",
                     f"{r['wall_s']} s",
                     f"{r['builders_per_s']} builders/s = {r['hooks_per_s']} hooks/s",
-                    f"{lat['SubagentStart']['median']:.2f} s / {lat['SubagentStop+INSIGHT']['median']:.2f} s",
+                    f"{lat['PreToolUse']['median']:.2f} s / {lat['SubagentStop+INSIGHT']['median']:.2f} s",
                     str(r["errors"]),
                     str(r["lost_updates_or_mismatches"]),
                     f"{r['feedback_events']} events on {r['insights_touched']} insights; "
@@ -306,7 +309,7 @@ def concurrency_section(hooks: dict | None, feedback: dict | None) -> list[str]:
                     "work",
                     "wall",
                     "throughput",
-                    "Start / Stop median under load",
+                    "PreToolUse / Stop median under load",
                     "errors",
                     "lost updates",
                     "checked",
@@ -446,15 +449,16 @@ def meaning(res: dict[str, dict]) -> list[str]:
                 for t in tiers
             )
 
-        first = tiers[0]["events"]["SubagentStart"]["wall_s"]["median"]
-        last = tiers[-1]["events"]["SubagentStart"]["wall_s"]["median"]
+        first = tiers[0]["events"]["PreToolUse"]["wall_s"]["median"]
+        last = tiers[-1]["events"]["PreToolUse"]["wall_s"]["median"]
         growth = (
             f"going from {tiers[0]['insights']:,} to {tiers[-1]['insights']:,} insights changes it "
             f"by {last - first:+.2f} s"
         )
         out.append(
-            f"- **Each helix subagent waits {listed('SubagentStart')} insights for its memory** "
-            f"(SubagentStart, a fresh process that loads the model and recalls); {growth}. "
+            f"- **Each helix subagent waits {listed('PreToolUse')} insights for its memory** "
+            f"(PreToolUse, a fresh process that loads the model, recalls and rewrites the "
+            f"spawn's prompt); {growth}. "
             f"Its stop hook, which runs VERIFY and gives the feedback, takes "
             f"{listed('SubagentStop')}; storing an INSIGHT it reported adds the model load "
             f"({listed('SubagentStop+INSIGHT')}). Next to the minutes a coding agent works on a "
@@ -577,7 +581,7 @@ def meaning(res: dict[str, dict]) -> list[str]:
             f"- **Parallel agents**: with up to {top['workers']} hook processes writing at once "
             f"there were {errors} errors and {lost} lost updates. 2 cores run "
             f"{top['hooks_per_s']} hooks/s however many start together, so parallel builders "
-            f"queue (median SubagentStart {top['latency_s']['SubagentStart']['median']:.1f} s "
+            f"queue (median PreToolUse {top['latency_s']['PreToolUse']['median']:.1f} s "
             f"with {top['workers']} at once) but {verdict}."
         )
     return out + [""]

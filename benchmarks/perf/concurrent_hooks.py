@@ -171,11 +171,12 @@ def run_round(
         for k in range(per_worker):
             n = w * per_worker + k
             runs = hook_latency.lifecycle(n, tasks[n], base, transcript, env, project, True)
-            stdout = runs["SubagentStart"]["stdout"]
+            stdout = runs["PreToolUse"]["stdout"]
+            given = hook_latency.injected_prompt(stdout, "") if stdout.strip() else ""
             record = {
                 "agent": f"bench{n:04d}",
                 "runs": runs,
-                "injected": hook_latency.injected_names(stdout) if stdout.strip() else [],
+                "injected": hook_latency.injected_names(given),
             }
             with lock:
                 builders.append(record)
@@ -272,7 +273,7 @@ def round_line(r: dict) -> str:
     return (
         f"{r['workers']:>2} workers{blas}: {r['builders']} builders in {r['wall_s']} s = "
         f"{r['builders_per_s']} builders/s ({r['hooks_per_s']} hooks/s); latency under load "
-        f"Start {lat['SubagentStart']['median']:.2f} s, Stop+INSIGHT "
+        f"PreToolUse {lat['PreToolUse']['median']:.2f} s, Stop+INSIGHT "
         f"{lat['SubagentStop+INSIGHT']['median']:.2f} s; errors {r['errors']}, "
         f"mismatches {r['lost_updates_or_mismatches']}"
         + (f" (first: {r['first_mismatches'][0]})" if r["first_mismatches"] else "")
