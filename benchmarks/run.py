@@ -123,7 +123,8 @@ def learning_markdown(status: dict) -> list[str]:
         text = report.markdown(json.loads(results_file.read_text()))
     except Exception as exc:  # noqa: BLE001 - the perf report must still be written
         return [*out, f"Its report could not be rendered: {type(exc).__name__}: {exc}", ""]
-    out += [text.rstrip(), ""]
+    # The report brings its own "## Learning curve" heading.
+    out = [text.rstrip(), ""]
     if LEARNING_PNG.is_file() and LEARNING_PNG.name not in text:
         out += [f"![Learning curve]({LEARNING_PNG.name})", ""]
     return out
