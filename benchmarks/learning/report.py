@@ -9,14 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE = (
-    "no_memory",
-    "relevance_only",
-    "helix_no_feedback",
-    "helix",
-    "helix_adversarial",
-    "oracle",
-)
+from .simulation import ADVERSARIAL, HELIX, NO_MEMORY, ORACLE, RELEVANCE, UNLEARNED
+
 NAMES = {
     NO_MEMORY: "no memory",
     RELEVANCE: "relevance-only",
