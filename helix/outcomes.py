@@ -122,14 +122,26 @@ def apply(
     ):
         tracker.update(task_id, **{"helix-verified": settled["verified"]})
         return tracker.close(task_id, "delivered", settled["summary"] or None)
+    return record_failure(
+        tracker, task, settled["outcome"], settled["error"] or cause, settled["remaining"]
+    )
+
+
+def record_failure(
+    tracker: Tracker, task: dict[str, Any], outcome: str, error: str, remaining: str = ""
+) -> dict[str, Any]:
+    """Count a failed attempt on the task (attempts, last outcome, last error, for
+    the retry's prompt and recall) and release it: in_progress goes back to open,
+    and a delivery an earlier attempt closed is reopened."""
+    task_id = task["id"]
     attempts = task.get("helix-attempts")
     fields = {
         "helix-attempts": (attempts if isinstance(attempts, int) else 0) + 1,
-        "helix-last-outcome": settled["outcome"],
-        "helix-last-error": (settled["error"] or cause or "")[:2000],
+        "helix-last-outcome": outcome,
+        "helix-last-error": (error or "")[:2000],
     }
-    if settled["remaining"]:
-        fields["helix-remaining"] = settled["remaining"][:2000]
+    if remaining:
+        fields["helix-remaining"] = remaining[:2000]
     tracker.update(task_id, **fields)
     if task.get("status") == "in_progress":
         return tracker.unclaim(task_id)

@@ -474,19 +474,12 @@ class Supervisor:
     def _agent_failed(self, task: dict[str, Any], result: AgentResult) -> Attempt:
         """An agent that crashed or errored says nothing about the insights: no
         feedback, but the attempt counts and the error is kept for the retry."""
-        current = self.tracker.get(task["id"])
-        attempts = int(current.get("helix-attempts") or 0) + 1
         error = result.error or f"{self.builder.name} failed (exit {result.exit_code})"
-        self.tracker.update(
-            task["id"],
-            **{
-                "helix-attempts": attempts,
-                "helix-last-outcome": "agent-error",
-                "helix-last-error": error[:2000],
-            },
+        current = self.tracker.get(task["id"])
+        updated = outcomes.record_failure(self.tracker, current, "agent-error", error)
+        return Attempt(
+            task["id"], "AGENT ERROR", attempts=int(updated.get("helix-attempts") or 0), error=error
         )
-        self.tracker.unclaim(task["id"])
-        return Attempt(task["id"], "AGENT ERROR", attempts=attempts, error=error)
 
     def _report_cycle(self, number: int, attempts: list[Attempt], cycle: Cycle) -> None:
         tasks = self._tasks()
