@@ -77,7 +77,10 @@ def preference(task: Task) -> tuple:
 
 @dataclass
 class Choice:
-    primary: Task
+    """The next task and its batch (``primary`` None: nothing can run), the focus
+    after choosing, and why a focus was released."""
+
+    primary: Task | None
     batch: list[Task]
     focus: str | None
     focus_changed: bool = False
@@ -85,7 +88,7 @@ class Choice:
 
     @property
     def tasks(self) -> list[Task]:
-        return [self.primary, *self.batch]
+        return [self.primary, *self.batch] if self.primary is not None else []
 
 
 def open_children(tasks: Iterable[Task], epic_id: str) -> list[Task]:
@@ -102,8 +105,8 @@ def choose(
     skip: Iterable[str] = (),
     focus: str | None = None,
     batch_size: int = 1,
-) -> Choice | None:
-    """The next task (and its batch), or None when nothing can run."""
+) -> Choice:
+    """The next task (and its batch); ``primary`` is None when nothing can run."""
     candidates = runnable(tasks, now, skip)
     by_id = {t.get("id"): t for t in tasks}
     notes: list[str] = []
@@ -122,7 +125,7 @@ def choose(
             notes.append(f"focus {focus} released: the epic {why}")
             focus = None
     if not candidates:
-        return None
+        return Choice(None, [], focus, focus != previous, notes)
     primary = candidates[0]
     if focus is None:
         parent = by_id.get(primary.get("parent"))

@@ -243,22 +243,11 @@ class Supervisor:
             self.state.focus,
             max(1, self.options.batch_size),
         )
-        for note in choice.notes if choice else self._focus_notes(tasks):
+        for note in choice.notes:
             self.log.event(note)
-        if choice is None:
-            if self.state.focus and self._focus_notes(tasks):
-                self._set_focus(None, tasks)
-            return None
         if choice.focus_changed:
             self._set_focus(choice.focus, tasks)
-        return choice
-
-    def _focus_notes(self, tasks: list[dict[str, Any]]) -> list[str]:
-        focus = self.state.focus
-        if not focus:
-            return []
-        probe = selection.choose(tasks, self.clock(), self.state.skipped, focus, 1)
-        return probe.notes if probe else [f"focus {focus} released: nothing can run"]
+        return choice if choice.primary is not None else None
 
     def _set_focus(self, focus: str | None, tasks: list[dict[str, Any]]) -> None:
         self.state.focus = focus
@@ -758,7 +747,7 @@ class Supervisor:
         choice = selection.choose(
             tasks, self.clock(), self.state.skipped, self.state.focus, self.options.batch_size
         )
-        if choice is None:
+        if choice.primary is None:
             self.log.event("dry run: no ready work; a real run would ask a check pass now")
             return DONE
         try:

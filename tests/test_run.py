@@ -560,9 +560,10 @@ def test_selection_prefers_specified_work_and_batches_by_area() -> None:
         {**base, "id": "hx-4", "created_at": "4", "labels": ["area:db", "blocked"]},
     ]
     choice = selection.choose(tasks, datetime.now(UTC), batch_size=3)
-    assert choice is not None and choice.primary["id"] == "hx-2"
+    assert choice.primary is not None and choice.primary["id"] == "hx-2"
     assert [t["id"] for t in choice.batch] == ["hx-1"]
-    assert selection.choose(tasks, datetime.now(UTC), skip=["hx-1", "hx-2", "hx-3"]) is None
+    nothing = selection.choose(tasks, datetime.now(UTC), skip=["hx-1", "hx-2", "hx-3"])
+    assert nothing.primary is None and nothing.tasks == []
 
 
 def test_failures_alike_warn_the_next_builder(world: World) -> None:
