@@ -66,9 +66,13 @@ class RunLog:
         self._show(line)
 
     def pointer(self, first: int, last: int) -> str:
-        """``log L12-L340 in <path>``, relative to the project when possible."""
-        try:
-            shown = self.path.relative_to(Path.cwd())
-        except ValueError:
-            shown = self.path
-        return f"log L{first}-L{last} in {shown}"
+        """``log L12-L340 in <path>``."""
+        return f"log L{first}-L{last} in {shown(self.path)}"
+
+
+def shown(path: Path) -> str:
+    """A path as the operator should see it: relative to where they are, when inside."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -46,6 +46,7 @@ from helix import (
     projectcontext,
     recovery,
     runcontracts,
+    runlog,
     selection,
     synthesis,
     taskgraph,
@@ -186,7 +187,7 @@ class Supervisor:
         try:
             self._save("starting")
             self.log.event(
-                f"run started: agent {self.builder.name}, log {self._relative(self.log.path)}"
+                f"run started: agent {self.builder.name}, log {runlog.shown(self.log.path)}"
             )
             self._recover("start")
             self._write_context()
@@ -215,7 +216,7 @@ class Supervisor:
             f" {self.state.attempted_cycles} attempted cycles, {self.state.total_tokens} tokens)"
         )
         if self._blocker_report is not None:
-            self.log.event(f"blocker report: {self._relative(self._blocker_report)}")
+            self.log.event(f"blocker report: {runlog.shown(self._blocker_report)}")
         return code
 
     def _step(self) -> None:
@@ -785,12 +786,6 @@ class Supervisor:
             )
         except (OSError, HelixError) as exc:
             self.log.verbose(f"context.md not written: {exc}")
-
-    def _relative(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(self.project))
-        except ValueError:
-            return str(path)
 
 
 def _task_block(
