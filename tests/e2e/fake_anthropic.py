@@ -215,14 +215,6 @@ class Request(RecordedRequest):
         return self.kind == "main"
 
     @property
-    def model(self) -> str | None:
-        return (self.body or {}).get("model")
-
-    @property
-    def streaming(self) -> bool:
-        return bool((self.body or {}).get("stream"))
-
-    @property
     def tool_names(self) -> list[str]:
         return [t.get("name", "") for t in (self.body or {}).get("tools") or []]
 

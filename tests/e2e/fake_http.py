@@ -46,6 +46,15 @@ class RecordedRequest:
     status: int = 200
 
     @property
+    def model(self) -> str | None:
+        return (self.body or {}).get("model")
+
+    @property
+    def streaming(self) -> bool:
+        """Both APIs ask for server-sent events with ``"stream": true``."""
+        return bool((self.body or {}).get("stream"))
+
+    @property
     def route(self) -> str:
         """The path without query string or trailing slash."""
         return self.path.split("?", 1)[0].rstrip("/")

@@ -113,14 +113,6 @@ class Request(RecordedRequest):
     reply: Reply | Failure | None = None
 
     @property
-    def model(self) -> str | None:
-        return (self.body or {}).get("model")
-
-    @property
-    def streaming(self) -> bool:
-        return bool((self.body or {}).get("stream"))
-
-    @property
     def effort(self) -> str | None:
         reasoning = (self.body or {}).get("reasoning")
         return reasoning.get("effort") if isinstance(reasoning, dict) else None
