@@ -11,26 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from topics import TOPICS
 
 from helix import hooks, injection, results
 from helix.memory import Memory
 from helix.tracker import Tracker
 
 SESSION = "5f6f4d2a-977a-498d-a126-3d7b3369c1c8"
-TOPICS = {
-    "db": [
-        "When adding a database migration, run the upgrade inside one transaction",
-        "When a migration adds a NOT NULL column, give it a server default first",
-    ],
-    "auth": [
-        "When the JWT access token expires, refresh it before retrying the request",
-        "Validate JWT expiry with a small clock-skew leeway of thirty seconds",
-    ],
-    "css": [
-        "When the frontend build is flaky, pin the bundler version in package.json",
-        "Run the CSS linter before the frontend bundle step so broken styles fail fast",
-    ],
-}
 
 
 class Session:

@@ -16,25 +16,12 @@ from typing import Any
 
 from claude_runner import ClaudeRun, Sandbox
 from fake_anthropic import Reply, Request, agent_type_is, main_thread, text, tool_use
+from topics import TOPICS
 
 from helix import contracts
 from helix.memory import Memory
 from helix.tracker import Tracker
 
-TOPICS = {
-    "db": [
-        "When adding a database migration, run the upgrade inside one transaction",
-        "When a migration adds a NOT NULL column, give it a server default first",
-    ],
-    "auth": [
-        "When the JWT access token expires, refresh it before retrying the request",
-        "Validate JWT expiry with a small clock-skew leeway of thirty seconds",
-    ],
-    "css": [
-        "When the frontend build is flaky, pin the bundler version in package.json",
-        "Run the CSS linter before the frontend bundle step so broken styles fail fast",
-    ],
-}
 EXPLORER = agent_type_is("# helix explorer")
 PLANNER = agent_type_is("# helix planner")
 BUILDER = agent_type_is("# helix builder")
