@@ -4,12 +4,11 @@ through the real ``python -m helix`` with its own data directory."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helix_process import run_helix
 
 from helix.embeddings import MiniLMEmbedder
 from helix.memory import Memory
@@ -35,17 +34,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def run(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HELIX_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=home.parent,
-        input=stdin,
-        stdin=subprocess.DEVNULL if stdin is None else None,
-        timeout=120,
-    )
+    return run_helix(home, *args, stdin=stdin)
 
 
 def ok(result: subprocess.CompletedProcess):

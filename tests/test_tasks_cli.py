@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helix_process import run_helix
 
 
 def run(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HELIX_HOME": str(home)}
-    home.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "helix", "tasks", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=home.parent,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    return run_helix(home, "tasks", *args)
 
 
 def ok(result: subprocess.CompletedProcess):

@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helix_process import run_helix
 
 from helix import results
 from helix.tracker import Tracker
 
 
 def run(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HELIX_HOME": str(home)}
-    home.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=home.parent,
-        input=stdin,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-        timeout=60,
-    )
+    return run_helix(home, *args, stdin=stdin, timeout=60)
 
 
 def ok(result: subprocess.CompletedProcess):

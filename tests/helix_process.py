@@ -1,0 +1,27 @@
+"""Running the `helix` CLI as a real subprocess against one data directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_helix(
+    home: Path, *args: str, stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """`python -m helix ARGS` with HELIX_HOME=home, in home's parent (created),
+    stdin closed unless text is given."""
+    env = {**os.environ, "HELIX_HOME": str(home)}
+    home.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "helix", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home.parent,
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+        timeout=timeout,
+    )
