@@ -129,6 +129,17 @@ class AgentRunner:
         """Make sense of what the agent printed."""
         raise NotImplementedError
 
+    def unavailable(self) -> str | None:
+        """Why this agent cannot be started at all (its CLI is missing), else None.
+
+        A supervisor checks this once before claiming work: a missing CLI is a
+        setup problem, not a failed attempt at a task."""
+        try:
+            self.argv(dict(os.environ if self.env is None else self.env))
+        except _CannotRun as exc:
+            return str(exc)
+        return None
+
     def run(self, prompt: str, cwd: Path, timeout: float, log_path: Path) -> AgentResult:
         """Run the agent once on ``prompt`` in ``cwd``; never raises for agent failures.
 

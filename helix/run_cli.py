@@ -10,7 +10,7 @@ import click
 
 from helix import config, recovery, runstate, selection
 from helix.cli import cli, emit, guarded, open_memory
-from helix.errors import InvalidInput
+from helix.errors import HelixError, InvalidInput
 
 AGENTS = ("claude", "codex", "cmd")
 
@@ -132,8 +132,12 @@ def run_command(
             model=model if reviewer_name == agent else None,
             extra_args=list(agent_args) if reviewer_name == agent else [],
             command=reviewer_command,
-            plugin_dir=plugin_dir,
+            plugin_dir=plugin_dir if reviewer_name == "claude" else None,
         )
+    for runner in (builder, reviewer):
+        problem = runner.unavailable() if runner is not None and not dry_run else None
+        if problem:
+            raise HelixError(problem)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     log = RunLog(paths.home / "logs" / f"run-{stamp}.log", summary=summary)
     options = RunOptions(

@@ -587,3 +587,36 @@ def test_a_dead_runs_lock_is_taken_over(world: World) -> None:
     assert proc.returncode == 0, proc.stderr
     assert world.state()["completed_cycles"] == 1
     assert (world.home / "run.lock").read_text() == ""  # released on exit
+
+
+def test_a_missing_agent_cli_stops_before_any_task_is_touched(world: World) -> None:
+    task = world.task("x", "--verify", "true")
+    before = (world.home / "tasks.jsonl").read_text()
+    env = world.env(HELIX_CODEX_BIN=str(world.root / "no-such-codex"))
+    proc = world.helix("run", "--agent", "codex", env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "codex" in proc.stderr
+    assert (world.home / "tasks.jsonl").read_text() == before
+    assert world.tasks()[task]["status"] == "open"
+
+
+def test_plugin_dir_is_given_only_to_a_claude_reviewer(world: World) -> None:
+    world.task("x", "--verify", "true")
+    world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
+    stub = world.root / "codex-stub"
+    stub.write_text("#!/bin/sh\ncat >/dev/null\n")
+    stub.chmod(0o755)
+    env = world.env(HELIX_CODEX_BIN=str(stub))
+    proc = world.run("--plugin-dir", str(world.root), "--dry-run", env=env)
+    assert proc.returncode == 2 and "does not take plugin_dir" in proc.stderr  # cmd builder
+    proc = world.helix(
+        "run",
+        "--agent",
+        "claude",
+        "--review",
+        "--plugin-dir",
+        str(world.root),
+        "--dry-run",
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
