@@ -625,7 +625,7 @@ class Supervisor:
             if review is None:
                 raise Stop(
                     f"the review of {task['id']} by {self.reviewer.name} could not be interpreted"
-                    f" (no REVIEW: CLEAN or REVIEW: FINDINGS with a JSON list); see {self.log.path}",
+                    f" (no REVIEW: CLEAN or REVIEW: FINDINGS with a JSON list); see {runlog.shown(self.log.path)}",
                     TROUBLE,
                 )
             if review.clean:
@@ -670,7 +670,7 @@ class Supervisor:
             if decision is None:
                 why = result.error if result.is_error else "no NEXT_ACTION line"
                 raise Stop(
-                    f"the check result could not be interpreted ({why}); see {self.log.path}",
+                    f"the check result could not be interpreted ({why}); see {runlog.shown(self.log.path)}",
                     TROUBLE,
                 )
             action, detail = decision.action, decision.detail
