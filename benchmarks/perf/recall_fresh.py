@@ -14,12 +14,13 @@ os.wait4, and the child's peak RSS comes from the rusage os.wait4 returns for th
 child.
 
 The reference (when ``make bench-ref`` could set up ``.venv-ref``): a one-shot
-script that does what a sentence-transformers user would, on the same store and
-model files: import torch and sentence-transformers, load the model, embed the
-query, load the vectors, cosine top-5 with torch, print the hits
-(``_torch_ref.py fresh``). It is timed the same way, with 1 warm-up and
-``--ref-runs`` runs interleaved with helix's. It does less than helix's recall
-(no keywords, files or ranking), so the ratio flatters the reference if anything.
+script that does what a sentence-transformers user would, on the same store (with
+the original float32 weights; helix runs its float16 copy): import torch and
+sentence-transformers, load the model, embed the query, load the vectors, cosine
+top-5 with torch, print the hits (``_torch_ref.py fresh``). It is timed the same
+way, with 1 warm-up and ``--ref-runs`` runs interleaved with helix's. It does less
+than helix's recall (no keywords, files or ranking), so the ratio flatters the
+reference if anything.
 
 Target: median wall <= 0.35 s and peak RSS <= 300 MB, for every helix launcher.
 
@@ -100,7 +101,7 @@ def main() -> int:
         ref_cmd = None
         if ref_python:
             ref_cmd = [ref_python, str(common.REF_SCRIPT), "fresh", "--db", str(db)]
-            ref_cmd += ["--model-dir", common.model_dir(), "--k", "5", "--query"]
+            ref_cmd += ["--k", "5", "--query"]
         load_before = common.load_average()
 
         baseline = [

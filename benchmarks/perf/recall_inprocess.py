@@ -6,8 +6,8 @@ the model and the vector cache, is reported apart. Variants with ``files=[...]``
 and ``graph_hops=1`` are measured too, and "dense": embedding the query plus
 ``VectorIndex.top(query, 5)``, the part of recall the reference also does.
 
-Reference: the same store's vectors loaded into a torch tensor, the same model
-files loaded by sentence-transformers, and per query ``encode`` + ``matrix @
+Reference: the same store's vectors loaded into a torch tensor, the original
+float32 model loaded by sentence-transformers, and per query ``encode`` + ``matrix @
 query`` + ``torch.topk(5)`` (``_torch_ref.py inprocess``), on the same queries.
 The report gives torch's time over helix's for the dense part and for helix's full
 hybrid recall, and how many of torch's exact top 5 helix's dense search returned
@@ -254,7 +254,7 @@ def main() -> int:
             if ref_python:
                 common.log(f"tier {n:,}: sentence-transformers + torch ...")
                 ref_cmd = [ref_python, str(common.REF_SCRIPT), "inprocess", "--db", str(path)]
-                ref_cmd += ["--queries", str(plan_file), "--model-dir", common.model_dir()]
+                ref_cmd += ["--queries", str(plan_file)]
                 ref = run_json(ref_cmd, common.ref_env(), 1200)
             results.append(tier_result(n, store, ours, ref))
             common.log(f"  {summary_line(results[-1])}")
