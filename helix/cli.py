@@ -38,6 +38,9 @@ STDIN_LIMIT = 1 << 20  # never read more than this from stdin
 
 
 def _fail(message: str, code: int) -> None:
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.meta.pop(_WARNINGS, None)  # the one error line stands alone
     click.echo(f"helix: {message}", err=True)
     sys.exit(code)
 
@@ -102,13 +105,38 @@ def open_memory(create: bool = True):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helix")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """helix: a self-learning orchestrator for coding agents.
 
     Its memory ranks insights by proven usefulness, learned from verified outcomes.
 
     Example: helix demo
     """
+    # A missing model or a read-only store is said on every command, never found
+    # out later from an empty memory; hooks and doctor report it their own way.
+    # Said when the command ends, unless it failed: its one error line says enough.
+    if ctx.invoked_subcommand not in ("hook", "doctor"):
+        ctx.meta[_WARNINGS] = _unhealthy()
+        ctx.call_on_close(_say_warnings)
+
+
+_WARNINGS = "helix.warnings"
+
+
+def _unhealthy() -> list[str]:
+    try:
+        from helix import config, health
+
+        return health.problems(config.resolve())
+    except Exception:  # noqa: BLE001 - a warning must never stop the command itself
+        return []
+
+
+def _say_warnings() -> None:
+    context = click.get_current_context(silent=True)
+    for problem in context.meta.get(_WARNINGS, []) if context else []:
+        click.echo(f"helix: warning: {problem}", err=True)
 
 
 # ------------------------------------------------------------------- memory
@@ -559,17 +587,26 @@ def demo(directory: str | None, as_json: bool) -> None:
 @cli.command("doctor")
 @guarded
 def doctor() -> None:
-    """Check the installation: model files and hashes, data location, database,
-    and the Claude Code hooks end to end (a real SessionStart in a scratch project).
+    """Check the installation and say how to fix each problem: the model files and
+    their hashes, the store, the plugin registered and enabled in Claude Code, the
+    helix on PATH that the hooks run, and a real SessionStart hook run.
+
+    Prints the report as JSON; each problem is also one line on stderr; exit 1 if any.
 
     Example: helix doctor
     """
-    from helix import config
+    import shutil
+
+    from helix import config, health, installer
     from helix.embeddings import check_model_files, get_embedder, minilm_dir
 
     report: dict[str, Any] = {"version": __version__, "python": sys.version.split()[0]}
     paths = config.resolve()
-    report["home"], report["db"] = str(paths.home), str(paths.db)
+    report["home"], report["db"], report["project"] = (
+        str(paths.home),
+        str(paths.db),
+        str(paths.project),
+    )
     problems = []
     try:
         embedder = get_embedder()
@@ -581,26 +618,37 @@ def doctor() -> None:
             report["model_files"] = "sha256 verified"
     except HelixError as exc:
         problems.append(str(exc))
+    store = health.store_problem(paths)
+    if store:
+        problems.append(store)
     if paths.db.exists():
         try:
             with open_memory(create=False) as mem:
-                health = mem.health()
-            report["schema_version"] = health["schema_version"]
-            report["insights"] = health["total_insights"]
+                health_report = mem.health()
+            report["schema_version"] = health_report["schema_version"]
+            report["insights"] = health_report["total_insights"]
         except HelixError as exc:
             problems.append(str(exc))
-    from helix import installer
-
-    plugin_root = installer.plugin_source()
-    report["plugin_source"] = str(plugin_root) if plugin_root else None
-    report["claude"] = installer.find_claude()
+    claude = installer.find_claude()
+    report["claude"] = claude
+    plugin, plugin_problems = installer.plugin_problems(claude, paths.project)
+    report["plugin"] = plugin or None
+    problems += plugin_problems
+    on_path = shutil.which("helix")
+    report["helix_on_path"] = on_path
+    problems += installer.path_problems(on_path)
+    # The hooks as Claude Code runs them: the registered plugin's run-hook when
+    # there is one, else this package's own.
+    folder = Path(plugin["folder"]) if plugin.get("version") else installer.packaged_plugin()
     hook_problems = installer.check_hooks(
-        [sys.executable, "-m", "helix", "hook", "SessionStart"], plugin_root
+        [sys.executable, "-m", "helix", "hook", "SessionStart"], folder
     )
     report["hooks"] = "SessionStart answered with hook JSON" if not hook_problems else "broken"
-    problems += hook_problems
+    problems += [p for p in hook_problems if p not in problems]
     report["problems"] = problems
     emit(report)
+    for problem in problems:
+        click.echo(f"helix: problem: {problem}", err=True)
     if problems:
         sys.exit(1)
 

@@ -8,6 +8,12 @@ Resolution order for the data directory (the ``.helix`` folder):
 
 ``HELIX_DB`` overrides only the database file; everything else still lives in the
 data directory.
+
+The project root is the folder that holds the data directory: VERIFY commands, agents
+and the worktree checkpoints of ``helix run`` work there, whichever subdirectory a
+command or a hook was started in. Hooks take a stricter rule (:func:`find_project`):
+they act only inside a project that already exists, so a hook never creates a data
+directory for a stray working directory.
 """
 
 from __future__ import annotations
@@ -28,6 +34,11 @@ class Paths:
     db: Path
 
     @property
+    def project(self) -> Path:
+        """The project root: where VERIFY runs and agents work."""
+        return self.home.parent
+
+    @property
     def tasks(self) -> Path:
         return self.home / "tasks.jsonl"
 
@@ -39,8 +50,11 @@ def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> P
         return Path(env["HELIX_HOME"]).expanduser().absolute()
     here = (start or Path.cwd()).absolute()
     for folder in (here, *here.parents):
-        if (folder / DATA_DIR_NAME).is_dir():
-            return folder / DATA_DIR_NAME
+        try:
+            if (folder / DATA_DIR_NAME).is_dir():
+                return folder / DATA_DIR_NAME
+        except OSError:  # unreadable or over-long: not a project we can use
+            continue
     return here / DATA_DIR_NAME
 
 
@@ -54,3 +68,23 @@ def resolve(start: Path | None = None, env: dict[str, str] | None = None) -> Pat
         else home / DB_FILE_NAME
     )
     return Paths(home=home, db=db)
+
+
+def find_project(start: Path, env: dict[str, str] | None = None) -> Paths | None:
+    """The existing project that ``start`` lies in, or None. Pure: creates nothing.
+
+    ``HELIX_HOME`` names the project's data directory outright (its parent must
+    exist). Otherwise ``start`` must be an existing directory with a ``.helix/``
+    in it or above it: a directory that does not exist, or has no project above
+    it, has none (hooks then do nothing rather than create ``.helix`` there)."""
+    env = os.environ if env is None else env
+    if env.get("HELIX_HOME"):
+        paths = resolve(start, env)
+        return paths if paths.home.parent.is_dir() else None
+    try:
+        if not start.is_dir():
+            return None
+    except OSError:
+        return None
+    paths = resolve(start, env)
+    return paths if paths.home.is_dir() else None

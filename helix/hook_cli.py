@@ -42,7 +42,11 @@ def hook_command(event: str) -> None:
         if not isinstance(payload, dict):
             raise ValueError("payload is not a JSON object")
         env = dict(os.environ)
-        home = config.resolve(None if not payload.get("cwd") else _path(payload["cwd"]), env).home
+        start = hooks.start_dir(payload, env)
+        found = config.find_project(start, env) if start else None
+        home = found.home if found else None
+        if found is None and event != "SessionStart":
+            sys.stderr.write(f"helix hook {event}: no helix project at {start}; nothing to do\n")
         if event not in hooks.EVENTS:
             raise ValueError(f"unknown hook event {event!r}")
         output = hooks.handle(event, payload, env)
@@ -50,15 +54,10 @@ def hook_command(event: str) -> None:
         if text:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
-        hooks.log(home, event, f"ok {1000 * (time.monotonic() - started):.0f} ms")
+        if home is not None:
+            hooks.log(home, event, f"ok {1000 * (time.monotonic() - started):.0f} ms")
     except Exception as exc:  # noqa: BLE001 - fail open, whatever happened
         _fail_open(event, exc, home)
-
-
-def _path(value: object):
-    from pathlib import Path
-
-    return Path(str(value))
 
 
 def _fail_open(event: str, exc: BaseException, home) -> None:

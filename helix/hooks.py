@@ -63,15 +63,32 @@ _TAG = "<{0}>(.*?)</{0}>"
 
 
 class Context:
-    """Where this hook works: the project, its .helix folder, the plugin root."""
+    """Where this hook works: the project root, its .helix folder, the plugin root.
+
+    The client may start in any subdirectory of the project, and the payload's
+    ``cwd`` is that subdirectory: the project root is found upwards from it by
+    :func:`config.find_project`, the rule ``helix verify`` and ``helix run`` use,
+    so VERIFY always runs at the root. Outside a project ``paths`` is None."""
 
     def __init__(self, payload: dict[str, Any], env: dict[str, str]):
         self.payload = payload
         self.env = env
-        project = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
-        self.project = Path(project)
-        self.paths = config.resolve(self.project, env)
-        self.home = self.paths.home
+        start = start_dir(payload, env)
+        self.found = config.find_project(start, env) if start else None
+
+    @property
+    def paths(self) -> config.Paths:
+        if self.found is None:
+            raise RuntimeError("no helix project here")  # handle() never lets this happen
+        return self.found
+
+    @property
+    def project(self) -> Path:
+        return self.paths.project
+
+    @property
+    def home(self) -> Path:
+        return self.paths.home
 
     def memory(self):
         from helix.memory import Memory
@@ -84,23 +101,38 @@ class Context:
         return Tracker(self.paths.tasks)
 
 
+def start_dir(payload: dict[str, Any], env: dict[str, str]) -> Path | None:
+    """The directory the client says it works in: the payload's cwd, else the
+    project directory it exported, else this process's own."""
+    value = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    if not isinstance(value, str) or not value or "\x00" in value or len(value) > 4096:
+        return None
+    return Path(value)
+
+
 def handle(event: str, payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
-    """Run the handler of ``event``; return the hook JSON to print (or None)."""
+    """Run the handler of ``event``; return the hook JSON to print (or None).
+
+    Outside a helix project only SessionStart answers (a briefing that creates
+    nothing); every other event is a no-op."""
     handler = HANDLERS.get(event)
     if handler is None:
         return None
-    return handler(Context(payload, env))
+    ctx = Context(payload, env)
+    if ctx.found is None:
+        return session_start_outside(ctx) if event == "SessionStart" else None
+    return handler(ctx)
 
 
 # ---------------------------------------------------------------- SessionStart
 def session_start(ctx: Context) -> dict[str, Any] | None:
-    """Prepare .helix, record the plugin root, and brief the main thread. Never
-    loads the embedding model: only SQL over the store."""
-    ctx.home.mkdir(parents=True, exist_ok=True)
+    """Record the plugin root and brief the main thread, problems first. Never
+    loads the embedding model: only file checks and SQL over the store."""
+    ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
     root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
     if root:
         (ctx.home / "plugin_root").write_text(root + "\n")
-    lines = ["helix memory for this project:"]
+    lines = [*_warnings(ctx), "helix memory for this project:"]
     if ctx.paths.db.exists():
         with ctx.memory() as memory:
             lines += _briefing(memory)
@@ -115,6 +147,31 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
         if open_count:
             lines.append(f"  task graph: {open_count} open task(s), {len(ready)} ready now.")
     return _context("SessionStart", "\n".join(lines))
+
+
+def session_start_outside(ctx: Context) -> dict[str, Any]:
+    """No helix project here yet: say how one starts, create nothing."""
+    lines = [
+        *_warnings(ctx),
+        "helix memory: no helix project in this directory yet; /helix <objective> "
+        "(or any helix command) starts one here.",
+    ]
+    return _context("SessionStart", "\n".join(lines))
+
+
+def _warnings(ctx: Context) -> list[str]:
+    """What would make helix fail quietly in this session, said up front."""
+    from helix import __version__, health, installer
+
+    problems = health.problems(ctx.found, ctx.env)
+    root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
+    version = installer.plugin_version(Path(root)) if root else None
+    if version and version != __version__:
+        problems.append(
+            f"the plugin files are version {version} but helix is {__version__}: "
+            "run `helix install claude`, then restart Claude Code"
+        )
+    return [f"WARNING (helix): {problem}" for problem in problems]
 
 
 def _briefing(memory) -> list[str]:
@@ -762,7 +819,7 @@ def _now() -> str:
 def log(home: Path, event: str, message: str) -> None:
     """Append to .helix/hooks.log; never raises (the hook must fail open)."""
     try:
-        home.mkdir(parents=True, exist_ok=True)
+        home.mkdir(exist_ok=True)  # the project exists; never a chain of new folders
         statefiles.append_line(home / LOG_FILE, f"{_now()} {event} {message}")
     except OSError:
         pass

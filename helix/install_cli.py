@@ -16,7 +16,11 @@ def install() -> None:
 
 
 @install.command("claude")
-@click.option("--source", default=None, help="Path or git URL of the helix repository.")
+@click.option(
+    "--source",
+    default=None,
+    help="A helix checkout or git URL to serve the plugin from (default: this installed helix).",
+)
 @click.option(
     "--scope",
     default="user",
@@ -27,10 +31,11 @@ def install() -> None:
 @click.option("--dry-run", is_flag=True, help="Print the claude commands instead of running them.")
 @guarded
 def install_claude(source: str | None, scope: str, dry_run: bool) -> None:
-    """Register the helix marketplace and install the plugin with `claude plugin`.
+    """Register the plugin shipped inside this helix with `claude plugin` and enable it.
 
-    helix itself must be on PATH for the hooks (pipx, uv tool, or this checkout's
-    .venv); `helix doctor` checks both.
+    Works however helix was installed (pipx, uv tool, pip); the client reads the
+    plugin in place, so it follows upgrades of helix. The hooks run the helix on
+    PATH; `helix doctor` checks all of it.
 
     Example: helix install claude --dry-run
     """

@@ -1,13 +1,18 @@
 """Installing the helix plugin into Claude Code, and checking that it works.
 
-The repository is both a Claude Code plugin and a marketplace, so installing is
-two ``claude plugin`` commands: add the marketplace (this checkout, or a git URL),
-then install ``helix@<marketplace>``. The hooks call ``helix hook <event>`` through
-``hooks/run-hook``, which finds this helix on PATH, so helix itself must be
-installed as a user tool (pipx, uv tool, or the checkout's .venv).
+The plugin (manifests, hooks, agents, skills) ships inside the package, in
+``helix/plugin/``, which is also a one-plugin marketplace. ``helix install claude``
+registers that folder with ``claude plugin marketplace add`` and installs
+``helix@helix-marketplace`` from it, however helix itself was installed (pipx, uv
+tool, pip, a checkout). Measured with Claude Code 2.1.329: a plugin from a
+directory marketplace loads in place ("readFromFolder"), so when helix is upgraded
+the files the client reads are the new ones from the next session on. ``--source``
+registers a development checkout or a git URL instead (the repository root is the
+same marketplace, pointing at ``helix/plugin``).
 
-``check_hooks`` runs the real hook command the way Claude Code would, in a
-scratch project, and says in plain words what is wrong.
+The hooks call ``helix hook <event>`` through ``hooks/run-hook``, which finds helix
+on PATH: ``helix doctor`` checks that, reads the client's own plugin state, and
+runs the real hook command the way Claude Code would.
 """
 
 from __future__ import annotations
@@ -20,26 +25,28 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from helix import __version__
 from helix.errors import HelixError, NotFound
 
 PLUGIN_NAME = "helix"
+MARKETPLACE = "helix-marketplace"
+PLUGIN_ID = f"{PLUGIN_NAME}@{MARKETPLACE}"
 CHECK_TIMEOUT = 60
+CLAUDE_TIMEOUT = 300
 
 
-def plugin_source() -> Path | None:
-    """The checkout this helix runs from, if it holds the plugin (an editable or
-    source install); None for an installed wheel."""
-    root = Path(__file__).resolve().parents[1]
-    return root if (root / ".claude-plugin" / "marketplace.json").is_file() else None
+def packaged_plugin() -> Path:
+    """The plugin folder inside this installed helix."""
+    return Path(__file__).resolve().parent / "plugin"
 
 
-def marketplace_name(source: Path) -> str:
-    path = source / ".claude-plugin" / "marketplace.json"
+def plugin_version(folder: Path) -> str | None:
+    """The version in a plugin folder's manifest, None if it has no readable one."""
     try:
-        data = json.loads(path.read_text())
-        return str(data["name"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise NotFound(f"no usable marketplace manifest at {path}: {exc}") from None
+        data = json.loads((folder / ".claude-plugin" / "plugin.json").read_text("utf-8"))
+        return str(data["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def find_claude() -> str | None:
@@ -49,48 +56,154 @@ def find_claude() -> str | None:
     return shutil.which("claude")
 
 
-def claude_commands(source: str, marketplace: str, scope: str = "user") -> list[list[str]]:
-    """The two commands that install the plugin (``claude`` is resolved later)."""
+def _marketplace_source(source: str | None) -> str:
+    """What ``marketplace add`` is given: the packaged plugin, or the checkout /
+    git URL the caller named (a local one must hold the marketplace manifest)."""
+    if source is None:
+        return str(packaged_plugin())
+    local = Path(source).expanduser()
+    if local.exists() or not _looks_remote(source):
+        manifest = local / ".claude-plugin" / "marketplace.json"
+        try:
+            name = json.loads(manifest.read_text("utf-8"))["name"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NotFound(f"no usable marketplace manifest at {manifest}: {exc}") from None
+        if name != MARKETPLACE:
+            raise NotFound(f"{manifest} is the marketplace {name!r}, not {MARKETPLACE!r}")
+        return str(local.resolve())
+    return source
+
+
+def _looks_remote(source: str) -> bool:
+    return "://" in source or source.startswith("git@") or source.endswith(".git")
+
+
+def claude_commands(source: str, scope: str = "user") -> list[list[str]]:
+    """The commands that register and enable the plugin (``claude`` resolved later).
+    Each is idempotent: run again, they re-point the marketplace and change nothing else."""
     return [
         ["claude", "plugin", "marketplace", "add", source],
-        ["claude", "plugin", "install", f"{PLUGIN_NAME}@{marketplace}", "--scope", scope],
+        ["claude", "plugin", "install", PLUGIN_ID, "--scope", scope],
+        ["claude", "plugin", "enable", PLUGIN_ID, "--scope", scope],
     ]
 
 
 def install_claude(
     source: str | None = None, scope: str = "user", dry_run: bool = False
 ) -> dict[str, Any]:
-    """Register the marketplace and install the plugin. With ``dry_run`` only the
-    commands are returned."""
-    local = Path(source) if source else plugin_source()
-    if local is None:
-        raise NotFound(
-            "this helix was not installed from a checkout: pass --source with the path "
-            "or git URL of the helix repository"
-        )
-    name = marketplace_name(local) if local.exists() else "helix-marketplace"
-    commands = claude_commands(str(local if local.exists() else source), name, scope)
-    report: dict[str, Any] = {"commands": [" ".join(c) for c in commands], "ran": []}
+    """Register the marketplace and install and enable the plugin. With ``dry_run``
+    only the commands are returned."""
+    marketplace = _marketplace_source(source)
+    commands = claude_commands(marketplace, scope)
+    report: dict[str, Any] = {
+        "marketplace": marketplace,
+        "commands": [" ".join(c) for c in commands],
+        "ran": [],
+    }
     if dry_run:
         return report
     claude = find_claude()
     if claude is None:
         raise NotFound("the claude command was not found: install Claude Code first")
     for command in commands:
-        done = subprocess.run(
-            [claude, *command[1:]],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=300,
-        )
+        done = _claude(claude, command[1:])
         report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
-        if done.returncode != 0:
+        if done.returncode != 0 and not _already_enabled(command, done):
             detail = (done.stderr or done.stdout).strip().splitlines()
             raise HelixError(
                 f"'{' '.join(command)}' failed: {detail[-1] if detail else 'no output'}"
             )
     return report
+
+
+def _already_enabled(command: list[str], done: subprocess.CompletedProcess) -> bool:
+    """``plugin enable`` on an enabled plugin says so and exits 1: that is success."""
+    text = f"{done.stdout}\n{done.stderr}".lower()
+    return command[2] == "enable" and "already enabled" in text
+
+
+def _claude(claude: str, args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [claude, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=CLAUDE_TIMEOUT,
+        cwd=cwd,
+    )
+
+
+def registered_plugin(claude: str, project: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The client's own record of the helix plugin (``claude plugin list --json``,
+    as seen from ``project``), or None with the reason."""
+    try:
+        done = _claude(claude, ["plugin", "list", "--json"], cwd=project)
+        entries = json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return None, f"could not ask Claude Code for its plugins: {exc}"
+    if not isinstance(entries, list):
+        return None, "Claude Code's plugin list is not a JSON list"
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("id") == PLUGIN_ID:
+            return entry, None
+    return None, None
+
+
+def plugin_problems(claude: str | None, project: Path) -> tuple[dict[str, Any], list[str]]:
+    """Is the plugin registered, enabled and served from a folder that matches this
+    helix? Returns (what was found, problems with their fixes)."""
+    fix = "run: helix install claude"
+    if claude is None:
+        return {}, ["Claude Code (the claude command) was not found on PATH: install it first"]
+    entry, error = registered_plugin(claude, project)
+    if error:
+        return {}, [error]
+    if entry is None:
+        return {}, [f"the helix plugin is not installed in Claude Code: {fix}"]
+    folder = Path(str(entry.get("readFromFolder") or entry.get("installPath") or ""))
+    found = {
+        "id": PLUGIN_ID,
+        "enabled": bool(entry.get("enabled") or entry.get("projectEnabled")),
+        "folder": str(folder),
+        "version": plugin_version(folder),
+    }
+    problems = []
+    if not found["enabled"]:
+        problems.append(
+            f"the helix plugin is installed but disabled: run: claude plugin enable {PLUGIN_ID}"
+        )
+    if found["version"] is None:
+        problems.append(f"the registered plugin folder {folder} is gone or broken: {fix}")
+    elif found["version"] != __version__:
+        problems.append(
+            f"the registered plugin is version {found['version']} but helix is {__version__}: {fix}"
+        )
+    return found, problems
+
+
+def path_problems(helix_on_path: str | None) -> list[str]:
+    """The hooks run the ``helix`` they find on PATH: is it there, and is it this one?"""
+    if helix_on_path is None:
+        return [
+            "helix is not on PATH, so the plugin's hooks cannot run it: add the folder "
+            "pipx or uv put it in to PATH (pipx ensurepath, or uv tool update-shell)"
+        ]
+    try:
+        done = subprocess.run(
+            [helix_on_path, "--version"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=CHECK_TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"the helix on PATH ({helix_on_path}) does not run: {exc}"]
+    if __version__ not in done.stdout.split():
+        return [
+            f"the helix on PATH ({helix_on_path}) says {done.stdout.strip()!r}, not "
+            f"version {__version__}: the hooks would run another helix"
+        ]
+    return []
 
 
 def check_hooks(helix_command: list[str], plugin_root: Path | None) -> list[str]:
@@ -137,7 +250,12 @@ def check_hooks(helix_command: list[str], plugin_root: Path | None) -> list[str]
             context = output["hookSpecificOutput"]["additionalContext"]
             if "helix memory" not in context:
                 problems.append("the SessionStart hook answered without the memory briefing")
-        except (ValueError, KeyError, TypeError):
+            problems += [
+                line.split(":", 1)[1].strip()
+                for line in context.splitlines()
+                if line.startswith("WARNING (helix):")
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError):
             hint = done.stdout.strip()[:200] or done.stderr.strip()[:200]
             problems.append(f"the SessionStart hook did not print hook JSON: {hint!r}")
     return problems

@@ -137,7 +137,7 @@ def verify_command(task_id: str, timeout: float, cwd: str | None) -> None:
     from helix.verification import run_verify
 
     task = _tracker().get(task_id)
-    where = Path(cwd) if cwd else config.resolve().home.parent
+    where = Path(cwd) if cwd else config.resolve().project
     emit(run_verify(task.get("verify"), where, timeout).to_dict())
 
 

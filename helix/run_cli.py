@@ -108,7 +108,7 @@ def run_command(
             "--agent cmd needs --command (a shell command reading the prompt on stdin)"
         )
     paths = config.resolve()
-    project = paths.home.parent if paths.home.name == config.DATA_DIR_NAME else Path.cwd()
+    project = paths.project
     if not paths.home.is_dir():
         raise InvalidInput(
             f"no helix data directory at {paths.home}; create tasks first with `helix tasks create`"

@@ -180,13 +180,21 @@ def test_recall_graph_hops_follows_an_edge(run: Runner) -> None:
 
 
 @pytest.mark.model
-def test_doctor_verifies_model_hashes_and_hooks(run: Runner) -> None:
+def test_doctor_verifies_model_hashes_and_hooks(run: Runner, tmp_path: Path) -> None:
+    """Everything but Claude Code is in place: doctor says exactly that, in one
+    line on stderr, and exits 1 (the full green run is in tests/e2e/test_install_e2e.py)."""
     # helix installed as a user tool: its bin directory is on PATH
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    report = ok(run("doctor", env_extra={"PATH": path}))
+    missing = str(tmp_path / "no-claude-here")
+    result = run("doctor", env_extra={"PATH": path, "HELIX_CLAUDE_BIN": missing})
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
     assert report["model_files"] == "sha256 verified"
     assert report["hooks"] == "SessionStart answered with hook JSON"
-    assert report["problems"] == []
+    assert report["helix_on_path"] == str(Path(sys.executable).parent / "helix")
+    [problem] = report["problems"]
+    assert "claude command) was not found" in problem
+    assert result.stderr.splitlines() == [f"helix: problem: {problem}"]
 
 
 # ----------------------------------------------------------------- store input

@@ -11,20 +11,37 @@ from pathlib import Path
 
 import pytest
 
+import helix
 from helix import installer
 from helix.errors import NotFound
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_dry_run_prints_the_two_claude_commands():
-    report = installer.install_claude(str(REPO), "project", dry_run=True)
-    name = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())["name"]
+def test_dry_run_registers_the_packaged_plugin_by_default():
+    """Whatever way helix was installed, the plugin comes from inside the package."""
+    report = installer.install_claude(None, "project", dry_run=True)
+    packaged = installer.packaged_plugin()
+    assert packaged == Path(installer.__file__).resolve().parent / "plugin"
     assert report["commands"] == [
-        f"claude plugin marketplace add {REPO}",
-        f"claude plugin install helix@{name} --scope project",
+        f"claude plugin marketplace add {packaged}",
+        "claude plugin install helix@helix-marketplace --scope project",
+        "claude plugin enable helix@helix-marketplace --scope project",
     ]
     assert report["ran"] == []
+    assert installer.plugin_version(packaged) == helix.__version__
+
+
+def test_a_checkout_source_is_its_repository_marketplace():
+    report = installer.install_claude(str(REPO), dry_run=True)
+    assert report["commands"][0] == f"claude plugin marketplace add {REPO}"
+    assert report["commands"][1] == "claude plugin install helix@helix-marketplace --scope user"
+
+
+def test_a_git_url_source_is_passed_through():
+    url = "https://example.invalid/helix.git"
+    report = installer.install_claude(url, dry_run=True)
+    assert report["commands"][0] == f"claude plugin marketplace add {url}"
 
 
 def test_the_cli_dry_run(tmp_path: Path):
@@ -36,11 +53,19 @@ def test_the_cli_dry_run(tmp_path: Path):
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["commands"][0].startswith("claude plugin marketplace add")
+    first = json.loads(done.stdout)["commands"][0]
+    assert first == f"claude plugin marketplace add {installer.packaged_plugin()}"
 
 
-def test_a_source_without_a_marketplace_is_refused(tmp_path: Path):
-    with pytest.raises(NotFound, match="marketplace"):
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [(None, "marketplace"), ({"name": "another-market"}, "not 'helix-marketplace'")],
+)
+def test_a_source_without_the_helix_marketplace_is_refused(tmp_path: Path, manifest, expected):
+    if manifest is not None:
+        (tmp_path / ".claude-plugin").mkdir()
+        (tmp_path / ".claude-plugin" / "marketplace.json").write_text(json.dumps(manifest))
+    with pytest.raises(NotFound, match=expected):
         installer.install_claude(str(tmp_path), dry_run=True)
 
 
@@ -53,13 +78,14 @@ def test_install_without_claude_says_so(monkeypatch):
 def test_the_hook_check_passes_with_helix_on_path(monkeypatch):
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     monkeypatch.setenv("PATH", path)
-    assert installer.check_hooks([sys.executable, "-m", "helix", "hook"], REPO) == []
+    plugin = installer.packaged_plugin()
+    assert installer.check_hooks([sys.executable, "-m", "helix", "hook"], plugin) == []
 
 
 def test_the_hook_check_explains_a_missing_helix(tmp_path: Path, monkeypatch):
     plugin = tmp_path / "plugin"
     (plugin / "hooks").mkdir(parents=True)
-    shutil.copy2(REPO / "hooks" / "run-hook", plugin / "hooks" / "run-hook")
+    shutil.copy2(installer.packaged_plugin() / "hooks" / "run-hook", plugin / "hooks" / "run-hook")
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("HELIX_BIN", raising=False)

@@ -26,9 +26,11 @@ import helix
 from helix import contracts
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN = ROOT / ".claude-plugin" / "plugin.json"
+# The plugin ships inside the package; the repository root is its marketplace.
+PLUGIN_ROOT = ROOT / "helix" / "plugin"
+PLUGIN = PLUGIN_ROOT / ".claude-plugin" / "plugin.json"
 MARKETPLACE = ROOT / ".claude-plugin" / "marketplace.json"
-HOOKS = ROOT / "hooks" / "hooks.json"
+HOOKS = PLUGIN_ROOT / "hooks" / "hooks.json"
 AGENTS = ("explorer", "planner", "builder")
 SKILLS = ("helix", "helix-query", "helix-stats")
 RUN_HOOK = "${CLAUDE_PLUGIN_ROOT}/hooks/run-hook"
@@ -73,7 +75,7 @@ def frontmatter(path: Path) -> dict[str, str]:
 
 
 def markdown_files() -> list[Path]:
-    return sorted([*(ROOT / "skills").rglob("*.md"), *(ROOT / "agents").glob("*.md")])
+    return sorted([*(PLUGIN_ROOT / "skills").rglob("*.md"), *(PLUGIN_ROOT / "agents").glob("*.md")])
 
 
 def code_blocks(text: str) -> list[tuple[int, str, list[str]]]:
@@ -108,12 +110,20 @@ def test_plugin_manifest_matches_the_package() -> None:
     assert manifest["keywords"] and all(isinstance(k, str) for k in manifest["keywords"])
 
 
-def test_marketplace_lists_the_plugin_from_this_repository() -> None:
-    market = json.loads(MARKETPLACE.read_text(encoding="utf-8"))
-    assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", market["name"])
+@pytest.mark.parametrize(
+    ("marketplace", "source"),
+    [(MARKETPLACE, "./helix/plugin"), (PLUGIN_ROOT / ".claude-plugin" / "marketplace.json", "./")],
+    ids=["repository", "package"],
+)
+def test_marketplace_lists_the_plugin(marketplace: Path, source: str) -> None:
+    """The repository (for a git URL) and the installed package (for `helix install
+    claude` from any install) are the same marketplace, serving the same plugin."""
+    market = json.loads(marketplace.read_text(encoding="utf-8"))
+    assert market["name"] == "helix-marketplace"
     assert market["owner"]["name"].strip()
     [entry] = [p for p in market["plugins"] if p["name"] == "helix"]
-    assert entry["source"] == "./"
+    assert entry["source"] == source
+    assert (marketplace.parent.parent / source / ".claude-plugin" / "plugin.json").is_file()
     assert entry.get("version", package_version()) == package_version()
 
 
@@ -127,13 +137,13 @@ def test_hooks_call_run_hook_for_documented_events() -> None:
                 assert hook["type"] == "command"
                 assert RUN_HOOK in hook["command"], hook["command"]
                 assert hook["command"].split()[-1] == event
-    assert os.access(ROOT / "hooks" / "run-hook", os.X_OK)
+    assert os.access(PLUGIN_ROOT / "hooks" / "run-hook", os.X_OK)
 
 
 # ---------------------------------------------------------- agents and skills
 @pytest.mark.parametrize("name", AGENTS)
 def test_agent_frontmatter(name: str) -> None:
-    fields = frontmatter(ROOT / "agents" / f"{name}.md")
+    fields = frontmatter(PLUGIN_ROOT / "agents" / f"{name}.md")
     assert fields["name"] == name
     assert len(fields["description"]) > 40
     tools = {t.strip() for t in fields["tools"].split(",")}
@@ -152,13 +162,13 @@ def test_agent_frontmatter(name: str) -> None:
 
 @pytest.mark.parametrize("name", SKILLS)
 def test_skill_frontmatter(name: str) -> None:
-    fields = frontmatter(ROOT / "skills" / name / "SKILL.md")
+    fields = frontmatter(PLUGIN_ROOT / "skills" / name / "SKILL.md")
     assert fields["name"] == name
     assert len(fields["description"]) > 40
 
 
 def test_every_skill_directory_is_known() -> None:
-    found = {p.parent.name for p in (ROOT / "skills").glob("*/SKILL.md")}
+    found = {p.parent.name for p in (PLUGIN_ROOT / "skills").glob("*/SKILL.md")}
     assert found == set(SKILLS)
 
 
@@ -171,7 +181,7 @@ def test_every_skill_directory_is_known() -> None:
     ],
 )
 def test_agents_document_their_prompt_fields(name: str, fields: tuple[str, ...]) -> None:
-    text = (ROOT / "agents" / f"{name}.md").read_text(encoding="utf-8")
+    text = (PLUGIN_ROOT / "agents" / f"{name}.md").read_text(encoding="utf-8")
     for field in fields:
         assert f"`{field}:`" in text, f"agents/{name}.md does not explain {field}"
 
@@ -182,7 +192,7 @@ def _blocks(path: Path, language: str) -> list[str]:
 
 
 def test_explorer_example_is_what_helix_parses() -> None:
-    [example] = _blocks(ROOT / "agents" / "explorer.md", "json")
+    [example] = _blocks(PLUGIN_ROOT / "agents" / "explorer.md", "json")
     found = contracts.parse_exploration("Mapped src/api.\n" + example)
     assert found.problems == []
     assert found.findings["scope"] == "src/api/"
@@ -192,7 +202,9 @@ def test_explorer_example_is_what_helix_parses() -> None:
 
 
 def test_planner_example_is_what_helix_parses() -> None:
-    [example] = [b for b in _blocks(ROOT / "agents" / "planner.md", "text") if "PLAN_SPEC" in b]
+    [example] = [
+        b for b in _blocks(PLUGIN_ROOT / "agents" / "planner.md", "text") if "PLAN_SPEC" in b
+    ]
     plan = contracts.parse_plan(example)
     assert plan.ok, plan.problems
     assert [t["seq"] for t in plan.tasks] == ["001", "002"]
@@ -203,7 +215,7 @@ def test_planner_example_is_what_helix_parses() -> None:
 
 
 def test_builder_examples_are_what_helix_parses() -> None:
-    blocks = _blocks(ROOT / "agents" / "builder.md", "text")
+    blocks = _blocks(PLUGIN_ROOT / "agents" / "builder.md", "text")
     by_marker = {b.split(":", 1)[0]: b for b in blocks}
     assert contracts.parse_outcome(by_marker["DELIVERED"]).status == "delivered"
     blocked = contracts.parse_outcome(by_marker["BLOCKED"])
@@ -221,7 +233,7 @@ def test_builder_examples_are_what_helix_parses() -> None:
 
 def test_skill_builder_prompt_is_a_builder_prompt() -> None:
     [template] = [
-        b for b in _blocks(ROOT / "skills" / "helix" / "SKILL.md", "text") if "TASK_ID:" in b
+        b for b in _blocks(PLUGIN_ROOT / "skills" / "helix" / "SKILL.md", "text") if "TASK_ID:" in b
     ]
     prompt = contracts.parse_prompt(template)
     assert prompt.agent == "builder"
@@ -464,8 +476,9 @@ def claude(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_claude_validates_the_marketplace(claude) -> None:
-    report = claude(ROOT)
+@pytest.mark.parametrize("where", [ROOT, PLUGIN_ROOT], ids=["repository", "package"])
+def test_claude_validates_the_marketplace(claude, where: Path) -> None:
+    report = claude(where)
     assert report["manifest"]["type"] == "marketplace"
     assert report["manifest"]["errors"] == report["manifest"]["warnings"] == []
 

@@ -26,6 +26,8 @@ from typing import Any
 from fake_anthropic import FakeAnthropic, Request, Scenario
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# The plugin ships inside the package: what --plugin-dir is given.
+PLUGIN_DIR = REPO_ROOT / "helix" / "plugin"
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_TOOLS = ("Agent", "Bash", "Read", "Edit", "Write")
 
@@ -170,8 +172,9 @@ class ClaudeRun:
         return "\n".join(lines)
 
 
-def build_env(sandbox: Sandbox, base_url: str, extra: dict[str, str] | None = None) -> dict:
-    """A clean environment for one run; nothing of the outer session leaks in."""
+def build_env(sandbox: Sandbox, base_url: str, extra: dict[str, str | None] | None = None) -> dict:
+    """A clean environment for one run; nothing of the outer session leaks in.
+    An ``extra`` value of None removes that variable."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
     path = [str(Path(sys.executable).parent), env.get("PATH", "/usr/local/bin:/usr/bin:/bin")]
     env.update(
@@ -186,7 +189,11 @@ def build_env(sandbox: Sandbox, base_url: str, extra: dict[str, str] | None = No
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
     )
-    env.update(extra or {})
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 
@@ -215,13 +222,14 @@ def run_claude(
     *,
     sandbox: Sandbox,
     binary: Path,
-    plugin_dir: Path | None = REPO_ROOT,
+    plugin_dir: Path | None = PLUGIN_DIR,
     allowed_tools: Iterable[str] = DEFAULT_TOOLS,
     extra_args: Iterable[str] = (),
-    env: dict[str, str] | None = None,
+    env: dict[str, str | None] | None = None,
     model: str = DEFAULT_MODEL,
     timeout: float = 30.0,
     max_requests: int = 40,
+    cwd: Path | None = None,
 ) -> ClaudeRun:
     """Run `claude -p PROMPT` once against a fresh fake server driven by `scenario`.
 
@@ -239,7 +247,7 @@ def run_claude(
         started = time.monotonic()
         process = subprocess.Popen(
             args,
-            cwd=sandbox.project,
+            cwd=cwd or sandbox.project,
             env=build_env(sandbox, server.base_url, env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

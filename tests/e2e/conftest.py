@@ -23,7 +23,15 @@ from pathlib import Path
 
 import claude_runner
 import pytest
-from claude_runner import REPO_ROOT, ClaudeRun, Sandbox, agent_body, build_env, claude_binary
+from claude_runner import (
+    PLUGIN_DIR,
+    REPO_ROOT,
+    ClaudeRun,
+    Sandbox,
+    agent_body,
+    build_env,
+    claude_binary,
+)
 from codex_runner import CODEX_VERSION, codex_binary
 from fake_anthropic import Scenario
 from helix_project import Project
@@ -165,16 +173,16 @@ def helix_plugin(tmp_path: Path) -> PluginUnderTest:
     The stand-in (named helix, a stub agents/builder.md) links the repo's real
     `hooks/` so hook wiring is still the one under development.
     """
-    builder = REPO_ROOT / "agents" / "builder.md"
-    if _plugin_name(REPO_ROOT) == "helix" and builder.is_file():
-        return PluginUnderTest(REPO_ROOT, agent_body(builder.read_text()), stand_in=False)
+    builder = PLUGIN_DIR / "agents" / "builder.md"
+    if _plugin_name(PLUGIN_DIR) == "helix" and builder.is_file():
+        return PluginUnderTest(PLUGIN_DIR, agent_body(builder.read_text()), stand_in=False)
     root = tmp_path / "helix-plugin"
     (root / ".claude-plugin").mkdir(parents=True)
     (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "helix"}))
     (root / "agents").mkdir()
     (root / "agents" / "builder.md").write_text(STAND_IN_BUILDER)
-    if (REPO_ROOT / "hooks").is_dir():
-        (root / "hooks").symlink_to(REPO_ROOT / "hooks", target_is_directory=True)
+    if (PLUGIN_DIR / "hooks").is_dir():
+        (root / "hooks").symlink_to(PLUGIN_DIR / "hooks", target_is_directory=True)
     warnings.warn(
         "repo plugin has no helix:builder yet (agents/builder.md or the helix manifest is "
         "missing): using a stand-in plugin with the repo's hooks",

@@ -23,7 +23,7 @@ import re
 import threading
 from typing import Any
 
-from claude_runner import REPO_ROOT, agent_body
+from claude_runner import PLUGIN_DIR, agent_body
 from fake_anthropic import Reply, Request, Rules, main_thread, text, tool_use
 from helix_project import (
     PLANNER,
@@ -39,7 +39,7 @@ OBJECTIVE = (
     "Add a database migration for the orders table and refresh the expired JWT "
     "access token before retrying"
 )
-SKILL = REPO_ROOT / "skills" / "helix" / "SKILL.md"
+SKILL = PLUGIN_DIR / "skills" / "helix" / "SKILL.md"
 PLAN = [
     {
         "seq": "001",
