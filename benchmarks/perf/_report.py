@@ -266,8 +266,9 @@ def store_section(r: dict) -> list[str]:
     if cos:
         out += [
             f"**Same embeddings**: over those {e['texts']:,} texts (4 longer than the model's "
-            f"256-token window) the cosine between helix's and sentence-transformers' vector "
-            f"of the same text is at least {cos['min']:.6f} (mean {cos['mean']:.6f}; largest "
+            f"256-token window) the cosine between helix's vector (float16 weights, float32 "
+            f"arithmetic) and sentence-transformers' (the original float32 weights) of the "
+            f"same text is at least {cos['min']:.6f} (mean {cos['mean']:.6f}; largest "
             f"difference in one component {cos['max_abs_component_diff']:.1e}).",
             "",
         ]
@@ -567,8 +568,9 @@ def meaning(res: dict[str, dict]) -> list[str]:
         if cos:
             out.append(
                 f"- **The same vectors as sentence-transformers** (cosine >= {cos['min']:.5f} "
-                f"over {e['texts']:,} texts): helix's numpy encoder is a faithful copy of the "
-                "reference model, so stores and exports are interchangeable with it."
+                f"over {e['texts']:,} texts): helix's numpy encoder, on its float16 copy of "
+                "the weights, reproduces the reference model, so stores and exports are "
+                "interchangeable with it."
             )
     hooks_c = res.get("concurrent_hooks")
     if hooks_c:
