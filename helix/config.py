@@ -4,7 +4,11 @@ Resolution order for the data directory (the ``.helix`` folder):
 
 1. ``HELIX_HOME`` names it directly;
 2. else the nearest ancestor of the working directory that holds a ``.helix/``;
-3. else ``./.helix`` under the working directory (created on first write, never at import).
+3. else ``.helix`` at the root of the git repository the working directory is in
+   (a repository is a project: starting in ``src/`` must not split its data);
+4. else ``./.helix`` under the working directory.
+
+Nothing is created here: the data directory is made on the first write.
 
 ``HELIX_DB`` overrides only the database file; everything else still lives in the
 data directory.
@@ -12,8 +16,8 @@ data directory.
 The project root is the folder that holds the data directory: VERIFY commands, agents
 and the worktree checkpoints of ``helix run`` work there, whichever subdirectory a
 command or a hook was started in. Hooks take a stricter rule (:func:`find_project`):
-they act only inside a project that already exists, so a hook never creates a data
-directory for a stray working directory.
+they act only inside a project (an existing ``.helix/`` or a git repository), so a
+hook never creates a data directory for a stray working directory.
 """
 
 from __future__ import annotations
@@ -49,13 +53,16 @@ def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> P
     if env.get("HELIX_HOME"):
         return Path(env["HELIX_HOME"]).expanduser().absolute()
     here = (start or Path.cwd()).absolute()
+    repository = None
     for folder in (here, *here.parents):
         try:
             if (folder / DATA_DIR_NAME).is_dir():
                 return folder / DATA_DIR_NAME
+            if repository is None and (folder / ".git").exists():
+                repository = folder  # a .git file too: worktrees and submodules
         except OSError:  # unreadable or over-long: not a project we can use
             continue
-    return here / DATA_DIR_NAME
+    return (repository or here) / DATA_DIR_NAME
 
 
 def resolve(start: Path | None = None, env: dict[str, str] | None = None) -> Paths:
@@ -75,8 +82,9 @@ def find_project(start: Path, env: dict[str, str] | None = None) -> Paths | None
 
     ``HELIX_HOME`` names the project's data directory outright (its parent must
     exist). Otherwise ``start`` must be an existing directory with a ``.helix/``
-    in it or above it: a directory that does not exist, or has no project above
-    it, has none (hooks then do nothing rather than create ``.helix`` there)."""
+    or a git repository root in it or above it (the same root :func:`resolve`
+    finds): a directory that does not exist, or has no project above it, has none
+    (hooks then do nothing rather than create ``.helix`` there)."""
     env = os.environ if env is None else env
     if env.get("HELIX_HOME"):
         paths = resolve(start, env)
@@ -87,4 +95,8 @@ def find_project(start: Path, env: dict[str, str] | None = None) -> Paths | None
     except OSError:
         return None
     paths = resolve(start, env)
-    return paths if paths.home.is_dir() else None
+    try:
+        is_project = paths.home.is_dir() or (paths.project / ".git").exists()
+    except OSError:
+        return None
+    return paths if is_project else None

@@ -42,16 +42,44 @@ def project(tmp_path: Path) -> Path:
         ("project/src/deep", "project"),
         ("project/src/missing", None),  # a cwd that does not exist
         ("elsewhere", None),  # no project above it
+        ("repo/src", "repo"),  # a git repository is a project, .helix or not
+        ("repo", "repo"),
     ],
 )
 def test_find_project(project: Path, start: str, expected: str | None) -> None:
     (project.parent / "elsewhere").mkdir()
+    (project.parent / "repo" / ".git").mkdir(parents=True)
+    (project.parent / "repo" / "src").mkdir()
     found = config.find_project(project.parent / start, no_home_env())
     if expected is None:
         assert found is None
     else:
         assert found is not None and found.project == project.parent / expected
-        assert found.home == project / ".helix"
+        assert found.home == project.parent / expected / ".helix"
+        assert config.resolve(project.parent / start, no_home_env()) == found
+
+
+def test_a_fresh_repository_gets_one_helix_at_its_root(tmp_path: Path) -> None:
+    """Claude Code started in src/ of a repository helix has never seen: the
+    SessionStart hook and the first helix command both use the repository root."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=60)
+    (repo / "src").mkdir()
+    payload = {"session_id": SESSION, "cwd": str(repo / "src"), "hook_event_name": "SessionStart"}
+    done = run_hook("SessionStart", payload, no_home_env(), repo / "src")
+    assert done.returncode == 0 and "helix memory" in done.stdout
+    assert (repo / ".helix").is_dir() and not (repo / "src" / ".helix").exists()
+    created = subprocess.run(
+        [sys.executable, "-m", "helix", "tasks", "create", "A task", "--json"],
+        cwd=repo / "src",
+        env=no_home_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+    assert (repo / ".helix" / "tasks.jsonl").is_file()
+    assert not (repo / "src" / ".helix").exists()
 
 
 def test_every_entry_point_agrees_on_the_root(project: Path) -> None:
