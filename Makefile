@@ -101,7 +101,7 @@ bench-clean:
 	rm -rf .cache/bench $(REF_VENV)
 
 docs: install
-	$(BIN)/python -m helix.reference
+	$(BIN)/python -m helix.cli.reference
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -14,9 +14,9 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Memory": ("helix.memory", "Memory"),
-    "Embedder": ("helix.embeddings", "Embedder"),
-    "get_embedder": ("helix.embeddings", "get_embedder"),
+    "Memory": ("helix.memory.store", "Memory"),
+    "Embedder": ("helix.memory.embeddings", "Embedder"),
+    "get_embedder": ("helix.memory.embeddings", "get_embedder"),
     "HelixError": ("helix.errors", "HelixError"),
     "NotFound": ("helix.errors", "NotFound"),
     "InvalidInput": ("helix.errors", "InvalidInput"),

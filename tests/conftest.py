@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helix.embeddings import HashEmbedder, MiniLMEmbedder
-from helix.memory import Memory
+from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder
+from helix.memory.store import Memory
 
 
 @pytest.fixture(autouse=True)

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from test_verification import gone_soon, read_pid
 
-from helix import agents
-from helix.agents import (
+from helix.errors import HelixError, InvalidInput
+from helix.run import agents
+from helix.run.agents import (
     CLAUDE_PERMISSIONS,
     CODEX_SANDBOX,
     RUNNERS,
@@ -26,7 +27,6 @@ from helix.agents import (
     CommandRunner,
     make_runner,
 )
-from helix.errors import HelixError, InvalidInput
 
 
 def stub(tmp_path: Path, name: str, body: str) -> Path:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from helix import attribution, injection
-from helix.embeddings import HashEmbedder
 from helix.errors import InvalidInput, Rejected
-from helix.memory import Memory
-from helix.verification import Verification, run_verify
+from helix.loop import attribution, injection
+from helix.loop.verify import Verification, run_verify
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import Memory
 
 PASS = Verification(command="true", cwd=".", passed=True, exit_code=0)
 FAIL = Verification(command="false", cwd=".", passed=False, exit_code=1)

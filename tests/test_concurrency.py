@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from helix.embeddings import HashEmbedder
-from helix.memory import CAUSAL_RATE, EROSION_RATE, Memory
-from helix.migrations import LATEST, MIGRATIONS
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.migrations import LATEST, MIGRATIONS
+from helix.memory.store import CAUSAL_RATE, EROSION_RATE, Memory
 
 pytestmark = pytest.mark.slow
 
@@ -103,7 +103,7 @@ def assert_all_clean(results: list[tuple[int, str, str]]) -> None:
 
 # ------------------------------------------------------------------ feedback
 FEEDBACK_WORKER = r"""
-from helix.memory import Memory
+from helix.memory.store import Memory
 db_path, names = sys.argv[3], json.loads(sys.argv[4])
 memory = Memory(Path(db_path))
 wait_for_go()
@@ -116,7 +116,7 @@ memory.close()
 
 
 def _replay(before: float, outcome: str, causal: bool, verified: bool) -> float:
-    """The documented rule, written out independently of helix.memory._learn."""
+    """The documented rule, written out independently of helix.memory.store._learn."""
     value = {"delivered": 1.0, "plan_complete": 1.0, "partial": 0.5, "blocked": 0.0}[outcome]
     if causal:
         after = before + CAUSAL_RATE * (value - before)
@@ -186,8 +186,8 @@ def test_parallel_feedback_loses_no_update(tmp_path: Path) -> None:
 
 # -------------------------------------------------------------------- stores
 STORE_WORKER = r"""
-from helix.embeddings import HashEmbedder
-from helix.memory import Memory
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import Memory
 db_path = sys.argv[3]
 memory = Memory(Path(db_path), embedder=HashEmbedder())
 wait_for_go()
@@ -273,8 +273,8 @@ def test_parallel_cli_stores_of_one_text_dedupe(tmp_path: Path, round_: int) -> 
 
 # ---------------------------------------------------------------- migration
 MIGRATE_WORKER = r"""
-from helix import db
-from helix.memory import Memory
+from helix.memory import db
+from helix.memory.store import Memory
 db_path = sys.argv[3]
 wait_for_go()
 memory = Memory(Path(db_path))
@@ -444,7 +444,7 @@ def _open_with_interleaving(
     """Open ``db_path`` with helix; just before the opener's ``position``-th SQL
     statement, a second opener creates and migrates the store (as another process
     starting at the same moment would). Returns (error or None, injected?)."""
-    from helix import db as helix_db
+    from helix.memory import db as helix_db
 
     real_connect = sqlite3.connect
     state: dict = {"connections": 0, "statements": 0, "injected": False, "conn": None}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helix import contracts as c
+from helix.loop import contracts as c
 
 INSIGHTS = [
     {

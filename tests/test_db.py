@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helix import db
 from helix.errors import StoreError
-from helix.migrations import LATEST, MIGRATIONS
+from helix.memory import db
+from helix.memory.migrations import LATEST, MIGRATIONS
 
 
 def make_old_store(path: Path, up_to: int) -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from helix import contracts, demo
-from helix.memory import Memory
-from helix.tracker import Tracker
+from helix.demo import story as demo
+from helix.loop import contracts
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
 
 
 @pytest.fixture(scope="module")

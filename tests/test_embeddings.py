@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helix import embeddings
-from helix.bert import BertEncoder, float16_to_float32, read_safetensors
-from helix.embeddings import (
+from helix.errors import InvalidInput, ModelUnavailable
+from helix.memory import embeddings
+from helix.memory.bert import BertEncoder, float16_to_float32, read_safetensors
+from helix.memory.embeddings import (
     MINILM_FILES,
     PACKAGED_MODEL_DIR,
     Embedder,
@@ -27,7 +28,6 @@ from helix.embeddings import (
     minilm_dir,
     to_blob,
 )
-from helix.errors import InvalidInput, ModelUnavailable
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
@@ -186,17 +186,17 @@ def test_model_loads_lazily():
     model code nor the tokenizer: hooks that do not embed stay fast."""
     code = (
         "import sys\n"
-        "from helix.memory import Memory\n"
+        "from helix.memory.store import Memory\n"
         "m = Memory.open(create=False)\n"
         "m.health()\n"
-        "print(sorted(k for k in ('tokenizers', 'helix.bert') if k in sys.modules))\n"
+        "print(sorted(k for k in ('tokenizers', 'helix.memory.bert') if k in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_import_writes_nothing(tmp_path):
-    code = "import helix, helix.cli, helix.memory, helix.config; helix.config.resolve()"
+    code = "import helix, helix.cli, helix.memory.store, helix.config; helix.config.resolve()"
     subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from topics import TOPICS
 
-from helix import hooks, injection, results
-from helix.memory import Memory
-from helix.tracker import Tracker
+from helix.claude import hooks
+from helix.loop import injection, results
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
 
 SESSION = "5f6f4d2a-977a-498d-a126-3d7b3369c1c8"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from helix import injection
 from helix.errors import InvalidInput
-from helix.injection import REPEAT_PENALTY, batch_inject, inject, read_state, strategic_recall
-from helix.memory import Memory
+from helix.loop import injection
+from helix.loop.injection import REPEAT_PENALTY, batch_inject, inject, read_state, strategic_recall
+from helix.memory.store import Memory
 
 TOPICS = {
     "db": [

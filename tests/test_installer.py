@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import helix
-from helix import installer
+from helix.claude import installer
 from helix.errors import NotFound
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ def test_dry_run_registers_the_packaged_plugin_by_default():
     """Whatever way helix was installed, the plugin comes from inside the package."""
     report = installer.install_claude(None, "project", dry_run=True)
     packaged = installer.packaged_plugin()
-    assert packaged == Path(installer.__file__).resolve().parent / "plugin"
+    assert packaged == Path(helix.__file__).resolve().parent / "plugin"
     assert report["commands"] == [
         f"claude plugin marketplace add {packaged}",
         "claude plugin install helix@helix-marketplace --scope project",

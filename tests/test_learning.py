@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from helix import learning, statefiles
+from helix import statefiles
 from helix.errors import InvalidInput, NotFound
-from helix.memory import Memory
+from helix.loop import learning
+from helix.memory.store import Memory
 
 
 def settlement(
@@ -26,7 +27,7 @@ def settlement(
     output_tail: str = "",
     task_id: str = "hx-0a1b2c3d",
 ) -> dict[str, Any]:
-    """The parts of an :func:`helix.attribution.settle` result learning reads."""
+    """The parts of an :func:`helix.loop.attribution.settle` result learning reads."""
     return {
         "task_id": task_id,
         "outcome": outcome,

@@ -23,7 +23,7 @@ TINY = simulation.Config(tasks=24, wave=4, block=8, session_waves=3)
 def embedder():
     """The real model behind the benchmark's cache, warmed with one batch (texts
     embedded one at a time would make this test slow on a busy machine)."""
-    from helix.embeddings import MiniLMEmbedder
+    from helix.memory.embeddings import MiniLMEmbedder
 
     cached = simulation.CachingEmbedder(MiniLMEmbedder())
     cached.embed(simulation.texts_to_warm(failures=False))

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from helix_process import run_helix
 
-from helix.embeddings import MiniLMEmbedder
-from helix.memory import Memory
+from helix.memory.embeddings import MiniLMEmbedder
+from helix.memory.store import Memory
 
 MIGRATION_INSIGHTS = [
     "When adding a NOT NULL column in an Alembic migration, add it nullable first, "

@@ -8,10 +8,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from helix import ranking
-from helix.embeddings import HashEmbedder
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.memory import CAUSAL_RATE, EROSION_RATE, Memory
+from helix.memory import ranking
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import CAUSAL_RATE, EROSION_RATE, Memory
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
 LOG_BODY = "Log the response body when an API call returns an unexpected status code"

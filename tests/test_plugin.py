@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import helix
-from helix import contracts
+from helix.loop import contracts
 
 ROOT = Path(__file__).resolve().parents[1]
 # The plugin ships inside the package; the repository root is its marketplace.

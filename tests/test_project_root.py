@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from topics import TOPICS
 
-from helix import config, hooks
-from helix.memory import Memory
-from helix.tracker import Tracker
+from helix import config
+from helix.claude import hooks
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
 
 SESSION = "0b7d2c1e-5a3f-4e8b-9c6d-1f2e3a4b5c6d"
 

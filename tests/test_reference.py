@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from helix.reference import cli_reference, schema_sql
+from helix.cli.reference import cli_reference, schema_sql
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

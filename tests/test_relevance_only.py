@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helix.injection import batch_inject
-from helix.memory import Memory
+from helix.loop.injection import batch_inject
+from helix.memory.store import Memory
 
 QUERY = "add a NOT NULL column to the invoices table in an Alembic migration"
 CLOSE = (

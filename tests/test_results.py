@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helix import results
 from helix.errors import InvalidInput
+from helix.loop import results
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_long_texts_keep_both_ends(home: Path):
 WRITER = r"""
 import sys, time
 from pathlib import Path
-from helix import results
+from helix.loop import results
 home, worker, barrier = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 (barrier / f"ready-{worker}").write_text("")
 deadline = time.monotonic() + 30

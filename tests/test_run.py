@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from run_harness import World, blocked, delivered
 
-from helix import runcontracts, selection
-from helix.supervisor import backoff_seconds
+from helix.run import prompts as runcontracts
+from helix.run import selection
+from helix.run.supervisor import backoff_seconds
 
 SUMMARY_LINE = re.compile(
     r"^helix: \[\d\d:\d\d:\d\d\] cycle (\d+): (hx-[0-9a-f]{8}) -> ([A-Z ()a-z]+) "

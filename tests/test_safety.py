@@ -1,4 +1,4 @@
-"""Tests for helix.safety.find_problem (the store-time screen for insights).
+"""Tests for helix.memory.safety.find_problem (the store-time screen for insights).
 
 Token-shaped test values are assembled from pieces so this file itself never
 contains a contiguous, scanner-triggering fake credential.
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helix.safety import find_problem
+from helix.memory.safety import find_problem
 
 _B62 = "A1b2C3d4E5f6G7h8I9j0"
 

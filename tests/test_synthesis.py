@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helix import synthesis
 from helix.errors import NotFound
-from helix.tracker import Tracker
+from helix.loop import synthesis
+from helix.tasks.tracker import Tracker
 
 MISSING_REQUESTS_009 = """Traceback (most recent call last):
   File "/work/proj/src/client.py", line 3, in <module>

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from helix import taskgraph as g
+from helix.tasks import graph as g
 
 
 def bead(task_id, status="open", deps=(), priority=2, created="2026-01-01T00:00:00Z", **extra):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helix.errors import CycleError, InvalidInput, NotFound
-from helix.tracker import Tracker
+from helix.tasks.tracker import Tracker
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_import_export_round_trip(tmp_path: Path, tracker: Tracker):
 WORKER = """
 import sys
 from pathlib import Path
-from helix.tracker import Tracker
+from helix.tasks.tracker import Tracker
 t = Tracker(Path(sys.argv[1]))
 for n in range(25):
     t.create(f"worker {sys.argv[2]} task {n}")

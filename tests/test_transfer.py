@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helix.memory import Memory
+from helix.memory.store import Memory
 
 TEXTS = [
     "When HTTP requests fail transiently, retry them with exponential backoff and jitter",
@@ -112,8 +112,8 @@ def test_store_many_dedupes_exactly_like_one_store_at_a_time(
         "When the authentication token expired, refresh it and then retry the request",
         "Pin the bundler version in package.json to stop flaky frontend builds",
     ]
-    from helix import memory as memory_module
-    from helix.memory import Memory
+    from helix.memory import store as memory_module
+    from helix.memory.store import Memory
 
     if score_block:  # one cosine column per product: exercises the block boundaries
         monkeypatch.setattr(memory_module, "SCORE_BLOCK", score_block)

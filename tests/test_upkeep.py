@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import Memory
-from helix.migrations import LATEST
+from helix.memory.migrations import LATEST
+from helix.memory.store import Memory
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
 TIMEOUT = "Set a timeout on every outbound network call so a slow server cannot hang the worker"

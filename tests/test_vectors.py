@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from helix import vectors
-from helix.vectors import VectorIndex
+from helix.memory import vectors
+from helix.memory.vectors import VectorIndex
 
 
 def unit_rows(count: int, dim: int, seed: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helix.verification import MAX_COMMAND, TAIL_CHARS, run_verify
+from helix.loop.verify import MAX_COMMAND, TAIL_CHARS, run_verify
 
 
 def alive(pid: int) -> bool:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helix import results, waiting
 from helix.errors import InvalidInput
+from helix.loop import results, waiting
 
 
 class FakeTime:

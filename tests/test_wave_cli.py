@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from helix_process import run_helix
 
-from helix import results
-from helix.tracker import Tracker
+from helix.loop import results
+from helix.tasks.tracker import Tracker
 
 
 def run(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helix.worktree import Checkpoint
+from helix.run.worktree import Checkpoint
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
 

@@ -9,9 +9,9 @@ The loop (one wave of ``Config.wave`` tasks at a time, like the BUILD phase):
 
 1. **Plan and inject.** The wave's tasks are created in a real task tracker
    (``.helix/tasks.jsonl``) with the family's title, description and a VERIFY
-   command; one :func:`helix.injection.batch_inject` call per wave chooses
+   command; one :func:`helix.loop.injection.batch_inject` call per wave chooses
    ``limit`` insights per task from their objectives
-   (:func:`helix.injection.task_objective`), against a real SQLite store in a
+   (:func:`helix.loop.injection.task_objective`), against a real SQLite store in a
    temp directory, with the real MiniLM model.
 2. **Build.** A simulated builder follows the injected advice of its own task's
    family (other families' advice does not apply). Its chance to pass VERIFY is
@@ -21,12 +21,12 @@ The loop (one wave of ``Config.wave`` tasks at a time, like the BUILD phase):
    (``verify/tNNNN.sh``) that the task's VERIFY command runs: it exits 0 when
    the simulated builder passed, else 1 after printing the error. The builder's
    final message (DELIVERED/BLOCKED, ERROR, UTILIZED, INSIGHT markers) goes
-   through :func:`helix.outcomes.finish`, the path the SubagentStop hook and
+   through :func:`helix.loop.outcomes.finish`, the path the SubagentStop hook and
    ``helix settle`` take for a tracked task: helix runs VERIFY itself, settles
-   the attempt against the memory (:func:`helix.attribution.settle`:
+   the attempt against the memory (:func:`helix.loop.attribution.settle`:
    baseline-relative credit, UTILIZED only choosing which injected insights the
    verdict is about), proposes learning candidates and updates the task. Then,
-   as the hook does, :func:`helix.learning.store` stores the medium- and
+   as the hook does, :func:`helix.loop.learning.store` stores the medium- and
    high-confidence candidates through the safety screen and dedup. Blocked tasks
    are not retried.
 4. **Upkeep.** Every ``session_waves`` waves a session ends:
@@ -95,11 +95,12 @@ from typing import Any
 
 import numpy as np
 
-from helix import config, contracts, injection, learning, outcomes
-from helix.embeddings import Embedder, get_embedder, minilm_dir
+from helix import config
 from helix.errors import NotFound
-from helix.memory import Memory
-from helix.tracker import Tracker
+from helix.loop import contracts, injection, learning, outcomes
+from helix.memory.embeddings import Embedder, get_embedder, minilm_dir
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
 
 from . import world
 
@@ -240,7 +241,7 @@ class TokenCounter:
 def texts_to_warm(failures: bool = True) -> list[str]:
     """Texts the runs will embed that are known in advance: the written advice,
     every task objective, and (``failures``) every failure helix can derive from
-    a pitfall or noise error (worded by :func:`helix.learning.candidates` itself,
+    a pitfall or noise error (worded by :func:`helix.loop.learning.candidates` itself,
     from an ERROR line and from VERIFY output). One batch embeds them several
     times faster than one call each as they first appear."""
     texts = world.all_texts()

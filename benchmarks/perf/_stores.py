@@ -70,13 +70,13 @@ EXTRA_TAGS = ("ci", "db", "perf", "security", "tests")
 
 
 def _model_slug() -> str:
-    from helix.embeddings import MINILM_ID
+    from helix.memory.embeddings import MINILM_ID
 
     return re.sub(r"[^A-Za-z0-9]+", "-", MINILM_ID).strip("-")
 
 
 def cache_key(kind: str, n: int) -> str:
-    from helix.migrations import LATEST
+    from helix.memory.migrations import LATEST
 
     return f"{kind}-n{n}-r{RECIPE_VERSIONS[kind]}-schema{LATEST}-{_model_slug()}"
 
@@ -92,8 +92,8 @@ def db_bytes(path: Path) -> int:
 
 def build_real(path: Path, n: int) -> dict:
     """A store of exactly ``n`` generated insights, written by ``store_many``."""
-    from helix.embeddings import MiniLMEmbedder
-    from helix.memory import Memory
+    from helix.memory.embeddings import MiniLMEmbedder
+    from helix.memory.store import Memory
 
     rng = random.Random(n)
     pool = rng.sample(range(common.COMBINATIONS), 3 * n)
@@ -141,7 +141,7 @@ def base_vectors():
     path = cache_dir() / f"base-vectors-{_model_slug()}.npy"
     if path.is_file():
         return np.load(path), 0.0
-    from helix.embeddings import MiniLMEmbedder
+    from helix.memory.embeddings import MiniLMEmbedder
 
     common.log(f"  embedding the {N_BASE} base texts with the real model ...")
     with common.Timer() as t:
@@ -174,8 +174,8 @@ class Combinations:
     comes from the first words, which it shares."""
 
     def __init__(self) -> None:
-        from helix import insight
-        from helix.migrations import KINDS
+        from helix.memory import insight
+        from helix.memory.migrations import KINDS
 
         self._insight = insight
         self._cache: dict[int, tuple[str, str, str, str, int]] = {}
@@ -206,8 +206,8 @@ def build_synthetic(path: Path, n: int) -> dict:
     """``n`` rows by the synthetic recipe (see the module docstring)."""
     import numpy as np
 
-    from helix.embeddings import MINILM_ID, to_blob
-    from helix.memory import Memory
+    from helix.memory.embeddings import MINILM_ID, to_blob
+    from helix.memory.store import Memory
 
     t_start = time.perf_counter()
     base, embed_s = base_vectors()

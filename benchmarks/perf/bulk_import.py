@@ -62,7 +62,7 @@ class TimedEmbedder:
     the import's embedding seconds are measured inside the very same run."""
 
     def __init__(self) -> None:
-        from helix.embeddings import MiniLMEmbedder
+        from helix.memory.embeddings import MiniLMEmbedder
 
         self._inner = MiniLMEmbedder()
         self.model_id, self.dim = self._inner.model_id, self._inner.dim
@@ -88,8 +88,8 @@ def write_jsonl(path: Path, combos: list[int], rng: random.Random) -> list[str]:
 
 
 def profile_import(path: Path, jsonl: Path, top: int = 20) -> str:
-    from helix.embeddings import MiniLMEmbedder
-    from helix.memory import Memory
+    from helix.memory.embeddings import MiniLMEmbedder
+    from helix.memory.store import Memory
 
     profiler = cProfile.Profile()
     with Memory(path, embedder=MiniLMEmbedder()) as mem, open(jsonl, encoding="utf-8") as lines:
@@ -125,7 +125,7 @@ def embedding_check(texts: list[str], tmp: Path, use_ref: bool) -> dict:
     """helix's encoder vs sentence-transformers on the same texts."""
     import numpy as np
 
-    from helix.embeddings import MiniLMEmbedder
+    from helix.memory.embeddings import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     embedder.embed(texts[:8])  # load the model, warm up
@@ -186,8 +186,8 @@ def main() -> int:
         common.log(f"{args.stores} fresh `helix memory store` processes ...")
         fresh = fresh_stores(args.stores, tmp)
 
-        from helix.embeddings import MiniLMEmbedder
-        from helix.memory import Memory
+        from helix.memory.embeddings import MiniLMEmbedder
+        from helix.memory.store import Memory
 
         files = []
         for c in range(chunks):

@@ -53,7 +53,7 @@ def plan(worker: int, call: int, names: list[str]) -> dict:
 
 
 def worker_main(db: str, worker: int, names: list[str]) -> int:
-    from helix.memory import Memory
+    from helix.memory.store import Memory
 
     mem = Memory(Path(db))
     print("ready", flush=True)
@@ -81,8 +81,8 @@ def worker_main(db: str, worker: int, names: list[str]) -> int:
 
 
 def build_template(path: Path) -> list[str]:
-    from helix.embeddings import MiniLMEmbedder
-    from helix.memory import Memory
+    from helix.memory.embeddings import MiniLMEmbedder
+    from helix.memory.store import Memory
 
     with Memory(path, embedder=MiniLMEmbedder()) as mem:
         names = [mem.store(common.insight_text(i * 20_011))["name"] for i in range(5)]
@@ -94,7 +94,7 @@ def build_template(path: Path) -> list[str]:
 
 def verify(db: Path, names: list[str], workers: int) -> list[str]:
     """Every exact-total check; returns the list of failures (empty = exact)."""
-    from helix.memory import Memory
+    from helix.memory.store import Memory
 
     problems = []
     helped = {n: 0.0 for n in names}

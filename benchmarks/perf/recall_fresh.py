@@ -53,7 +53,7 @@ BREAKDOWN = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from helix import cli  # noqa: F401  (the CLI imports what the command imports)
-from helix.memory import Memory
+from helix.memory.store import Memory
 t1 = time.perf_counter()
 mem = Memory.open(create=False)
 t2 = time.perf_counter()

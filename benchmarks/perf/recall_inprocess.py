@@ -65,8 +65,8 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
 
 def measure(path: Path, plan: dict, profile: bool) -> dict:
     """helix's side of one tier, in this (fresh) process."""
-    from helix.embeddings import MiniLMEmbedder
-    from helix.memory import Memory
+    from helix.memory.embeddings import MiniLMEmbedder
+    from helix.memory.store import Memory
 
     rng = random.Random(5)
     out: dict = {}
@@ -106,7 +106,7 @@ def measure(path: Path, plan: dict, profile: bool) -> dict:
 def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
     """Median ms of recall's main stages, timed one by one (diagnostic only: it
     calls helix internals, so a refactor there only drops this section)."""
-    from helix import recall as recall_module
+    from helix.memory import recall as recall_module
 
     out: dict[str, list[float]] = {}
     try:

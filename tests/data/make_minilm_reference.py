@@ -5,7 +5,7 @@ The vectors are built the way sentence-transformers builds them for this model
 (modules Transformer -> Pooling(mean) -> Normalize, max_seq_length 256): tokenize
 with truncation to 256 tokens, mean-pool the last hidden state over the attention
 mask, then L2-normalise. They let the test suite check that helix's own numpy
-forward pass (helix/bert.py) reproduces the real model.
+forward pass (helix/memory/bert.py) reproduces the real model.
 
 Needs ``torch`` and ``transformers`` (not helix dependencies). This script is NOT
 run by the test suite; only its output JSON is read. Run it by hand, offline, with

@@ -18,9 +18,9 @@ from claude_runner import ClaudeRun, Sandbox
 from fake_anthropic import Reply, Request, agent_type_is, main_thread, text, tool_use
 from topics import TOPICS
 
-from helix import contracts
-from helix.memory import Memory
-from helix.tracker import Tracker
+from helix.loop import contracts
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
 
 EXPLORER = agent_type_is("# helix explorer")
 PLANNER = agent_type_is("# helix planner")

@@ -31,8 +31,8 @@ from fake_http import Failure, Rules
 from fake_openai import FakeOpenAI, answers_tool_call
 from fake_openai import Reply as CodexReply
 
-from helix import agents
-from helix.agents import AgentResult, ClaudeRunner, CodexRunner
+from helix.run import agents
+from helix.run.agents import AgentResult, ClaudeRunner, CodexRunner
 
 PROMPT = "Task T7: answer with the code word.\nÜnïcode stays intact ✓"
 

@@ -44,7 +44,7 @@ from helix_project import (
     working_on,
 )
 
-from helix import contracts, injection, results
+from helix.loop import contracts, injection, results
 
 
 # ------------------------------------------------------------------- scenarios

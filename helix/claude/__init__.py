@@ -1,0 +1,1 @@
+"""The Claude Code (and Codex) side: hook handlers and the plugin installer."""

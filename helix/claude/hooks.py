@@ -1,0 +1,843 @@
+"""Claude Code hook handlers: memory flows into helix agents, learning flows out.
+
+One function per event; each takes the hook payload (a dict) and returns the JSON
+to print, or None. ``helix hook <event>`` (in :mod:`helix.cli.hook`) reads the
+payload, calls :func:`handle`, and fails open: any error is logged to
+``.helix/hooks.log`` and the session goes on.
+
+Memory goes in where the prompt is known for certain: PreToolUse(Agent) sees the
+spawn's own ``tool_input``, chooses the insights for that prompt and appends them
+to it (``hookSpecificOutput.updatedInput``, which Claude Code 2.1.329 honours for
+the Agent tool), and records the spawn under its tool_use_id. SubagentStart has
+no prompt field, and parallel spawns of one agent type start in no fixed order,
+so it injects nothing; it only counts the agent's starts (a second start is a
+resume, e.g. by SendMessage).
+
+An agent's outcome can arrive three ways: SubagentStop (always), PostToolUse
+(foreground agents) and a ``<task-notification>`` prompt (background agents). The
+first one settles it under a per-agent lock, after tying the agent to its spawn
+exactly (the tool_use_id the path carries, the client's ``agent-<id>.meta.json``,
+the background launch that named it, or failing those the prompt in the agent's
+transcript); the others find that attempt settled and do nothing, so feedback is
+never counted twice. A resumed agent's new outcome is a new attempt: it is
+settled too, once, when it carries an outcome of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from helix import config, locks, statefiles
+from helix.loop import contracts, injection, learning, results
+from helix.memory import safety
+
+EVENTS = (
+    "SessionStart",
+    "PreToolUse",
+    "SubagentStart",
+    "SubagentStop",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "SessionEnd",
+)
+AGENT_TYPES = {"helix:explorer": "explorer", "helix:planner": "planner", "helix:builder": "builder"}
+SPAWN_DIR = "spawns"
+AGENT_DIR = "agents"
+LOG_FILE = "hooks.log"
+INJECT_LIMIT = 5
+VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
+STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
+STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
+LOCK_WAIT = 60.0
+# The notification escapes these in an agent's <result> (measured with 2.1.329).
+_UNESCAPE = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+_TOOLS_SUMMARY = "<tools-used-before-summary>"
+_NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
+_TAG = "<{0}>(.*?)</{0}>"
+
+
+class Context:
+    """Where this hook works: the project root, its .helix folder, the plugin root.
+
+    The client may start in any subdirectory of the project, and the payload's
+    ``cwd`` is that subdirectory: the project root is found upwards from it by
+    :func:`config.find_project`, the rule ``helix verify`` and ``helix run`` use,
+    so VERIFY always runs at the root. Outside a project ``paths`` is None."""
+
+    def __init__(self, payload: dict[str, Any], env: dict[str, str]):
+        self.payload = payload
+        self.env = env
+        start = start_dir(payload, env)
+        self.found = config.find_project(start, env) if start else None
+
+    @property
+    def paths(self) -> config.Paths:
+        if self.found is None:
+            raise RuntimeError("no helix project here")  # handle() never lets this happen
+        return self.found
+
+    @property
+    def project(self) -> Path:
+        return self.paths.project
+
+    @property
+    def home(self) -> Path:
+        return self.paths.home
+
+    def memory(self):
+        from helix.memory.store import Memory
+
+        return Memory(self.paths.db)
+
+    def tracker(self):
+        from helix.tasks.tracker import Tracker
+
+        return Tracker(self.paths.tasks)
+
+
+def start_dir(payload: dict[str, Any], env: dict[str, str]) -> Path | None:
+    """The directory the client says it works in: the payload's cwd, else the
+    project directory it exported, else this process's own."""
+    value = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    if not isinstance(value, str) or not value or "\x00" in value or len(value) > 4096:
+        return None
+    return Path(value)
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
+    """Run the handler of ``event``; return the hook JSON to print (or None).
+
+    Outside a helix project only SessionStart answers (a briefing that creates
+    nothing); every other event is a no-op."""
+    handler = HANDLERS.get(event)
+    if handler is None:
+        return None
+    ctx = Context(payload, env)
+    if ctx.found is None:
+        return session_start_outside(ctx) if event == "SessionStart" else None
+    return handler(ctx)
+
+
+# ---------------------------------------------------------------- SessionStart
+def session_start(ctx: Context) -> dict[str, Any] | None:
+    """Record the plugin root and brief the main thread, problems first. Never
+    loads the embedding model: only file checks and SQL over the store."""
+    ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
+    root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
+    if root:
+        (ctx.home / "plugin_root").write_text(root + "\n")
+    lines = [*_warnings(ctx), "helix memory for this project:"]
+    if ctx.paths.db.exists():
+        with ctx.memory() as memory:
+            lines += _briefing(memory)
+    else:
+        lines.append("  empty (it learns from verified outcomes of /helix runs).")
+    if ctx.paths.tasks.exists():
+        from helix.tasks import graph as taskgraph
+
+        tasks = ctx.tracker().list()
+        ready = taskgraph.ready(tasks)
+        open_count = sum(t.get("status") != "closed" for t in tasks)
+        if open_count:
+            lines.append(f"  task graph: {open_count} open task(s), {len(ready)} ready now.")
+    return _context("SessionStart", "\n".join(lines))
+
+
+def session_start_outside(ctx: Context) -> dict[str, Any]:
+    """No helix project here yet: say how one starts, create nothing."""
+    lines = [
+        *_warnings(ctx),
+        "helix memory: no helix project in this directory yet; /helix <objective> "
+        "(or any helix command) starts one here.",
+    ]
+    return _context("SessionStart", "\n".join(lines))
+
+
+def _warnings(ctx: Context) -> list[str]:
+    """What would make helix fail quietly in this session, said up front."""
+    from helix import __version__
+    from helix.claude import installer
+    from helix.memory import health
+
+    problems = health.problems(ctx.found, ctx.env)
+    root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
+    version = installer.plugin_version(Path(root)) if root else None
+    if version and version != __version__:
+        problems.append(
+            f"the plugin files are version {version} but helix is {__version__}: "
+            "run `helix install claude`, then restart Claude Code"
+        )
+    return [f"WARNING (helix): {problem}" for problem in problems]
+
+
+def _briefing(memory) -> list[str]:
+    health = memory.health()
+    lines = [
+        f"  {health['total_insights']} insights, {health['proven']} proven by verified "
+        f"outcomes, {health['recent_feedback']} feedback events in the last 7 days."
+    ]
+    rows = memory.conn.execute(
+        "SELECT content, effectiveness FROM insight WHERE helped + failed > 0 "
+        "AND effectiveness >= 0.7 ORDER BY coalesce(last_used, created_at) DESC, "
+        "effectiveness DESC LIMIT 3"
+    ).fetchall()
+    if rows:
+        lines.append("  top proven constraints from recent work:")
+        lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]
+    lines.append("  Use /helix <objective> to orchestrate, /helix-query to ask memory.")
+    return lines
+
+
+# ------------------------------------------------------------------ PreToolUse
+def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
+    """Give a helix agent its memory by rewriting its prompt, and record the spawn.
+
+    Never blocks and never decides permission: the answer, if any, only carries
+    ``updatedInput``, the spawn's input with INSIGHTS and INJECTED lines appended."""
+    payload = ctx.payload
+    tool_input = payload.get("tool_input") or {}
+    if payload.get("tool_name") not in ("Agent", "Task") or not isinstance(tool_input, dict):
+        return None
+    agent_type = tool_input.get("subagent_type")
+    if agent_type not in AGENT_TYPES:
+        return None
+    tool_use_id = payload.get("tool_use_id")
+    if not isinstance(tool_use_id, str) or not tool_use_id:
+        return None
+    statefiles.file_id(tool_use_id, "tool_use_id")
+    prompt = str(tool_input.get("prompt") or "")
+    spawn = {
+        "tool_use_id": tool_use_id,
+        "subagent_type": agent_type,
+        "prompt": prompt,
+        "description": str(tool_input.get("description") or ""),
+        "background": tool_input.get("run_in_background", True) is not False,
+        "session_id": payload.get("session_id"),
+        "recorded_at": _now(),
+        "claimed_by": None,
+    }
+    try:
+        prepared, block = _prepare(ctx, prompt, agent_type, f"spawn-{tool_use_id}")
+    except Exception:
+        # Recorded anyway, so its outcome can still be settled against its task.
+        spawn.update(_fields_of(prompt, agent_type, f"spawn-{tool_use_id}"), injection="failed")
+        _write_spawn(ctx, spawn)
+        raise
+    spawn.update(prepared)
+    _write_spawn(ctx, spawn)
+    if not block:
+        return None
+    separator = "" if not prompt or prompt.endswith("\n") else "\n"
+    updated = {**tool_input, "prompt": prompt + separator + block}
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+
+
+def _prepare(
+    ctx: Context, prompt: str, agent_type: str, fallback_state: str
+) -> tuple[dict[str, Any], str | None]:
+    """What this prompt's agent gets from memory: (fields for its spawn record,
+    the INSIGHTS/INJECTED block to append, or None). Honours NO_INJECT and an
+    INJECTED list the orchestrator already wrote (``helix inject``)."""
+    parsed = contracts.parse_prompt(prompt)
+    fields = parsed.fields
+    prepared = _fields_of(prompt, agent_type, fallback_state, parsed)
+    if parsed.no_inject:
+        return {**prepared, "injection": "skipped: NO_INJECT"}, None
+    if fields.get("INJECTED"):
+        if injection.read_state(prepared["state_id"], ctx.home) is None:
+            with ctx.memory() as memory:
+                chosen = injection.record(
+                    memory,
+                    prepared["state_id"],
+                    prepared["objective"],
+                    prepared["injected"],
+                    ctx.home,
+                )
+            prepared["injected"] = chosen["names"]
+        return {**prepared, "injection": "from the prompt"}, None
+    if not ctx.paths.db.exists() or not prepared["objective"]:
+        return {**prepared, "injection": "none: no memory yet"}, None
+    with ctx.memory() as memory:
+        chosen = injection.inject(
+            memory,
+            prepared["objective"],
+            prepared["state_id"],
+            _limit(fields.get("MEMORY_LIMIT")),
+            [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
+            ctx.home,
+        )
+    prepared.update(injected=chosen["names"], injection="by the PreToolUse hook")
+    if not chosen["names"]:
+        return prepared, None
+    block = (
+        "INSIGHTS: (from past experience, added by helix; [n%] = how often it helped in "
+        "verified outcomes)\n" + chosen["block"] + "\n"
+        f"INJECTED: {json.dumps(chosen['names'])}\n"
+    )
+    return prepared, block
+
+
+def _fields_of(
+    prompt: str, agent_type: str, fallback_state: str, parsed: contracts.Prompt | None = None
+) -> dict[str, Any]:
+    """What settling needs to know from an agent's prompt."""
+    fields = (parsed or contracts.parse_prompt(prompt)).fields
+    role = AGENT_TYPES[agent_type]
+    task_id = _task_id(fields.get("TASK_ID")) if role == "builder" else None
+    return {
+        "task_id": task_id,
+        "state_id": task_id or fallback_state,
+        "verify": fields.get("VERIFY"),
+        "objective": _objective(fields, role, prompt),
+        "injected": list(fields.get("INJECTED") or []),
+    }
+
+
+def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
+    spawns = ctx.home / SPAWN_DIR
+    with _locked(spawns / ".lock"):
+        statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+
+
+# --------------------------------------------------------------- SubagentStart
+def subagent_start(ctx: Context) -> None:
+    """Count a helix agent's start. The first start is the spawn PreToolUse already
+    prepared; a later one is a resume (SendMessage to a finished agent), which
+    opens a new attempt for :func:`settle`. Injects nothing (see the module
+    docstring) and takes no lock, so it never waits."""
+    agent_id, agent_type = ctx.payload.get("agent_id"), ctx.payload.get("agent_type")
+    if agent_type not in AGENT_TYPES or not isinstance(agent_id, str):
+        return None
+    statefiles.file_id(agent_id, "agent_id")
+    line = {"at": _now(), "session_id": ctx.payload.get("session_id")}
+    statefiles.append_line(_starts_path(ctx, agent_id), json.dumps(line))
+    return None
+
+
+def _starts(ctx: Context, agent_id: str) -> int:
+    path = _starts_path(ctx, agent_id)
+    try:
+        return sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    except OSError:
+        return 0
+
+
+def _starts_path(ctx: Context, agent_id: str) -> Path:
+    return ctx.home / AGENT_DIR / f"{agent_id}.starts"
+
+
+# ------------------------------------------------ tying an agent to its spawn
+def _new_record(
+    ctx: Context, agent_id: str, agent_type: Any, tool_use_id: Any
+) -> dict[str, Any] | None:
+    """The agent's record, from its spawn when it can be found exactly, else from
+    the prompt in its transcript; None when it is not a helix agent."""
+    spawn = _spawn_of(ctx, agent_id, agent_type, tool_use_id)
+    if spawn is not None:
+        agent_type = spawn["subagent_type"]
+    if agent_type not in AGENT_TYPES:
+        return None
+    record: dict[str, Any] = {
+        "agent_id": agent_id,
+        "agent_type": agent_type,
+        "tool_use_id": None,
+        "session_id": ctx.payload.get("session_id"),
+        "attempt": 0,
+        "settled": False,
+        "fingerprints": [],
+    }
+    if spawn is not None:
+        keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected")
+        record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
+        return record
+    prompt = _transcript_prompt(ctx, agent_id)
+    record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
+    record["injection"] = "from the transcript" if prompt else "unknown: no spawn, no prompt"
+    return record
+
+
+def _spawn_of(
+    ctx: Context, agent_id: str, agent_type: Any, tool_use_id: Any
+) -> dict[str, Any] | None:
+    """The spawn this agent came from, found exactly: the tool_use_id the caller
+    knows, the one in the client's meta file, or a background launch naming it.
+    Claimed for the agent, so no other agent can take it."""
+    spawns = ctx.home / SPAWN_DIR
+    candidates = [tool_use_id, _meta_tool_use_id(ctx, agent_id)]
+    with _locked(spawns / ".lock"):
+        found = None
+        for candidate in candidates:
+            spawn = _read_spawn(spawns, candidate) if isinstance(candidate, str) else None
+            if spawn is not None and spawn.get("claimed_by") in (None, agent_id):
+                found = spawn
+                break
+        if found is None:
+            found = next(
+                (
+                    s
+                    for path in spawns.glob("*.json")
+                    if isinstance(s := statefiles.read_json(path), dict)
+                    and s.get("agent_id") == agent_id
+                ),
+                None,
+            )
+        if found is None or (agent_type in AGENT_TYPES and found["subagent_type"] != agent_type):
+            return None
+        if found.get("claimed_by") != agent_id:
+            found["claimed_by"] = agent_id
+            statefiles.write_json(spawns / f"{found['tool_use_id']}.json", found)
+        return found
+
+
+def _meta_tool_use_id(ctx: Context, agent_id: str) -> str | None:
+    folder = _subagent_folder(ctx)
+    if folder is None:
+        return None
+    value = statefiles.read_json(folder / f"agent-{agent_id}.meta.json")
+    if isinstance(value, dict) and isinstance(value.get("toolUseId"), str):
+        return value["toolUseId"]
+    return None
+
+
+def _subagent_folder(ctx: Context) -> Path | None:
+    """Where the client keeps subagent transcripts and meta files for this session."""
+    agent_transcript = ctx.payload.get("agent_transcript_path")
+    if isinstance(agent_transcript, str) and agent_transcript:
+        return Path(agent_transcript).parent
+    transcript, session = ctx.payload.get("transcript_path"), ctx.payload.get("session_id")
+    if not isinstance(transcript, str) or not isinstance(session, str):
+        return None
+    return Path(transcript).parent / session / "subagents"
+
+
+def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
+    try:
+        name = statefiles.file_id(tool_use_id, "tool_use_id")
+    except Exception:  # noqa: BLE001 - an odd id is just not found
+        return None
+    value = statefiles.read_json(spawns / f"{name}.json")
+    return value if isinstance(value, dict) else None
+
+
+def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
+    """Record which agent a background launch started (only a helix spawn has a record)."""
+    if not isinstance(tool_use_id, str) or not isinstance(agent_id, str):
+        return
+    statefiles.file_id(agent_id, "agent_id")
+    spawns = ctx.home / SPAWN_DIR
+    if _read_spawn(spawns, tool_use_id) is None:
+        return  # not a helix agent
+    with _locked(spawns / ".lock"):
+        spawn = _read_spawn(spawns, tool_use_id)
+        if spawn is not None and not spawn.get("agent_id"):
+            spawn["agent_id"] = agent_id
+            statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+
+
+def _transcript_prompt(ctx: Context, agent_id: str) -> str | None:
+    """The first user message of the subagent transcript: its prompt as it got it."""
+    folder = _subagent_folder(ctx)
+    if folder is None:
+        return None
+    for line in _read_lines(folder / f"agent-{agent_id}.jsonl", first_only=True):
+        message = line.get("message") or {}
+        if line.get("type") == "user" and message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return None
+
+
+def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
+    keys = {
+        "builder": ("TASK", "OBJECTIVE"),
+        "explorer": ("OBJECTIVE", "SCOPE", "FOCUS"),
+        "planner": ("OBJECTIVE",),
+    }[role]
+    parts = [str(fields[k]) for k in keys if fields.get(k)]
+    return "\n".join(parts) or prompt.strip()[:2000]
+
+
+def _task_id(value: Any) -> str | None:
+    try:
+        return statefiles.file_id(str(value).strip()) if value else None
+    except Exception:  # noqa: BLE001 - a malformed TASK_ID: inject under the agent id
+        return None
+
+
+def _limit(value: Any) -> int:
+    try:
+        return max(1, min(injection.MAX_LIMIT, int(str(value).strip())))
+    except (TypeError, ValueError):
+        return INJECT_LIMIT
+
+
+# ---------------------------------------------------------------- SubagentStop
+def subagent_stop(ctx: Context) -> None:
+    """Settle a helix agent's outcome (see :func:`settle`)."""
+    agent_id = ctx.payload.get("agent_id")
+    if ctx.payload.get("agent_type") not in AGENT_TYPES or not isinstance(agent_id, str):
+        return None
+    text = ctx.payload.get("last_assistant_message")
+    if not isinstance(text, str) or not text.strip():
+        text = _transcript_answer(ctx.payload.get("agent_transcript_path"))
+    settle(ctx, agent_id, text or "", ctx.payload.get("agent_type"))
+    return None
+
+
+def settle(
+    ctx: Context,
+    agent_id: str,
+    text: str,
+    agent_type: str | None = None,
+    tool_use_id: str | None = None,
+) -> bool:
+    """Apply one attempt of an agent's final message, once; False when there was
+    nothing to settle.
+
+    The attempt is the number of times the agent started (a resume starts it
+    again). A text already settled, or an attempt already settled, is not applied
+    again: the three paths report the same outcome. A resumed attempt is settled
+    only when it reports an outcome of its own (an agent asked a question after
+    it finished has not attempted the task again)."""
+    statefiles.file_id(agent_id, "agent_id")
+    path = _agent_path(ctx, agent_id)
+    event = str(ctx.payload.get("hook_event_name") or "settle")
+    text = text.strip()
+    fingerprint = hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
+    with _locked(ctx.home / AGENT_DIR / f".{agent_id}.lock"):
+        record = statefiles.read_json(path)
+        if not isinstance(record, dict):
+            record = _new_record(ctx, agent_id, agent_type, tool_use_id)
+            if record is None:
+                return False  # not a helix agent
+        attempt = max(1, _starts(ctx, agent_id))
+        done = record.get("attempt", 1 if record.get("settled") else 0)
+        if fingerprint in record.get("fingerprints", []) or done >= attempt:
+            log(ctx.home, event, f"{agent_id}: already settled at {record.get('settled_at')}")
+            return False
+        role = AGENT_TYPES[record["agent_type"]]
+        record.update(attempt=attempt, settled=True, settled_at=_now())
+        record["fingerprints"] = [*record.get("fingerprints", []), fingerprint]
+        if attempt > 1 and not _has_outcome(role, text):
+            record["result"] = {"skipped": f"resumed (attempt {attempt}) without a new outcome"}
+        elif role == "explorer":
+            record["result"] = _settle_explorer(ctx, agent_id, text)
+        elif role == "builder":
+            if attempt > 1:
+                _new_attempt(ctx, record)
+            record["result"] = _settle_builder(ctx, record, text)
+        else:
+            record["result"] = _settle_planner(ctx, record, text)
+        statefiles.write_json(path, record)
+    result = json.dumps(record["result"], ensure_ascii=False)[:1000]
+    what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
+    log(ctx.home, event, f"{agent_id}: {what} {record['agent_type']} {result}")
+    return True
+
+
+def _has_outcome(role: str, text: str) -> bool:
+    if role == "builder":
+        return contracts.parse_outcome(text).status != "unknown"
+    if role == "explorer":
+        return bool(contracts.parse_exploration(text).findings)
+    plan = contracts.parse_plan(text)
+    return bool(plan.tasks or plan.insights)
+
+
+def _new_attempt(ctx: Context, record: dict[str, Any]) -> None:
+    """A resumed builder still holds the insights it was given: they are this
+    attempt's injection too, recorded afresh so feedback applies to it once."""
+    state_id = record.get("state_id")
+    state = injection.read_state(state_id, ctx.home) if state_id else None
+    if state is None or not state.get("settled_at"):
+        return
+    with ctx.memory() as memory:
+        injection.record(
+            memory, state_id, record.get("objective") or "", record.get("injected") or [], ctx.home
+        )
+
+
+def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
+    found = contracts.parse_exploration(text)
+    exploration = dict(found.findings) if found.findings else {}
+    if found.problems:
+        exploration.setdefault("status", "error")
+        exploration["problems"] = found.problems
+    results.record_explorer_result(ctx.home, agent_id, exploration)
+    return {"findings": len(exploration.get("findings") or []), "problems": found.problems}
+
+
+def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
+    from helix.errors import NotFound, Rejected
+    from helix.loop import outcomes
+
+    task_id = record.get("task_id")
+    with ctx.memory() as memory:
+        try:
+            settled = None
+            if task_id and ctx.paths.tasks.exists():
+                try:
+                    settled = outcomes.finish(
+                        memory,
+                        ctx.tracker(),
+                        task_id,
+                        text,
+                        ctx.home,
+                        ctx.project,
+                        VERIFY_TIMEOUT,
+                        agent_id=record["agent_id"],
+                    )
+                except NotFound:
+                    pass  # not a tracked task: settle from the prompt below
+            if settled is None:
+                settled = outcomes.finish_untracked(
+                    memory,
+                    record.get("state_id") or f"agent-{record['agent_id']}",
+                    record.get("verify"),
+                    text,
+                    ctx.home,
+                    ctx.project,
+                    VERIFY_TIMEOUT,
+                    record["agent_id"],
+                )
+        except Rejected as exc:
+            return {"skipped": str(exc)}
+        _store_learning(memory, ctx.home, settled["refused"])
+        return _summary(settled)
+
+
+def _settle_planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
+    plan = contracts.parse_plan(text)
+    candidates = [
+        learning.candidate(
+            i["content"],
+            "decision",
+            i.get("tags", []),
+            record["agent_id"],
+            [],
+            "medium",
+            "explicit INSIGHT from the planner",
+        )
+        for i in plan.insights
+    ]
+    if candidates and ctx.paths.db.exists():
+        refused: list[dict[str, str]] = []
+        learning.propose(candidates, ctx.home, refused=refused)
+        with ctx.memory() as memory:
+            _store_learning(memory, ctx.home, refused)
+    return {"tasks": len(plan.tasks), "problems": plan.problems}
+
+
+def _store_learning(memory, home: Path, refused: list[dict[str, str]] = ()) -> None:
+    """Explicit INSIGHTs and derived failures (medium or high confidence) are stored
+    at once, through the safety screen; low-confidence ones stay queued. What the
+    screen refused (when proposed or when stored) is logged by reason only: its
+    text may hold a secret."""
+    done = learning.store(memory, None, "medium", home)
+    for item in done["stored"]:
+        log(home, "learning", f"stored {item['id']} as {item['name']} ({item['status']})")
+    for item in [*refused, *done["skipped"]]:
+        reason = item["reason"] if not safety.find_problem(item["reason"]) else "(withheld)"
+        log(home, "learning", f"refused {item['id']}: {reason}")
+
+
+def _summary(settled: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "outcome": settled["outcome"],
+        "verified": settled["verified"],
+        "injected": settled["injected"],
+        "effects": settled["effects"],
+    }
+
+
+def _transcript_answer(path: Any) -> str:
+    """The last assistant text in a subagent transcript. A half-written last line
+    is a race with the client, not a crash: read again briefly."""
+    if not isinstance(path, str):
+        return ""
+    for _attempt in range(3):
+        answer = ""
+        for line in _read_lines(Path(path)):
+            message = line.get("message") or {}
+            if line.get("type") == "assistant" and message.get("role") == "assistant":
+                text = _text_of(message.get("content"))
+                if text.strip():
+                    answer = text
+        if answer:
+            return answer
+        time.sleep(0.1)
+    return ""
+
+
+# ------------------------------------------------ PostToolUse, UserPromptSubmit
+def post_tool_use(ctx: Context) -> None:
+    """A foreground agent's result; a background launch carries none, but names the
+    agent of its spawn (see :func:`_spawn_of`)."""
+    response = ctx.payload.get("tool_response")
+    if ctx.payload.get("tool_name") not in ("Agent", "Task") or not isinstance(response, dict):
+        return None
+    if response.get("status") == "async_launched":
+        _link(ctx, ctx.payload.get("tool_use_id"), response.get("agentId"))
+        return None
+    if response.get("status") != "completed" or response.get("agentType") not in AGENT_TYPES:
+        return None
+    agent_id = response.get("agentId")
+    if isinstance(agent_id, str):
+        content = response.get("content")
+        if isinstance(content, list):  # the client's own note on the tools used is not the answer
+            content = [
+                b
+                for b in content
+                if not (isinstance(b, dict) and str(b.get("text", "")).startswith(_TOOLS_SUMMARY))
+            ]
+        text = _text_of(content)
+        settle(ctx, agent_id, text, response["agentType"], ctx.payload.get("tool_use_id"))
+    return None
+
+
+def user_prompt_submit(ctx: Context) -> None:
+    """Background agents' results arrive as <task-notification> prompts."""
+    prompt = ctx.payload.get("prompt")
+    if not isinstance(prompt, str) or "<task-notification>" not in prompt:
+        return None
+    for block in _NOTIFICATION.findall(prompt):
+        agent_id = _tag(block, "task-id")
+        if agent_id and _tag(block, "status") == "completed":
+            result = _tag(block, "result")
+            for escaped, plain in _UNESCAPE:
+                result = result.replace(escaped, plain)
+            settle(ctx, agent_id, result, None, _tag(block, "tool-use-id") or None)
+    return None
+
+
+def post_tool_use_failure(ctx: Context) -> None:
+    """Remember failed tool calls of helix agents; they explain BLOCKED outcomes."""
+    agent_id = ctx.payload.get("agent_id")
+    if ctx.payload.get("agent_type") not in AGENT_TYPES or not isinstance(agent_id, str):
+        return None
+    statefiles.file_id(agent_id, "agent_id")
+    line = {
+        "agent_id": agent_id,
+        "tool": ctx.payload.get("tool_name"),
+        "error": str(ctx.payload.get("error") or "")[:2000],
+        "at": _now(),
+    }
+    statefiles.append_line(
+        ctx.home / AGENT_DIR / f"{agent_id}.failures.jsonl", json.dumps(line, ensure_ascii=False)
+    )
+    return None
+
+
+# ------------------------------------------------------------------ SessionEnd
+def session_end(ctx: Context) -> None:
+    """Decay, and clean up state that has served its purpose. Stored insights are
+    never touched beyond decay."""
+    if ctx.paths.db.exists():
+        with ctx.memory() as memory:
+            memory.decay()
+    cutoff = time.time() - STALE_DAYS * 86400
+    for folder in (ctx.home / SPAWN_DIR, ctx.home / AGENT_DIR):
+        for path in folder.glob("*"):
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink(missing_ok=True)
+    for path in injection.state_dir(ctx.home).glob("*.json"):
+        if path.stat().st_mtime >= cutoff:
+            continue
+        state = statefiles.read_json(path)
+        # An explorer's or planner's injection (keyed by its spawn) is never settled.
+        done = isinstance(state, dict) and state.get("settled_at")
+        if done or path.name.startswith(("spawn-", "agent-")):
+            path.unlink(missing_ok=True)
+    _truncate_status(ctx.home)
+    return None
+
+
+def _truncate_status(home: Path) -> None:
+    path = results.task_status_path(home)
+    if not path.exists() or path.stat().st_size < 1 << 20:
+        return
+    lines = path.read_bytes().splitlines(keepends=True)
+    if len(lines) > STATUS_KEEP:
+        temp = path.with_name(path.name + ".tmp")
+        temp.write_bytes(b"".join(lines[-STATUS_KEEP:]))
+        os.replace(temp, path)
+
+
+# --------------------------------------------------------------------- helpers
+def _context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _agent_path(ctx: Context, agent_id: str) -> Path:
+    return ctx.home / AGENT_DIR / f"{agent_id}.json"
+
+
+def _locked(path: Path):
+    return locks.lock_file(path, LOCK_WAIT, 0.01)
+
+
+def _read_lines(path: Path, first_only: bool = False):
+    """JSON objects of a JSONL file; unreadable or half-written lines are skipped."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, generator
+    except OSError:
+        return
+    with handle:
+        for raw in handle:
+            try:
+                value = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(value, dict):
+                yield value
+                if first_only:
+                    return
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _tag(block: str, name: str) -> str:
+    match = re.search(_TAG.format(name), block, re.S)
+    return match.group(1).strip() if match else ""
+
+
+def _now() -> str:
+    return results.stamp(datetime.now(UTC))
+
+
+def log(home: Path, event: str, message: str) -> None:
+    """Append to .helix/hooks.log; never raises (the hook must fail open)."""
+    try:
+        home.mkdir(exist_ok=True)  # the project exists; never a chain of new folders
+        statefiles.append_line(home / LOG_FILE, f"{_now()} {event} {message}")
+    except OSError:
+        pass
+
+
+HANDLERS = {
+    "SessionStart": session_start,
+    "PreToolUse": pre_tool_use,
+    "SubagentStart": subagent_start,
+    "SubagentStop": subagent_stop,
+    "PostToolUse": post_tool_use,
+    "PostToolUseFailure": post_tool_use_failure,
+    "UserPromptSubmit": user_prompt_submit,
+    "SessionEnd": session_end,
+}
+
+__all__ = ["EVENTS", "HANDLERS", "handle", "settle", "log"]

@@ -1,0 +1,261 @@
+"""Installing the helix plugin into Claude Code, and checking that it works.
+
+The plugin (manifests, hooks, agents, skills) ships inside the package, in
+``helix/plugin/``, which is also a one-plugin marketplace. ``helix install claude``
+registers that folder with ``claude plugin marketplace add`` and installs
+``helix@helix-marketplace`` from it, however helix itself was installed (pipx, uv
+tool, pip, a checkout). Measured with Claude Code 2.1.329: a plugin from a
+directory marketplace loads in place ("readFromFolder"), so when helix is upgraded
+the files the client reads are the new ones from the next session on. ``--source``
+registers a development checkout or a git URL instead (the repository root is the
+same marketplace, pointing at ``helix/plugin``).
+
+The hooks call ``helix hook <event>`` through ``hooks/run-hook``, which finds helix
+on PATH: ``helix doctor`` checks that, reads the client's own plugin state, and
+runs the real hook command the way Claude Code would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from helix import __version__
+from helix.errors import HelixError, NotFound
+
+PLUGIN_NAME = "helix"
+MARKETPLACE = "helix-marketplace"
+PLUGIN_ID = f"{PLUGIN_NAME}@{MARKETPLACE}"
+CHECK_TIMEOUT = 60
+CLAUDE_TIMEOUT = 300
+
+
+def packaged_plugin() -> Path:
+    """The plugin folder inside this installed helix."""
+    return Path(__file__).resolve().parent.parent / "plugin"
+
+
+def plugin_version(folder: Path) -> str | None:
+    """The version in a plugin folder's manifest, None if it has no readable one."""
+    try:
+        data = json.loads((folder / ".claude-plugin" / "plugin.json").read_text("utf-8"))
+        return str(data["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def find_claude() -> str | None:
+    explicit = os.environ.get("HELIX_CLAUDE_BIN")
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    return shutil.which("claude")
+
+
+def _marketplace_source(source: str | None) -> str:
+    """What ``marketplace add`` is given: the packaged plugin, or the checkout /
+    git URL the caller named (a local one must hold the marketplace manifest)."""
+    if source is None:
+        return str(packaged_plugin())
+    local = Path(source).expanduser()
+    if local.exists() or not _looks_remote(source):
+        manifest = local / ".claude-plugin" / "marketplace.json"
+        try:
+            name = json.loads(manifest.read_text("utf-8"))["name"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise NotFound(f"no usable marketplace manifest at {manifest}: {exc}") from None
+        if name != MARKETPLACE:
+            raise NotFound(f"{manifest} is the marketplace {name!r}, not {MARKETPLACE!r}")
+        return str(local.resolve())
+    return source
+
+
+def _looks_remote(source: str) -> bool:
+    return "://" in source or source.startswith("git@") or source.endswith(".git")
+
+
+def claude_commands(source: str, scope: str = "user") -> list[list[str]]:
+    """The commands that register and enable the plugin (``claude`` resolved later).
+    Each is idempotent: run again, they re-point the marketplace and change nothing else."""
+    return [
+        ["claude", "plugin", "marketplace", "add", source],
+        ["claude", "plugin", "install", PLUGIN_ID, "--scope", scope],
+        ["claude", "plugin", "enable", PLUGIN_ID, "--scope", scope],
+    ]
+
+
+def install_claude(
+    source: str | None = None, scope: str = "user", dry_run: bool = False
+) -> dict[str, Any]:
+    """Register the marketplace and install and enable the plugin. With ``dry_run``
+    only the commands are returned."""
+    marketplace = _marketplace_source(source)
+    commands = claude_commands(marketplace, scope)
+    report: dict[str, Any] = {
+        "marketplace": marketplace,
+        "commands": [" ".join(c) for c in commands],
+        "ran": [],
+    }
+    if dry_run:
+        return report
+    claude = find_claude()
+    if claude is None:
+        raise NotFound("the claude command was not found: install Claude Code first")
+    for command in commands:
+        done = _claude(claude, command[1:])
+        report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
+        if done.returncode != 0 and not _already_enabled(command, done):
+            detail = (done.stderr or done.stdout).strip().splitlines()
+            raise HelixError(
+                f"'{' '.join(command)}' failed: {detail[-1] if detail else 'no output'}"
+            )
+    return report
+
+
+def _already_enabled(command: list[str], done: subprocess.CompletedProcess) -> bool:
+    """``plugin enable`` on an enabled plugin says so and exits 1: that is success."""
+    text = f"{done.stdout}\n{done.stderr}".lower()
+    return command[2] == "enable" and "already enabled" in text
+
+
+def _claude(claude: str, args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [claude, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=CLAUDE_TIMEOUT,
+        cwd=cwd,
+    )
+
+
+def registered_plugin(claude: str, project: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The client's own record of the helix plugin (``claude plugin list --json``,
+    as seen from ``project``), or None with the reason."""
+    try:
+        done = _claude(claude, ["plugin", "list", "--json"], cwd=project)
+        entries = json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return None, f"could not ask Claude Code for its plugins: {exc}"
+    if not isinstance(entries, list):
+        return None, "Claude Code's plugin list is not a JSON list"
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("id") == PLUGIN_ID:
+            return entry, None
+    return None, None
+
+
+def plugin_problems(claude: str | None, project: Path) -> tuple[dict[str, Any], list[str]]:
+    """Is the plugin registered, enabled and served from a folder that matches this
+    helix? Returns (what was found, problems with their fixes)."""
+    fix = "run: helix install claude"
+    if claude is None:
+        return {}, ["Claude Code (the claude command) was not found on PATH: install it first"]
+    entry, error = registered_plugin(claude, project)
+    if error:
+        return {}, [error]
+    if entry is None:
+        return {}, [f"the helix plugin is not installed in Claude Code: {fix}"]
+    folder = Path(str(entry.get("readFromFolder") or entry.get("installPath") or ""))
+    found = {
+        "id": PLUGIN_ID,
+        "enabled": bool(entry.get("enabled") or entry.get("projectEnabled")),
+        "folder": str(folder),
+        "version": plugin_version(folder),
+    }
+    problems = []
+    if not found["enabled"]:
+        problems.append(
+            f"the helix plugin is installed but disabled: run: claude plugin enable {PLUGIN_ID}"
+        )
+    if found["version"] is None:
+        problems.append(f"the registered plugin folder {folder} is gone or broken: {fix}")
+    elif found["version"] != __version__:
+        problems.append(
+            f"the registered plugin is version {found['version']} but helix is {__version__}: {fix}"
+        )
+    return found, problems
+
+
+def path_problems(helix_on_path: str | None) -> list[str]:
+    """The hooks run the ``helix`` they find on PATH: is it there, and is it this one?"""
+    if helix_on_path is None:
+        return [
+            "helix is not on PATH, so the plugin's hooks cannot run it: add the folder "
+            "pipx or uv put it in to PATH (pipx ensurepath, or uv tool update-shell)"
+        ]
+    try:
+        done = subprocess.run(
+            [helix_on_path, "--version"],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=CHECK_TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [f"the helix on PATH ({helix_on_path}) does not run: {exc}"]
+    if __version__ not in done.stdout.split():
+        return [
+            f"the helix on PATH ({helix_on_path}) says {done.stdout.strip()!r}, not "
+            f"version {__version__}: the hooks would run another helix"
+        ]
+    return []
+
+
+def check_hooks(helix_command: list[str], plugin_root: Path | None) -> list[str]:
+    """Run SessionStart through the real hook entry point in a scratch project;
+    return the problems found, in plain words (empty: it works)."""
+    problems: list[str] = []
+    runner = plugin_root / "hooks" / "run-hook" if plugin_root else None
+    if plugin_root is not None:
+        if runner is None or not runner.is_file():
+            problems.append(f"the plugin has no hooks/run-hook at {plugin_root}")
+        elif not os.access(runner, os.X_OK):
+            problems.append(f"{runner} is not executable (chmod +x it)")
+    with tempfile.TemporaryDirectory(prefix="helix-doctor-") as scratch:
+        project = Path(scratch)
+        payload = {
+            "session_id": "doctor",
+            "transcript_path": str(project / "t.jsonl"),
+            "cwd": str(project),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+        env = {**os.environ, "HELIX_HOME": str(project / ".helix"), "CLAUDE_PROJECT_DIR": scratch}
+        command = [str(runner), "SessionStart"] if runner and not problems else helix_command
+        try:
+            done = subprocess.run(
+                command,
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=project,
+                timeout=CHECK_TIMEOUT,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return [*problems, f"the SessionStart hook could not run: {exc}"]
+        if done.returncode != 0:
+            problems.append(
+                f"the SessionStart hook exited {done.returncode}: {done.stderr.strip()}"
+            )
+        try:
+            output = json.loads(done.stdout)
+            if "hookSpecificOutput" not in output and output.get("systemMessage"):
+                return [*problems, f"the hooks cannot run helix: {output['systemMessage']}"]
+            context = output["hookSpecificOutput"]["additionalContext"]
+            if "helix memory" not in context:
+                problems.append("the SessionStart hook answered without the memory briefing")
+            problems += [
+                line.split(":", 1)[1].strip()
+                for line in context.splitlines()
+                if line.startswith("WARNING (helix):")
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            hint = done.stdout.strip()[:200] or done.stderr.strip()[:200]
+            problems.append(f"the SessionStart hook did not print hook JSON: {hint!r}")
+    return problems

@@ -1,0 +1,250 @@
+"""The build loop's commands: ``helix inject``, ``strategic-recall``, ``verify``,
+``settle`` and ``learn``. A thin skin over :mod:`helix.loop.injection`,
+:mod:`helix.loop.verify`, :mod:`helix.loop.outcomes` and :mod:`helix.loop.learning`.
+
+Agent-written text (objectives, agent output) reaches these commands through a
+file or stdin (``-``), never through shell quoting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helix import config
+from helix.cli import cli, emit, guarded, json_list, open_memory, read_text
+from helix.errors import InvalidInput
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def _tracker():
+    from helix.tasks.tracker import Tracker
+
+    return Tracker(config.resolve().tasks)
+
+
+def read_source(value: str, what: str) -> str:
+    """``-`` is stdin; anything else is a file path."""
+    if value == "-":
+        return read_text("-", what)
+    path = Path(value)
+    if not path.is_file():
+        raise InvalidInput(f"{what}: no such file: {value}")
+    data = path.read_bytes()
+    if len(data) > 1 << 20:
+        raise InvalidInput(f"{what} is larger than 1 MB")
+    return data.decode("utf-8")
+
+
+@cli.command("inject")
+@click.argument("objective", required=False)
+@click.option("--task-id", default=None, help="Record the injection for this task.")
+@click.option("--tasks", "task_list", default=None, help="Comma-separated tracker ids (a wave).")
+@click.option(
+    "--batch", default=None, help='JSON file (or -) of [{"task_id","objective","files"}].'
+)
+@click.option("--files", default=None, help="JSON list of files the task touches.")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 20))
+@guarded
+def inject_command(
+    objective: str | None,
+    task_id: str | None,
+    task_list: str | None,
+    batch: str | None,
+    files: str | None,
+    limit: int,
+) -> None:
+    """Choose insights for one task or a whole wave, and record what was given.
+
+    One call per wave (--tasks or --batch) lets parallel builders get different
+    insights. Each task's choice is written to .helix/injection-state/<id>.json,
+    which feedback later trusts instead of the agent. OBJECTIVE '-' reads stdin.
+
+    Example: helix inject --tasks hx-1a2b3c4d,hx-5e6f7a8b --limit 3
+    """
+    from helix.loop import injection
+
+    modes = [m for m in (objective, task_list, batch) if m]
+    if len(modes) != 1:
+        raise InvalidInput("give exactly one of: OBJECTIVE, --tasks, --batch")
+    with open_memory() as memory:
+        if objective:
+            text = read_text(objective, "objective")
+            emit(injection.inject(memory, text, task_id, limit, json_list(files, "--files") or []))
+            return
+        if task_id or files:
+            raise InvalidInput("--task-id and --files go with OBJECTIVE, not a batch")
+        if task_list:
+            ids = [t.strip() for t in task_list.split(",") if t.strip()]
+            tracker = _tracker()
+            tasks = [tracker.get(t) for t in ids]
+            objectives = [injection.task_objective(t) for t in tasks]
+            file_lists = [injection.task_files(t) for t in tasks]
+        else:
+            items = _batch_items(read_source(batch, "--batch"))
+            ids = [i["task_id"] for i in items]
+            objectives = [i["objective"] for i in items]
+            file_lists = [i.get("files") or [] for i in items]
+        emit(injection.batch_inject(memory, objectives, ids, limit, file_lists))
+
+
+def _batch_items(text: str) -> list[dict[str, Any]]:
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--batch is not valid JSON ({exc.msg})") from None
+    if not isinstance(items, list) or not all(
+        isinstance(i, dict) and isinstance(i.get("objective"), str) for i in items
+    ):
+        raise InvalidInput('--batch must be a JSON list of {"task_id", "objective", "files"}')
+    return items
+
+
+@cli.command("strategic-recall")
+@click.argument("objective")
+@click.option("--limit", default=12, show_default=True, type=click.IntRange(1, 50))
+@guarded
+def strategic_recall_command(objective: str, limit: int) -> None:
+    """Planning input from memory: constraints, risk areas, exploration targets.
+
+    Also saved to .helix/recall_synthesis.json, so an orchestrator whose context
+    was compressed can read it back. OBJECTIVE '-' reads stdin.
+
+    Example: helix strategic-recall "add OAuth login to the API"
+    """
+    from helix.loop import injection
+
+    with open_memory() as memory:
+        emit(injection.strategic_recall(memory, read_text(objective, "objective"), limit))
+
+
+@cli.command("verify")
+@click.argument("task_id")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(0.1, 86400))
+@click.option("--cwd", default=None, help="Directory to run in (default: the project root).")
+@guarded
+def verify_command(task_id: str, timeout: float, cwd: str | None) -> None:
+    """Run a task's VERIFY command the way feedback does; print the result.
+
+    Exit code 0 whatever the verdict: read "passed" (null: the task has no VERIFY).
+
+    Example: helix verify hx-1a2b3c4d --timeout 120
+    """
+    from helix.loop.verify import run_verify
+
+    task = _tracker().get(task_id)
+    where = Path(cwd) if cwd else config.resolve().project
+    emit(run_verify(task.get("verify"), where, timeout).to_dict())
+
+
+@cli.command("settle")
+@click.argument("task_id")
+@click.option("--output", "output", required=True, help="The agent's final message: a file or -.")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(0.1, 86400))
+@click.option("--cwd", default=None, help="Directory VERIFY runs in (default: the project root).")
+@click.option("--files-changed", default=None, help="JSON list of files the attempt changed.")
+@click.option("--no-update", is_flag=True, help="Do not change the task in the tracker.")
+@guarded
+def settle_command(
+    task_id: str,
+    output: str,
+    timeout: float,
+    cwd: str | None,
+    files_changed: str | None,
+    no_update: bool,
+) -> None:
+    """Finish one attempt: run VERIFY, apply feedback, propose learning, update the task.
+
+    Feedback trusts only helix's injection record and VERIFY's exit code; the
+    agent's UTILIZED list only says which injected insights the outcome is about.
+    A delivery whose VERIFY fails is settled as blocked.
+
+    Example: helix settle hx-1a2b3c4d --output builder-output.txt
+    """
+    from helix.loop import outcomes
+
+    text = read_source(output, "--output")
+    paths = config.resolve()
+    with open_memory() as memory:
+        emit(
+            outcomes.finish(
+                memory,
+                _tracker(),
+                task_id,
+                text,
+                paths.home,
+                Path(cwd) if cwd else None,
+                timeout,
+                json_list(files_changed, "--files-changed"),
+                update_tracker=not no_update,
+            )
+        )
+
+
+@cli.group()
+def learn() -> None:
+    """Learning candidates proposed from outcomes, waiting to be stored.
+
+    Example: helix learn candidates
+    """
+
+
+@learn.command("candidates")
+@json_option
+@guarded
+def learn_candidates(as_json: bool) -> None:
+    """List the queued candidates, most confident first.
+
+    Example: helix learn candidates --json
+    """
+    from helix.loop import learning
+
+    items = learning.pending()
+    if as_json:
+        emit(items)
+        return
+    if not items:
+        click.echo("No learning candidates queued.")
+        return
+    for item in items:
+        click.echo(
+            f"{item['id']}  [{item.get('confidence')}] {item.get('kind')}: {item['content']}"
+        )
+
+
+@learn.command("store")
+@click.option("--id", "ids", multiple=True, help="A candidate to store (repeatable).")
+@click.option(
+    "--min-confidence",
+    default="medium",
+    show_default=True,
+    type=click.Choice(("low", "medium", "high")),
+    help="Without --id: store every candidate at or above this confidence.",
+)
+@guarded
+def learn_store(ids: tuple[str, ...], min_confidence: str) -> None:
+    """Store candidates in memory (near-duplicates merge, the safety screen applies).
+
+    Example: helix learn store --id lc-0123456789
+    """
+    from helix.loop import learning
+
+    with open_memory() as memory:
+        emit(learning.store(memory, list(ids) or None, min_confidence))
+
+
+@learn.command("discard")
+@click.argument("ids", nargs=-1, required=True)
+@guarded
+def learn_discard(ids: tuple[str, ...]) -> None:
+    """Drop candidates from the queue without storing them.
+
+    Example: helix learn discard lc-0123456789
+    """
+    from helix.loop import learning
+
+    emit(learning.discard(list(ids)))

@@ -1,0 +1,401 @@
+"""``helix tasks ...``: the task tracker on the command line (a thin skin over
+:mod:`helix.tasks.tracker` and :mod:`helix.tasks.graph`).
+
+Every command prints JSON with ``--json`` and a table or a line otherwise.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helix import config
+from helix.cli import cli, emit, guarded, json_list
+from helix.errors import InvalidInput
+from helix.tasks import graph as taskgraph
+from helix.tasks.tracker import STATUSES, TYPES, Tracker, select
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def open_tracker() -> Tracker:
+    return Tracker(config.resolve().tasks)
+
+
+def show_tasks(tasks: list[dict[str, Any]], as_json: bool, title: str | None = None) -> None:
+    if as_json:
+        emit(tasks)
+        return
+    from helix import render
+
+    render.task_table(tasks, title)
+
+
+def show_task(task: dict[str, Any], as_json: bool, verb: str) -> None:
+    if as_json:
+        emit(task)
+    else:
+        click.echo(f"{verb} {task['id']}: {task.get('title', '')} [{task.get('status')}]")
+
+
+@cli.group()
+def tasks() -> None:
+    """The task graph: a bead-format tracker in .helix/tasks.jsonl.
+
+    Example: helix tasks ready --json
+    """
+
+
+_fields = [
+    click.option("--type", "issue_type", type=click.Choice(TYPES)),
+    click.option("--priority", type=click.IntRange(0, 4), help="0 is highest."),
+    click.option("--labels", default=None, help="JSON list of labels."),
+    click.option("--parent", default=None),
+    click.option("--description", default=None),
+    click.option("--acceptance", default=None),
+    click.option("--spec-id", default=None),
+    click.option("--verify", default=None, help="The command whose exit code proves the task."),
+    click.option("--delta", default=None, help="JSON list of files the task may change."),
+    click.option("--relevant-files", default=None, help="JSON list of files to read first."),
+    click.option("--budget", type=click.IntRange(1, 1000), help="Tool calls allowed."),
+]
+
+
+def field_options(func: Any) -> Any:
+    for option in reversed(_fields):
+        func = option(func)
+    return func
+
+
+def collect(**values: Any) -> dict[str, Any]:
+    fields = {k: v for k, v in values.items() if v is not None}
+    for key in ("labels", "delta", "relevant_files"):
+        if key in fields:
+            fields[key] = json_list(fields[key], f"--{key.replace('_', '-')}")
+    return fields
+
+
+@tasks.command("create")
+@click.argument("title")
+@field_options
+@click.option("--deps", default=None, help="JSON list of task ids this one depends on.")
+@json_option
+@guarded
+def tasks_create(title: str, deps: str | None, as_json: bool, **values: Any) -> None:
+    """Create a task.
+
+    Example: helix tasks create "Add login route" --verify "pytest -q" --deps '["hx-1a2b3c4d"]'
+    """
+    fields = collect(**values)
+    if deps is not None:
+        fields["deps"] = json_list(deps, "--deps")
+    show_task(open_tracker().create(title, **fields), as_json, "created")
+
+
+@tasks.command("show")
+@click.argument("task_id")
+@json_option
+@guarded
+def tasks_show(task_id: str, as_json: bool) -> None:
+    """Show one task with its derived state and parent deliveries.
+
+    Example: helix tasks show hx-1a2b3c4d --json
+    """
+    snap = open_tracker().read()
+    all_tasks = snap.tasks
+    task = dict(snap.find(task_id))
+    by_id = {t["id"]: t for t in all_tasks}
+    task["_state"] = taskgraph.state(task, by_id)
+    task["_lineage"] = taskgraph.lineage(task, all_tasks)
+    if as_json:
+        emit(task)
+        return
+    for key, value in task.items():
+        click.echo(f"{key}: {value}")
+
+
+@tasks.command("list")
+@click.option("--status", type=click.Choice(STATUSES))
+@click.option("--type", "issue_type", type=click.Choice(TYPES))
+@click.option("--label", default=None)
+@click.option("--parent", default=None)
+@json_option
+@guarded
+def tasks_list(
+    status: str | None, issue_type: str | None, label: str | None, parent: str | None, as_json: bool
+) -> None:
+    """List tasks in priority order, with filters.
+
+    Example: helix tasks list --status open
+    """
+    tracker = open_tracker()
+    snap = tracker.read()
+    for problem in snap.problems:
+        click.echo(
+            f"helix: warning: {tracker.path.name} line {problem['line']}: "
+            f"{problem['error']} (kept as is)",
+            err=True,
+        )
+    show_tasks(select(snap.tasks, status, issue_type, label, parent), as_json)
+
+
+@tasks.command("update")
+@click.argument("task_id")
+@click.option("--title", default=None)
+@click.option("--status", type=click.Choice(STATUSES))
+@field_options
+@json_option
+@guarded
+def tasks_update(task_id: str, as_json: bool, **values: Any) -> None:
+    """Change fields of a task.
+
+    Example: helix tasks update hx-1a2b3c4d --priority 1 --labels '["area:auth"]'
+    """
+    fields = collect(**values)
+    if not fields:
+        raise InvalidInput("nothing to update: give at least one field option")
+    show_task(open_tracker().update(task_id, **fields), as_json, "updated")
+
+
+@tasks.command("close")
+@click.argument("task_id")
+@click.option("--outcome", type=click.Choice(taskgraph.OUTCOMES), default=None)
+@click.option("--summary", default=None, help="What was delivered (read by dependents).")
+@json_option
+@guarded
+def tasks_close(task_id: str, outcome: str | None, summary: str | None, as_json: bool) -> None:
+    """Close a task, optionally with its outcome and a summary.
+
+    Example: helix tasks close hx-1a2b3c4d --outcome delivered --summary "Added /login"
+    """
+    show_task(open_tracker().close(task_id, outcome, summary), as_json, "closed")
+
+
+@tasks.command("reopen")
+@click.argument("task_id")
+@json_option
+@guarded
+def tasks_reopen(task_id: str, as_json: bool) -> None:
+    """Reopen a task (clears its outcome and claim).
+
+    Example: helix tasks reopen hx-1a2b3c4d
+    """
+    show_task(open_tracker().reopen(task_id), as_json, "reopened")
+
+
+@tasks.command("claim")
+@click.argument("task_id")
+@click.option("--owner", required=True)
+@click.option("--pid", type=int, default=None, help="The long-lived worker (default: the caller).")
+@json_option
+@guarded
+def tasks_claim(task_id: str, owner: str, pid: int | None, as_json: bool) -> None:
+    """Claim an open task (in_progress).
+
+    Example: helix tasks claim hx-1a2b3c4d --owner builder-1
+    """
+    show_task(open_tracker().claim(task_id, owner, pid), as_json, "claimed")
+
+
+@tasks.command("unclaim")
+@click.argument("task_id")
+@json_option
+@guarded
+def tasks_unclaim(task_id: str, as_json: bool) -> None:
+    """Release a claim; never reopens a closed task.
+
+    Example: helix tasks unclaim hx-1a2b3c4d
+    """
+    show_task(open_tracker().unclaim(task_id), as_json, "unclaimed")
+
+
+@tasks.command("ready")
+@click.option("--execution", is_flag=True, help="Also drop ineligible, superseded, backed-off.")
+@json_option
+@guarded
+def tasks_ready(execution: bool, as_json: bool) -> None:
+    """Open tasks whose dependencies are all done, in priority order.
+
+    Example: helix tasks ready --execution --json
+    """
+    found = taskgraph.ready(open_tracker().read().tasks, execution=execution, now=datetime.now(UTC))
+    show_tasks(found, as_json, "ready")
+
+
+@tasks.command("blocked")
+@json_option
+@guarded
+def tasks_blocked(as_json: bool) -> None:
+    """Open tasks that cannot run yet, with what holds each.
+
+    Example: helix tasks blocked --json
+    """
+    found = taskgraph.blocked(open_tracker().read().tasks)
+    if as_json:
+        emit(found)
+        return
+    for item in found:
+        waits = ", ".join(f"{w['id']} ({w['status']})" for w in item["waiting_on"])
+        click.echo(f"{item['id']} {item['title']}  <- {waits}")
+    if not found:
+        click.echo("nothing blocked")
+
+
+@tasks.command("status")
+@json_option
+@guarded
+def tasks_status(as_json: bool) -> None:
+    """Counts by status, ready and blocked, waves and stall report.
+
+    Example: helix tasks status --json
+    """
+    snap = open_tracker().read()
+    all_tasks = snap.tasks
+    counts = {s: 0 for s in STATUSES}
+    for task in all_tasks:
+        counts[task.get("status", "open")] = counts.get(task.get("status", "open"), 0) + 1
+    report = {
+        "total": len(all_tasks),
+        "by_status": counts,
+        "ready": len(taskgraph.ready(all_tasks)),
+        "blocked": len(taskgraph.blocked(all_tasks)),
+        "waves": taskgraph.waves(all_tasks),
+        "stall": taskgraph.stall(all_tasks),
+        "unreadable_lines": snap.problems,
+    }
+    if as_json:
+        emit(report)
+        return
+    click.echo(f"{report['total']} tasks: " + ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+    click.echo(
+        f"ready {report['ready']}, blocked {report['blocked']}, "
+        f"waves {[len(w) for w in report['waves']]}, "
+        f"stalled {'yes' if report['stall']['stalled'] else 'no'}"
+    )
+
+
+@tasks.group("dep")
+def tasks_dep() -> None:
+    """Dependencies between tasks.
+
+    Example: helix tasks dep add hx-2222aaaa hx-1111bbbb
+    """
+
+
+@tasks_dep.command("add")
+@click.argument("task_id")
+@click.argument("depends_on")
+@json_option
+@guarded
+def tasks_dep_add(task_id: str, depends_on: str, as_json: bool) -> None:
+    """TASK_ID depends on DEPENDS_ON (unknown ids, self and cycles are refused).
+
+    Example: helix tasks dep add hx-2222aaaa hx-1111bbbb
+    """
+    show_task(open_tracker().dep_add(task_id, depends_on), as_json, "updated")
+
+
+@tasks_dep.command("remove")
+@click.argument("task_id")
+@click.argument("depends_on")
+@json_option
+@guarded
+def tasks_dep_remove(task_id: str, depends_on: str, as_json: bool) -> None:
+    """Remove a dependency.
+
+    Example: helix tasks dep remove hx-2222aaaa hx-1111bbbb
+    """
+    show_task(open_tracker().dep_remove(task_id, depends_on), as_json, "updated")
+
+
+@tasks_dep.command("tree")
+@click.argument("task_id")
+@json_option
+@guarded
+def tasks_dep_tree(task_id: str, as_json: bool) -> None:
+    """What a task depends on, recursively.
+
+    Example: helix tasks dep tree hx-2222aaaa
+    """
+    snap = open_tracker().read()
+    snap.find(task_id)  # NotFound for an unknown id
+    by_id = {t["id"]: t for t in snap.tasks}
+
+    def node(current: str, seen: frozenset[str]) -> dict[str, Any]:
+        task = by_id.get(current)
+        item: dict[str, Any] = {
+            "id": current,
+            "title": task.get("title", "") if task else "(missing)",
+            "status": task.get("status") if task else "missing",
+        }
+        if task and current not in seen:
+            item["depends_on"] = [node(d, seen | {current}) for d in taskgraph.blockers(task)]
+        return item
+
+    tree = node(task_id, frozenset())
+    if as_json:
+        emit(tree)
+        return
+
+    def draw(item: dict[str, Any], depth: int) -> None:
+        click.echo(f"{'  ' * depth}{item['id']} [{item['status']}] {item['title']}")
+        for child in item.get("depends_on", []):
+            draw(child, depth + 1)
+
+    draw(tree, 0)
+
+
+@tasks.command("plan")
+@click.argument("source")
+@click.option("--parent", default=None, help="An epic the new tasks belong to.")
+@click.option("--labels", default=None, help="JSON list of labels for every new task.")
+@json_option
+@guarded
+def tasks_plan(source: str, parent: str | None, labels: str | None, as_json: bool) -> None:
+    """Create the task graph from a planner's output (its PLAN_SPEC), all or none.
+
+    SOURCE is a file holding the planner's final message, or '-' for stdin. The plan
+    is checked first (unique seq numbers, known and acyclic blocked_by, a verify
+    command per task); any problem creates nothing and is reported.
+
+    Example: helix tasks plan planner-output.txt --json
+    """
+    from helix.cli.loop import read_source
+    from helix.loop import contracts
+
+    plan = contracts.parse_plan(read_source(source, "plan"))
+    if not plan.tasks and not plan.problems:
+        plan.problems.append("no tasks in the PLAN_SPEC")
+    if plan.problems:
+        raise InvalidInput("the plan was not created: " + "; ".join(plan.problems))
+    created = open_tracker().create_plan(plan.tasks, parent, json_list(labels, "--labels") or [])
+    if as_json:
+        emit({"created": created, "insights": plan.insights})
+        return
+    for task in created:
+        click.echo(f"created {task['id']}: {task['title']}")
+
+
+@tasks.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True))
+@guarded
+def tasks_import(file: str) -> None:
+    """Merge a bead file (.ddx/beads.jsonl, .beads/issues.jsonl) into the tracker.
+
+    Example: helix tasks import .ddx/beads.jsonl
+    """
+    emit(open_tracker().import_file(Path(file)))
+
+
+@tasks.command("export")
+@click.argument("file", type=click.Path(dir_okay=False))
+@guarded
+def tasks_export(file: str) -> None:
+    """Write every task to a bead file (unknown keys kept).
+
+    Example: helix tasks export .beads/issues.jsonl
+    """
+    emit(open_tracker().export_file(Path(file)))

@@ -1,0 +1,208 @@
+"""``helix wait ...`` and ``helix wave ...``: waiting for a wave of agents and
+synthesising it for the next (a thin skin over :mod:`helix.loop.waiting` and
+:mod:`helix.loop.synthesis`).
+
+Every command prints JSON. Text that models wrote (summaries, errors) comes in
+through files or stdin, never through shell arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helix import config
+from helix.cli import cli, emit, guarded, read_text
+from helix.errors import InvalidInput
+from helix.loop import results, synthesis, waiting
+from helix.tasks.tracker import Tracker
+
+MAX_INPUT_FILE = 16 << 20
+
+
+def parse_since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    moment = results.parse_time(value)
+    if moment is None:
+        raise InvalidInput(f"--since is not an ISO 8601 time: {value!r}")
+    return moment
+
+
+def parse_ids(value: str, what: str) -> list[str]:
+    ids = list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    if not ids:
+        raise InvalidInput(f"{what} names no task id")
+    return ids
+
+
+def load_json(value: str, what: str) -> Any:
+    """JSON from a file, or from stdin when ``value`` is ``-``."""
+    if value == "-":
+        text = read_text("-", what)
+    else:
+        path = Path(value)
+        try:
+            if path.stat().st_size > MAX_INPUT_FILE:
+                raise InvalidInput(f"{what} file is larger than {MAX_INPUT_FILE} bytes")
+            text = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise InvalidInput(f"{what}: no such file {value}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{what} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def load_results(value: str) -> list[dict[str, Any]]:
+    """A JSON list of wave results, or a ``wait builders`` report (its ``results``)."""
+    data = load_json(value, "--results")
+    if isinstance(data, dict) and "results" in data:
+        data = data["results"]
+    if not isinstance(data, list):
+        raise InvalidInput("--results must be a JSON list of results or a `wait builders` report")
+    for number, item in enumerate(data, start=1):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"--results item {number} is not an object")
+    return data
+
+
+def load_blockers(value: str) -> dict[str, list[str]]:
+    data = load_json(value, "--blockers")
+    if not isinstance(data, dict) or not all(
+        isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in data.values()
+    ):
+        raise InvalidInput('--blockers must be a JSON object like {"task": ["blocker", ...]}')
+    return data
+
+
+timeout_option = click.option(
+    "--timeout",
+    default=120.0,
+    show_default=True,
+    type=float,
+    help="Seconds to wait; on timeout the JSON says timed_out (exit 0).",
+)
+since_option = click.option(
+    "--since",
+    default=None,
+    help="ISO time; only results written at or after it count (default: all).",
+)
+
+
+# ---------------------------------------------------------------------- wait
+@cli.group()
+def wait() -> None:
+    """Wait for a wave of agents to report through their result files.
+
+    Example: helix wait builders --task-ids 009,010 --timeout 600
+    """
+
+
+@wait.command("builders")
+@click.option("--task-ids", required=True, help="Comma-separated task ids of the wave.")
+@timeout_option
+@since_option
+@guarded
+def wait_builders(task_ids: str, timeout: float, since: str | None) -> None:
+    """Wait until every task reports an outcome.
+
+    Reads .helix/task-status.jsonl. Prints which tasks delivered, blocked, partial, skipped, crashed (unknown) or
+    are missing, all_delivered, and the latest record of each task.
+
+    Example: helix wait builders --task-ids 009,010 --since 2026-11-01T12:00:00Z
+    """
+    ids = parse_ids(task_ids, "--task-ids")
+    moment = parse_since(since)
+    emit(waiting.wait_builders(config.resolve().home, ids, timeout, since=moment))
+
+
+@wait.command("explorers")
+@click.option("--count", type=int, default=None, help="How many explorers were launched.")
+@timeout_option
+@since_option
+@click.option("--clear", is_flag=True, help="Delete the explorer results instead, and exit.")
+@guarded
+def wait_explorers(count: int | None, timeout: float, since: str | None, clear: bool) -> None:
+    """Wait for explorer results and merge them.
+
+    Waits for --count result files in .helix/explorer-results/. Findings are deduplicated by file and description, with the scopes that
+    reported each. With --clear, delete the results and print how many were removed.
+
+    Example: helix wait explorers --count 3 --timeout 300
+    """
+    home = config.resolve().home
+    if clear:
+        if count is not None:
+            raise InvalidInput("--clear takes no --count")
+        emit({"removed": results.clear_explorer_results(home)})
+        return
+    if count is None:
+        raise InvalidInput("--count is required (or --clear)")
+    moment = parse_since(since)
+    emit(waiting.wait_explorers(home, count, timeout, since=moment))
+
+
+# ---------------------------------------------------------------------- wave
+@cli.group()
+def wave() -> None:
+    """Between waves: convergent failures and what blockers delivered.
+
+    Example: helix wave synthesize --results wave.json
+    """
+
+
+@wave.command("synthesize")
+@click.option(
+    "--results",
+    "results_file",
+    required=True,
+    help="JSON file of wave results (or a `wait builders` report); '-' for stdin.",
+)
+@guarded
+def wave_synthesize(results_file: str) -> None:
+    """Warn about tasks that failed the same way.
+
+    Groups the tasks of a wave that did not deliver by their failure (convergent
+    issues).
+
+    Prints {"warnings": ["CONVERGENT ISSUE (tasks 009, 010): ..."], "count": N}.
+
+    Example: helix wave synthesize --results wave.json
+    """
+    emit(synthesis.synthesize(load_results(results_file)))
+
+
+@wave.command("deliveries")
+@click.option("--results", "results_file", default=None, help="Wave results JSON; '-' for stdin.")
+@click.option("--blockers", "blockers_file", default=None, help="JSON {task: [blocker ids]}.")
+@click.option("--tasks", "task_ids", default=None, help="Comma-separated ids; read the tracker.")
+@guarded
+def wave_deliveries(
+    results_file: str | None, blockers_file: str | None, task_ids: str | None
+) -> None:
+    """What each task's blockers delivered.
+
+    One "[blocker id] summary" line per delivered blocker, either from wave results and a blockers map, or (--tasks) from the tracker's
+    closed tasks. Prints {task id: lines}; "" when no blocker delivered.
+
+    Example: helix wave deliveries --results wave.json --blockers blockers.json
+
+    Example: helix wave deliveries --tasks hx-1a2b3c4d,hx-5e6f7a8b
+    """
+    if task_ids is not None:
+        if results_file is not None or blockers_file is not None:
+            raise InvalidInput("give either --tasks or --results with --blockers, not both")
+        ids = parse_ids(task_ids, "--tasks")
+        tasks = Tracker(config.resolve().tasks).read().tasks
+        emit(synthesis.parent_deliveries_from_tracker(tasks, ids))
+        return
+    if results_file is None or blockers_file is None:
+        raise InvalidInput("give --results with --blockers, or --tasks")
+    if results_file == "-" and blockers_file == "-":
+        raise InvalidInput("only one of --results and --blockers can be '-'")
+    emit(synthesis.parent_deliveries(load_results(results_file), load_blockers(blockers_file)))

@@ -1,0 +1,1 @@
+"""``helix demo``: the memory loop offline on a scratch project."""

@@ -1,0 +1,1 @@
+"""One attempt at a task: inject, prompt, verify, attribute, learn, report."""

@@ -1,0 +1,422 @@
+"""The text contracts between the orchestrator and its agents.
+
+Prompts are blocks of ``FIELD: value`` lines that agents (and hooks) can parse
+back; agent output carries markers (``DELIVERED:``, ``BLOCKED:``, ``PLAN_SPEC:``,
+``INSIGHT:``...) that are found wherever they stand: after prose, inside markdown
+fences, behind bullets or bold. Parsing is tolerant about form and strict about
+meaning: every parser returns a typed result whose ``problems`` say what was
+missing or malformed; no exception escapes for bad agent text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from helix.tasks import graph as taskgraph
+
+# ------------------------------------------------------------------ prompts
+EXPLORER_FIELDS = ("CONTEXT", "SCOPE", "FOCUS", "OBJECTIVE")
+PLANNER_FIELDS = ("OBJECTIVE", "EXPLORATION", "CONSTRAINTS", "RISK_AREAS")
+BUILDER_FIELDS = (
+    "WARNING",
+    "TASK_ID",
+    "TASK",
+    "OBJECTIVE",
+    "VERIFY",
+    "RELEVANT_FILES",
+    "DELTA",
+    "BUDGET",
+    "PARENT_DELIVERIES",
+    "INSIGHTS",
+    "INJECTED",
+)
+ALL_FIELDS = tuple(
+    dict.fromkeys(
+        (*EXPLORER_FIELDS, *PLANNER_FIELDS, *BUILDER_FIELDS, "NO_INJECT", "LINEAGE", "MEMORY_LIMIT")
+    )
+)
+LIST_FIELDS = ("RELEVANT_FILES", "DELTA", "INJECTED")
+_FIELD_LINE = re.compile(rf"^({'|'.join(ALL_FIELDS)}):[ \t]?(.*)$")
+
+
+def _block(fields: list[tuple[str, Any]]) -> str:
+    lines = []
+    for name, value in fields:
+        if value is None or value == "" or value == []:
+            continue
+        if name in LIST_FIELDS:
+            value = json.dumps(list(value))
+        elif not isinstance(value, str):
+            value = json.dumps(value, ensure_ascii=False)
+        lines.append(f"{name}: {value}")
+    return "\n".join(lines) + "\n"
+
+
+def explorer_prompt(scope: str, focus: str, objective: str, context: str | None = None) -> str:
+    return _block(
+        [("CONTEXT", context), ("SCOPE", scope), ("FOCUS", focus), ("OBJECTIVE", objective)]
+    )
+
+
+def planner_prompt(
+    objective: str,
+    exploration: Any = None,
+    constraints: str | None = None,
+    risk_areas: str | None = None,
+) -> str:
+    return _block(
+        [
+            ("OBJECTIVE", objective),
+            ("EXPLORATION", exploration or {}),
+            ("CONSTRAINTS", constraints),
+            ("RISK_AREAS", risk_areas),
+        ]
+    )
+
+
+def insight_lines(insights: list[dict[str, Any]]) -> str:
+    """``  - [72%] content`` per insight, the confidence an agent can calibrate on."""
+    out = []
+    for item in insights:
+        confidence = item.get("_confidence") or item.get("confidence") or "[unproven]"
+        content = " ".join(str(item.get("content", "")).split())
+        out.append(f"  - {confidence} {content}")
+    return "\n".join(out)
+
+
+def builder_prompt(
+    task_id: str,
+    task: str,
+    objective: str,
+    verify: str | None = None,
+    relevant_files: list[str] | None = None,
+    delta: list[str] | None = None,
+    budget: int | None = None,
+    parent_deliveries: list[dict[str, Any]] | None = None,
+    warning: str | None = None,
+    insights: list[dict[str, Any]] | None = None,
+) -> str:
+    """The builder's prompt; WARNING leads when present, INJECTED closes it so the
+    feedback knows exactly what was given."""
+    deliveries = None
+    if parent_deliveries:
+        deliveries = "\n" + "\n".join(
+            f"  [{d['id']}] {d.get('delivered', '')}" for d in parent_deliveries
+        )
+    insight_block = None
+    injected = None
+    if insights:
+        insight_block = "(from past experience)\n" + insight_lines(insights)
+        injected = [i["name"] for i in insights]
+    return _block(
+        [
+            ("WARNING", warning),
+            ("TASK_ID", task_id),
+            ("TASK", task),
+            ("OBJECTIVE", objective),
+            ("VERIFY", verify),
+            ("RELEVANT_FILES", relevant_files or []),
+            ("DELTA", delta or []),
+            ("BUDGET", budget),
+            ("PARENT_DELIVERIES", deliveries),
+            ("INSIGHTS", insight_block),
+            ("INJECTED", injected or []),
+        ]
+    )
+
+
+@dataclass
+class Prompt:
+    fields: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def no_inject(self) -> bool:
+        return str(self.fields.get("NO_INJECT", "")).strip().lower() == "true"
+
+    @property
+    def agent(self) -> str:
+        """explorer | planner | builder | unknown, from the fields present."""
+        if "TASK_ID" in self.fields or "VERIFY" in self.fields:
+            return "builder"
+        if "SCOPE" in self.fields:
+            return "explorer"
+        if "EXPLORATION" in self.fields or "OBJECTIVE" in self.fields:
+            return "planner"
+        return "unknown"
+
+
+def parse_prompt(text: str) -> Prompt:
+    """Read the ``FIELD: value`` lines back; a value runs until the next field."""
+    result = Prompt()
+    if not isinstance(text, str):
+        result.problems.append("prompt is not text")
+        return result
+    current: str | None = None
+    buffer: list[str] = []
+
+    def flush() -> None:
+        if current is None:
+            return
+        value = "\n".join(buffer).strip()
+        if current in LIST_FIELDS:
+            try:
+                parsed = json.loads(value) if value else []
+                if not isinstance(parsed, list):
+                    raise ValueError
+                result.fields[current] = [str(v) for v in parsed]
+            except ValueError:
+                result.problems.append(f"{current} is not a JSON list")
+                result.fields[current] = [v.strip() for v in value.split(",") if v.strip()]
+        elif current == "BUDGET":
+            try:
+                result.fields[current] = int(value)
+            except ValueError:
+                result.problems.append("BUDGET is not a number")
+        else:
+            result.fields[current] = value
+
+    for line in text.splitlines():
+        match = _FIELD_LINE.match(line.strip()) if line[:1] not in (" ", "\t") else None
+        if match:
+            flush()
+            current, buffer = match.group(1), [match.group(2)]
+        elif current is not None:
+            buffer.append(line)
+    flush()
+    return result
+
+
+# ------------------------------------------------------------------ outputs
+_MARK = r"^[\s>*_`#-]*\**{name}\**\s*:\**\s*"
+_STATUS = re.compile(_MARK.format(name="(DELIVERED|BLOCKED|PARTIAL)") + r"(.*)$", re.M)
+_SUB = {
+    name: re.compile(_MARK.format(name=name) + r"(.*)$", re.M)
+    for name in ("TRIED", "ERROR", "REMAINING")
+}
+
+
+def _json_after(text: str, marker: str) -> list[tuple[Any, str | None]]:
+    """Every JSON value that follows ``MARKER:`` (fences and spaces skipped), with
+    an error string instead when the value does not parse."""
+    out: list[tuple[Any, str | None]] = []
+    # strict=False: agents wrap long lines inside JSON strings; accept the newline.
+    decoder = json.JSONDecoder(strict=False)
+    for match in re.finditer(_MARK.format(name=marker), text, re.M):
+        rest = text[match.end() :]
+        rest = re.sub(r"^\s*```[a-zA-Z]*\s*", "", rest)
+        try:
+            value, _ = decoder.raw_decode(rest.lstrip())
+            out.append((value, None))
+        except json.JSONDecodeError as exc:
+            out.append((None, f"{marker} is not valid JSON ({exc.msg})"))
+    return out
+
+
+@dataclass
+class Outcome:
+    """What an agent reported. ``status`` is delivered | blocked | partial |
+    unknown; unknown means no marker was found (a crash or a broken contract)."""
+
+    status: str = "unknown"
+    summary: str = ""
+    tried: str = ""
+    error: str = ""
+    remaining: str = ""
+    insights: list[dict[str, Any]] = field(default_factory=list)
+    injected: list[str] = field(default_factory=list)
+    utilized: list[str] = field(default_factory=list)
+    plan_complete: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def parse_outcome(text: Any) -> Outcome:
+    """Find the outcome markers in a builder's (or planner's) final message."""
+    result = Outcome()
+    if not isinstance(text, str) or not text.strip():
+        result.problems.append("no output")
+        return result
+    statuses = list(_STATUS.finditer(text))
+    if statuses:
+        last = statuses[-1]
+        result.status = last.group(1).lower()
+        result.summary = last.group(2).strip().strip("*_` ")
+        if len({m.group(1) for m in statuses}) > 1:
+            result.problems.append(
+                "several outcome markers ("
+                + ", ".join(m.group(1) for m in statuses)
+                + f"); the last, {last.group(1)}, counts"
+            )
+    else:
+        result.problems.append("no DELIVERED, BLOCKED or PARTIAL marker")
+    for name, pattern in _SUB.items():
+        found = pattern.findall(text)
+        if found:
+            setattr(result, name.lower(), found[-1].strip().strip("*_` "))
+    if result.status == "blocked" and not (result.tried or result.error):
+        result.problems.append("BLOCKED without TRIED or ERROR")
+    if result.status == "partial" and not result.remaining:
+        result.problems.append("PARTIAL without REMAINING")
+    result.plan_complete = bool(re.search(_MARK.format(name="PLAN_COMPLETE"), text, re.M))
+    for value, error in _json_after(text, "INSIGHT"):
+        if error:
+            result.problems.append(error)
+        elif not isinstance(value, dict) or not isinstance(value.get("content"), str):
+            result.problems.append('INSIGHT must be {"content": "...", "tags": [...]}')
+        else:
+            tags = value.get("tags", [])
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                result.problems.append("INSIGHT tags must be a list of strings")
+                tags = []
+            content = " ".join(value["content"].split())
+            result.insights.append({"content": content, "tags": tags})
+    for name in ("INJECTED", "UTILIZED"):
+        found = _json_after(text, name)
+        if not found:
+            continue
+        value, error = found[-1]
+        if error or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            result.problems.append(error or f"{name} must be a JSON list of names")
+            continue
+        setattr(result, name.lower(), list(dict.fromkeys(value)))
+    return result
+
+
+_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+
+@dataclass
+class Plan:
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    insights: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.tasks) and not self.problems
+
+
+def parse_plan(text: Any) -> Plan:
+    """PLAN_SPEC: [...] from the planner: checked for unique seq numbers, known
+    and acyclic blocked_by references, and the fields a builder needs."""
+    plan = Plan()
+    if not isinstance(text, str) or not text.strip():
+        plan.problems.append("no output")
+        return plan
+    plan.insights = parse_outcome(text).insights
+    found = _json_after(text, "PLAN_SPEC")
+    if not found:
+        plan.problems.append("no PLAN_SPEC marker")
+        return plan
+    value, error = found[-1]
+    if error:
+        plan.problems.append(error)
+        return plan
+    if not isinstance(value, list) or not value:
+        plan.problems.append("PLAN_SPEC must be a non-empty JSON list")
+        return plan
+    seen: dict[str, dict[str, Any]] = {}
+    for position, raw in enumerate(value, start=1):
+        where = f"PLAN_SPEC item {position}"
+        if not isinstance(raw, dict):
+            plan.problems.append(f"{where} is not an object")
+            continue
+        seq = str(raw.get("seq", "")).strip()
+        if not seq:
+            plan.problems.append(f"{where} has no seq")
+            continue
+        seq = seq.zfill(3) if seq.isdigit() else seq
+        if seq in seen:
+            plan.problems.append(f"duplicate seq {seq}")
+            continue
+        slug = str(raw.get("slug", "")).strip()
+        if not _SLUG.match(slug):
+            plan.problems.append(f"{where} (seq {seq}): slug must be kebab-case, got {slug!r}")
+        description = raw.get("description")
+        if not isinstance(description, str) or not description.strip():
+            plan.problems.append(f"{where} (seq {seq}) has no description")
+        task = {
+            "seq": seq,
+            "slug": slug,
+            "description": (description or "").strip(),
+            "relevant_files": _strings(raw.get("relevant_files"), plan, where, "relevant_files"),
+            "blocked_by": [
+                s.zfill(3) if s.isdigit() else s
+                for s in _strings(raw.get("blocked_by"), plan, where, "blocked_by")
+            ],
+            "verify": raw.get("verify") if isinstance(raw.get("verify"), str) else "",
+            "delta": _strings(raw.get("delta"), plan, where, "delta"),
+            "budget": raw.get("budget") if isinstance(raw.get("budget"), int) else None,
+        }
+        if not task["verify"]:
+            plan.problems.append(f"{where} (seq {seq}) has no verify command")
+        seen[seq] = task
+    for task in seen.values():
+        for blocker in task["blocked_by"]:
+            if blocker not in seen:
+                plan.problems.append(f"seq {task['seq']} is blocked by unknown seq {blocker}")
+    cycle = taskgraph.find_cycle(
+        {s: [b for b in t["blocked_by"] if b in seen] for s, t in seen.items()}
+    )
+    if cycle:
+        plan.problems.append("blocked_by makes a cycle: " + " -> ".join(cycle))
+    plan.tasks = list(seen.values())
+    return plan
+
+
+def _strings(value: Any, plan: Plan, where: str, name: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str | int) for v in value):
+        plan.problems.append(f"{where}: {name} must be a list of strings")
+        return []
+    return [str(v) for v in value]
+
+
+@dataclass
+class Exploration:
+    findings: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def parse_exploration(text: Any) -> Exploration:
+    """The explorer's JSON findings: the last JSON object in the text (fenced or
+    bare) that has a ``findings`` list."""
+    result = Exploration()
+    if not isinstance(text, str) or not text.strip():
+        result.problems.append("no output")
+        return result
+    decoder = json.JSONDecoder()
+    best = None
+    for start in (m.start() for m in re.finditer(r"\{", text)):
+        try:
+            value, _ = decoder.raw_decode(text[start:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("findings"), list):
+            best = value
+    if best is None:
+        result.problems.append("no JSON object with a findings list")
+        return result
+    clean = []
+    for n, item in enumerate(best["findings"], start=1):
+        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
+            result.problems.append(f"finding {n} has no file")
+            continue
+        clean.append({k: item.get(k, "") for k in ("file", "what", "action", "task_hint")})
+    result.findings = {
+        "scope": best.get("scope", ""),
+        "focus": best.get("focus", ""),
+        "status": best.get("status", "unknown"),
+        "findings": clean,
+        "framework": best.get("framework") if isinstance(best.get("framework"), dict) else {},
+        "patterns_observed": [p for p in best.get("patterns_observed") or [] if isinstance(p, str)],
+        "memories": [m for m in best.get("memories") or [] if isinstance(m, dict)],
+    }
+    return result

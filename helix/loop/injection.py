@@ -1,0 +1,384 @@
+"""Memory injection: which insights go into which agent's prompt.
+
+``batch_inject`` serves one wave of parallel builders in one call, so it can
+spread the pool: each task's candidates come from a hybrid recall (its objective
+plus the files it will touch), then insights are dealt out greedily, strongest
+(task, insight) match first, and every time an insight has already been given to
+a task of this wave its score for the next task is multiplied by
+``REPEAT_PENALTY``. So an insight relevant to one task goes to that task, and a
+generally relevant one is repeated only while no alternative scores at least
+``REPEAT_PENALTY`` of it.
+
+Every injection into a task records ``.helix/injection-state/<task_id>.json``:
+the audit trail that verification-based feedback reads (never the agent's own
+list). ``strategic_recall`` turns memory into planning input (constraints, risk
+areas, exploration targets) and saves it to ``.helix/recall_synthesis.json`` so
+it survives an orchestrator's context compression.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helix import config, statefiles
+from helix.errors import InvalidInput, NotFound
+from helix.memory import db
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
+
+REPEAT_PENALTY = 0.6
+POOL_SIZE = 20  # candidates recalled per task before dealing
+MAX_BATCH = 50
+MAX_LIMIT = 20
+STATE_DIR = "injection-state"
+SYNTHESIS_FILE = "recall_synthesis.json"
+
+# strategic recall
+PROVEN_THRESHOLD = 0.70  # effectiveness a proven insight needs to be a constraint
+RISK_THRESHOLD = 0.40
+WELL_MAPPED = 0.3
+UNCHARTED = 0.1
+SMALL_GRAPH_EDGES = 10  # below this many edges, graph expansion says little
+_WORD = re.compile(r"[a-z0-9_]{3,}")
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)+[\w.*-]+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|"
+    r"toml|yaml|yml|json|md|sql|sh|cfg|ini|txt))(?![\w/])"
+)
+_STOP = frozenset(
+    "the and for with that this from into when then than them they their have has had "
+    "are was were been being not but all any can could should would will just also only "
+    "add adds added make makes use uses using new old its our your you out via per each "
+    "some more most over under after before about which what where who how why does do".split()
+)
+
+
+def state_dir(home: Path | None = None) -> Path:
+    return (home or config.resolve().home) / STATE_DIR
+
+
+def state_path(task_id: str, home: Path | None = None) -> Path:
+    return state_dir(home) / f"{statefiles.file_id(task_id)}.json"
+
+
+def read_state(task_id: str, home: Path | None = None) -> dict[str, Any] | None:
+    """The injection record of ``task_id``, or None if nothing was injected."""
+    value = statefiles.read_json(state_path(task_id, home))
+    return value if isinstance(value, dict) else None
+
+
+def task_objective(task: dict[str, Any]) -> str:
+    """What a task is about, for recall: its title, description and acceptance,
+    and for a retry the last attempt's error, so memory about that error surfaces."""
+    parts = [task.get("title"), task.get("description"), task.get("acceptance")]
+    if task.get("helix-last-error"):
+        parts.append(f"The previous attempt failed: {task['helix-last-error']}")
+    return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+
+
+def task_files(task: dict[str, Any]) -> list[str]:
+    files = []
+    for key in ("delta", "relevant-files"):
+        value = task.get(key)
+        if isinstance(value, list):
+            files += [f for f in value if isinstance(f, str)]
+    return list(dict.fromkeys(files))
+
+
+def inject(
+    memory: Memory,
+    objective: str,
+    task_id: str | None = None,
+    limit: int = 5,
+    files: list[str] | None = None,
+    home: Path | None = None,
+) -> dict[str, Any]:
+    """Insights for one task (the single-task case of :func:`batch_inject`)."""
+    batch = batch_inject(
+        memory, [objective], [task_id] if task_id else None, limit, [files or []], home
+    )
+    return batch["results"][0]
+
+
+def batch_inject(
+    memory: Memory,
+    objectives: list[str],
+    task_ids: list[str] | None = None,
+    limit: int = 5,
+    files: list[list[str]] | None = None,
+    home: Path | None = None,
+    relevance_only: bool = False,
+) -> dict[str, Any]:
+    """Insights for every task of a wave, diversified across the wave.
+
+    Returns ``{"results": [...], "total_unique": N, "repeated": [...]}`` with one
+    result per objective, in order. Writes one injection-state file per task id.
+    Read-only on the memory. ``relevance_only`` deals by relevance alone (see
+    :meth:`Memory.recall`): the baseline without learned usefulness.
+    """
+    objectives, task_ids, files = _check_batch(objectives, task_ids, limit, files)
+    pools: list[dict[str, dict[str, Any]]] = []
+    for objective, task_files in zip(objectives, files, strict=True):
+        hits = memory.recall(
+            objective,
+            limit=max(POOL_SIZE, limit * 2),
+            files=task_files or None,
+            relevance_only=relevance_only,
+        )
+        pools.append({h["name"]: h for h in hits})
+    chosen = _deal(pools, limit)
+    given = Counter(name for names in chosen for name in names)
+    now = db.stamp(memory._clock())
+    results = []
+    for i, names in enumerate(chosen):
+        names.sort(key=lambda n: (-pools[i][n]["_score"], n))
+        insights = [_compact(pools[i][n]) for n in names]
+        result = {
+            "task_id": task_ids[i],
+            "objective": objectives[i],
+            "insights": insights,
+            "names": names,
+            "block": _block(insights),
+        }
+        if task_ids[i]:
+            _record(home, result, files[i], limit, len(objectives), now)
+        results.append(result)
+    return {
+        "results": results,
+        "total_unique": len(given),
+        "repeated": sorted(n for n, c in given.items() if c > 1),
+    }
+
+
+def record(
+    memory: Memory,
+    task_id: str,
+    objective: str,
+    names: list[str],
+    home: Path | None = None,
+) -> dict[str, Any]:
+    """Record insights the orchestrator chose itself (e.g. named in a prompt's
+    INSIGHTS block) as this task's injection, so feedback can attribute them.
+    Names that are not in the memory are dropped."""
+    statefiles.file_id(task_id)
+    if not isinstance(names, list) or len(names) > MAX_BATCH:
+        raise InvalidInput(f"give a list of at most {MAX_BATCH} insight names")
+    known = []
+    for name in dict.fromkeys(names):
+        try:
+            known.append(memory.get(name))
+        except (NotFound, InvalidInput):
+            continue
+    result = {
+        "task_id": task_id,
+        "objective": objective,
+        "names": [h["name"] for h in known],
+        "insights": [
+            {
+                "name": h["name"],
+                "score": None,
+                "confidence": h["confidence"],
+            }
+            for h in known
+        ],
+    }
+    _record(home, result, [], len(known), 1, db.stamp(memory._clock()))
+    return result
+
+
+def _check_batch(
+    objectives: Any, task_ids: Any, limit: Any, files: Any
+) -> tuple[list[str], list[str | None], list[list[str]]]:
+    if not isinstance(objectives, list) or not objectives:
+        raise InvalidInput("give at least one objective")
+    if len(objectives) > MAX_BATCH:
+        raise InvalidInput(f"at most {MAX_BATCH} tasks per batch (a wave holds 6)")
+    if not all(isinstance(o, str) and o.strip() for o in objectives):
+        raise InvalidInput("every objective must be non-empty text")
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+    if task_ids is None:
+        task_ids = [None] * len(objectives)
+    if not isinstance(task_ids, list) or len(task_ids) != len(objectives):
+        raise InvalidInput("give one task id per objective")
+    for task_id in task_ids:
+        if task_id is not None:
+            statefiles.file_id(task_id)
+    named = [t for t in task_ids if t]
+    if len(named) != len(set(named)):
+        raise InvalidInput("a task id appears twice in one batch")
+    if files is None:
+        files = [[] for _ in objectives]
+    if not isinstance(files, list) or len(files) != len(objectives):
+        raise InvalidInput("give one file list per objective")
+    if not all(isinstance(f, list) and all(isinstance(p, str) for p in f) for f in files):
+        raise InvalidInput("each file list must be a list of paths")
+    return [o.strip() for o in objectives], task_ids, files
+
+
+def _deal(pools: list[dict[str, dict[str, Any]]], limit: int) -> list[list[str]]:
+    """Greedy assignment, strongest remaining (task, insight) pair first; an
+    insight already given to k tasks of the wave counts REPEAT_PENALTY**k."""
+    chosen: list[list[str]] = [[] for _ in pools]
+    given: Counter[str] = Counter()
+    while True:
+        best: tuple[float, int, str] | None = None
+        for i, pool in enumerate(pools):
+            if len(chosen[i]) >= limit:
+                continue
+            for name, hit in pool.items():
+                if name in chosen[i]:
+                    continue
+                value = hit["_score"] * REPEAT_PENALTY ** given[name]
+                key = (value, -i, name)
+                if best is None or key > (best[0], -best[1], best[2]):
+                    best = (value, i, name)
+        if best is None:
+            return chosen
+        _value, i, name = best
+        chosen[i].append(name)
+        given[name] += 1
+
+
+def _compact(hit: dict[str, Any]) -> dict[str, Any]:
+    return {**_brief(hit), "score": hit["_score"]}
+
+
+def _block(insights: list[dict[str, Any]]) -> str:
+    from helix.loop.contracts import insight_lines
+
+    return insight_lines(insights)
+
+
+def _record(
+    home: Path | None,
+    result: dict[str, Any],
+    files: list[str],
+    limit: int,
+    wave_size: int,
+    now: str,
+) -> None:
+    statefiles.write_json(
+        state_path(result["task_id"], home),
+        {
+            "task_id": result["task_id"],
+            "objective": result["objective"],
+            "files": files,
+            "names": result["names"],
+            "scores": {i["name"]: i["score"] for i in result["insights"]},
+            "confidence": {i["name"]: i["confidence"] for i in result["insights"]},
+            "limit": limit,
+            "wave_size": wave_size,
+            "injected_at": now,
+            "attempt": f"{now}-{secrets.token_hex(4)}",
+            "settled_at": None,
+        },
+    )
+
+
+# ------------------------------------------------------------ strategic recall
+def strategic_recall(
+    memory: Memory,
+    objective: str,
+    limit: int = 12,
+    home: Path | None = None,
+    save: bool = True,
+) -> dict[str, Any]:
+    """Planning input from memory for ``objective``; saved to recall_synthesis.json.
+
+    constraints: proven (effectiveness >= 0.70) direct hits; risk_areas: direct
+    hits that failed more than they helped (< 0.40) or record failures;
+    exploration_targets: files the hits name that the objective does not;
+    graph_discovered: hop-1 neighbours; triage: how well memory covers the objective.
+    """
+    if not isinstance(objective, str) or not objective.strip():
+        raise InvalidInput("the objective is empty")
+    objective = objective.strip()
+    hits = memory.recall(objective, limit=limit, graph_hops=1)
+    direct = [h for h in hits if not h["_hop"]]
+    hops = [h for h in hits if h["_hop"]]
+    constraints, risks = [], []
+    for hit in direct:
+        proven = hit["helped"] + hit["failed"] > 0
+        if proven and hit["_effectiveness"] >= PROVEN_THRESHOLD:
+            constraints.append(_brief(hit))
+        elif (proven and hit["_effectiveness"] < RISK_THRESHOLD) or hit["kind"] in (
+            "failure",
+            "systemic",
+        ):
+            risks.append(_brief(hit))
+    edges = memory.conn.execute("SELECT count(*) FROM edge").fetchone()[0]
+    coverage = _coverage(objective, direct)
+    synthesis = {
+        "objective": objective,
+        "constraints": constraints,
+        "risk_areas": risks,
+        "exploration_targets": _targets(objective, hits),
+        "graph_discovered": [{**_brief(h), "via": h.get("_via")} for h in hops],
+        "triage": {
+            "recalled": len(direct),
+            "coverage_ratio": coverage,
+            "well_mapped": coverage > WELL_MAPPED,
+            "uncharted": coverage < UNCHARTED,
+            "graph_expanded_count": len(hops),
+            "graph_too_small": edges < SMALL_GRAPH_EDGES,
+        },
+        "created_at": db.stamp(memory._clock()),
+    }
+    if save:
+        path = (home or config.resolve().home) / SYNTHESIS_FILE
+        statefiles.write_json(path, synthesis)
+        synthesis["saved_to"] = str(path)
+    return synthesis
+
+
+def _brief(hit: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": hit["name"],
+        "content": hit["content"],
+        "kind": hit["kind"],
+        "effectiveness": hit["_effectiveness"],
+        "relevance": hit["_relevance"],
+        "confidence": hit["_confidence"],
+    }
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def _coverage(objective: str, hits: list[dict[str, Any]]) -> float:
+    """Share of the objective's content words that some recalled insight mentions."""
+    wanted = _words(objective)
+    if not wanted:
+        return 0.0
+    known: set[str] = set()
+    for hit in hits:
+        known |= _words(" ".join([hit["content"], *hit["tags"], *hit["files"]]))
+    return round(len(wanted & known) / len(wanted), 4)
+
+
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+
+
+def _looks_like_path(text: str) -> bool:
+    """ "docs/auth.md", "src/auth/", "tests/**/*.py" or "a/b/c", but not "read/write",
+    "CI/CD" or "18/20", which are words that happen to contain a slash."""
+    if "/" not in text:
+        return bool(_EXTENSION.search(text))
+    return bool(_EXTENSION.search(text)) or "*" in text or text.count("/") >= 2
+
+
+def _targets(objective: str, hits: list[dict[str, Any]]) -> list[str]:
+    """Paths the insights point at that the objective does not already name."""
+    seen: dict[str, None] = {}
+    for hit in hits:
+        mentioned = [m.group(1).rstrip(".,;:") for m in _PATH.finditer(hit["content"])]
+        for path in [*hit["files"], *(p for p in mentioned if _looks_like_path(p))]:
+            if path and path not in objective:
+                seen.setdefault(path)
+    return list(seen)[:10]

@@ -1,0 +1,353 @@
+"""Learning extraction: candidate insights proposed from settled outcomes.
+
+Candidates are proposed, not stored: they wait in ``.helix/learning-queue/`` (one
+JSON file each, named by a hash of kind and content, so proposing the same thing
+twice is a no-op) until the orchestrator or the user stores or discards them.
+Storing goes through :meth:`Memory.store`, so the memory's own rules apply: the
+safety screen, and merging into a near-duplicate instead of adding a copy.
+
+Where candidates come from, with their confidence:
+
+- an explicit ``INSIGHT:`` from the agent: a pattern (high when the task's VERIFY
+  passed, medium otherwise);
+- a BLOCKED or PARTIAL with a generalisable cause: a failure (high when VERIFY
+  ran and failed and the agent gave an ERROR, medium with an error but no
+  verification, low with only TRIED);
+- a verified delivery that changed files: an evolution note (low);
+- three or more similar failures within 7 days (counting this one): a systemic
+  candidate (high).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from helix import config, statefiles
+from helix.errors import HelixError, InvalidInput, NotFound, Rejected
+from helix.loop import injection
+from helix.loop.verify import telling_line
+from helix.memory import db, insight
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
+
+QUEUE_DIR = "learning-queue"
+CONFIDENCE = ("low", "medium", "high")
+SYSTEMIC_COUNT = 3
+SYSTEMIC_DAYS = 7
+SYSTEMIC_SIMILARITY = 0.7
+MIN_CAUSE_WORDS = 4
+# Failures of the agent's plumbing, not of the code: nothing to learn about the project.
+_NOT_GENERAL = re.compile(
+    r"api error|overloaded|rate.?limit|context (window|length)|max(imum)? turns|"
+    r"internal server error|service unavailable|\b(429|500|502|503|529)\b|"
+    r"connection reset by peer|budget exhausted|ran out of (tools|turns|budget)",
+    re.IGNORECASE,
+)
+MAX_FILES_LISTED = 8
+
+
+def queue_dir(home: Path | None = None) -> Path:
+    return (home or config.resolve().home) / QUEUE_DIR
+
+
+def generalisable(cause: str) -> bool:
+    """A cause worth remembering: specific enough, and about the project rather
+    than the agent's own plumbing (API errors, turn limits)."""
+    words = cause.split()
+    return len(words) >= MIN_CAUSE_WORDS and not _NOT_GENERAL.search(cause)
+
+
+def candidates(
+    memory: Memory | None,
+    settlement: dict[str, Any],
+    task: dict[str, Any] | None = None,
+    files_changed: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Candidates from one settled attempt (:func:`helix.loop.attribution.settle`).
+
+    ``memory`` is needed only for systemic detection (similar recent failures);
+    pass None to skip it.
+    """
+    task = task or {}
+    task_id = settlement["task_id"]
+    title = " ".join(str(task.get("title") or settlement.get("summary") or task_id).split())
+    scope = _scope(task)
+    proven = settlement["outcome"] == "delivered" and settlement["verified"]
+    out = []
+    for item in settlement.get("insights", []):
+        out.append(
+            candidate(
+                item["content"],
+                insight.infer_kind(item["content"], item.get("tags", [])),
+                item.get("tags", []),
+                task_id,
+                scope,
+                "high" if proven else "medium",
+                "explicit INSIGHT from the agent",
+            )
+        )
+    if settlement["outcome"] in ("blocked", "partial"):
+        failure = _failure(settlement, title, task_id, scope)
+        if failure:
+            out.append(failure)
+            if memory is not None:
+                systemic = _systemic(memory, failure, task_id, scope)
+                if systemic:
+                    out.append(systemic)
+    if proven and files_changed:
+        shown = ", ".join(files_changed[:MAX_FILES_LISTED])
+        more = len(files_changed) - MAX_FILES_LISTED
+        out.append(
+            candidate(
+                f"{title}: delivered and verified; changed {shown}"
+                + (f" and {more} more" if more > 0 else ""),
+                "evolution",
+                ["evolution"],
+                task_id,
+                files_changed[:MAX_FILES_LISTED],
+                "low",
+                "files changed by a verified delivery",
+            )
+        )
+    return out
+
+
+def _scope(task: dict[str, Any]) -> list[str]:
+    return injection.task_files(task)[:MAX_FILES_LISTED]
+
+
+def _failure(
+    settlement: dict[str, Any], title: str, task_id: str, scope: list[str]
+) -> dict[str, Any] | None:
+    error = " ".join(str(settlement.get("error") or "").split())
+    tried = " ".join(str(settlement.get("tried") or "").split())
+    verification = settlement.get("verification") or {}
+    if not error and verification.get("passed") is False and verification.get("output_tail"):
+        error = telling_line(verification["output_tail"])
+    cause = error or tried
+    if not cause or not generalisable(cause):
+        return None
+    if error and verification.get("passed") is False:
+        confidence = "high"
+    elif error:
+        confidence = "medium"
+    else:
+        confidence = "low"
+    content = f"When working on {title}: it was blocked by {error or 'an unknown cause'}"
+    if tried:
+        content += f"; tried: {tried}"
+    return candidate(
+        content[: insight.MAX_CONTENT],
+        "failure",
+        ["failure", "derived"],
+        task_id,
+        scope,
+        confidence,
+        "BLOCKED with a generalisable cause",
+    )
+
+
+def _systemic(
+    memory: Memory, failure: dict[str, Any], task_id: str, scope: list[str]
+) -> dict[str, Any] | None:
+    try:
+        similar = memory.similar_recent(
+            failure["content"], SYSTEMIC_SIMILARITY, SYSTEMIC_DAYS, "failure"
+        )
+    except HelixError:
+        return None
+    count = similar["occurrences"] + 1  # this failure is not stored yet
+    if count < SYSTEMIC_COUNT:
+        return None
+    content = (
+        f"Recurring ({count} similar failures in {SYSTEMIC_DAYS} days): {failure['content']}. "
+        "This has occurred 3+ times; consider an architectural change."
+    )
+    systemic = candidate(
+        content[: insight.MAX_CONTENT],
+        "systemic",
+        ["systemic", "derived"],
+        task_id,
+        scope,
+        "high",
+        "3+ similar failures within 7 days",
+    )
+    systemic["similar"] = [m["name"] for m in similar["matches"]]
+    return systemic
+
+
+def candidate(
+    content: str,
+    kind: str,
+    tags: list[str],
+    task_id: str,
+    files: list[str],
+    confidence: str,
+    reason: str,
+) -> dict[str, Any]:
+    digest = hashlib.sha1(f"{kind}\x00{' '.join(content.split())}".encode()).hexdigest()
+    return {
+        "id": f"lc-{digest[:10]}",
+        "content": content,
+        "kind": kind,
+        "tags": tags,
+        "files": files,
+        "source": f"task:{task_id}",
+        "confidence": confidence,
+        "reason": reason,
+    }
+
+
+# ------------------------------------------------------------------- the queue
+def propose(
+    candidates: list[dict[str, Any]],
+    home: Path | None = None,
+    now: str | None = None,
+    refused: list[dict[str, str]] | None = None,
+) -> list[str]:
+    """Queue candidates; return the ids newly queued (already queued ones are kept).
+
+    A candidate the safety screen would refuse is never written: its text may hold
+    a secret or an injection attempt, and a queue file is plain text on disk."""
+    folder = queue_dir(home)
+    added = []
+    for item in candidates:
+        path = folder / f"{statefiles.file_id(item['id'], 'candidate id')}.json"
+        if path.exists():
+            continue
+        reason = _refusal(item)
+        if reason:
+            if refused is not None:
+                refused.append({"id": item["id"], "reason": reason})
+            continue
+        statefiles.write_json(path, {**item, "proposed_at": now or db.stamp(datetime.now(UTC))})
+        added.append(item["id"])
+    return added
+
+
+def _refusal(item: dict[str, Any]) -> str | None:
+    """Why the safety screen would refuse this candidate, or None."""
+    try:
+        insight.screen(
+            item["content"],
+            list(item.get("tags") or []),
+            item.get("source") or "",
+            list(item.get("files") or []),
+        )
+    except HelixError as exc:
+        return str(exc)
+    return None
+
+
+def pending(home: Path | None = None) -> list[dict[str, Any]]:
+    """Queued candidates, most confident first, then oldest first."""
+    folder = queue_dir(home)
+    if not folder.is_dir():
+        return []
+    items = []
+    for path in sorted(folder.glob("lc-*.json")):
+        value = statefiles.read_json(path)
+        if not isinstance(value, dict) or not isinstance(value.get("content"), str):
+            continue  # not a candidate helix wrote: left alone, never stored
+        # The file name is the id; a hand-edited confidence or list is normalised
+        # so one odd file cannot stop the rest of the queue.
+        value["id"] = path.stem
+        if value.get("confidence") not in CONFIDENCE:
+            value["confidence"] = "low"
+        for key in ("tags", "files"):
+            if not isinstance(value.get(key), list):
+                value[key] = []
+        items.append(value)
+    rank = {c: i for i, c in enumerate(CONFIDENCE)}
+    items.sort(key=lambda c: (-rank.get(c.get("confidence"), 0), c.get("proposed_at") or ""))
+    return items
+
+
+def store(
+    memory: Memory,
+    ids: list[str] | None = None,
+    min_confidence: str = "medium",
+    home: Path | None = None,
+) -> dict[str, Any]:
+    """Store queued candidates (``ids``, or all at or above ``min_confidence``).
+
+    Each stored one leaves the queue. One the safety screen refuses is dropped
+    (its text may be a secret) and reported; one that fails for another reason
+    stays queued. Each candidate is claimed by renaming its file first, so
+    concurrent hooks never store the same one twice.
+    """
+    if min_confidence not in CONFIDENCE:
+        raise InvalidInput(f"min_confidence must be one of: {', '.join(CONFIDENCE)}")
+    queued = {c["id"]: c for c in pending(home)}
+    if ids:
+        unknown = [i for i in ids if i not in queued]
+        if unknown:
+            raise NotFound(f"no queued candidate {', '.join(unknown)}")
+        chosen = [queued[i] for i in ids]
+    else:
+        floor = CONFIDENCE.index(min_confidence)
+        chosen = [
+            c for c in queued.values() if CONFIDENCE.index(c.get("confidence", "low")) >= floor
+        ]
+    stored, skipped = [], []
+    folder = queue_dir(home)
+    for item in chosen:
+        path = folder / f"{item['id']}.json"
+        claimed = folder / f".{item['id']}.storing"
+        try:  # claim it: two hooks storing the same queue must not both store it
+            os.rename(path, claimed)
+        except OSError:
+            continue
+        try:
+            result = memory.store(
+                item["content"],
+                kind=item.get("kind"),
+                tags=item.get("tags") or [],
+                source=item.get("source") or "",
+                files=item.get("files") or [],
+            )
+        except Rejected as exc:  # refused content is dropped, never kept on disk
+            claimed.unlink(missing_ok=True)
+            skipped.append({"id": item["id"], "reason": str(exc), "dropped": True})
+            continue
+        except HelixError as exc:
+            os.rename(claimed, path)  # back in the queue
+            skipped.append({"id": item["id"], "reason": str(exc)})
+            continue
+        if item.get("kind") == "systemic":
+            if result["status"] == "merged":  # it merged into the failure it generalises
+                memory.set_kind(result["name"], "systemic")
+                result["promoted"] = True
+            _link_systemic(memory, result["name"], item)
+        stored.append({"id": item["id"], **result})
+        claimed.unlink(missing_ok=True)
+    return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
+
+
+def _link_systemic(memory: Memory, name: str, item: dict[str, Any]) -> None:
+    """A systemic insight records which failures it generalises (led_to edges)."""
+    for other in item.get("similar", []):
+        if other == name:
+            continue
+        try:
+            memory.edge(other, name, "led_to", 0.8)
+        except HelixError:
+            continue
+
+
+def discard(ids: list[str], home: Path | None = None) -> dict[str, Any]:
+    removed, missing = [], []
+    for candidate_id in ids:
+        path = queue_dir(home) / f"{statefiles.file_id(candidate_id, 'candidate id')}.json"
+        if path.exists():
+            path.unlink()
+            removed.append(candidate_id)
+        else:
+            missing.append(candidate_id)
+    return {"discarded": removed, "missing": missing}

@@ -1,0 +1,254 @@
+"""Opening the SQLite store: WAL, busy timeout, migrations, backups, transactions.
+
+Guarantees:
+
+* a database of an older schema is copied to ``helix.db.bak-<UTC timestamp>`` (a
+  consistent snapshot through SQLite's backup API) before any migration touches it;
+* migrations run one per transaction, under a file lock, so two processes opening
+  an old database at once migrate it exactly once;
+* a file that is not a helix database, or one written by a newer helix, is refused
+  with a clear :class:`StoreError` and left byte-for-byte untouched;
+* :func:`write` takes ``BEGIN IMMEDIATE``, so read-modify-write sequences in
+  concurrent processes serialise instead of losing updates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from helix.errors import StoreError
+from helix.memory.migrations import LATEST, MIGRATIONS
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def stamp(moment: datetime) -> str:
+    """How helix stores a time: ISO 8601 in UTC to the second, so text order is
+    time order in SQL comparisons."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """Slices of at most ``size`` items (SQLite caps bound parameters per query)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _configure(conn: sqlite3.Connection, in_memory: bool) -> None:
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not in_memory:
+        _enable_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, waiting out other writers.
+
+    Changing the journal mode needs an exclusive lock and SQLite does not apply
+    the busy timeout to it: with another connection mid-write it fails at once.
+    So retry, with backoff, for as long as the busy timeout would have waited.
+    """
+    if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.01
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            mode = None
+        if str(mode).lower() == "wal":
+            return
+        if time.monotonic() >= deadline:
+            raise StoreError(f"could not switch the database to WAL mode (got {mode!r})")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The highest applied migration, 0 for a new (empty) database.
+
+    Reads the table list and the version in one read transaction, so a store
+    that another process is creating at this moment is never mistaken for a
+    foreign database.
+    """
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN")
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_version" not in tables:
+            if tables:
+                raise StoreError("the database holds tables but no helix schema_version table")
+            return 0
+        row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        return int(row[0] or 0)
+    finally:
+        if own:
+            conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction taken with ``BEGIN IMMEDIATE``; commits or rolls back."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _translate(error: sqlite3.Error, path: Path) -> StoreError:
+    text = str(error)
+    if "not a database" in text or "malformed" in text:
+        return StoreError(f"{path} is not a usable helix database ({text}); it was left untouched")
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return StoreError(f"cannot open {path} for writing ({text}); is the directory read-only?")
+    if "locked" in text or "busy" in text:
+        return StoreError(f"{path} stayed locked by another process ({text})")
+    return StoreError(f"database error on {path}: {text}")
+
+
+def _backup(conn: sqlite3.Connection, path: Path, version: int) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = path.with_name(f"{path.name}.bak-v{version}-{stamp}")
+    dest = sqlite3.connect(target)
+    try:
+        conn.backup(dest)
+    finally:
+        dest.close()
+    return target
+
+
+def _migrate(conn: sqlite3.Connection, path: Path | None) -> Path | None:
+    """Apply pending migrations; return the backup path if one was made."""
+    backup = None
+    current = schema_version(conn)
+    if current > LATEST:
+        raise StoreError(
+            f"the database was written by a newer helix (schema {current}, this helix "
+            f"knows {LATEST}); upgrade helix to use it"
+        )
+    if current == LATEST:
+        return None
+    if path is not None and current > 0:
+        backup = _backup(conn, path, current)
+    for version, migration in MIGRATIONS:
+        with write(conn):
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            # Re-read inside the lock: another process may have migrated meanwhile.
+            if schema_version(conn) >= version:
+                continue
+            migration(conn)
+            conn.execute(
+                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                (version, migration.__name__, datetime.now(UTC).isoformat()),
+            )
+    return backup
+
+
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only view of a store whose directory helix cannot write to.
+
+    WAL mode needs a writable directory for its shared-memory file, so the file
+    is opened immutable. That is only safe when no write-ahead log holds commits
+    the main file lacks, and only for a store that needs no migration.
+    """
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(
+            f"cannot open {path}: its directory is read-only and its write-ahead log "
+            "holds recent changes; open it once where it is writable"
+        )
+    uri = f"file:{quote(str(path))}?mode=ro&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        version = schema_version(conn)
+    except (sqlite3.Error, StoreError) as exc:
+        conn.close()
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    if version != LATEST:
+        conn.close()
+        raise StoreError(
+            f"{path} needs migrating (schema {version} -> {LATEST}) but its directory is read-only"
+        )
+    return conn
+
+
+@contextlib.contextmanager
+def _migration_lock(path: Path) -> Iterator[None]:
+    lock_path = path.with_name(path.name + ".migrate.lock")
+    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def connect(
+    path: Path | None, read_only_fallback: bool = False
+) -> tuple[sqlite3.Connection, Path | None]:
+    """Open (creating if needed) and migrate the store at ``path``.
+
+    ``None`` opens a private in-memory database (used for read-only commands when no
+    store exists yet, and by tests). With ``read_only_fallback``, a current store in
+    a directory helix cannot write to opens read-only instead of failing. Returns
+    the connection and the path of the backup taken before migrating, if any.
+    """
+    if path is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        _configure(conn, in_memory=True)
+        _migrate(conn, None)
+        return conn, None
+    if path.exists() and path.is_dir():
+        raise StoreError(f"{path} is a directory, not a database file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create {path.parent}: {exc.strerror}") from None
+    conn = None
+    try:
+        conn = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        # Reading the header first means a foreign file is refused before anything
+        # (even the WAL switch) writes to it.
+        version = schema_version(conn)
+        _configure(conn, in_memory=False)
+        backup = None
+        if version != LATEST:
+            with _migration_lock(path):
+                backup = _migrate(conn, path)
+        return conn, backup
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        error = _translate(exc, path)
+        if read_only_fallback and "for writing" in str(error) and path.is_file():
+            return _open_read_only(path), None
+        raise error from None
+    except (StoreError, OSError) as exc:
+        if conn is not None:
+            conn.close()
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from None
+        raise

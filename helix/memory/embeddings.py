@@ -1,0 +1,205 @@
+"""Embedders: one-method interface, a name->factory map, and the vector codec.
+
+An embedder turns texts into L2-normalised float32 vectors and names itself with a
+``model_id`` that is stored on every row, so a database can hold vectors of several
+models and ``Memory.reindex`` can bring old rows up to date. Select one with the
+``HELIX_EMBEDDER`` environment variable: a registered name (``minilm``, ``hash``) or
+an import path ``package.module:factory`` for your own.
+
+The default, all-MiniLM-L6-v2, loads lazily from the files shipped inside the helix
+package (``helix/model``: float16 weights, see ``scripts/convert_minilm.py``) or
+from ``HELIX_MODEL_DIR`` (those files, or the original float32 checkpoint); nothing
+is fetched from a model hub and nothing needs installing beside helix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from helix.errors import InvalidInput, ModelUnavailable
+
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# Where the packaged model lives: in the helix package, so any install has it.
+PACKAGED_MODEL_DIR = Path(__file__).parent.parent / "model"
+# Size and sha256 of the packaged files (scripts/convert_minilm.py prints them);
+# checked by `helix doctor` and by the test suite. At load time only sizes are
+# checked: hashing 45 MB on every hook start would cost ~0.04 s.
+MINILM_FILES = {
+    "model.safetensors": (
+        45142104,
+        "a154b01a20c6d2b8085a44bfcb8ffd110cd489d6c2149075014ebe9f09426228",
+    ),
+    "tokenizer.json": (466247, "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"),
+    "config.json": (612, "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"),
+}
+# The original float32 weights the packaged ones were converted from; accepted too,
+# so HELIX_MODEL_DIR may point at the upstream model directory.
+MINILM_ORIGINAL_FILES = {
+    "model.safetensors": (
+        90868376,
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
+}
+REINSTALL_HINT = (
+    "reinstall helix (pipx reinstall helix / uv tool install --reinstall / "
+    "pip install --force-reinstall)"
+)
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything with a stable ``model_id``, a ``dim`` and ``embed(texts)``."""
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an (n, dim) float32 array of unit vectors, one row per text."""
+        ...
+
+
+def minilm_dir() -> Path:
+    """The MiniLM directory: ``HELIX_MODEL_DIR`` if set, else the packaged one."""
+    override = os.environ.get("HELIX_MODEL_DIR")
+    if override:
+        return Path(override).expanduser()
+    return PACKAGED_MODEL_DIR
+
+
+def check_model_files(model_dir: Path, full: bool = False) -> None:
+    """Raise ModelUnavailable unless every pinned file is present with a pinned
+    size (and, with ``full``, the sha256 pinned with that size). Read-only."""
+    for name in MINILM_FILES:
+        pins = _accepted(name)
+        path = model_dir / name
+        if not path.is_file():
+            raise ModelUnavailable(f"model file missing: {path}; {_fix_hint(model_dir)}")
+        size = path.stat().st_size
+        if size not in pins:
+            raise ModelUnavailable(
+                f"model file {path} has an unexpected size; {_fix_hint(model_dir)}"
+            )
+        if full:
+            sha = hashlib.sha256()
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    sha.update(block)
+            if sha.hexdigest() != pins[size]:
+                raise ModelUnavailable(
+                    f"model file {path} does not match its pinned sha256; {_fix_hint(model_dir)}"
+                )
+
+
+def _accepted(name: str) -> dict[int, str]:
+    """size -> sha256 of every accepted version of the model file ``name``."""
+    versions = [MINILM_FILES[name]]
+    if name in MINILM_ORIGINAL_FILES:
+        versions.append(MINILM_ORIGINAL_FILES[name])
+    return dict(versions)
+
+
+def _fix_hint(model_dir: Path) -> str:
+    if model_dir == PACKAGED_MODEL_DIR:
+        return f"the helix installation is broken: {REINSTALL_HINT}"
+    return (
+        "point HELIX_MODEL_DIR at an all-MiniLM-L6-v2 model directory, "
+        "or unset it to use the model shipped with helix"
+    )
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through the numpy encoder; weights load on first ``embed``."""
+
+    model_id = MINILM_ID
+    dim = 384
+
+    def __init__(self, model_dir: Path | None = None):
+        self._dir = model_dir
+        self._encoder = None
+
+    def _load(self):
+        if self._encoder is None:
+            from helix.memory.bert import BertEncoder
+
+            model_dir = self._dir or minilm_dir()
+            check_model_files(model_dir)
+            self._encoder = BertEncoder(model_dir)
+        return self._encoder
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._load().encode(texts)
+
+
+class HashEmbedder:
+    """Deterministic, meaning-free vectors from hashed word features.
+
+    For fast tests of plumbing only: texts sharing words get similar vectors, but
+    synonyms do not. Never the default; ranking tests run on the real model.
+    """
+
+    dim = 384
+
+    def __init__(self, dim: int = 384):
+        self.dim = dim
+        self.model_id = f"helix/hash-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z0-9_]+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                index = int.from_bytes(digest[:4], "little") % self.dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, index] += sign
+            norm = np.linalg.norm(out[row])
+            if norm > 0:
+                out[row] /= norm
+        return out
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
+    "minilm": MiniLMEmbedder,
+    "hash": HashEmbedder,
+}
+
+
+def get_embedder(name: str | None = None) -> Embedder:
+    """Build the embedder named by ``name``, else ``HELIX_EMBEDDER``, else MiniLM."""
+    name = name or os.environ.get("HELIX_EMBEDDER") or "minilm"
+    if name in EMBEDDERS:
+        return EMBEDDERS[name]()
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise InvalidInput(f"cannot load embedder {name!r}: {exc}") from None
+        try:
+            embedder = factory()
+        except Exception as exc:  # a user's factory: report, never crash the caller
+            raise InvalidInput(f"cannot load embedder {name!r}: {exc}") from None
+        if not isinstance(embedder, Embedder):
+            raise InvalidInput(f"{name!r} did not build an Embedder (needs model_id, dim, embed)")
+        return embedder
+    known = ", ".join(sorted(EMBEDDERS))
+    raise InvalidInput(f"unknown embedder {name!r}; known: {known}, or module:factory")
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    """Encode one vector as little-endian float32 bytes."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_blob(blob: bytes | None, dim: int) -> np.ndarray | None:
+    """Decode a vector, or None when it is missing or of another width."""
+    if not blob or len(blob) != dim * 4:
+        return None
+    return np.frombuffer(blob, dtype="<f4")

@@ -1,0 +1,383 @@
+"""Recall: hybrid retrieval weighted by proven usefulness (``Memory.recall``).
+
+Three signals find candidates: dense cosine over the cached vectors, BM25 over
+the query's distinctive terms, and file patterns matching the task's files (the
+"dual query"). They fuse into one relevance; :mod:`helix.memory.ranking` turns relevance,
+effectiveness and recency into the score. Candidates are scored from a few light
+columns first and full results are built only for those shown, so a file match
+bringing in thousands of candidates stays cheap. Graph neighbours of the shown
+hits can be added, discounted, never above the hit that led to them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable
+from datetime import datetime
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+from helix.errors import InvalidInput
+from helix.memory import db, insight, ranking
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
+
+MAX_LIMIT = 100
+MAX_HOPS = 3
+INTENTS = tuple(ranking.INTENT_KINDS)
+
+
+def recall(
+    memory: Memory,
+    query: str,
+    limit: int = 5,
+    min_relevance: float = 0.35,
+    kinds: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+    files: Iterable[str] | None = None,
+    suppress_names: Iterable[str] | None = None,
+    intent: str | None = None,
+    graph_hops: int = 0,
+    relevance_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
+
+    Dense cosine, FTS5 BM25 and file-pattern matches are fused into one
+    relevance (see :mod:`helix.memory.ranking`); direct hits must reach
+    ``min_relevance``. ``graph_hops`` adds neighbours of the hits, discounted
+    and marked ``_hop``/``_via``, never above the hit that led to them.
+    ``relevance_only`` ranks by the fused relevance alone (``_score`` is the
+    relevance): no usefulness, freshness or intent weighting. It is the
+    baseline the learning benchmark measures helix's weighting against.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("the query is empty")
+    query = query.strip()[: insight.MAX_CONTENT]
+    if not 1 <= int(limit) <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+    if not 0.0 <= float(min_relevance) <= 1.0:
+        raise InvalidInput("min_relevance must be between 0 and 1")
+    if intent is not None and intent not in ranking.INTENT_KINDS:
+        raise InvalidInput(f"unknown intent {intent!r}; one of: {', '.join(INTENTS)}")
+    if not 0 <= int(graph_hops) <= MAX_HOPS:
+        raise InvalidInput(f"graph_hops must be between 0 and {MAX_HOPS}")
+    kind_set = {insight.check_kind(k) for k in kinds} if kinds else None
+    tag_set = set(insight.clean_tags(tags)) if tags else None
+    suppressed = set(suppress_names or ())
+    file_list = insight.clean_files(files) if files else []
+
+    if memory.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None:
+        return []  # nothing to find: do not pay for loading the model
+    pool = max(50, limit * 10)
+    index = memory._vectors()
+    qvec = memory._embed([query])[0]
+    dense = dict(index.top(qvec, pool))
+    lexical = ranking.normalise_bm25(_keyword_hits(memory, query, pool))
+    file_hits = _file_hits(memory, file_list) if file_list else set()
+
+    # Phase 1 scores every candidate from a few light columns; phase 2 builds
+    # full results only for those that can be shown (file matches alone can
+    # bring in thousands of candidates on a large store).
+    candidates = set(dense) | set(lexical) | file_hits
+    for insight_id in candidates.difference(dense):
+        cos = index.cosine(insight_id, qvec)  # None: a row of another model
+        if cos is not None:
+            dense[insight_id] = cos
+    now = memory._clock()
+    scored: list[tuple[float, str, int, float, float | None]] = []
+    for insight_id, name, kind, tags_json, eff, created, last_used in _light_rows(
+        memory, candidates
+    ):
+        cos = dense.get(insight_id)  # None: a row of another model
+        relevance = ranking.fuse_relevance(
+            cos, lexical.get(insight_id, 0.0), insight_id in file_hits
+        )
+        if relevance < min_relevance or name in suppressed:
+            continue
+        if kind_set is not None and kind not in kind_set:
+            continue
+        if tag_set is not None and not tag_set.intersection(json.loads(tags_json)):
+            continue
+        days = ranking.idle_days(last_used, created, now)
+        value = _value(relevance, eff, kind, days, intent, relevance_only)
+        scored.append((-value, name, insight_id, relevance, cos))
+    scored.sort()
+    shown = scored[:limit]
+    rows = memory._rows_by_id(item[2] for item in shown)
+    files_of = memory._files_of(rows)
+    hits: list[dict[str, Any]] = []
+    for _neg, _name, insight_id, relevance, cos in shown:
+        result = _scored(
+            memory,
+            rows[insight_id],
+            files_of[insight_id],
+            relevance,
+            now,
+            intent,
+            0,
+            relevance_only,
+        )
+        result["_signals"] = {
+            "dense": None if cos is None else round(cos, 4),
+            "lexical": round(lexical.get(insight_id, 0.0), 4),
+            "file": insight_id in file_hits,
+        }
+        hits.append(result)
+    if graph_hops:
+        hits = _expand(
+            memory,
+            hits,
+            graph_hops,
+            limit,
+            now,
+            intent,
+            kind_set,
+            tag_set,
+            suppressed,
+            relevance_only,
+        )
+    return hits[:limit]
+
+
+def _light_rows(memory: Memory, ids: Iterable[int]) -> list[tuple]:
+    out: list[tuple] = []
+    for chunk in db.chunks(list(ids), 500):
+        marks = ",".join("?" * len(chunk))
+        out.extend(
+            memory.conn.execute(
+                "SELECT id, name, kind, tags, effectiveness, created_at, last_used "
+                f"FROM insight WHERE id IN ({marks})",
+                chunk,
+            )
+        )
+    return out
+
+
+def _keep(
+    result: dict[str, Any], kinds: set[str] | None, tags: set[str] | None, suppressed: set[str]
+) -> bool:
+    if result["name"] in suppressed:
+        return False
+    if kinds is not None and result["kind"] not in kinds:
+        return False
+    return not (tags is not None and not tags.intersection(result["tags"]))
+
+
+def _scored(
+    memory: Memory,
+    row: tuple,
+    files: list[str],
+    relevance: float,
+    now: datetime,
+    intent: str | None,
+    hop: int,
+    relevance_only: bool = False,
+) -> dict[str, Any]:
+    result = memory._public(row, files)
+    days = ranking.idle_days(result["last_used"], result["created_at"], now)
+    eff = row[8]
+    result.update(
+        {
+            "_relevance": round(relevance, 4),
+            "_effectiveness": round(eff, 4),
+            "_score": round(
+                _value(relevance, eff, result["kind"], days, intent, relevance_only), 6
+            ),
+            "_hop": hop,
+            "_confidence": result["confidence"],
+        }
+    )
+    return result
+
+
+def _value(
+    relevance: float,
+    eff: float,
+    kind: str,
+    days: float,
+    intent: str | None,
+    relevance_only: bool,
+) -> float:
+    """The ranking score, or the relevance alone when ``relevance_only``."""
+    if relevance_only:
+        return relevance
+    return ranking.score(relevance, eff, kind, days, intent)
+
+
+def _keyword_hits(memory: Memory, query: str, limit: int) -> dict[int, float]:
+    """BM25 over the query's distinctive terms.
+
+    A term found in more than 1% of insights (at least 200) says little about
+    which one is meant, and ranking every one of its matches is what makes
+    keyword search slow on a large store, so such terms are left to the dense
+    signal. Document counts are cached until the store changes.
+    """
+    terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
+    terms = list(dict.fromkeys(t for t in terms if t not in insight.STOPWORDS))[:16]
+    if not terms:
+        return {}
+    stats = _term_stats(memory)
+    cap = max(200, stats["total"] // 100)
+    distinctive = []
+    for term in terms:
+        if term not in stats["df"]:
+            stats["df"][term] = _capped_count(memory, term, cap)
+        if 0 < stats["df"][term] <= cap:
+            distinctive.append(term)
+    if not distinctive:
+        return {}
+    expression = " OR ".join(f'"{t}"' for t in distinctive)
+    rows = memory.conn.execute(
+        "SELECT rowid, bm25(insight_fts) FROM insight_fts WHERE insight_fts MATCH ? "
+        "ORDER BY bm25(insight_fts) LIMIT ?",
+        (expression, limit),
+    ).fetchall()
+    return {int(r[0]): float(r[1]) for r in rows}
+
+
+def _capped_count(memory: Memory, term: str, cap: int) -> int:
+    try:
+        return memory.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?)",
+            (f'"{term}"', cap + 1),
+        ).fetchone()[0]
+    except sqlite3.OperationalError:  # a term FTS cannot parse: no keyword evidence
+        return 0
+
+
+def _generations(memory: Memory) -> tuple[int, ...]:
+    return tuple(
+        v
+        for _, v in memory.conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('vector_generation', 'file_generation') "
+            "ORDER BY key"
+        )
+    )
+
+
+def _term_stats(memory: Memory) -> dict[str, Any]:
+    generations = _generations(memory)
+    if memory._stats.get("generations") != generations:
+        total = memory.conn.execute("SELECT count(*) FROM insight").fetchone()[0]
+        globs: dict[str, list[int]] = {}
+        for insight_id, pattern in memory.conn.execute(
+            "SELECT insight_id, pattern FROM insight_file WHERE instr(pattern, '*') > 0 "
+            "OR instr(pattern, '?') > 0 OR instr(pattern, '[') > 0"
+        ):
+            globs.setdefault(pattern, []).append(insight_id)
+        memory._stats = {"generations": generations, "total": total, "df": {}, "globs": globs}
+    return memory._stats
+
+
+def _file_hits(memory: Memory, files: list[str]) -> set[int]:
+    """Insights whose file patterns match any of ``files``: exact paths and
+    directory prefixes (``src/auth/`` or ``src/auth``) through the index, globs
+    (``src/*.sql``) from a cached list."""
+    paths = [insight.normalise_path(f) for f in files]
+    keys: set[str] = set()
+    for path in paths:
+        keys.add(path)
+        parts = path.split("/")
+        for end in range(1, len(parts)):
+            prefix = "/".join(parts[:end])
+            keys.update((prefix, prefix + "/"))
+    hits: set[int] = set()
+    key_list = sorted(keys)
+    for chunk in db.chunks(key_list, 500):
+        marks = ",".join("?" * len(chunk))
+        hits.update(
+            r[0]
+            for r in memory.conn.execute(
+                f"SELECT insight_id FROM insight_file WHERE pattern IN ({marks})", chunk
+            )
+        )
+    for pattern, ids in _term_stats(memory)["globs"].items():
+        if any(_path_matches(pattern, p) for p in paths):
+            hits.update(ids)
+    return hits
+
+
+def _expand(
+    memory: Memory,
+    hits: list[dict[str, Any]],
+    hops: int,
+    limit: int,
+    now: datetime,
+    intent: str | None,
+    kinds: set[str] | None,
+    tags: set[str] | None,
+    suppressed: set[str],
+    relevance_only: bool = False,
+) -> list[dict[str, Any]]:
+    """Add graph neighbours of the shown hits, hop by hop, batched per hop.
+
+    Only the top ``limit`` hits are expanded: a neighbour scores at most
+    HOP_DISCOUNT times its parent, so one of a hit below the cut can never
+    rise above it.
+    """
+    seen = {h["name"] for h in hits} | suppressed
+    frontier = hits[:limit]
+    found: list[dict[str, Any]] = []
+    for hop in range(1, hops + 1):
+        parents = {p["name"]: p for p in frontier}
+        links = _links_of(memory, list(parents))
+        rows = memory._rows_by_id({n for _, n, _ in links})
+        files = memory._files_of(rows)
+        best: dict[str, dict[str, Any]] = {}
+        for parent_name, neighbour_id, weight in links:
+            row = rows.get(neighbour_id)
+            if row is None or row[1] in seen:
+                continue
+            parent = parents[parent_name]
+            relevance = parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
+            if relevance <= 0:
+                continue
+            result = _scored(
+                memory, row, files[neighbour_id], relevance, now, intent, hop, relevance_only
+            )
+            # Never above the hit that led here.
+            ceiling = parent["_score"] * ranking.HOP_DISCOUNT
+            result["_score"] = round(min(result["_score"], ceiling), 6)
+            result["_via"] = parent_name
+            if not _keep(result, kinds, tags, set()):
+                continue
+            current = best.get(result["name"])
+            if current is None or result["_score"] > current["_score"]:
+                best[result["name"]] = result
+        frontier = sorted(best.values(), key=lambda r: -r["_score"])[:limit]
+        seen.update(best)
+        found.extend(frontier)
+        if not frontier:
+            break
+    merged = hits + found
+    merged.sort(key=lambda r: (-r["_score"], r["_hop"], r["name"]))
+    return merged
+
+
+def _links_of(memory: Memory, names: list[str]) -> list[tuple[str, int, float]]:
+    """(name, neighbour id, weight) for every edge touching one of ``names``,
+    in either direction."""
+    if not names:
+        return []
+    marks = ",".join("?" * len(names))
+    return memory.conn.execute(
+        f"SELECT i.name, e.to_id, e.weight FROM edge e JOIN insight i ON i.id = e.from_id "
+        f"WHERE i.name IN ({marks}) UNION ALL "
+        f"SELECT i.name, e.from_id, e.weight FROM edge e JOIN insight i ON i.id = e.to_id "
+        f"WHERE i.name IN ({marks})",
+        (*names, *names),
+    ).fetchall()
+
+
+def _path_matches(pattern: str, path: str) -> bool:
+    path = insight.normalise_path(path)
+    if pattern == path:
+        return True
+    if pattern.endswith("/"):
+        return path.startswith(pattern)
+    if any(ch in pattern for ch in "*?["):
+        return fnmatchcase(path, pattern) or fnmatchcase(path.rsplit("/", 1)[-1], pattern)
+    return path.startswith(pattern + "/")

@@ -1,0 +1,72 @@
+"""Sharing memory as JSONL: export every insight; import through the same
+validation, safety screen and dedup rule as ``store``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from helix.memory import insight
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
+
+MAX_REPORTED_ERRORS = 100
+
+
+def export(memory: Memory, embeddings: bool = False) -> Iterable[dict[str, Any]]:
+    """Yield every insight as a JSON-ready dict (one JSONL line each)."""
+    rows = memory.conn.execute(f"SELECT {insight.COLUMNS} FROM insight ORDER BY id").fetchall()
+    files = memory._files_of(r[0] for r in rows)
+    for row in rows:
+        item = memory._public(row, files[row[0]])
+        item.pop("confidence")
+        if embeddings and row[6]:
+            item["embedding"] = [round(float(x), 7) for x in np.frombuffer(row[6], dtype="<f4")]
+        else:
+            item.pop("model")
+        yield item
+
+
+def import_lines(memory: Memory, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
+    """Import JSONL (as written by export): each line through the same
+    validation, safety screen and dedup rule as ``store``. Bad lines are
+    reported with their line number; good ones are imported."""
+    items, errors, count = [], [], 0
+    line_of: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        count += 1
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append({"line": number, "reason": f"not valid JSON ({exc.msg})"})
+            continue
+        if not isinstance(value, dict):
+            errors.append({"line": number, "reason": "not a JSON object"})
+            continue
+        value.setdefault("import_source", source_label or None)
+        items.append(value)
+        line_of.append(number)
+    report = memory.store_many(items)
+    for rejection in report.pop("rejected"):
+        errors.append({"line": line_of[rejection["item"]], "reason": rejection["reason"]})
+    errors.sort(key=lambda e: e["line"])
+    result = {
+        "lines": count,
+        "added": report["added"],
+        "merged": report["merged"],
+        "rejected": len(errors),
+        # A garbage file would otherwise produce one entry per line.
+        "errors": errors[:MAX_REPORTED_ERRORS],
+    }
+    if len(errors) > MAX_REPORTED_ERRORS:
+        result["errors_not_shown"] = len(errors) - MAX_REPORTED_ERRORS
+    return result
+
+
+# ------------------------------------------------------------------ functions

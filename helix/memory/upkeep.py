@@ -1,0 +1,357 @@
+"""Upkeep of the memory: decay, prune to the archive and restore, consolidate,
+the code-assisted helpers that surface facts for the orchestrator to act on
+(similar_recent, suggest_edges), chunking and re-embedding.
+
+Each is a function of a :class:`helix.memory.store.Memory`, which exposes it as a
+method. Writes run in one ``BEGIN IMMEDIATE`` transaction, and nothing is deleted
+without a copy in the archive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from helix.errors import InvalidInput, NotFound
+from helix.memory import db, insight
+from helix.memory.embeddings import to_blob
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
+
+# Below this cosine two insights are too far apart to suggest linking them.
+SUGGEST_FLOOR = 0.30
+SUCCESS_WORDS = re.compile(r"\b(delivered|success|succeeded|passed|solved|done|fixed|ok)\b", re.I)
+
+
+def suggest_edges(memory: Memory, name: str, limit: int = 5) -> list[dict[str, Any]]:
+    """Unlinked insights similar to ``name``, with the relation their kinds suggest.
+    Surfaces candidates only; nothing is written."""
+    row = memory._row(name)
+    index = memory._vectors()
+    vector = index.vector(row[0])
+    if vector is None:
+        return []
+    linked = {n for e in memory.edges(name) for n in (e["from"], e["to"])}
+    out = []
+    for other_id, sim in index.top(vector, limit + len(linked) + 1):
+        if other_id == row[0] or sim < SUGGEST_FLOOR:
+            continue
+        other = memory._rows_by_id([other_id])[other_id]
+        if other[1] in linked:
+            continue
+        source, target, relation = _suggested_relation(name, row[3], other[1], other[3])
+        out.append(
+            {"from": source, "to": target, "relation": relation, "similarity": round(sim, 4)}
+        )
+        if len(out) >= limit:
+            break
+    return out
+
+
+def decay(memory: Memory, unused_days: float = 30) -> dict[str, Any]:
+    """Halve the distance to neutral of insights unused for ``unused_days``:
+    old evidence fades, so a stale score cannot dominate forever."""
+    if unused_days < 0:
+        raise InvalidInput("unused_days must be >= 0")
+    cutoff = db.stamp(memory._clock() - timedelta(days=unused_days))
+    now = memory._now()
+    decayed = []
+    with db.write(memory.conn):
+        rows = memory.conn.execute(
+            "SELECT name, effectiveness FROM insight WHERE coalesce(last_used, created_at) < ? "
+            "AND abs(effectiveness - 0.5) > 1e-6",
+            (cutoff,),
+        ).fetchall()
+        for name, eff in rows:
+            after = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2
+            memory.conn.execute(
+                "UPDATE insight SET effectiveness = ? WHERE name = ?", (after, name)
+            )
+            memory.conn.execute(
+                "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+                "effectiveness, created_at) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?)",
+                (name, round(after - eff, 6), after, now),
+            )
+            decayed.append(name)
+    return {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
+
+
+def prune(memory: Memory, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
+    """Archive insights that kept failing (effectiveness below the bar after at
+    least ``min_uses`` uses). Archived insights can be restored."""
+    with db.write(memory.conn):
+        names = [
+            r[0]
+            for r in memory.conn.execute(
+                "SELECT name FROM insight WHERE effectiveness < ? AND use_count >= ? ORDER BY name",
+                (min_effectiveness, min_uses),
+            )
+        ]
+        for name in names:
+            _archive(
+                memory,
+                name,
+                f"pruned: effectiveness < {min_effectiveness} after >= {min_uses} uses",
+            )
+    return {"pruned": len(names), "names": names}
+
+
+def _archive(memory: Memory, name: str, reason: str) -> None:
+    """Inside a write transaction: move one insight (and its edges) to the archive."""
+    row = memory._row(name)
+    record = memory._public(row, memory._files_of([row[0]])[row[0]])
+    record["embedding"] = row[6].hex() if row[6] else None
+    record["edges"] = memory.edges(name)
+    memory.conn.execute(
+        "INSERT INTO archive(name, record, reason, archived_at) VALUES (?, ?, ?, ?)",
+        (name, json.dumps(record), reason, memory._now()),
+    )
+    memory.conn.execute("DELETE FROM insight WHERE id = ?", (row[0],))
+
+
+def archived(memory: Memory) -> list[dict[str, Any]]:
+    rows = memory.conn.execute(
+        "SELECT name, reason, archived_at, record FROM archive ORDER BY id DESC"
+    )
+    return [
+        {
+            "name": n,
+            "reason": r,
+            "archived_at": a,
+            "effectiveness": json.loads(rec).get("effectiveness"),
+        }
+        for n, r, a, rec in rows
+    ]
+
+
+def restore(memory: Memory, name: str) -> dict[str, Any]:
+    """Bring an archived insight back, with its evidence and surviving edges."""
+    with db.write(memory.conn):
+        row = memory.conn.execute(
+            "SELECT id, record FROM archive WHERE name = ? ORDER BY id DESC LIMIT 1", (name,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no archived insight named {name!r}")
+        if memory.conn.execute("SELECT 1 FROM insight WHERE name = ?", (name,)).fetchone():
+            raise InvalidInput(f"an insight named {name!r} already exists")
+        rec = json.loads(row[1])
+        cursor = memory.conn.execute(
+            "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
+            "use_count, helped, failed, created_at, last_used, last_feedback_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                name,
+                rec["content"],
+                rec["kind"],
+                json.dumps(rec["tags"]),
+                rec["source"],
+                bytes.fromhex(rec["embedding"]) if rec.get("embedding") else None,
+                rec.get("model"),
+                rec["effectiveness"],
+                rec["use_count"],
+                rec["helped"],
+                rec["failed"],
+                rec["created_at"],
+                rec.get("last_used"),
+                rec.get("last_feedback_at"),
+            ),
+        )
+        new_id = cursor.lastrowid
+        memory.conn.executemany(
+            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+            [(new_id, f) for f in rec.get("files", [])],
+        )
+        restored_edges = 0
+        for e in rec.get("edges", []):
+            ends = [
+                memory.conn.execute("SELECT id FROM insight WHERE name = ?", (n,)).fetchone()
+                for n in (e["from"], e["to"])
+            ]
+            if all(ends):
+                memory.conn.execute(
+                    "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (ends[0][0], ends[1][0], e["relation"], e["weight"], e["created_at"]),
+                )
+                restored_edges += 1
+        memory.conn.execute("DELETE FROM archive WHERE id = ?", (row[0],))
+    return {"status": "restored", "name": name, "edges": restored_edges}
+
+
+def consolidate(memory: Memory, threshold: float = 0.9) -> dict[str, Any]:
+    """Merge insights whose vectors are at least ``threshold`` similar. The one
+    with more evidence absorbs the other (tags, files, counts, edges); the
+    absorbed one is archived, so nothing is lost."""
+    if not 0.5 <= threshold <= 1.0:
+        raise InvalidInput("threshold must be between 0.5 and 1.0")
+    merges = []
+    with db.write(memory.conn):
+        index = memory._vectors()
+        absorbed: set[int] = set()
+        ids = [int(i) for i in index.ids]
+        for position, insight_id in enumerate(ids):
+            if insight_id in absorbed:
+                continue
+            vector = index.vector(insight_id)
+            sims = index.matrix[position + 1 :] @ vector if vector is not None else []
+            for offset in np.nonzero(np.asarray(sims) >= threshold)[0]:
+                other = ids[position + 1 + int(offset)]
+                if other in absorbed or insight_id in absorbed:
+                    continue
+                keeper, gone = _keeper(memory, insight_id, other)
+                merges.append(_absorb(memory, keeper, gone, float(sims[offset])))
+                absorbed.add(gone)
+    return {"merged": len(merges), "merges": merges, "threshold": threshold}
+
+
+def _keeper(memory: Memory, a: int, b: int) -> tuple[int, int]:
+    def strength(i: int) -> tuple:
+        h, f, u, c = memory.conn.execute(
+            "SELECT helped, failed, use_count, length(content) FROM insight WHERE id = ?", (i,)
+        ).fetchone()
+        return (h + f, u, c, -i)
+
+    return (a, b) if strength(a) >= strength(b) else (b, a)
+
+
+def _absorb(memory: Memory, keeper: int, gone: int, similarity: float) -> dict[str, Any]:
+    k = memory.conn.execute("SELECT name, tags FROM insight WHERE id = ?", (keeper,)).fetchone()
+    g = memory.conn.execute(
+        "SELECT name, tags, content, helped, failed, use_count, source FROM insight WHERE id = ?",
+        (gone,),
+    ).fetchone()
+    tags = insight.clean_tags(json.loads(k[1]) + json.loads(g[1]))[: insight.MAX_TAGS]
+    memory.conn.execute(
+        "UPDATE insight SET tags = ?, helped = helped + ?, failed = failed + ?, "
+        "use_count = use_count + ? WHERE id = ?",
+        (json.dumps(tags), g[3], g[4], g[5], keeper),
+    )
+    memory.conn.execute(
+        "INSERT OR IGNORE INTO insight_file(insight_id, pattern) "
+        "SELECT ?, pattern FROM insight_file WHERE insight_id = ?",
+        (keeper, gone),
+    )
+    # Re-point the absorbed insight's edges to the keeper (skipping self-loops).
+    memory.conn.execute(
+        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+        "SELECT ?, to_id, relation, weight, created_at FROM edge WHERE from_id = ? AND to_id != ?",
+        (keeper, gone, keeper),
+    )
+    memory.conn.execute(
+        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
+        "SELECT from_id, ?, relation, weight, created_at FROM edge WHERE to_id = ? AND from_id != ?",
+        (keeper, gone, keeper),
+    )
+    memory.conn.execute(
+        "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
+        "VALUES (?, ?, ?, 'existing', ?, ?)",
+        (k[0], g[2], round(similarity, 4), g[6], memory._now()),
+    )
+    _archive(memory, g[0], f"consolidated into {k[0]}")
+    return {"kept": k[0], "absorbed": g[0], "similarity": round(similarity, 4)}
+
+
+def similar_recent(
+    memory: Memory,
+    trigger: str,
+    threshold: float = 0.7,
+    days: float = 7,
+    kind: str | None = "failure",
+) -> dict[str, Any]:
+    """Insights similar to ``trigger`` that occurred recently; three or more
+    occurrences make a systemic candidate. A repeat of a stored failure merges into
+    it (near-duplicate), so occurrences count the insight's creation and its merges
+    within the window, not just rows. Surfaces facts only; nothing is written."""
+    if not isinstance(trigger, str) or not trigger.strip():
+        raise InvalidInput("the trigger text is empty")
+    if kind:
+        insight.check_kind(kind)
+    since = db.stamp(memory._clock() - timedelta(days=days))
+    index = memory._vectors()
+    qvec = memory._embed([trigger.strip()])[0]
+    matches = []
+    for insight_id, sim in index.top(qvec, max(50, len(index))):
+        if sim < threshold:
+            break
+        row = memory._rows_by_id([insight_id])[insight_id]
+        if kind and row[3] != kind:
+            continue
+        merges = memory.conn.execute(
+            "SELECT count(*) FROM merge_event WHERE insight = ? AND created_at >= ?",
+            (row[1], since),
+        ).fetchone()[0]
+        occurrences = int(row[12] >= since) + merges
+        if not occurrences:
+            continue
+        matches.append(
+            {
+                "name": row[1],
+                "content": row[2],
+                "kind": row[3],
+                "similarity": round(sim, 4),
+                "created_at": row[12],
+                "occurrences": occurrences,
+            }
+        )
+    total = sum(m["occurrences"] for m in matches)
+    return {
+        "matches": matches,
+        "count": len(matches),
+        "occurrences": total,
+        "systemic_candidate": total >= 3,
+        "threshold": threshold,
+        "days": days,
+    }
+
+
+def chunk(memory: Memory, task: str, outcome: str, approach: str) -> dict[str, Any]:
+    """Store the approach that solved a task as a pattern (SOAR-style chunking)."""
+    for label, text in (("task", task), ("outcome", outcome), ("approach", approach)):
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput(f"the {label} is empty")
+    if not SUCCESS_WORDS.search(outcome):
+        raise InvalidInput(
+            "chunk stores patterns from solved tasks; the outcome does not say it "
+            "succeeded (store a failure with `helix memory store --kind failure`)"
+        )
+    content = f"When {task.strip().rstrip('.')}: {approach.strip()}"
+    return memory.store(
+        content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
+    )
+
+
+def reindex(memory: Memory, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
+    """Re-embed rows of another model or width (or every row) with the current
+    embedder; rows are updated in batches, each batch one transaction."""
+    model, dim = memory._model_id(), memory.embedder.dim
+    where = (
+        "" if everything else "WHERE model IS NOT ? OR embedding IS NULL OR length(embedding) != ?"
+    )
+    params = () if everything else (model, dim * 4)
+    rows = memory.conn.execute(
+        f"SELECT id, content FROM insight {where} ORDER BY id", params
+    ).fetchall()
+    for chunk in db.chunks(rows, batch_size):
+        vectors = memory._embed([c for _, c in chunk])
+        with db.write(memory.conn):
+            memory.conn.executemany(
+                "UPDATE insight SET embedding = ?, model = ? WHERE id = ?",
+                [(to_blob(v), model, i) for (i, _), v in zip(chunk, vectors, strict=True)],
+            )
+    return {"reindexed": len(rows), "model": model, "dim": dim}
+
+
+def _suggested_relation(name: str, kind: str, other: str, other_kind: str) -> tuple[str, str, str]:
+    fixes = {"pattern", "procedure", "convention"}
+    if kind == "failure" and other_kind in fixes:
+        return other, name, "solves"
+    if other_kind == "failure" and kind in fixes:
+        return name, other, "solves"
+    if kind == other_kind == "failure":
+        return name, other, "co_occurs"
+    return name, other, "similar"

@@ -1,0 +1,1 @@
+"""``helix run``: the supervisor, its agent runners, run log and state."""

@@ -1,0 +1,228 @@
+"""The text contracts between ``helix run`` and the agents it runs headless.
+
+A build pass gets the project context, then one builder block per task (the same
+fields as the plugin's builder, :func:`helix.loop.contracts.builder_prompt`), then the
+answer format. With several tasks in one pass each answer starts with its own
+``TASK_ID:`` line, so every task is settled on its own text.
+
+The queue-drain ``check`` pass must answer ``NEXT_ACTION: <ACTION> [detail]``;
+only the first such line counts. A review pass must answer ``REVIEW: CLEAN`` or
+``REVIEW: FINDINGS`` followed by a JSON list of findings. Anything else is
+uninterpretable, and the supervisor stops rather than guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ACTIONS = ("BUILD", "DESIGN", "POLISH", "ALIGN", "BACKFILL", "WAIT", "GUIDANCE", "STOP")
+MAX_FINDINGS = 20
+
+_NEXT_ACTION = re.compile(r"^[\s>*_`#-]*NEXT_ACTION:\s*\**\s*([A-Za-z]+)\**[ \t]*(.*)$", re.M)
+_REVIEW = re.compile(r"^[\s>*_`#-]*REVIEW:\s*\**\s*(CLEAN|FINDINGS)\b\**(.*)$", re.M)
+_TASK_ID_LINE = re.compile(r"^[\s>*_`#-]*TASK_ID:\s*`?([A-Za-z0-9][A-Za-z0-9._-]*)`?\s*$", re.M)
+
+HEADLESS_RULES = """\
+You are working unattended: nobody will answer questions, so decide and act.
+helix runs each task's VERIFY command itself after you finish; its exit code,
+not your report, decides whether the task is done and whether the advice you
+were given earns credit.
+
+Rules:
+- Change only what the task needs (its DELTA when one is given); never weaken,
+  skip or delete tests or the VERIFY command to make it pass.
+- Run VERIFY yourself from the project root before you answer.
+- Leave version control alone: no git commit, stash, checkout, reset or branch
+  changes. helix keeps a checkpoint and undoes a failed attempt's changes.
+- INSIGHTS are advice from past verified work in this codebase, each with the
+  share of verified outcomes it helped; weigh them, none is an order."""
+
+ANSWER_FORMAT = """\
+End your final message with, for {each}:
+{task_line}DELIVERED: <one line: what now exists or works>
+  or BLOCKED: <why> then TRIED: <what you attempted> and ERROR: <the exact error>
+  or PARTIAL: <what is done> then REMAINING: <what is left>
+UTILIZED: <JSON list of the INJECTED names that really shaped your work, [] if none>
+INSIGHT: {{"content": "When X, do Y because Z", "tags": ["..."]}}   (zero or more lines, knowledge worth keeping)"""
+
+
+def build_prompt(task_blocks: list[tuple[str, str]], context: str = "") -> str:
+    """The prompt of one build pass: rules, project context, the task blocks
+    (``(task_id, block)`` pairs), and the answer format."""
+    parts = [HEADLESS_RULES]
+    if context.strip():
+        parts.append("Project context (.helix/context.md):\n" + context.strip())
+    if len(task_blocks) == 1:
+        parts.append("Your task:\n\n" + task_blocks[0][1])
+        parts.append(ANSWER_FORMAT.format(each="the task", task_line=""))
+    else:
+        ids = ", ".join(task_id for task_id, _ in task_blocks)
+        parts.append(
+            f"You have {len(task_blocks)} related tasks ({ids}). Do each one and"
+            " verify each one; one failing must not stop you from finishing the others."
+        )
+        for number, (_, block) in enumerate(task_blocks, start=1):
+            parts.append(f"Task {number}:\n\n{block}")
+        parts.append(
+            ANSWER_FORMAT.format(
+                each="EACH task, in its own block", task_line="TASK_ID: <the task's id>\n"
+            )
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def split_answers(text: str, task_ids: list[str]) -> dict[str, str]:
+    """Each task's part of a batch answer: from its ``TASK_ID:`` line to the next.
+
+    With one task the whole text is its answer. A task the agent did not answer
+    for gets an empty string (settled as a crash: nothing was claimed)."""
+    if len(task_ids) == 1:
+        return {task_ids[0]: text}
+    marks = [(m.start(), m.group(1)) for m in _TASK_ID_LINE.finditer(text)]
+    out = {task_id: "" for task_id in task_ids}
+    for index, (start, task_id) in enumerate(marks):
+        end = marks[index + 1][0] if index + 1 < len(marks) else len(text)
+        if task_id in out:
+            out[task_id] = text[start:end]
+    return out
+
+
+CHECK_PROMPT = """\
+helix run has no ready work left in this project's task queue. Decide what should
+happen next. Look at the project and its queue (`helix tasks list`,
+`helix tasks blocked`, `helix tasks ready`), but change nothing in this pass.
+
+Answer with a first line of exactly this form, then one short paragraph of reason:
+NEXT_ACTION: <ACTION> [detail]
+
+ACTION is one of:
+- BUILD: there is ready execution work now (helix will look again);
+- DESIGN: the work needs design before it can be planned (one design pass);
+- POLISH: open tasks need refining (acceptance, VERIFY, splitting) before they can run;
+- ALIGN: the code and the plan have drifted apart and need an alignment review;
+- BACKFILL <scope>: documentation or specs are missing for <scope>;
+- WAIT: the remaining work is blocked by claimed work or an external dependency;
+- GUIDANCE: a decision by the user or a stakeholder is needed (say which);
+- STOP: nothing actionable remains.
+
+{context}"""
+
+PASS_PROMPTS = {
+    "DESIGN": """\
+helix run: one bounded DESIGN pass. The queue has no ready work and the last check
+said design is needed{detail}. Write or refine the design this project's next work
+needs, then file the execution tasks it implies with `helix tasks create TITLE --description
+... --acceptance ... --verify ...` (dependencies with `--deps '["hx-..."]'`).
+Keep the pass small: at most a few tasks. Finish with one line: DONE: <what you filed>.""",
+    "POLISH": """\
+helix run: one bounded POLISH pass. The queue has no ready work and the last check
+said open tasks need refining{detail}. Improve the open tasks (`helix tasks list`):
+give each a clear acceptance and a VERIFY command, split ones that are too big, and
+fix wrong dependencies (`helix tasks update`, `helix tasks dep`). Do not implement
+anything. Finish with one line: DONE: <what you changed>.""",
+    "ALIGN": """\
+helix run: one ALIGNMENT pass{detail}. Compare what the code does with what the
+closed and open tasks and the project's docs say it should do. For every gap, file a
+task with `helix tasks create` (parent and dependencies set when order matters).
+Do not implement anything. Finish with one line: DONE: <what you filed>.""",
+}
+
+REVIEW_PROMPT = """\
+Review the change just made in this project for task {task_id}: {title}
+
+Acceptance: {acceptance}
+VERIFY (it passed): {verify}
+Files changed: {files}
+
+Read the changed files (and `git diff` for tracked ones). Judge only real problems:
+bugs, missed acceptance, broken or weakened tests, security issues. Answer with a
+first line of exactly one of:
+REVIEW: CLEAN
+REVIEW: FINDINGS
+and after FINDINGS a JSON list, one object per problem:
+[{{"title": "...", "description": "what is wrong and where", "priority": 2}}]"""
+
+
+def check_prompt(context: str = "") -> str:
+    return CHECK_PROMPT.format(context=context.strip())
+
+
+def pass_prompt(action: str, detail: str = "") -> str:
+    return PASS_PROMPTS[action].format(detail=f" ({detail})" if detail else "")
+
+
+def review_prompt(task: dict[str, Any], files: list[str]) -> str:
+    return REVIEW_PROMPT.format(
+        task_id=task.get("id", ""),
+        title=task.get("title", ""),
+        acceptance=task.get("acceptance") or "(none given)",
+        verify=task.get("verify") or "(none)",
+        files=", ".join(files[:50]) or "(none detected)",
+    )
+
+
+@dataclass
+class NextAction:
+    action: str
+    detail: str = ""
+
+
+def parse_next_action(text: Any) -> NextAction | None:
+    """The first ``NEXT_ACTION:`` line; None when missing or not a known action."""
+    if not isinstance(text, str):
+        return None
+    match = _NEXT_ACTION.search(text)
+    if match is None:
+        return None
+    action = match.group(1).upper()
+    if action not in ACTIONS:
+        return None
+    detail = match.group(2).strip().strip("*`").strip()
+    if not detail:
+        # The reason usually follows on the next lines: keep the first one.
+        rest = [line.strip() for line in text[match.end() :].splitlines() if line.strip()]
+        detail = rest[0] if rest and "NEXT_ACTION" not in rest[0] else ""
+    return NextAction(action, detail[:300])
+
+
+@dataclass
+class Review:
+    clean: bool
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parse_review(text: Any) -> Review | None:
+    """CLEAN, or FINDINGS with a non-empty JSON list of titled objects; else None."""
+    if not isinstance(text, str):
+        return None
+    match = _REVIEW.search(text)
+    if match is None:
+        return None
+    if match.group(1) == "CLEAN":
+        return Review(clean=True)
+    rest = text[match.end() :]
+    start = rest.find("[")
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder(strict=False).raw_decode(rest[start:])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, list) or not value:
+        return None
+    findings = []
+    for item in value[:MAX_FINDINGS]:
+        if not isinstance(item, dict) or not str(item.get("title") or "").strip():
+            return None
+        priority = item.get("priority", 2)
+        findings.append(
+            {
+                "title": " ".join(str(item["title"]).split())[:200],
+                "description": str(item.get("description") or "")[:4000],
+                "priority": priority if isinstance(priority, int) and 0 <= priority <= 4 else 2,
+            }
+        )
+    return Review(clean=False, findings=findings)

@@ -1,0 +1,832 @@
+"""``helix run``: a bounded supervisor that drains the task queue with an agent CLI.
+
+One cycle (:meth:`Supervisor.cycle`) takes the next execution-ready task (and
+related ready tasks, as a batch) from the tracker and:
+
+1. re-reads each task and drops any whose fingerprint drifted since selection;
+2. claims it (owner ``helix``, this run's own pid and host);
+3. checkpoints the worktree (:mod:`helix.run.worktree`);
+4. injects memory for the whole batch in one call (diversified), and builds the
+   prompt: rules, project context, each task with acceptance, VERIFY, files,
+   parent deliveries, the last attempt's error and the insights;
+5. runs the agent (timeout; its whole process group is killed);
+6. for each task: runs VERIFY itself, settles feedback on the injected insights
+   by that exit code, queues learning candidates, re-checks the fingerprint and
+   only then closes it (verified) or records the failed attempt and releases it;
+7. stores the learning candidates the memory's rules accept;
+8. optionally has another agent review the change; findings become follow-up
+   tasks before the loop moves on.
+
+A failed attempt releases the claim, undoes only that attempt's changes, and
+backs off ``min(5 * 2^(attempt-1), 40)`` s (``HELIX_BACKOFF_SLEEP`` overrides);
+the fourth failure blocks the task (label ``blocked``), skips it for the rest of
+the run, blocks its focused epic, and writes a blocker report.
+
+When nothing is ready, a ``check`` pass decides with its first ``NEXT_ACTION:``
+(see :mod:`helix.run.prompts`); every branch is bounded. All state is written to
+``.helix/run-state.json`` after every step, in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from helix.errors import HelixError, InvalidInput, NotFound
+from helix.loop import contracts, injection, learning, outcomes, synthesis
+from helix.loop import verify as verification
+from helix.run import context as projectcontext
+from helix.run import log as runlog
+from helix.run import prompts as runcontracts
+from helix.run import recovery, selection
+from helix.run.agents import AgentResult, AgentRunner
+from helix.run.log import RunLog
+from helix.run.state import Cycle, RunLock, RunState, stamp
+from helix.run.worktree import Checkpoint
+from helix.tasks import graph as taskgraph
+from helix.tasks.tracker import Tracker
+
+MAX_ATTEMPTS = 4
+RECENT = 12  # attempts remembered for convergent-failure warnings
+CONTEXT_EVERY = 5  # completed cycles between context.md refreshes
+OWNER = recovery.OWNER
+ALTERNATE = {"claude": "codex", "codex": "claude", "cmd": "cmd"}
+
+# Exit codes of a run.
+DONE = 0  # stopped on purpose: queue drained, STOP/WAIT/GUIDANCE, max cycles...
+TROUBLE = 1  # stopped because something could not be interpreted or run
+INTERRUPTED = 130
+
+
+def backoff_seconds(attempt: int, env: dict[str, str] | None = None) -> float:
+    """``min(5 * 2^(attempt-1), 40)``, or ``HELIX_BACKOFF_SLEEP`` when set."""
+    override = (os.environ if env is None else env).get("HELIX_BACKOFF_SLEEP", "")
+    if override.strip():
+        try:
+            return max(0.0, float(override))
+        except ValueError:
+            pass
+    return float(min(5 * 2 ** (max(attempt, 1) - 1), 40))
+
+
+@dataclass
+class RunOptions:
+    max_cycles: int | None = None
+    agent_timeout: float = 3600.0
+    verify_timeout: float = verification.DEFAULT_TIMEOUT
+    batch_size: int = 3
+    inject_limit: int = 5
+    review: bool = False
+    review_every: int | None = None
+    auto_align: bool = False
+    max_drain_passes: int = 3
+    skip: list[str] = field(default_factory=list)
+    epic: str | None = None
+    dry_run: bool = False
+    min_confidence: str = "medium"  # learning candidates stored without a human
+    orphan_threshold: float = recovery.DEFAULT_THRESHOLD
+
+
+class Stop(Exception):
+    """End the run: ``reason`` for the operator, ``code`` for the exit status."""
+
+    def __init__(self, reason: str, code: int = DONE) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+@dataclass
+class Attempt:
+    """What became of one task in a cycle."""
+
+    task_id: str
+    outcome: str
+    closed: bool = False
+    attempts: int = 0
+    error: str = ""
+    drifted: bool = False
+    settled: dict[str, Any] | None = None
+
+
+class Supervisor:
+    """Drains one project's queue. ``builder`` does the work and the check and
+    drain passes; ``reviewer`` (default: ``builder``) reviews delivered cycles."""
+
+    def __init__(
+        self,
+        project: Path,
+        home: Path,
+        memory_factory: Callable[[], Any],
+        builder: AgentRunner,
+        options: RunOptions,
+        log: RunLog,
+        reviewer: AgentRunner | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.project = project
+        self.home = home
+        self.tracker = Tracker(home / "tasks.jsonl")
+        self._memory_factory = memory_factory
+        self._memory: Any = None
+        self.builder = builder
+        self.reviewer = reviewer or builder
+        self.options = options
+        self.log = log
+        self.clock = clock
+        self.sleep = sleep
+        self.state = RunState(agent=builder.name, log=str(log.path))
+        self.state.skipped = list(dict.fromkeys(options.skip))
+        self.state.focus = options.epic
+        self._held: list[str] = []  # claims this run holds right now
+        self._blocker_report: Path | None = None
+        self._closed_by_run = 0
+        self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
+
+    # ------------------------------------------------------------------ memory
+    @property
+    def memory(self) -> Any:
+        if self._memory is None:
+            self._memory = self._memory_factory()
+        return self._memory
+
+    # --------------------------------------------------------------- lifecycle
+    def run(self) -> int:
+        """Run until a stop condition; return the exit code. Takes the run lock
+        (raises RunLocked when another run is alive)."""
+        if self.options.dry_run:
+            return self._dry_run()
+        lock = RunLock(self.home)
+        lock.acquire()
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            return self._run()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if self._memory is not None:
+                self._memory.close()
+            lock.release()
+
+    def _run(self) -> int:
+        code = DONE
+        try:
+            self._save("starting")
+            self.log.event(
+                f"run started: agent {self.builder.name}, log {runlog.shown(self.log.path)}"
+            )
+            self._recover("start")
+            self._write_context()
+            while True:
+                self._step()
+        except Stop as stop:
+            self.state.stop_reason, code = stop.reason, stop.code
+        except KeyboardInterrupt:
+            released = self._release_held()
+            self.state.stop_reason = "interrupted" + (
+                f"; released {', '.join(released)} (its changes are left in the worktree)"
+                if released
+                else ""
+            )
+            code = INTERRUPTED
+        except HelixError as exc:
+            self._release_held()
+            self.state.stop_reason, code = f"error: {exc}", TROUBLE
+        finally:
+            self.state.exit_code = code
+            self.state.ended_at = stamp()
+            self.state.current_task = self.state.current_title = None
+            self._save("stopped")
+        self.log.event(
+            f"stopped: {self.state.stop_reason} ({self.state.completed_cycles} completed,"
+            f" {self.state.attempted_cycles} attempted cycles, {self.state.total_tokens} tokens)"
+        )
+        if self._blocker_report is not None:
+            self.log.event(f"blocker report: {runlog.shown(self._blocker_report)}")
+        return code
+
+    def _step(self) -> None:
+        """One decision: a build cycle, or the queue-drain path. Raises Stop."""
+        limit = self.options.max_cycles
+        if limit is not None and self.state.completed_cycles >= limit:
+            raise Stop(f"max cycles reached ({limit} completed)")
+        choice = self._select()
+        if choice is not None:
+            self.cycle(choice)
+            return
+        self._drain()
+
+    # --------------------------------------------------------------- selection
+    def _tasks(self) -> list[dict[str, Any]]:
+        return self.tracker.list()
+
+    def _select(self) -> selection.Choice | None:
+        self._save("selecting")
+        tasks = self._tasks()
+        choice = selection.choose(
+            tasks,
+            self.clock(),
+            self.state.skipped,
+            self.state.focus,
+            max(1, self.options.batch_size),
+        )
+        for note in choice.notes:
+            self.log.event(note)
+        if choice.focus_changed:
+            self._set_focus(choice.focus, tasks)
+        return choice if choice.primary is not None else None
+
+    def _set_focus(self, focus: str | None, tasks: list[dict[str, Any]]) -> None:
+        self.state.focus = focus
+        epic = next((t for t in tasks if t.get("id") == focus), None) if focus else None
+        self.state.focus_title = epic.get("title") if epic else None
+        if focus:
+            self.log.event(f"focus: epic {focus} ({self.state.focus_title})")
+        self._write_context()
+
+    # ------------------------------------------------------------------- cycle
+    def cycle(self, choice: selection.Choice) -> None:
+        number = self.state.attempted_cycles + 1
+        prints = {t["id"]: selection.fingerprint(t) for t in choice.tasks}
+        tasks = self._claim_all(choice.tasks, prints)
+        if not tasks:
+            return  # everything drifted or was taken: back to selection
+        self.state.attempted_cycles = number
+        ids = [t["id"] for t in tasks]
+        cycle = Cycle(number=number, tasks=ids, started_at=stamp())
+        self.state.add_cycle(cycle)
+        self.state.current_task, self.state.current_title = ids[0], tasks[0].get("title")
+        ready_count = len(selection.runnable(self._tasks(), self.clock(), self.state.skipped))
+        extra = f" + {', '.join(ids[1:])}" if len(ids) > 1 else ""
+        self.log.event(f"cycle {number}: {ids[0]}{extra} ({ready_count + len(ids)} ready)")
+        self._save("building")
+        started = time.monotonic()
+        first_line = self.log.lines + 1
+        checkpoint = Checkpoint.take(self.project, self.home / "checkpoints" / f"cycle-{number}")
+        self.log.verbose(checkpoint.describe())
+        prompt, injected = self._build_prompt(tasks)
+        self.log.verbose(
+            f"injected: {', '.join(f'{k}={len(v)}' for k, v in injected.items())}\n"
+            f"--- prompt ---\n{prompt}--- end of prompt ---"
+        )
+        result = self.builder.run(prompt, self.project, self.options.agent_timeout, self.log.path)
+        self.log.resync()
+        self.state.total_tokens += _tokens(result)
+        cycle.tokens = _tokens(result)
+        self.log.event(
+            f"{self.builder.name} finished (rc={result.exit_code},"
+            f" {result.duration_s:.0f}s, {cycle.tokens} tokens)"
+            + (f": {result.error}" if result.is_error else "")
+        )
+        self._save("verifying")
+        attempts = self._settle_all(tasks, prints, result, checkpoint)
+        self._held = [i for i in self._held if i not in ids]  # settled: no longer ours
+        for attempt in attempts:
+            self._recent.append(
+                {"task_id": attempt.task_id, "outcome": _status(attempt), "error": attempt.error}
+            )
+        self._recent = self._recent[-RECENT:]
+        failed = [a for a in attempts if not a.closed]
+        if failed and not any(a.closed for a in attempts):
+            restored = checkpoint.revert()
+            if restored:
+                self.log.verbose(f"reverted this attempt's changes: {', '.join(restored)}")
+        elif failed:
+            self.log.verbose("batch partly delivered: its changes are kept for the retry")
+        closed = [a for a in attempts if a.closed]
+        completed = bool(closed) and not failed
+        if completed and self.options.review:
+            completed = self._review(tasks, checkpoint)
+        checkpoint.discard()
+        cycle.ended_at = stamp()
+        cycle.duration_s = round(time.monotonic() - started, 1)
+        cycle.outcome = ",".join(f"{a.task_id}:{a.outcome}" for a in attempts)
+        cycle.completed = completed
+        cycle.log_lines = [first_line, self.log.lines]
+        self.state.update_cycle(cycle)
+        if completed:
+            self.state.completed_cycles += 1
+        self._report_cycle(number, attempts, cycle)
+        self._after_cycle(tasks, attempts, failed)
+
+    def _claim_all(
+        self, tasks: list[dict[str, Any]], prints: dict[str, tuple]
+    ) -> list[dict[str, Any]]:
+        claimed = []
+        for task in tasks:
+            try:
+                current = self.tracker.get(task["id"])
+            except NotFound:
+                self.log.event(f"{task['id']} vanished from the queue: skipped")
+                continue
+            if selection.fingerprint(current) != prints[task["id"]]:
+                self._skip(task["id"], "queue drift before claim")
+                continue
+            try:
+                current = self.tracker.claim(task["id"], OWNER, pid=os.getpid())
+            except InvalidInput as exc:
+                self.log.event(f"{task['id']} not claimed: {exc}")
+                continue
+            self._held.append(task["id"])
+            claimed.append(current)
+        return claimed
+
+    def _build_prompt(self, tasks: list[dict[str, Any]]) -> tuple[str, dict[str, list[str]]]:
+        batch = injection.batch_inject(
+            self.memory,
+            [injection.task_objective(t) for t in tasks],
+            [t["id"] for t in tasks],
+            self.options.inject_limit,
+            [injection.task_files(t) for t in tasks],
+            self.home,
+        )
+        return self._prompt_from(tasks, batch["results"])
+
+    def _prompt_from(
+        self, tasks: list[dict[str, Any]], chosen: list[dict[str, Any]]
+    ) -> tuple[str, dict[str, list[str]]]:
+        everything = self._tasks()
+        # Failures of other tasks in this run that look alike warn every builder.
+        others = [r for r in self._recent if r["task_id"] not in {t["id"] for t in tasks}]
+        warnings = synthesis.convergent_warnings(others)
+        blocks = []
+        for task, pick in zip(tasks, chosen, strict=True):
+            blocks.append((task["id"], _task_block(task, pick["insights"], everything, warnings)))
+        context = _read(self.home / projectcontext.FILE)
+        injected = {t["id"]: pick["names"] for t, pick in zip(tasks, chosen, strict=True)}
+        return runcontracts.build_prompt(blocks, context), injected
+
+    def _settle_all(
+        self,
+        tasks: list[dict[str, Any]],
+        prints: dict[str, tuple],
+        result: AgentResult,
+        checkpoint: Checkpoint,
+    ) -> list[Attempt]:
+        if result.is_error:
+            return [self._agent_failed(t, result) for t in tasks]
+        answers = runcontracts.split_answers(result.text, [t["id"] for t in tasks])
+        changed = checkpoint.changes()
+        out = []
+        for task in tasks:
+            out.append(self._settle(task, prints[task["id"]], answers[task["id"]], changed))
+        self._learn([c for a in out if a.settled for c in a.settled.get("candidates", [])])
+        return out
+
+    def _learn(self, proposed: list[str]) -> None:
+        """Store this cycle's learning candidates that are confident enough to go
+        in without a human; the rest stay queued for `helix learn candidates`."""
+        floor = learning.CONFIDENCE.index(self.options.min_confidence)
+        ids = [
+            c["id"]
+            for c in learning.pending(self.home)
+            if c["id"] in proposed and learning.CONFIDENCE.index(c["confidence"]) >= floor
+        ]
+        if not ids:
+            return
+        try:
+            stored = learning.store(self.memory, ids, self.options.min_confidence, self.home)
+        except HelixError as exc:
+            self.log.event(f"learning not stored: {exc}")
+            return
+        if stored["stored"]:
+            names = ", ".join(s["name"] for s in stored["stored"])
+            self.log.event(f"learned {len(stored['stored'])}: {names}")
+        for skipped in stored["skipped"]:
+            self.log.verbose(f"learning candidate {skipped['id']} not stored: {skipped['reason']}")
+
+    def _settle(
+        self, task: dict[str, Any], print_: tuple, answer: str, changed: list[str]
+    ) -> Attempt:
+        task_id = task["id"]
+        settled = outcomes.finish(
+            self.memory,
+            self.tracker,
+            task_id,
+            answer,
+            self.home,
+            cwd=self.project,
+            timeout=self.options.verify_timeout,
+            files_changed=changed,
+            agent_id=f"run-{os.getpid()}",
+            update_tracker=False,
+        )
+        check = settled["verification"]
+        self.log.verbose(
+            f"{task_id}: claimed {settled['claimed']}, VERIFY "
+            + (
+                "none"
+                if check["passed"] is None
+                else f"{'passed' if check['passed'] else 'failed'} (exit {check['exit_code']})"
+            )
+            + f", outcome {settled['outcome']}, feedback on {len(settled['feedback'])} insight(s)"
+            + (f"\n{check['output_tail']}" if check["passed"] is False else "")
+        )
+        current = self.tracker.get(task_id)
+        if selection.fingerprint(current) != print_ or current.get("status") != "in_progress":
+            self.tracker.unclaim(task_id)
+            self._skip(task_id, "queue drift before close")
+            return Attempt(task_id, "drift", drifted=True, settled=settled)
+        cause = verification.Verification(**check).cause()
+        updated = outcomes.apply(self.tracker, current, settled, cause)
+        closed = updated.get("status") == "closed"
+        if closed:
+            self._closed_by_run += 1
+        if closed:
+            label = "DELIVERED" if check["passed"] else "DELIVERED (unverified)"
+        elif settled["claimed"] == "delivered":
+            label = "VERIFY FAILED"
+        else:
+            label = settled["outcome"].upper()
+        return Attempt(
+            task_id,
+            label,
+            closed=closed,
+            attempts=int(updated.get("helix-attempts") or 0),
+            error=settled["error"] or cause,
+            settled=settled,
+        )
+
+    def _agent_failed(self, task: dict[str, Any], result: AgentResult) -> Attempt:
+        """An agent that crashed or errored says nothing about the insights: no
+        feedback, but the attempt counts and the error is kept for the retry."""
+        error = result.error or f"{self.builder.name} failed (exit {result.exit_code})"
+        current = self.tracker.get(task["id"])
+        updated = outcomes.record_failure(self.tracker, current, "agent-error", error)
+        return Attempt(
+            task["id"], "AGENT ERROR", attempts=int(updated.get("helix-attempts") or 0), error=error
+        )
+
+    def _report_cycle(self, number: int, attempts: list[Attempt], cycle: Cycle) -> None:
+        tasks = self._tasks()
+        open_work = [
+            t
+            for t in tasks
+            if t.get("status") in ("open", "in_progress")
+            and not selection.is_epic(t)
+            and t["id"] not in self.state.skipped
+        ]
+        done = self._closed_by_run
+        for attempt in attempts:
+            self.log.event(
+                f"cycle {number}: {attempt.task_id} -> {attempt.outcome}"
+                f" ({done}/{done + len(open_work)} done, {cycle.tokens} tokens)"
+                f" - {self.log.pointer(*cycle.log_lines)}"
+                + (f"; {attempt.error[:160]}" if not attempt.closed and attempt.error else "")
+            )
+
+    def _after_cycle(
+        self, tasks: list[dict[str, Any]], attempts: list[Attempt], failed: list[Attempt]
+    ) -> None:
+        self._close_finished_epic()
+        worst = 0
+        for attempt in failed:
+            if attempt.drifted:
+                continue
+            if attempt.attempts >= MAX_ATTEMPTS:
+                task = next(t for t in tasks if t["id"] == attempt.task_id)
+                self._block(task, attempt)
+            else:
+                worst = max(worst, attempt.attempts)
+        self.state.current_task = self.state.current_title = None
+        self._save("selecting")
+        if failed:
+            self._recover("after a failed cycle")
+        if worst:
+            delay = backoff_seconds(worst)
+            self.log.event(f"backing off {delay:g}s before retrying (attempt {worst} failed)")
+            self.sleep(delay)
+        done = self.state.completed_cycles
+        if (
+            not failed
+            and done
+            and self.options.review_every
+            and done % self.options.review_every == 0
+        ):
+            self._agent_pass("ALIGN", f"periodic alignment after {done} completed cycles")
+        if not failed and done and done % CONTEXT_EVERY == 0:
+            self._write_context()
+
+    def _close_finished_epic(self) -> None:
+        focus = self.state.focus
+        if not focus:
+            return
+        tasks = self._tasks()
+        epic = next((t for t in tasks if t.get("id") == focus), None)
+        children = [t for t in tasks if t.get("parent") == focus]
+        if epic is None or epic.get("status") == "closed" or not children:
+            return
+        if selection.open_children(tasks, focus):
+            return
+        if all(
+            t.get("status") == "closed" and t.get("outcome") in (None, "delivered")
+            for t in children
+        ):
+            if epic.get("status") == "open":
+                self.tracker.close(focus, "delivered", "all child tasks closed by helix run")
+                self.log.event(f"epic {focus} complete: closed")
+        self._set_focus(None, tasks)
+
+    # ----------------------------------------------------------------- failure
+    def _block(self, task: dict[str, Any], attempt: Attempt) -> None:
+        task_id = task["id"]
+        current = self.tracker.get(task_id)
+        labels = selection.labels(current)
+        if selection.BLOCKED_LABEL not in labels:
+            self.tracker.update(task_id, labels=[*labels, selection.BLOCKED_LABEL])
+        self._skip(task_id, f"blocked after {attempt.attempts} failed attempts")
+        impact = "none"
+        parent = task.get("parent")
+        if parent and parent == self.state.focus:
+            epic = self.tracker.get(parent)
+            epic_labels = selection.labels(epic)
+            if selection.BLOCKED_LABEL not in epic_labels:
+                self.tracker.update(parent, labels=[*epic_labels, selection.BLOCKED_LABEL])
+            impact = f"focused epic {parent} ({epic.get('title', '')}) blocked; focus released"
+            self._set_focus(None, self._tasks())
+        entry = {
+            "id": task_id,
+            "title": task.get("title", ""),
+            "reason": attempt.error or attempt.outcome,
+            "attempts": attempt.attempts,
+            "epic_impact": impact,
+            "at": stamp(),
+        }
+        self.state.blocked.append(entry)
+        self._write_blocker(entry)
+        self.log.event(
+            f"{task_id} blocked after {attempt.attempts} attempts: {entry['reason'][:200]}"
+        )
+
+    def _write_blocker(self, entry: dict[str, Any]) -> None:
+        if self._blocker_report is None:
+            name = f"blockers-{datetime.now().strftime('%Y%m%d-%H%M%S')}.md"
+            self._blocker_report = self.home / "logs" / name
+            self._blocker_report.parent.mkdir(parents=True, exist_ok=True)
+            self._blocker_report.write_text(
+                f"# helix run blockers (run pid {os.getpid()}, started {self.state.started_at})\n",
+                encoding="utf-8",
+            )
+        with self._blocker_report.open("a", encoding="utf-8") as handle:
+            handle.write(
+                f"\n## {entry['id']}: {entry['title']}\n\n"
+                f"- reason: {entry['reason']}\n"
+                f"- attempts: {entry['attempts']}\n"
+                f"- epic impact: {entry['epic_impact']}\n"
+                f"- blocked at: {entry['at']}\n"
+            )
+
+    def _skip(self, task_id: str, why: str) -> None:
+        if task_id not in self.state.skipped:
+            self.state.skipped.append(task_id)
+        self.log.event(f"{task_id} skipped: {why}")
+
+    def _release_held(self) -> list[str]:
+        released = []
+        for task_id in list(self._held):
+            try:
+                self.tracker.unclaim(task_id)
+                released.append(task_id)
+            except HelixError as exc:
+                self.log.verbose(f"could not release {task_id}: {exc}")
+        self._held.clear()
+        return released
+
+    def _recover(self, when: str) -> int:
+        released = recovery.recover(self.tracker, self.clock(), self.options.orphan_threshold)
+        for item in released:
+            self.log.event(f"orphan recovery ({when}): released {item['id']}, {item['reason']}")
+        return len(released)
+
+    # ------------------------------------------------------------------ review
+    def _review(self, tasks: list[dict[str, Any]], checkpoint: Checkpoint) -> bool:
+        """True when the review is clean; findings become follow-up tasks; an
+        answer that cannot be interpreted stops the run."""
+        self._save("reviewing")
+        files = checkpoint.changes()
+        for task in tasks:
+            prompt = runcontracts.review_prompt(task, files)
+            result = self._run_pass(self.reviewer, prompt, f"review of {task['id']}")
+            review = runcontracts.parse_review(result.text) if not result.is_error else None
+            if review is None:
+                raise Stop(
+                    f"the review of {task['id']} by {self.reviewer.name} could not be interpreted"
+                    f" (no REVIEW: CLEAN or REVIEW: FINDINGS with a JSON list); see {runlog.shown(self.log.path)}",
+                    TROUBLE,
+                )
+            if review.clean:
+                self.log.event(f"review of {task['id']}: CLEAN")
+                continue
+            created = [self._follow_up(task, finding) for finding in review.findings]
+            self.log.event(
+                f"review of {task['id']}: {len(created)} finding(s) -> {', '.join(created)}"
+            )
+            return False
+        return True
+
+    def _follow_up(self, task: dict[str, Any], finding: dict[str, Any]) -> str:
+        fields: dict[str, Any] = {
+            "description": finding["description"],
+            "priority": finding["priority"],
+            "labels": ["review-finding"],
+            "helix-discovered-from": task["id"],
+            "deps": [task["id"]],
+        }
+        for key in ("parent", "spec-id", "verify"):
+            if task.get(key):
+                fields[key] = task[key]
+        created = self.tracker.create(finding["title"], **fields)
+        return created["id"]
+
+    # ------------------------------------------------------------------- drain
+    def _drain(self) -> None:
+        """Nothing is ready: ask, and obey the first NEXT_ACTION. Returns to let
+        selection run again; raises Stop otherwise."""
+        self._save("draining")
+        passes = 0
+        empty_builds = 0
+        aligned = False
+        while True:
+            result = self._run_pass(
+                self.builder,
+                runcontracts.check_prompt(_read(self.home / projectcontext.FILE)),
+                "check",
+            )
+            decision = runcontracts.parse_next_action(result.text) if not result.is_error else None
+            if decision is None:
+                why = result.error if result.is_error else "no NEXT_ACTION line"
+                raise Stop(
+                    f"the check result could not be interpreted ({why}); see {runlog.shown(self.log.path)}",
+                    TROUBLE,
+                )
+            action, detail = decision.action, decision.detail
+            self.log.event(f"check: NEXT_ACTION {action}" + (f" {detail}" if detail else ""))
+            if action == "BUILD":
+                if self._ready_count():
+                    return
+                empty_builds += 1
+                if empty_builds < 2:
+                    continue
+                before = self._ready_count()
+                self._recover("two BUILDs with nothing selectable")
+                if self._ready_count() > before:
+                    return
+                raise Stop(
+                    "check said BUILD twice but nothing can be selected (blocked, skipped or"
+                    " claimed work); see `helix tasks blocked`"
+                )
+            empty_builds = 0
+            if action in ("DESIGN", "POLISH"):
+                if passes >= self.options.max_drain_passes:
+                    raise Stop(
+                        f"{action} asked again after {passes} drain passes without ready work;"
+                        " stopping instead of spinning"
+                    )
+                passes += 1
+                self._agent_pass(action, detail)
+                if self._ready_count():
+                    return
+                continue
+            if action == "ALIGN":
+                if self.options.auto_align and not aligned:
+                    aligned = True
+                    self._agent_pass("ALIGN", detail)
+                    if self._ready_count():
+                        return
+                    continue
+                hint = (
+                    "alignment is still needed after one pass" if aligned else "alignment is needed"
+                )
+                raise Stop(f"{hint}: run `helix run --auto-align` (or align by hand) and re-run")
+            if action == "BACKFILL":
+                raise Stop(f"backfill needed: run `helix backfill {detail or '<scope>'}`")
+            raise Stop(f"{action}" + (f": {detail}" if detail else ""))
+
+    def _ready_count(self) -> int:
+        return len(selection.runnable(self._tasks(), self.clock(), self.state.skipped))
+
+    def _agent_pass(self, action: str, detail: str) -> None:
+        result = self._run_pass(
+            self.builder, runcontracts.pass_prompt(action, detail), action.lower()
+        )
+        if result.is_error:
+            raise Stop(f"the {action} pass failed: {result.error}", TROUBLE)
+
+    def _run_pass(self, runner: AgentRunner, prompt: str, what: str) -> AgentResult:
+        first = self.log.lines + 1
+        self.log.verbose(f"--- {what} prompt ({runner.name}) ---\n{prompt}\n--- end of prompt ---")
+        result = runner.run(prompt, self.project, self.options.agent_timeout, self.log.path)
+        self.log.resync()
+        self.state.total_tokens += _tokens(result)
+        self.log.verbose(f"{what}: {runner.name} rc={result.exit_code}\n{result.text[-2000:]}")
+        self.log.event(
+            f"{what} by {runner.name} (rc={result.exit_code}, {result.duration_s:.0f}s,"
+            f" {_tokens(result)} tokens) - {self.log.pointer(first, self.log.lines)}"
+        )
+        self._save(None)
+        return result
+
+    # ---------------------------------------------------------------- dry run
+    def _dry_run(self) -> int:
+        """Show the next choice and its prompt. Read-only: no lock, no claim, no
+        recovery, no state or injection files (a real run's state stays intact)."""
+        tasks = self._tasks()
+        choice = selection.choose(
+            tasks, self.clock(), self.state.skipped, self.state.focus, self.options.batch_size
+        )
+        if choice.primary is None:
+            self.log.event("dry run: no ready work; a real run would ask a check pass now")
+            return DONE
+        try:
+            self._show_dry_run(choice)
+        finally:
+            if self._memory is not None:
+                self._memory.close()
+        return DONE
+
+    def _show_dry_run(self, choice: selection.Choice) -> None:
+        tasks = choice.tasks
+        batch = injection.batch_inject(
+            self.memory,
+            [injection.task_objective(t) for t in tasks],
+            None,  # no task ids: nothing is recorded
+            self.options.inject_limit,
+            [injection.task_files(t) for t in tasks],
+        )
+        prompt, _ = self._prompt_from(tasks, batch["results"])
+        ids = ", ".join(t["id"] for t in tasks)
+        focus = f" (focus: epic {choice.focus})" if choice.focus else ""
+        self.log.event(f"dry run: would work on {ids}{focus} with {self.builder.name}")
+        print(prompt, end="")
+
+    # ------------------------------------------------------------------- state
+    def _save(self, lifecycle: str | None) -> None:
+        if lifecycle:
+            self.state.lifecycle = lifecycle
+        self.state.save(self.home)
+
+    def _write_context(self) -> None:
+        try:
+            projectcontext.write(
+                self.home, self.project, self._tasks(), self.clock(), self.state.focus
+            )
+        except (OSError, HelixError) as exc:
+            self.log.verbose(f"context.md not written: {exc}")
+
+
+def _task_block(
+    task: dict[str, Any],
+    insights: list[dict[str, Any]],
+    everything: list[dict[str, Any]],
+    wave_warnings: list[str] = (),
+) -> str:
+    description = str(task.get("description") or "").strip()
+    objective = description or task.get("title", "")
+    if task.get("acceptance"):
+        objective = f"{objective}\nAcceptance: {task['acceptance']}"
+    warnings = list(wave_warnings)
+    if task.get("helix-last-error"):
+        warnings.insert(
+            0,
+            f"attempt {task.get('helix-attempts', 1)} of this task failed"
+            f" ({task.get('helix-last-outcome', 'failed')}): {task['helix-last-error']}",
+        )
+    warning = "\n".join(warnings) or None
+    return contracts.builder_prompt(
+        task["id"],
+        task.get("title", ""),
+        objective,
+        verify=task.get("verify"),
+        relevant_files=injection.task_files(task),
+        delta=task.get("delta") if isinstance(task.get("delta"), list) else None,
+        budget=task.get("budget") if isinstance(task.get("budget"), int) else None,
+        parent_deliveries=taskgraph.lineage(task, everything),
+        warning=warning,
+        insights=insights,
+    )
+
+
+def _status(attempt: Attempt) -> str:
+    return "delivered" if attempt.closed else "blocked"
+
+
+def _tokens(result: AgentResult) -> int:
+    return int(result.input_tokens or 0) + int(result.output_tokens or 0)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,3 @@
+"""The task graph in bead format, and the tracker that persists it.
+
+Knows nothing of the memory."""

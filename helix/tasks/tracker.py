@@ -1,0 +1,474 @@
+"""The task tracker: bead-format JSONL (``.helix/tasks.jsonl``) with safe writes.
+
+The file format is the bead format of DDx (``.ddx/beads.jsonl``) and beads
+(``.beads/issues.jsonl``), so queues move in and out without loss: keys helix does
+not know are kept as they are. helix's own fields ride along in the same records:
+``verify``, ``delta``, ``relevant-files``, ``budget``, and when a task closes its
+``outcome`` (delivered | blocked | partial | skipped) and ``summary``.
+
+Guarantees:
+
+* every write is read-modify-write of the whole file under an exclusive lock,
+  then a temp file + ``os.replace``: no lost update between processes, and a
+  reader never sees half a file;
+* the lock is a kernel ``flock``, released when its holder dies, so a crashed
+  process can never wedge the tracker; the holder (pid, host, time) is written
+  into the lock file for diagnostics, never used to decide by deleting it;
+* a line that is not valid JSON (a bad hand edit) is reported with its line
+  number and kept verbatim through every rewrite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from helix import locks
+from helix.errors import CycleError, InvalidInput, NotFound
+from helix.tasks import graph as taskgraph
+
+STATUSES = ("open", "in_progress", "closed", "cancelled", "deferred")
+TYPES = ("task", "epic", "bug", "chore", "feature")
+LOCK_TIMEOUT_S = 30.0
+MAX_TITLE = 500
+MAX_TEXT = 20_000
+
+
+def now_rfc3339(clock: Callable[[], datetime]) -> str:
+    return clock().astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Snapshot:
+    """The file as read: records (dicts) and unreadable lines, in file order."""
+
+    entries: list[dict[str, Any] | str] = field(default_factory=list)
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        return [e for e in self.entries if isinstance(e, dict)]
+
+    def find(self, task_id: str) -> dict[str, Any]:
+        for entry in self.entries:
+            if isinstance(entry, dict) and entry.get("id") == task_id:
+                return entry
+        raise NotFound(f"no task {task_id!r}")
+
+
+def parse(lines: Iterator[str] | list[str]) -> Snapshot:
+    snap = Snapshot()
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\n")
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            snap.entries.append(line)
+            snap.problems.append({"line": number, "error": f"not valid JSON ({exc.msg})"})
+            continue
+        if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+            snap.entries.append(line)
+            snap.problems.append({"line": number, "error": "not a bead record (no string id)"})
+            continue
+        snap.entries.append(value)
+    return snap
+
+
+class Tracker:
+    """One bead-format JSONL file. Methods return the records they wrote."""
+
+    def __init__(
+        self,
+        path: Path,
+        prefix: str = "hx",
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ):
+        self.path = Path(path)
+        self.prefix = prefix
+        self._clock = clock
+
+    # ---------------------------------------------------------------- reading
+    def read(self) -> Snapshot:
+        if not self.path.exists():
+            return Snapshot()
+        with open(self.path, encoding="utf-8", errors="replace") as handle:
+            return parse(handle)
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        return self.read().find(task_id)
+
+    def list(
+        self,
+        status: str | None = None,
+        issue_type: str | None = None,
+        label: str | None = None,
+        parent: str | None = None,
+    ) -> list[dict[str, Any]]:
+        return select(self.read().tasks, status, issue_type, label, parent)
+
+    # ---------------------------------------------------------------- writing
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+
+        def timed_out() -> str:
+            holder = os.pread(fd, 512, 0).decode(errors="replace").strip()
+            return (
+                f"the task file stayed locked for {LOCK_TIMEOUT_S:.0f} s "
+                f"(holder: {holder or 'unknown'})"
+            )
+
+        try:
+            with locks.exclusive(fd, LOCK_TIMEOUT_S, 0.01, timed_out):
+                holder = json.dumps(
+                    {
+                        "pid": os.getpid(),
+                        "host": socket.gethostname(),
+                        "since": now_rfc3339(self._clock),
+                    }
+                )
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, holder.encode(), 0)
+                try:
+                    yield
+                finally:
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(fd, 0)
+        finally:
+            os.close(fd)
+
+    def _write(self, snap: Snapshot) -> None:
+        temp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        with open(temp, "w", encoding="utf-8") as handle:
+            for entry in snap.entries:
+                line = (
+                    entry
+                    if isinstance(entry, str)
+                    else json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+                )
+                handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, self.path)
+
+    @contextlib.contextmanager
+    def _editing(self) -> Iterator[Snapshot]:
+        """Read, let the caller change records, write back: one locked step."""
+        with self._locked():
+            snap = self.read()
+            yield snap
+            self._write(snap)
+
+    def _new_id(self, taken: set[str]) -> str:
+        while True:
+            candidate = f"{self.prefix}-{secrets.token_hex(4)}"
+            if candidate not in taken:
+                return candidate
+
+    def create(self, title: str, **fields: Any) -> dict[str, Any]:
+        """Add a task; ``deps`` (ids) become ``blocks`` dependencies."""
+        title = _text(title, "title", MAX_TITLE, required=True)
+        deps = fields.pop("deps", None) or []
+        with self._editing() as snap:
+            stamp = now_rfc3339(self._clock)
+            task_id = self._new_id({t["id"] for t in snap.tasks})
+            task: dict[str, Any] = {
+                "id": task_id,
+                "title": title,
+                "status": "open",
+                "priority": 2,
+                "issue_type": "task",
+                "labels": [],
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+            task.update(_clean_fields(fields))
+            snap.entries.append(task)
+            for dep in deps:
+                _add_dependency(snap, task, dep, stamp)
+        return task
+
+    def create_plan(
+        self, specs: list[dict[str, Any]], parent: str | None = None, labels: list[str] = ()
+    ) -> list[dict[str, Any]]:
+        """Create a planner's tasks (``contracts.parse_plan`` output) in one locked
+        edit: all or none. Titles are ``<seq>: <slug>``; ``blocked_by`` seqs become
+        dependencies on the new ids; ``seq`` is kept as ``helix-seq``."""
+        with self._editing() as snap:
+            stamp = now_rfc3339(self._clock)
+            if parent is not None:
+                snap.find(parent)
+            taken = {t["id"] for t in snap.tasks}
+            ids: dict[str, str] = {}
+            created = []
+            for spec in specs:
+                task_id = self._new_id(taken)
+                taken.add(task_id)
+                ids[spec["seq"]] = task_id
+                task: dict[str, Any] = {
+                    "id": task_id,
+                    "title": _text(f"{spec['seq']}: {spec['slug']}", "title", MAX_TITLE, True),
+                    "status": "open",
+                    "priority": 2,
+                    "issue_type": "task",
+                    "labels": list(labels),
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+                task.update(
+                    _clean_fields(
+                        {
+                            "description": spec.get("description") or None,
+                            "verify": spec.get("verify") or None,
+                            "delta": spec.get("delta") or None,
+                            "relevant-files": spec.get("relevant_files") or None,
+                            "budget": spec.get("budget"),
+                            "parent": parent,
+                            "helix-seq": spec["seq"],
+                        }
+                    )
+                )
+                snap.entries.append(task)
+                created.append((task, spec))
+            for task, spec in created:
+                for blocker in spec.get("blocked_by", []):
+                    if blocker not in ids:
+                        raise InvalidInput(f"seq {spec['seq']} is blocked by unknown seq {blocker}")
+                    _add_dependency(snap, task, ids[blocker], stamp)
+        return [task for task, _spec in created]
+
+    def update(self, task_id: str, **fields: Any) -> dict[str, Any]:
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            task.update(_clean_fields(fields))
+            task["updated_at"] = now_rfc3339(self._clock)
+        return task
+
+    def close(
+        self, task_id: str, outcome: str | None = None, summary: str | None = None
+    ) -> dict[str, Any]:
+        if outcome is not None and outcome not in taskgraph.OUTCOMES:
+            raise InvalidInput(
+                f"unknown outcome {outcome!r}; one of: {', '.join(taskgraph.OUTCOMES)}"
+            )
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            task["status"] = "closed"
+            if outcome is not None:
+                task["outcome"] = outcome
+            if summary is not None:
+                task["summary"] = _text(summary, "summary", MAX_TEXT)
+            _clear_claim(task)
+            task["updated_at"] = now_rfc3339(self._clock)
+        return task
+
+    def reopen(self, task_id: str) -> dict[str, Any]:
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            task["status"] = "open"
+            task.pop("outcome", None)
+            task.pop("summary", None)
+            _clear_claim(task)
+            task["updated_at"] = now_rfc3339(self._clock)
+        return task
+
+    def claim(self, task_id: str, owner: str, pid: int | None = None) -> dict[str, Any]:
+        """Take an open task: status in_progress, claim fields set. Only from open.
+
+        ``pid`` should be the long-lived process doing the work (a supervisor),
+        not this short-lived command, or liveness checks would mean nothing."""
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            if task.get("status") != "open":
+                raise InvalidInput(
+                    f"{task_id} is {task.get('status')}, only an open task can be claimed"
+                )
+            stamp = now_rfc3339(self._clock)
+            task.update(
+                {
+                    "status": "in_progress",
+                    "owner": owner,
+                    "claimed-at": stamp,
+                    "claimed-pid": str(pid if pid is not None else os.getppid()),
+                    "claimed-machine": socket.gethostname(),
+                    "updated_at": stamp,
+                }
+            )
+        return task
+
+    def unclaim(self, task_id: str) -> dict[str, Any]:
+        """Release a claim. in_progress goes back to open; a closed task stays closed."""
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            if task.get("status") == "in_progress":
+                task["status"] = "open"
+            _clear_claim(task)
+            task["updated_at"] = now_rfc3339(self._clock)
+        return task
+
+    def dep_add(self, task_id: str, depends_on: str) -> dict[str, Any]:
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            _add_dependency(snap, task, depends_on, now_rfc3339(self._clock))
+            task["updated_at"] = now_rfc3339(self._clock)
+        return task
+
+    def dep_remove(self, task_id: str, depends_on: str) -> dict[str, Any]:
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            deps = task.get("dependencies") or []
+            kept = [
+                d
+                for d in deps
+                if not (isinstance(d, dict) and d.get("depends_on_id") == depends_on)
+            ]
+            if len(kept) == len(deps):
+                raise NotFound(f"{task_id} does not depend on {depends_on}")
+            task["dependencies"] = kept
+            task["updated_at"] = now_rfc3339(self._clock)
+        return task
+
+    def import_file(self, source: Path) -> dict[str, Any]:
+        """Merge records from a bead file: new ids are added, known ids replaced by
+        the incoming record (so a round trip is lossless). Bad lines are reported."""
+        with open(source, encoding="utf-8", errors="replace") as handle:
+            incoming = parse(handle)
+        added = replaced = 0
+        with self._editing() as snap:
+            index = {e["id"]: n for n, e in enumerate(snap.entries) if isinstance(e, dict)}
+            for record in incoming.tasks:
+                if record["id"] in index:
+                    snap.entries[index[record["id"]]] = record
+                    replaced += 1
+                else:
+                    index[record["id"]] = len(snap.entries)
+                    snap.entries.append(record)
+                    added += 1
+        return {"added": added, "replaced": replaced, "problems": incoming.problems}
+
+    def export_file(self, target: Path) -> dict[str, Any]:
+        snap = self.read()
+        exported = Tracker(target)
+        with exported._locked():
+            exported._write(Snapshot(entries=list(snap.tasks)))
+        return {"exported": len(snap.tasks), "skipped_unreadable_lines": len(snap.problems)}
+
+
+def select(
+    tasks: list[dict[str, Any]],
+    status: str | None = None,
+    issue_type: str | None = None,
+    label: str | None = None,
+    parent: str | None = None,
+) -> list[dict[str, Any]]:
+    """The tasks matching every given filter, in the stable order."""
+    out = []
+    for task in tasks:
+        if status and task.get("status") != status:
+            continue
+        if issue_type and task.get("issue_type", "task") != issue_type:
+            continue
+        if label and label not in (task.get("labels") or []):
+            continue
+        if parent and task.get("parent") != parent:
+            continue
+        out.append(task)
+    return sorted(out, key=taskgraph.order_key)
+
+
+def _add_dependency(snap: Snapshot, task: dict[str, Any], target: str, stamp: str) -> None:
+    if target == task["id"]:
+        raise InvalidInput(f"{task['id']} cannot depend on itself")
+    snap.find(target)  # unknown ids are rejected
+    if target in taskgraph.blockers(task):
+        return
+    graph = taskgraph.dependency_graph(snap.tasks)
+    graph[task["id"]] = [*graph.get(task["id"], []), target]
+    cycle = taskgraph.find_cycle(graph)
+    if cycle:
+        if task["id"] in cycle[:-1]:  # show it from the task being edited
+            at = cycle.index(task["id"])
+            cycle = cycle[at:-1] + cycle[:at] + [task["id"]]
+        raise CycleError(f"that dependency would make a cycle: {' -> '.join(cycle)}")
+    task.setdefault("dependencies", []).append(
+        {"issue_id": task["id"], "depends_on_id": target, "type": "blocks", "created_at": stamp}
+    )
+
+
+def _clear_claim(task: dict[str, Any]) -> None:
+    for key in ("owner", "claimed-at", "claimed-pid", "claimed-machine"):
+        task.pop(key, None)
+
+
+def _text(value: Any, what: str, limit: int, required: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{what} must be text")
+    value = value.strip()
+    if required and not value:
+        raise InvalidInput(f"{what} is empty")
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is too long ({len(value)} characters, limit {limit})")
+    return value
+
+
+def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Validate the fields a caller may set; names use the bead file's spelling."""
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key == "title":
+            out["title"] = _text(value, "title", MAX_TITLE, required=True)
+        elif key == "status":
+            if value not in STATUSES:
+                raise InvalidInput(f"unknown status {value!r}; one of: {', '.join(STATUSES)}")
+            out["status"] = value
+        elif key == "priority":
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 4:
+                raise InvalidInput("priority must be an integer from 0 (highest) to 4")
+            out["priority"] = value
+        elif key in ("issue_type", "type"):
+            if value not in TYPES:
+                raise InvalidInput(f"unknown type {value!r}; one of: {', '.join(TYPES)}")
+            out["issue_type"] = value
+        elif key in ("labels", "delta", "relevant_files", "relevant-files"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InvalidInput(f"{key} must be a list of strings")
+            out["relevant-files" if key == "relevant_files" else key] = list(dict.fromkeys(value))
+        elif key == "budget":
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
+                raise InvalidInput("budget must be an integer from 1 to 1000 (tool calls)")
+            out["budget"] = value
+        elif key in (
+            "description",
+            "acceptance",
+            "notes",
+            "design",
+            "verify",
+            "parent",
+            "spec_id",
+            "spec-id",
+            "owner",
+        ):
+            out["spec-id" if key == "spec_id" else key] = _text(value, key, MAX_TEXT)
+        elif key.startswith("helix-"):  # helix's own bookkeeping (attempts, last outcome)
+            if isinstance(value, str):
+                value = _text(value, key, MAX_TEXT)
+            elif not isinstance(value, int | float | bool):
+                raise InvalidInput(f"{key} must be text, a number or a boolean")
+            out[key] = value
+        else:
+            raise InvalidInput(f"unknown task field {key!r}")
+    return out
