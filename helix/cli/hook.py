@@ -16,12 +16,10 @@ import traceback
 
 import click
 
-from helix.cli import cli
-
 MAX_PAYLOAD = 8 << 20  # hook payloads are small; a huge one is not from the client
 
 
-@cli.command("hook")
+@click.command("hook")
 @click.argument("event")
 def hook_command(event: str) -> None:
     """Run a Claude Code hook: the payload comes on stdin, hook JSON goes out.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from helix.cli import cli, emit, guarded
+from helix.cli.common import emit, guarded
 
 
-@cli.group()
+@click.group()
 def install() -> None:
     """Install helix into an agent client.
 

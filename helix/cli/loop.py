@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from helix import config
-from helix.cli import cli, emit, guarded, json_list, open_memory, read_text
+from helix.cli.common import emit, guarded, json_list, open_memory, read_text
 from helix.errors import InvalidInput
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -40,7 +40,7 @@ def read_source(value: str, what: str) -> str:
     return data.decode("utf-8")
 
 
-@cli.command("inject")
+@click.command("inject")
 @click.argument("objective", required=False)
 @click.option("--task-id", default=None, help="Record the injection for this task.")
 @click.option("--tasks", "task_list", default=None, help="Comma-separated tracker ids (a wave).")
@@ -104,7 +104,7 @@ def _batch_items(text: str) -> list[dict[str, Any]]:
     return items
 
 
-@cli.command("strategic-recall")
+@click.command("strategic-recall")
 @click.argument("objective")
 @click.option("--limit", default=12, show_default=True, type=click.IntRange(1, 50))
 @guarded
@@ -122,7 +122,7 @@ def strategic_recall_command(objective: str, limit: int) -> None:
         emit(injection.strategic_recall(memory, read_text(objective, "objective"), limit))
 
 
-@cli.command("verify")
+@click.command("verify")
 @click.argument("task_id")
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(0.1, 86400))
 @click.option("--cwd", default=None, help="Directory to run in (default: the project root).")
@@ -141,7 +141,7 @@ def verify_command(task_id: str, timeout: float, cwd: str | None) -> None:
     emit(run_verify(task.get("verify"), where, timeout).to_dict())
 
 
-@cli.command("settle")
+@click.command("settle")
 @click.argument("task_id")
 @click.option("--output", "output", required=True, help="The agent's final message: a file or -.")
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(0.1, 86400))
@@ -185,7 +185,7 @@ def settle_command(
         )
 
 
-@cli.group()
+@click.group()
 def learn() -> None:
     """Learning candidates proposed from outcomes, waiting to be stored.
 

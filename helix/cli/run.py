@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from helix import config
-from helix.cli import cli, emit, guarded, open_memory
+from helix.cli.common import emit, guarded, open_memory
 from helix.errors import HelixError, InvalidInput
 from helix.run import recovery, selection
 from helix.run import state as runstate
@@ -17,7 +17,7 @@ from helix.run import state as runstate
 AGENTS = ("claude", "codex", "cmd")
 
 
-@cli.command("run")
+@click.command("run")
 @click.option("--agent", type=click.Choice(AGENTS), default="claude", show_default=True)
 @click.option(
     "--command",
@@ -168,7 +168,7 @@ def run_command(
     sys.exit(code)
 
 
-@cli.command("status")
+@click.command("status")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @guarded
 def status_command(as_json: bool) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from helix import config
-from helix.cli import cli, emit, guarded, json_list
+from helix.cli.common import emit, guarded, json_list
 from helix.errors import InvalidInput
 from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import STATUSES, TYPES, Tracker, select
@@ -41,7 +41,7 @@ def show_task(task: dict[str, Any], as_json: bool, verb: str) -> None:
         click.echo(f"{verb} {task['id']}: {task.get('title', '')} [{task.get('status')}]")
 
 
-@cli.group()
+@click.group()
 def tasks() -> None:
     """The task graph: a bead-format tracker in .helix/tasks.jsonl.
 

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from helix import config
-from helix.cli import cli, emit, guarded, read_text
+from helix.cli.common import emit, guarded, read_text
 from helix.errors import InvalidInput
 from helix.loop import results, synthesis, waiting
 from helix.tasks.tracker import Tracker
@@ -95,7 +95,7 @@ since_option = click.option(
 
 
 # ---------------------------------------------------------------------- wait
-@cli.group()
+@click.group()
 def wait() -> None:
     """Wait for a wave of agents to report through their result files.
 
@@ -148,7 +148,7 @@ def wait_explorers(count: int | None, timeout: float, since: str | None, clear: 
 
 
 # ---------------------------------------------------------------------- wave
-@cli.group()
+@click.group()
 def wave() -> None:
     """Between waves: convergent failures and what blockers delivered.
 

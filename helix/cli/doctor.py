@@ -1,0 +1,84 @@
+"""``helix doctor``: check the installation and say how to fix each problem."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from helix import __version__
+from helix.cli.common import emit, guarded, open_memory
+from helix.errors import HelixError
+
+
+@click.command("doctor")
+@guarded
+def doctor() -> None:
+    """Check the installation and say how to fix each problem: the model files and
+    their hashes, the store, the plugin registered and enabled in Claude Code, the
+    helix on PATH that the hooks run, and a real SessionStart hook run.
+
+    Prints the report as JSON; each problem is also one line on stderr; exit 1 if any.
+
+    Example: helix doctor
+    """
+    import shutil
+
+    from helix import config
+    from helix.claude import installer
+    from helix.memory import health
+    from helix.memory.embeddings import check_model_files, get_embedder, minilm_dir
+
+    report: dict[str, Any] = {"version": __version__, "python": sys.version.split()[0]}
+    paths = config.resolve()
+    report["home"], report["db"], report["project"] = (
+        str(paths.home),
+        str(paths.db),
+        str(paths.project),
+    )
+    problems = []
+    try:
+        embedder = get_embedder()
+        report["embedder"] = embedder.model_id
+        if embedder.model_id.endswith("all-MiniLM-L6-v2"):
+            model_dir = minilm_dir()
+            check_model_files(model_dir, full=True)
+            report["model_dir"] = str(model_dir)
+            report["model_files"] = "sha256 verified"
+    except HelixError as exc:
+        problems.append(str(exc))
+    store = health.store_problem(paths)
+    if store:
+        problems.append(store)
+    if paths.db.exists():
+        try:
+            with open_memory(create=False) as mem:
+                health_report = mem.health()
+            report["schema_version"] = health_report["schema_version"]
+            report["insights"] = health_report["total_insights"]
+        except HelixError as exc:
+            problems.append(str(exc))
+    claude = installer.find_claude()
+    report["claude"] = claude
+    plugin, plugin_problems = installer.plugin_problems(claude, paths.project)
+    report["plugin"] = plugin or None
+    problems += plugin_problems
+    on_path = shutil.which("helix")
+    report["helix_on_path"] = on_path
+    problems += installer.path_problems(on_path)
+    # The hooks as Claude Code runs them: the registered plugin's run-hook when
+    # there is one, else this package's own.
+    folder = Path(plugin["folder"]) if plugin.get("version") else installer.packaged_plugin()
+    hook_problems = installer.check_hooks(
+        [sys.executable, "-m", "helix", "hook", "SessionStart"], folder
+    )
+    report["hooks"] = "SessionStart answered with hook JSON" if not hook_problems else "broken"
+    problems += [p for p in hook_problems if p not in problems]
+    report["problems"] = problems
+    emit(report)
+    for problem in problems:
+        click.echo(f"helix: problem: {problem}", err=True)
+    if problems:
+        sys.exit(1)

@@ -1,0 +1,435 @@
+"""``helix memory``: the insight memory's verbs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from helix.cli.common import (
+    KIND_CHOICES,
+    OUTCOME_CHOICES,
+    RELATION_CHOICES,
+    emit,
+    guarded,
+    json_list,
+    open_memory,
+    read_text,
+)
+from helix.errors import HelixError, InvalidInput
+
+
+@click.group()
+def memory() -> None:
+    """The insight memory: store, recall, feedback, graph and upkeep.
+
+    Example: helix memory recall "add a login endpoint" --limit 5
+    """
+
+
+@memory.command("store")
+@click.option("--content", required=True, help="The insight text, or '-' to read it from stdin.")
+@click.option("--kind", type=click.Choice(KIND_CHOICES), help="Default: inferred from the text.")
+@click.option("--tags", default=None, help="JSON list of tags, e.g. '[\"auth\"]'.")
+@click.option("--source", default="", help="Where it came from (task id, agent, user).")
+@click.option("--files", default=None, help="JSON list of file paths or globs it is tied to.")
+@guarded
+def memory_store(
+    content: str, kind: str | None, tags: str | None, source: str, files: str | None
+) -> None:
+    """Store an insight ("When X, do Y because Z"); near-duplicates merge.
+
+    Example: helix memory store --content - --tags '["testing"]' < insight.txt
+    """
+    text = read_text(content, "--content")
+    tag_list, file_list = json_list(tags, "--tags"), json_list(files, "--files")
+    with open_memory() as mem:
+        emit(mem.store(text, kind=kind, tags=tag_list, source=source, files=file_list))
+
+
+@memory.command("recall")
+@click.argument("query")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 100))
+@click.option("--min-relevance", default=0.35, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--kinds", default=None, help="JSON list of kinds to keep.")
+@click.option("--tags", default=None, help="JSON list; keep insights with any of these tags.")
+@click.option("--files", default=None, help="JSON list of files in the task's delta (dual query).")
+@click.option("--suppress-names", default=None, help="JSON list of names to leave out.")
+@click.option("--intent", type=click.Choice(("why", "how", "what", "debug")))
+@click.option("--graph-hops", default=0, show_default=True, type=click.IntRange(0, 3))
+@guarded
+def memory_recall(
+    query: str,
+    limit: int,
+    min_relevance: float,
+    kinds: str | None,
+    tags: str | None,
+    files: str | None,
+    suppress_names: str | None,
+    intent: str | None,
+    graph_hops: int,
+) -> None:
+    """Recall insights for a task, ranked by relevance x usefulness x recency.
+
+    QUERY may be '-' to read it from stdin.
+
+    Example: helix memory recall "fix flaky auth tests" --limit 5 --graph-hops 1
+    """
+    text = read_text(query, "QUERY")
+    options = {
+        "kinds": json_list(kinds, "--kinds"),
+        "tags": json_list(tags, "--tags"),
+        "files": json_list(files, "--files"),
+        "suppress_names": json_list(suppress_names, "--suppress-names"),
+    }
+    if not text.strip():
+        raise InvalidInput("the query is empty")
+    with open_memory(create=False) as mem:
+        emit(
+            mem.recall(
+                text,
+                limit=limit,
+                min_relevance=min_relevance,
+                intent=intent,
+                graph_hops=graph_hops,
+                **options,
+            )
+        )
+
+
+@memory.command("get")
+@click.argument("name")
+@guarded
+def memory_get(name: str) -> None:
+    """Print one insight as JSON.
+
+    Example: helix memory get check-token-expiry-first
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.get(name))
+
+
+@memory.command("feedback")
+@click.option("--names", required=True, help="JSON list of the insights injected into the task.")
+@click.option("--outcome", required=True, type=click.Choice(OUTCOME_CHOICES))
+@click.option(
+    "--causal-names", default=None, help="JSON list of those that mattered (default: all)."
+)
+@click.option("--task-id", default=None, help="The task the outcome belongs to.")
+@click.option(
+    "--verified/--unverified",
+    default=False,
+    show_default=True,
+    help="Only when a verify command's exit code backs the outcome (helix's hooks and "
+    "supervisor say so after running it); an unverified outcome can only lower scores.",
+)
+@guarded
+def memory_feedback(
+    names: str, outcome: str, causal_names: str | None, task_id: str | None, verified: bool
+) -> None:
+    """Apply a task's outcome to the insights injected into it.
+
+    Example: helix memory feedback --names '["a","b"]' --outcome delivered --causal-names '["a"]'
+    """
+    name_list = json_list(names, "--names")
+    causal = json_list(causal_names, "--causal-names")
+    with open_memory() as mem:
+        emit(
+            mem.feedback(
+                name_list, outcome, causal_names=causal, task_id=task_id, verified=verified
+            )
+        )
+
+
+@memory.command("history")
+@click.argument("name")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10000))
+@guarded
+def memory_history(name: str, limit: int) -> None:
+    """The feedback events behind an insight's effectiveness, newest first.
+
+    Example: helix memory history check-token-expiry-first
+    """
+    with open_memory(create=False) as mem:
+        mem.get(name)
+        emit(mem.history(name, limit=limit))
+
+
+@memory.command("edge")
+@click.option("--from", "from_name", required=True)
+@click.option("--to", "to_name", required=True)
+@click.option("--relation", "--rel", required=True, type=click.Choice(RELATION_CHOICES))
+@click.option("--weight", default=1.0, show_default=True, type=float)
+@guarded
+def memory_edge(from_name: str, to_name: str, relation: str, weight: float) -> None:
+    """Create an edge between two insights (or set its weight).
+
+    Example: helix memory edge --from use-fixtures --to flaky-db-tests --relation solves
+    """
+    with open_memory() as mem:
+        emit(mem.edge(from_name, to_name, relation, weight))
+
+
+@memory.command("edges")
+@click.option("--name", default=None)
+@click.option("--relation", "--rel", default=None, type=click.Choice(RELATION_CHOICES))
+@guarded
+def memory_edges(name: str | None, relation: str | None) -> None:
+    """List edges, of one insight and/or one relation.
+
+    Example: helix memory edges --name flaky-db-tests
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.edges(name, relation))
+
+
+@memory.command("neighbors")
+@click.argument("name")
+@click.option("--relation", default=None, type=click.Choice(RELATION_CHOICES))
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 100))
+@guarded
+def memory_neighbors(name: str, relation: str | None, limit: int) -> None:
+    """Insights one edge away, strongest first.
+
+    Example: helix memory neighbors flaky-db-tests --relation led_to --limit 3
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.neighbors(name, relation, limit))
+
+
+@memory.command("suggest-edges")
+@click.argument("name")
+@click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 100))
+@guarded
+def memory_suggest_edges(name: str, limit: int) -> None:
+    """Suggest edges for an insight (nothing is written).
+
+    Example: helix memory suggest-edges flaky-db-tests
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.suggest_edges(name, limit))
+
+
+@memory.command("decay")
+@click.option("--days", "unused_days", default=30.0, show_default=True, type=click.FloatRange(0))
+@guarded
+def memory_decay(unused_days: float) -> None:
+    """Pull the scores of insights unused for DAYS halfway back to neutral.
+
+    Example: helix memory decay --days 30
+    """
+    with open_memory() as mem:
+        emit(mem.decay(unused_days))
+
+
+@memory.command("prune")
+@click.option(
+    "--min-effectiveness",
+    "--threshold",
+    default=0.25,
+    show_default=True,
+    type=click.FloatRange(0, 1),
+)
+@click.option("--min-uses", default=3, show_default=True, type=click.IntRange(0))
+@guarded
+def memory_prune(min_effectiveness: float, min_uses: int) -> None:
+    """Archive insights that keep failing (restorable with `restore`).
+
+    Example: helix memory prune --min-effectiveness 0.25 --min-uses 3
+    """
+    with open_memory() as mem:
+        emit(mem.prune(min_effectiveness, min_uses))
+
+
+@memory.command("restore")
+@click.argument("name")
+@guarded
+def memory_restore(name: str) -> None:
+    """Restore an archived insight.
+
+    Example: helix memory restore flaky-db-tests
+    """
+    with open_memory() as mem:
+        emit(mem.restore(name))
+
+
+@memory.command("archived")
+@guarded
+def memory_archived() -> None:
+    """List archived insights and why they were archived.
+
+    Example: helix memory archived
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.archived())
+
+
+@memory.command("consolidate")
+@click.option("--threshold", default=0.9, show_default=True, type=click.FloatRange(0.5, 1))
+@guarded
+def memory_consolidate(threshold: float) -> None:
+    """Merge insights more similar than THRESHOLD (the absorbed go to the archive).
+
+    Example: helix memory consolidate --threshold 0.9
+    """
+    with open_memory() as mem:
+        emit(mem.consolidate(threshold))
+
+
+@memory.command("similar-recent")
+@click.argument("trigger")
+@click.option("--threshold", default=0.7, show_default=True, type=click.FloatRange(0, 1))
+@click.option("--days", default=7.0, show_default=True, type=click.FloatRange(0))
+@click.option("--kind", default="failure", show_default=True, type=click.Choice(KIND_CHOICES))
+@guarded
+def memory_similar_recent(trigger: str, threshold: float, days: float, kind: str) -> None:
+    """Recent similar insights; 3+ similar failures suggest a systemic one.
+
+    Example: helix memory similar-recent "circular import in auth" --days 7
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.similar_recent(read_text(trigger, "TRIGGER"), threshold, days, kind))
+
+
+@memory.command("chunk")
+@click.option("--task", required=True)
+@click.option("--outcome", required=True, help="How it ended; must say it succeeded.")
+@click.option("--approach", required=True, help="What worked, or '-' for stdin.")
+@guarded
+def memory_chunk(task: str, outcome: str, approach: str) -> None:
+    """Store the approach that solved a task as a pattern.
+
+    Example: helix memory chunk --task "add rate limiting" --outcome delivered --approach "..."
+    """
+    with open_memory() as mem:
+        emit(mem.chunk(task, outcome, read_text(approach, "--approach")))
+
+
+@memory.command("health")
+@guarded
+def memory_health() -> None:
+    """Totals, feedback-loop signals, model and schema (JSON).
+
+    Example: helix memory health
+    """
+    with open_memory(create=False) as mem:
+        emit(mem.health())
+
+
+@memory.command("reindex")
+@click.option("--all", "everything", is_flag=True, help="Re-embed every row, not only stale ones.")
+@guarded
+def memory_reindex(everything: bool) -> None:
+    """Re-embed insights stored with another model (or all, with --all).
+
+    Example: helix memory reindex
+    """
+    with open_memory() as mem:
+        emit(mem.reindex(everything))
+
+
+@memory.command("export")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--embeddings", is_flag=True, help="Include vectors (bigger file, faster import).")
+@guarded
+def memory_export(file: str, embeddings: bool) -> None:
+    """Export every insight as JSONL ('-' for stdout), e.g. to share through git.
+
+    Example: helix memory export team-memory.jsonl
+    """
+    with open_memory(create=False) as mem:
+        lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in mem.export(embeddings))
+        if file == "-":
+            count = 0
+            for line in lines:
+                sys.stdout.write(line)
+                count += 1
+            click.echo(f"helix: exported {count} insights", err=True)
+            return
+        target = Path(file)
+        if not target.parent.is_dir():
+            raise HelixError(f"cannot export to {target}: no such directory {target.parent}")
+        temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        count = 0
+        try:
+            with open(temp, "w", encoding="utf-8") as handle:
+                for line in lines:
+                    handle.write(line)
+                    count += 1
+            os.replace(temp, target)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise HelixError(f"cannot export to {target}: {exc.strerror or exc}") from None
+        emit({"exported": count, "file": str(target), "embeddings": embeddings})
+
+
+@memory.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@guarded
+def memory_import(file: str) -> None:
+    """Import JSONL written by export; each line is screened and deduplicated.
+
+    Example: helix memory import team-memory.jsonl
+    """
+    if file == "-":
+        lines = sys.stdin
+        label = "stdin"
+    else:
+        path = Path(file)
+        if not path.is_file():
+            raise InvalidInput(f"no such file: {file}")
+        lines = path.open(encoding="utf-8", errors="replace")
+        label = path.name
+    with open_memory() as mem:
+        emit(mem.import_lines(lines, source_label=label))
+
+
+@memory.command("list")
+@click.option("--kind", type=click.Choice(KIND_CHOICES))
+@click.option("--tag", default=None)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
+@click.option(
+    "--order",
+    default="effectiveness",
+    show_default=True,
+    type=click.Choice(("effectiveness", "recent", "name", "uses")),
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@guarded
+def memory_list(kind: str | None, tag: str | None, limit: int, order: str, as_json: bool) -> None:
+    """List insights as a table.
+
+    Example: helix memory list --kind failure --order recent
+    """
+    with open_memory(create=False) as mem:
+        rows = mem.list(kind=kind, tag=tag, limit=limit, order=order)
+    if as_json:
+        emit(rows)
+        return
+    from helix import render
+
+    render.insight_table(rows)
+
+
+@memory.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a panel.")
+@guarded
+def memory_show(name: str, as_json: bool) -> None:
+    """Show one insight with its evidence trail and edges.
+
+    Example: helix memory show check-token-expiry-first
+    """
+    with open_memory(create=False) as mem:
+        item = mem.get(name)
+        item["history"] = mem.history(name)
+        item["edges"] = mem.edges(name)
+    if as_json:
+        emit(item)
+        return
+    from helix import render
+
+    render.insight_detail(item)
