@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from helix.memory.embeddings import HashEmbedder
+from helix.memory.feedback import CAUSAL_RATE, EROSION_RATE
 from helix.memory.migrations import LATEST, MIGRATIONS
-from helix.memory.store import CAUSAL_RATE, EROSION_RATE, Memory
+from helix.memory.store import Memory
 
 pytestmark = pytest.mark.slow
 
@@ -116,7 +117,7 @@ memory.close()
 
 
 def _replay(before: float, outcome: str, causal: bool, verified: bool) -> float:
-    """The documented rule, written out independently of helix.memory.store._learn."""
+    """The documented rule, written out independently of helix.memory.feedback._learn."""
     value = {"delivered": 1.0, "plan_complete": 1.0, "partial": 0.5, "blocked": 0.0}[outcome]
     if causal:
         after = before + CAUSAL_RATE * (value - before)

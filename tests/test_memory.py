@@ -11,7 +11,8 @@ import pytest
 from helix.errors import InvalidInput, NotFound, Rejected
 from helix.memory import ranking
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.store import CAUSAL_RATE, EROSION_RATE, Memory
+from helix.memory.feedback import CAUSAL_RATE, EROSION_RATE
+from helix.memory.store import Memory
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
 LOG_BODY = "Log the response body when an API call returns an unexpected status code"

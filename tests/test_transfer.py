@@ -112,7 +112,7 @@ def test_store_many_dedupes_exactly_like_one_store_at_a_time(
         "When the authentication token expired, refresh it and then retry the request",
         "Pin the bundler version in package.json to stop flaky frontend builds",
     ]
-    from helix.memory import store as memory_module
+    from helix.memory import writes as memory_module
     from helix.memory.store import Memory
 
     if score_block:  # one cosine column per product: exercises the block boundaries

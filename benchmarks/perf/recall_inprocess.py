@@ -75,7 +75,7 @@ def measure(path: Path, plan: dict, profile: bool) -> dict:
         for q in plan["warmup"][1:]:
             mem.recall(q, limit=5)
             mem.recall(q, limit=5, files=common.task_files(rng), graph_hops=1)
-        index = mem._vectors()
+        index = mem.vectors()
         plain, with_files, with_hops, dense, counts, tops = [], [], [], [], [], []
         for q in plan["timed"]:  # interleaved, so noise spreads over all variants
             ms, hits = timed(mem.recall, q, limit=5)
@@ -110,11 +110,11 @@ def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
 
     out: dict[str, list[float]] = {}
     try:
-        index = mem._vectors()
+        index = mem.vectors()
         for q in qs:
             ms, qvec = timed(mem.embedder.embed, [q])
             out.setdefault("embed_query", []).append(ms)
-            out.setdefault("vector_refresh_check", []).append(timed(mem._vectors)[0])
+            out.setdefault("vector_refresh_check", []).append(timed(mem.vectors)[0])
             ms, dense = timed(index.top, qvec[0], 50)
             out.setdefault("dense_top50", []).append(ms)
             ms, exact = timed(lambda v: index.best(index.similarities(v), 50), qvec[0])
@@ -124,8 +124,8 @@ def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
             ms, lexical = timed(recall_module._keyword_hits, mem, q, 50)
             out.setdefault("fts_bm25_top50", []).append(ms)
             ids = set(dict(dense)) | set(lexical)
-            out.setdefault("fetch_rows", []).append(timed(mem._rows_by_id, ids)[0])
-            out.setdefault("fetch_files", []).append(timed(mem._files_of, ids)[0])
+            out.setdefault("fetch_rows", []).append(timed(mem.rows_by_id, ids)[0])
+            out.setdefault("fetch_files", []).append(timed(mem.files_of, ids)[0])
             out.setdefault("file_hits_2_paths", []).append(
                 timed(
                     recall_module._file_hits, mem, ["src/auth/models.py", "src/billing/views.py"]

@@ -126,7 +126,7 @@ def settle(
     outcome, verified = decide(report.status, verification)
     rows = effects(injected, utilized, outcome, verified)
     rate = baseline(memory)
-    now = db.stamp(memory._clock())
+    now = db.stamp(memory.clock())
     attempt = (state or {}).get("attempt") or f"{now}-{secrets.token_hex(4)}"
     _record_outcome(
         memory, task_id, attempt, report, outcome, verified, verification, len(injected), rate, now

@@ -132,7 +132,7 @@ def batch_inject(
         pools.append({h["name"]: h for h in hits})
     chosen = _deal(pools, limit)
     given = Counter(name for names in chosen for name in names)
-    now = db.stamp(memory._clock())
+    now = db.stamp(memory.clock())
     results = []
     for i, names in enumerate(chosen):
         names.sort(key=lambda n: (-pools[i][n]["_score"], n))
@@ -186,7 +186,7 @@ def record(
             for h in known
         ],
     }
-    _record(home, result, [], len(known), 1, db.stamp(memory._clock()))
+    _record(home, result, [], len(known), 1, db.stamp(memory.clock()))
     return result
 
 
@@ -327,7 +327,7 @@ def strategic_recall(
             "graph_expanded_count": len(hops),
             "graph_too_small": edges < SMALL_GRAPH_EDGES,
         },
-        "created_at": db.stamp(memory._clock()),
+        "created_at": db.stamp(memory.clock()),
     }
     if save:
         path = (home or config.resolve().home) / SYNTHESIS_FILE

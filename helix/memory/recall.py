@@ -17,13 +17,11 @@ import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from helix.errors import InvalidInput
 from helix.memory import db, insight, ranking
-
-if TYPE_CHECKING:
-    from helix.memory.store import Memory
+from helix.memory.rows import InsightRows
 
 MAX_LIMIT = 100
 MAX_HOPS = 3
@@ -31,7 +29,7 @@ INTENTS = tuple(ranking.INTENT_KINDS)
 
 
 def recall(
-    memory: Memory,
+    memory: InsightRows,
     query: str,
     limit: int = 5,
     min_relevance: float = 0.35,
@@ -72,8 +70,8 @@ def recall(
     if memory.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None:
         return []  # nothing to find: do not pay for loading the model
     pool = max(50, limit * 10)
-    index = memory._vectors()
-    qvec = memory._embed([query])[0]
+    index = memory.vectors()
+    qvec = memory.embed([query])[0]
     dense = dict(index.top(qvec, pool))
     lexical = ranking.normalise_bm25(_keyword_hits(memory, query, pool))
     file_hits = _file_hits(memory, file_list) if file_list else set()
@@ -86,7 +84,7 @@ def recall(
         cos = index.cosine(insight_id, qvec)  # None: a row of another model
         if cos is not None:
             dense[insight_id] = cos
-    now = memory._clock()
+    now = memory.clock()
     scored: list[tuple[float, str, int, float, float | None]] = []
     for insight_id, name, kind, tags_json, eff, created, last_used in _light_rows(
         memory, candidates
@@ -106,8 +104,8 @@ def recall(
         scored.append((-value, name, insight_id, relevance, cos))
     scored.sort()
     shown = scored[:limit]
-    rows = memory._rows_by_id(item[2] for item in shown)
-    files_of = memory._files_of(rows)
+    rows = memory.rows_by_id(item[2] for item in shown)
+    files_of = memory.files_of(rows)
     hits: list[dict[str, Any]] = []
     for _neg, _name, insight_id, relevance, cos in shown:
         result = _scored(
@@ -142,7 +140,7 @@ def recall(
     return hits[:limit]
 
 
-def _light_rows(memory: Memory, ids: Iterable[int]) -> list[tuple]:
+def _light_rows(memory: InsightRows, ids: Iterable[int]) -> list[tuple]:
     out: list[tuple] = []
     for chunk in db.chunks(list(ids), 500):
         marks = ",".join("?" * len(chunk))
@@ -167,7 +165,7 @@ def _keep(
 
 
 def _scored(
-    memory: Memory,
+    memory: InsightRows,
     row: tuple,
     files: list[str],
     relevance: float,
@@ -176,7 +174,7 @@ def _scored(
     hop: int,
     relevance_only: bool = False,
 ) -> dict[str, Any]:
-    result = memory._public(row, files)
+    result = memory.public(row, files)
     days = ranking.idle_days(result["last_used"], result["created_at"], now)
     eff = row[8]
     result.update(
@@ -207,7 +205,7 @@ def _value(
     return ranking.score(relevance, eff, kind, days, intent)
 
 
-def _keyword_hits(memory: Memory, query: str, limit: int) -> dict[int, float]:
+def _keyword_hits(memory: InsightRows, query: str, limit: int) -> dict[int, float]:
     """BM25 over the query's distinctive terms.
 
     A term found in more than 1% of insights (at least 200) says little about
@@ -238,7 +236,7 @@ def _keyword_hits(memory: Memory, query: str, limit: int) -> dict[int, float]:
     return {int(r[0]): float(r[1]) for r in rows}
 
 
-def _capped_count(memory: Memory, term: str, cap: int) -> int:
+def _capped_count(memory: InsightRows, term: str, cap: int) -> int:
     try:
         return memory.conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?)",
@@ -248,7 +246,7 @@ def _capped_count(memory: Memory, term: str, cap: int) -> int:
         return 0
 
 
-def _generations(memory: Memory) -> tuple[int, ...]:
+def _generations(memory: InsightRows) -> tuple[int, ...]:
     return tuple(
         v
         for _, v in memory.conn.execute(
@@ -258,9 +256,9 @@ def _generations(memory: Memory) -> tuple[int, ...]:
     )
 
 
-def _term_stats(memory: Memory) -> dict[str, Any]:
+def _term_stats(memory: InsightRows) -> dict[str, Any]:
     generations = _generations(memory)
-    if memory._stats.get("generations") != generations:
+    if memory.recall_stats.get("generations") != generations:
         total = memory.conn.execute("SELECT count(*) FROM insight").fetchone()[0]
         globs: dict[str, list[int]] = {}
         for insight_id, pattern in memory.conn.execute(
@@ -268,11 +266,11 @@ def _term_stats(memory: Memory) -> dict[str, Any]:
             "OR instr(pattern, '?') > 0 OR instr(pattern, '[') > 0"
         ):
             globs.setdefault(pattern, []).append(insight_id)
-        memory._stats = {"generations": generations, "total": total, "df": {}, "globs": globs}
-    return memory._stats
+        memory.recall_stats = {"generations": generations, "total": total, "df": {}, "globs": globs}
+    return memory.recall_stats
 
 
-def _file_hits(memory: Memory, files: list[str]) -> set[int]:
+def _file_hits(memory: InsightRows, files: list[str]) -> set[int]:
     """Insights whose file patterns match any of ``files``: exact paths and
     directory prefixes (``src/auth/`` or ``src/auth``) through the index, globs
     (``src/*.sql``) from a cached list."""
@@ -301,7 +299,7 @@ def _file_hits(memory: Memory, files: list[str]) -> set[int]:
 
 
 def _expand(
-    memory: Memory,
+    memory: InsightRows,
     hits: list[dict[str, Any]],
     hops: int,
     limit: int,
@@ -324,8 +322,8 @@ def _expand(
     for hop in range(1, hops + 1):
         parents = {p["name"]: p for p in frontier}
         links = _links_of(memory, list(parents))
-        rows = memory._rows_by_id({n for _, n, _ in links})
-        files = memory._files_of(rows)
+        rows = memory.rows_by_id({n for _, n, _ in links})
+        files = memory.files_of(rows)
         best: dict[str, dict[str, Any]] = {}
         for parent_name, neighbour_id, weight in links:
             row = rows.get(neighbour_id)
@@ -357,7 +355,7 @@ def _expand(
     return merged
 
 
-def _links_of(memory: Memory, names: list[str]) -> list[tuple[str, int, float]]:
+def _links_of(memory: InsightRows, names: list[str]) -> list[tuple[str, int, float]]:
     """(name, neighbour id, weight) for every edge touching one of ``names``,
     in either direction."""
     if not names:

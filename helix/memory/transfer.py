@@ -5,24 +5,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from helix.memory import insight
-
-if TYPE_CHECKING:
-    from helix.memory.store import Memory
+from helix.memory import insight, writes
+from helix.memory.rows import InsightRows
 
 MAX_REPORTED_ERRORS = 100
 
 
-def export(memory: Memory, embeddings: bool = False) -> Iterable[dict[str, Any]]:
+def export(memory: InsightRows, embeddings: bool = False) -> Iterable[dict[str, Any]]:
     """Yield every insight as a JSON-ready dict (one JSONL line each)."""
     rows = memory.conn.execute(f"SELECT {insight.COLUMNS} FROM insight ORDER BY id").fetchall()
-    files = memory._files_of(r[0] for r in rows)
+    files = memory.files_of(r[0] for r in rows)
     for row in rows:
-        item = memory._public(row, files[row[0]])
+        item = memory.public(row, files[row[0]])
         item.pop("confidence")
         if embeddings and row[6]:
             item["embedding"] = [round(float(x), 7) for x in np.frombuffer(row[6], dtype="<f4")]
@@ -31,7 +29,9 @@ def export(memory: Memory, embeddings: bool = False) -> Iterable[dict[str, Any]]
         yield item
 
 
-def import_lines(memory: Memory, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
+def import_lines(
+    memory: InsightRows, lines: Iterable[str], source_label: str = ""
+) -> dict[str, Any]:
     """Import JSONL (as written by export): each line through the same
     validation, safety screen and dedup rule as ``store``. Bad lines are
     reported with their line number; good ones are imported."""
@@ -52,7 +52,7 @@ def import_lines(memory: Memory, lines: Iterable[str], source_label: str = "") -
         value.setdefault("import_source", source_label or None)
         items.append(value)
         line_of.append(number)
-    report = memory.store_many(items)
+    report = writes.store_many(memory, items)
     for rejection in report.pop("rejected"):
         errors.append({"line": line_of[rejection["item"]], "reason": rejection["reason"]})
     errors.sort(key=lambda e: e["line"])

@@ -2,7 +2,7 @@
 the code-assisted helpers that surface facts for the orchestrator to act on
 (similar_recent, suggest_edges), chunking and re-embedding.
 
-Each is a function of a :class:`helix.memory.store.Memory`, which exposes it as a
+Each is a function of the rows (:class:`helix.memory.rows.InsightRows`); ``Memory`` exposes it as a
 method. Writes run in one ``BEGIN IMMEDIATE`` transaction, and nothing is deleted
 without a copy in the archive.
 """
@@ -12,36 +12,34 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, insight
+from helix.memory import db, graph, insight, writes
 from helix.memory.embeddings import to_blob
-
-if TYPE_CHECKING:
-    from helix.memory.store import Memory
+from helix.memory.rows import InsightRows
 
 # Below this cosine two insights are too far apart to suggest linking them.
 SUGGEST_FLOOR = 0.30
 SUCCESS_WORDS = re.compile(r"\b(delivered|success|succeeded|passed|solved|done|fixed|ok)\b", re.I)
 
 
-def suggest_edges(memory: Memory, name: str, limit: int = 5) -> list[dict[str, Any]]:
+def suggest_edges(memory: InsightRows, name: str, limit: int = 5) -> list[dict[str, Any]]:
     """Unlinked insights similar to ``name``, with the relation their kinds suggest.
     Surfaces candidates only; nothing is written."""
-    row = memory._row(name)
-    index = memory._vectors()
+    row = memory.row(name)
+    index = memory.vectors()
     vector = index.vector(row[0])
     if vector is None:
         return []
-    linked = {n for e in memory.edges(name) for n in (e["from"], e["to"])}
+    linked = {n for e in graph.edges(memory, name) for n in (e["from"], e["to"])}
     out = []
     for other_id, sim in index.top(vector, limit + len(linked) + 1):
         if other_id == row[0] or sim < SUGGEST_FLOOR:
             continue
-        other = memory._rows_by_id([other_id])[other_id]
+        other = memory.rows_by_id([other_id])[other_id]
         if other[1] in linked:
             continue
         source, target, relation = _suggested_relation(name, row[3], other[1], other[3])
@@ -53,13 +51,13 @@ def suggest_edges(memory: Memory, name: str, limit: int = 5) -> list[dict[str, A
     return out
 
 
-def decay(memory: Memory, unused_days: float = 30) -> dict[str, Any]:
+def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
     """Halve the distance to neutral of insights unused for ``unused_days``:
     old evidence fades, so a stale score cannot dominate forever."""
     if unused_days < 0:
         raise InvalidInput("unused_days must be >= 0")
-    cutoff = db.stamp(memory._clock() - timedelta(days=unused_days))
-    now = memory._now()
+    cutoff = db.stamp(memory.clock() - timedelta(days=unused_days))
+    now = memory.now()
     decayed = []
     with db.write(memory.conn):
         rows = memory.conn.execute(
@@ -81,7 +79,9 @@ def decay(memory: Memory, unused_days: float = 30) -> dict[str, Any]:
     return {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
 
 
-def prune(memory: Memory, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
+def prune(
+    memory: InsightRows, min_effectiveness: float = 0.25, min_uses: int = 3
+) -> dict[str, Any]:
     """Archive insights that kept failing (effectiveness below the bar after at
     least ``min_uses`` uses). Archived insights can be restored."""
     with db.write(memory.conn):
@@ -101,20 +101,20 @@ def prune(memory: Memory, min_effectiveness: float = 0.25, min_uses: int = 3) ->
     return {"pruned": len(names), "names": names}
 
 
-def _archive(memory: Memory, name: str, reason: str) -> None:
+def _archive(memory: InsightRows, name: str, reason: str) -> None:
     """Inside a write transaction: move one insight (and its edges) to the archive."""
-    row = memory._row(name)
-    record = memory._public(row, memory._files_of([row[0]])[row[0]])
+    row = memory.row(name)
+    record = memory.public(row, memory.files_of([row[0]])[row[0]])
     record["embedding"] = row[6].hex() if row[6] else None
-    record["edges"] = memory.edges(name)
+    record["edges"] = graph.edges(memory, name)
     memory.conn.execute(
         "INSERT INTO archive(name, record, reason, archived_at) VALUES (?, ?, ?, ?)",
-        (name, json.dumps(record), reason, memory._now()),
+        (name, json.dumps(record), reason, memory.now()),
     )
     memory.conn.execute("DELETE FROM insight WHERE id = ?", (row[0],))
 
 
-def archived(memory: Memory) -> list[dict[str, Any]]:
+def archived(memory: InsightRows) -> list[dict[str, Any]]:
     rows = memory.conn.execute(
         "SELECT name, reason, archived_at, record FROM archive ORDER BY id DESC"
     )
@@ -129,7 +129,7 @@ def archived(memory: Memory) -> list[dict[str, Any]]:
     ]
 
 
-def restore(memory: Memory, name: str) -> dict[str, Any]:
+def restore(memory: InsightRows, name: str) -> dict[str, Any]:
     """Bring an archived insight back, with its evidence and surviving edges."""
     with db.write(memory.conn):
         row = memory.conn.execute(
@@ -183,7 +183,7 @@ def restore(memory: Memory, name: str) -> dict[str, Any]:
     return {"status": "restored", "name": name, "edges": restored_edges}
 
 
-def consolidate(memory: Memory, threshold: float = 0.9) -> dict[str, Any]:
+def consolidate(memory: InsightRows, threshold: float = 0.9) -> dict[str, Any]:
     """Merge insights whose vectors are at least ``threshold`` similar. The one
     with more evidence absorbs the other (tags, files, counts, edges); the
     absorbed one is archived, so nothing is lost."""
@@ -191,7 +191,7 @@ def consolidate(memory: Memory, threshold: float = 0.9) -> dict[str, Any]:
         raise InvalidInput("threshold must be between 0.5 and 1.0")
     merges = []
     with db.write(memory.conn):
-        index = memory._vectors()
+        index = memory.vectors()
         absorbed: set[int] = set()
         ids = [int(i) for i in index.ids]
         for position, insight_id in enumerate(ids):
@@ -209,7 +209,7 @@ def consolidate(memory: Memory, threshold: float = 0.9) -> dict[str, Any]:
     return {"merged": len(merges), "merges": merges, "threshold": threshold}
 
 
-def _keeper(memory: Memory, a: int, b: int) -> tuple[int, int]:
+def _keeper(memory: InsightRows, a: int, b: int) -> tuple[int, int]:
     def strength(i: int) -> tuple:
         h, f, u, c = memory.conn.execute(
             "SELECT helped, failed, use_count, length(content) FROM insight WHERE id = ?", (i,)
@@ -219,7 +219,7 @@ def _keeper(memory: Memory, a: int, b: int) -> tuple[int, int]:
     return (a, b) if strength(a) >= strength(b) else (b, a)
 
 
-def _absorb(memory: Memory, keeper: int, gone: int, similarity: float) -> dict[str, Any]:
+def _absorb(memory: InsightRows, keeper: int, gone: int, similarity: float) -> dict[str, Any]:
     k = memory.conn.execute("SELECT name, tags FROM insight WHERE id = ?", (keeper,)).fetchone()
     g = memory.conn.execute(
         "SELECT name, tags, content, helped, failed, use_count, source FROM insight WHERE id = ?",
@@ -250,14 +250,14 @@ def _absorb(memory: Memory, keeper: int, gone: int, similarity: float) -> dict[s
     memory.conn.execute(
         "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
         "VALUES (?, ?, ?, 'existing', ?, ?)",
-        (k[0], g[2], round(similarity, 4), g[6], memory._now()),
+        (k[0], g[2], round(similarity, 4), g[6], memory.now()),
     )
     _archive(memory, g[0], f"consolidated into {k[0]}")
     return {"kept": k[0], "absorbed": g[0], "similarity": round(similarity, 4)}
 
 
 def similar_recent(
-    memory: Memory,
+    memory: InsightRows,
     trigger: str,
     threshold: float = 0.7,
     days: float = 7,
@@ -271,14 +271,14 @@ def similar_recent(
         raise InvalidInput("the trigger text is empty")
     if kind:
         insight.check_kind(kind)
-    since = db.stamp(memory._clock() - timedelta(days=days))
-    index = memory._vectors()
-    qvec = memory._embed([trigger.strip()])[0]
+    since = db.stamp(memory.clock() - timedelta(days=days))
+    index = memory.vectors()
+    qvec = memory.embed([trigger.strip()])[0]
     matches = []
     for insight_id, sim in index.top(qvec, max(50, len(index))):
         if sim < threshold:
             break
-        row = memory._rows_by_id([insight_id])[insight_id]
+        row = memory.rows_by_id([insight_id])[insight_id]
         if kind and row[3] != kind:
             continue
         merges = memory.conn.execute(
@@ -309,7 +309,7 @@ def similar_recent(
     }
 
 
-def chunk(memory: Memory, task: str, outcome: str, approach: str) -> dict[str, Any]:
+def chunk(memory: InsightRows, task: str, outcome: str, approach: str) -> dict[str, Any]:
     """Store the approach that solved a task as a pattern (SOAR-style chunking)."""
     for label, text in (("task", task), ("outcome", outcome), ("approach", approach)):
         if not isinstance(text, str) or not text.strip():
@@ -320,15 +320,17 @@ def chunk(memory: Memory, task: str, outcome: str, approach: str) -> dict[str, A
             "succeeded (store a failure with `helix memory store --kind failure`)"
         )
     content = f"When {task.strip().rstrip('.')}: {approach.strip()}"
-    return memory.store(
-        content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
+    return writes.store(
+        memory, content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
     )
 
 
-def reindex(memory: Memory, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
+def reindex(
+    memory: InsightRows, everything: bool = False, batch_size: int = 1024
+) -> dict[str, Any]:
     """Re-embed rows of another model or width (or every row) with the current
     embedder; rows are updated in batches, each batch one transaction."""
-    model, dim = memory._model_id(), memory.embedder.dim
+    model, dim = memory.model_id(), memory.embedder.dim
     where = (
         "" if everything else "WHERE model IS NOT ? OR embedding IS NULL OR length(embedding) != ?"
     )
@@ -337,7 +339,7 @@ def reindex(memory: Memory, everything: bool = False, batch_size: int = 1024) ->
         f"SELECT id, content FROM insight {where} ORDER BY id", params
     ).fetchall()
     for chunk in db.chunks(rows, batch_size):
-        vectors = memory._embed([c for _, c in chunk])
+        vectors = memory.embed([c for _, c in chunk])
         with db.write(memory.conn):
             memory.conn.executemany(
                 "UPDATE insight SET embedding = ?, model = ? WHERE id = ?",

@@ -1,0 +1,79 @@
+"""The insight graph: typed, weighted edges between insights (``Memory.edge``...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helix.errors import InvalidInput
+from helix.memory import db, insight
+from helix.memory.rows import InsightRows
+
+
+def edge(
+    memory: InsightRows, from_name: str, to_name: str, relation: str, weight: float = 1.0
+) -> dict[str, Any]:
+    """Create an edge, or set the weight of the existing one. Weight in (0, 1]."""
+    insight.check_relation(relation)
+    weight = float(weight)
+    if not 0.0 < weight <= 1.0:
+        raise InvalidInput("edge weight must be in (0, 1]")
+    if from_name == to_name:
+        raise InvalidInput("an insight cannot have an edge to itself")
+    with db.write(memory.conn):
+        a, b = memory.id_of(from_name), memory.id_of(to_name)
+        existed = memory.conn.execute(
+            "SELECT 1 FROM edge WHERE from_id = ? AND to_id = ? AND relation = ?",
+            (a, b, relation),
+        ).fetchone()
+        memory.conn.execute(
+            "INSERT INTO edge(from_id, to_id, relation, weight, created_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(from_id, to_id, relation) DO UPDATE SET weight = excluded.weight",
+            (a, b, relation, weight, memory.now()),
+        )
+    return {
+        "status": "updated" if existed else "created",
+        "from": from_name,
+        "to": to_name,
+        "relation": relation,
+        "weight": weight,
+    }
+
+
+def edges(
+    memory: InsightRows, name: str | None = None, relation: str | None = None
+) -> list[dict[str, Any]]:
+    """Edges touching ``name`` (either end) and/or of one relation."""
+    clauses, params = [], []
+    if name is not None:
+        memory.id_of(name)
+        clauses.append("(f.name = ? OR t.name = ?)")
+        params += [name, name]
+    if relation is not None:
+        clauses.append("e.relation = ?")
+        params.append(insight.check_relation(relation))
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = memory.conn.execute(
+        "SELECT f.name, t.name, e.relation, e.weight, e.created_at FROM edge e "
+        "JOIN insight f ON f.id = e.from_id JOIN insight t ON t.id = e.to_id "
+        f"{where} ORDER BY e.weight DESC, f.name, t.name",
+        params,
+    )
+    return [
+        {"from": a, "to": b, "relation": r, "weight": w, "created_at": c} for a, b, r, w, c in rows
+    ]
+
+
+def neighbors(
+    memory: InsightRows, name: str, relation: str | None = None, limit: int = 5
+) -> list[dict[str, Any]]:
+    """Insights one edge away from ``name``, strongest edge first."""
+    out = []
+    for e in edges(memory, name, relation):
+        other = e["to"] if e["from"] == name else e["from"]
+        direction = "out" if e["from"] == name else "in"
+        item = memory.get(other)
+        item.update({"_relation": e["relation"], "_weight": e["weight"], "_direction": direction})
+        out.append(item)
+        if len(out) >= limit:
+            break
+    return out

@@ -1,0 +1,204 @@
+"""The rows of one insight store, and the helpers every memory module reads them with.
+
+:class:`InsightRows` holds the connection, the clock, the (lazily loaded) embedder
+and the cached vector index; :class:`helix.memory.store.Memory` is built on it. The
+modules that implement the memory's verbs (:mod:`helix.memory.writes`,
+:mod:`helix.memory.recall`, :mod:`helix.memory.feedback`, :mod:`helix.memory.graph`,
+:mod:`helix.memory.upkeep`, :mod:`helix.memory.transfer`) are functions of an
+``InsightRows``, so none of them needs the ``Memory`` class, and the class needs
+none of their internals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from helix.errors import InvalidInput, NotFound
+from helix.memory import db, insight
+from helix.memory.embeddings import Embedder, get_embedder
+from helix.memory.vectors import VectorIndex
+
+
+class Row(NamedTuple):
+    """One ``insight`` row, in the order of :data:`helix.memory.insight.COLUMNS`.
+    A tuple, so positional reads (``row[0]``) keep working."""
+
+    id: int
+    name: str
+    content: str
+    kind: str
+    tags: str
+    source: str
+    embedding: bytes | None
+    model: str | None
+    effectiveness: float
+    use_count: int
+    helped: float
+    failed: float
+    created_at: str
+    last_used: str | None
+    last_feedback_at: str | None
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+class InsightRows:
+    """The connection to one store and the helpers shared by its verbs.
+
+    The embedder loads lazily: opening, health, get, feedback and edges never load it.
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = now_utc,
+        read_only_fallback: bool = False,
+    ):
+        self.path = Path(path).absolute() if path is not None else None
+        self.conn, self.backup = db.connect(self.path, read_only_fallback)
+        self._embedder = embedder
+        self.clock = clock
+        self._index: VectorIndex | None = None
+        self.recall_stats: dict[str, Any] = {}  # recall's cache of term statistics
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def model_id(self) -> str:
+        """The current model id without loading weights."""
+        return self.embedder.model_id
+
+    def vectors(self) -> VectorIndex:
+        """The vector index of the current model, brought up to date with the store."""
+        embedder = self.embedder
+        if self._index is None or self._index.model_id != embedder.model_id:
+            self._index = VectorIndex(embedder.model_id, embedder.dim)
+        self._index.refresh(self.conn)
+        return self._index
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+        if vectors.shape != (len(texts), self.embedder.dim):
+            raise InvalidInput(
+                f"embedder returned shape {vectors.shape}, expected "
+                f"({len(texts)}, {self.embedder.dim})"
+            )
+        return vectors
+
+    @contextlib.contextmanager
+    def vector_write(self) -> Iterator[VectorIndex]:
+        """A write transaction whose vector changes are mirrored into the cache as
+        they happen; if it rolls back, the cache is dropped and reloads from what
+        was actually committed."""
+        try:
+            with db.write(self.conn):
+                index = self.vectors()
+                yield index
+                index.mark_current(self.conn)
+        except BaseException:
+            if self._index is not None:
+                self._index.generation = -1
+            raise
+
+    def now(self) -> str:
+        return db.stamp(self.clock())
+
+    def row(self, name: str) -> Row:
+        row = self.conn.execute(
+            f"SELECT {insight.COLUMNS} FROM insight WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no insight named {name!r}")
+        return Row(*row)
+
+    def rows_by_id(self, ids: Iterable[int]) -> dict[int, Row]:
+        out: dict[int, Row] = {}
+        for chunk in db.chunks(list(ids), 500):
+            marks = ",".join("?" * len(chunk))
+            for row in self.conn.execute(
+                f"SELECT {insight.COLUMNS} FROM insight WHERE id IN ({marks})", chunk
+            ):
+                out[row[0]] = Row(*row)
+        return out
+
+    def files_of(self, ids: Iterable[int]) -> dict[int, list[str]]:
+        ids = list(ids)
+        out: dict[int, list[str]] = {i: [] for i in ids}
+        for chunk in db.chunks(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for insight_id, pattern in self.conn.execute(
+                f"SELECT insight_id, pattern FROM insight_file WHERE insight_id IN ({marks}) "
+                "ORDER BY pattern",
+                chunk,
+            ):
+                out[insight_id].append(pattern)
+        return out
+
+    def public(self, row: tuple, files: list[str]) -> dict[str, Any]:
+        """A row as the JSON-ready dict every verb returns."""
+        (
+            _id,
+            name,
+            content,
+            kind,
+            tags,
+            source,
+            _emb,
+            model,
+            eff,
+            uses,
+            helped,
+            failed,
+            created,
+            last_used,
+            last_fb,
+        ) = row
+        return {
+            "name": name,
+            "content": content,
+            "kind": kind,
+            "tags": json.loads(tags),
+            "source": source,
+            "files": files,
+            "effectiveness": round(eff, 4),
+            "use_count": uses,
+            "helped": helped,
+            "failed": failed,
+            "confidence": insight.confidence(eff, helped, failed),
+            "model": model,
+            "created_at": created,
+            "last_used": last_used,
+            "last_feedback_at": last_fb,
+        }
+
+    def names_of(self, ids: Iterable[int]) -> list[str]:
+        ids = list(ids)
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        names = dict(self.conn.execute(f"SELECT id, name FROM insight WHERE id IN ({marks})", ids))
+        return [names[i] for i in ids if i in names]
+
+    def id_of(self, name: str) -> int:
+        row = self.conn.execute("SELECT id FROM insight WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise NotFound(f"no insight named {name!r}")
+        return int(row[0])
+
+    def get(self, name: str) -> dict[str, Any]:
+        """One insight by name, with its file patterns. Raises NotFound."""
+        row = self.row(name)
+        return self.public(row, self.files_of([row[0]])[row[0]])
