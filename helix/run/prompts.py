@@ -18,6 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from helix.loop import contracts, injection
+from helix.tasks import graph as taskgraph
+
 ACTIONS = ("BUILD", "DESIGN", "POLISH", "ALIGN", "BACKFILL", "WAIT", "GUIDANCE", "STOP")
 MAX_FINDINGS = 20
 
@@ -226,3 +229,37 @@ def parse_review(text: Any) -> Review | None:
             }
         )
     return Review(clean=False, findings=findings)
+
+
+def task_block(
+    task: dict[str, Any],
+    insights: list[dict[str, Any]],
+    everything: list[dict[str, Any]],
+    wave_warnings: list[str] = (),
+) -> str:
+    """The builder block of one task: its objective and acceptance, the warnings
+    of earlier attempts and of the wave, and the insights chosen for it."""
+    description = str(task.get("description") or "").strip()
+    objective = description or task.get("title", "")
+    if task.get("acceptance"):
+        objective = f"{objective}\nAcceptance: {task['acceptance']}"
+    warnings = list(wave_warnings)
+    if task.get("helix-last-error"):
+        warnings.insert(
+            0,
+            f"attempt {task.get('helix-attempts', 1)} of this task failed"
+            f" ({task.get('helix-last-outcome', 'failed')}): {task['helix-last-error']}",
+        )
+    warning = "\n".join(warnings) or None
+    return contracts.builder_prompt(
+        task["id"],
+        task.get("title", ""),
+        objective,
+        verify=task.get("verify"),
+        relevant_files=injection.task_files(task),
+        delta=task.get("delta") if isinstance(task.get("delta"), list) else None,
+        budget=task.get("budget") if isinstance(task.get("budget"), int) else None,
+        parent_deliveries=taskgraph.lineage(task, everything),
+        warning=warning,
+        insights=insights,
+    )

@@ -39,17 +39,17 @@ from pathlib import Path
 from typing import Any
 
 from helix.errors import HelixError, InvalidInput, NotFound
-from helix.loop import contracts, injection, learning, outcomes, synthesis
+from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
 from helix.run import recovery, selection
 from helix.run.agents import AgentResult, AgentRunner
+from helix.run.blockers import BlockerReport
 from helix.run.log import RunLog
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.run.worktree import Checkpoint
-from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import Tracker
 
 MAX_ATTEMPTS = 4
@@ -146,7 +146,7 @@ class Supervisor:
         self.state.skipped = list(dict.fromkeys(options.skip))
         self.state.focus = options.epic
         self._held: list[str] = []  # claims this run holds right now
-        self._blocker_report: Path | None = None
+        self._blockers = BlockerReport(self.home)
         self._closed_by_run = 0
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
 
@@ -208,8 +208,8 @@ class Supervisor:
             f"stopped: {self.state.stop_reason} ({self.state.completed_cycles} completed,"
             f" {self.state.attempted_cycles} attempted cycles, {self.state.total_tokens} tokens)"
         )
-        if self._blocker_report is not None:
-            self.log.event(f"blocker report: {runlog.shown(self._blocker_report)}")
+        if self._blockers.path is not None:
+            self.log.event(f"blocker report: {runlog.shown(self._blockers.path)}")
         return code
 
     def _step(self) -> None:
@@ -358,7 +358,9 @@ class Supervisor:
         warnings = synthesis.convergent_warnings(others)
         blocks = []
         for task, pick in zip(tasks, chosen, strict=True):
-            blocks.append((task["id"], _task_block(task, pick["insights"], everything, warnings)))
+            blocks.append(
+                (task["id"], runcontracts.task_block(task, pick["insights"], everything, warnings))
+            )
         context = _read(self.home / projectcontext.FILE)
         injected = {t["id"]: pick["names"] for t, pick in zip(tasks, chosen, strict=True)}
         return runcontracts.build_prompt(blocks, context), injected
@@ -560,28 +562,10 @@ class Supervisor:
             "at": stamp(),
         }
         self.state.blocked.append(entry)
-        self._write_blocker(entry)
+        self._blockers.write(entry, self.state.started_at)
         self.log.event(
             f"{task_id} blocked after {attempt.attempts} attempts: {entry['reason'][:200]}"
         )
-
-    def _write_blocker(self, entry: dict[str, Any]) -> None:
-        if self._blocker_report is None:
-            name = f"blockers-{datetime.now().strftime('%Y%m%d-%H%M%S')}.md"
-            self._blocker_report = self.home / "logs" / name
-            self._blocker_report.parent.mkdir(parents=True, exist_ok=True)
-            self._blocker_report.write_text(
-                f"# helix run blockers (run pid {os.getpid()}, started {self.state.started_at})\n",
-                encoding="utf-8",
-            )
-        with self._blocker_report.open("a", encoding="utf-8") as handle:
-            handle.write(
-                f"\n## {entry['id']}: {entry['title']}\n\n"
-                f"- reason: {entry['reason']}\n"
-                f"- attempts: {entry['attempts']}\n"
-                f"- epic impact: {entry['epic_impact']}\n"
-                f"- blocked at: {entry['at']}\n"
-            )
 
     def _skip(self, task_id: str, why: str) -> None:
         if task_id not in self.state.skipped:
@@ -779,38 +763,6 @@ class Supervisor:
             )
         except (OSError, HelixError) as exc:
             self.log.verbose(f"context.md not written: {exc}")
-
-
-def _task_block(
-    task: dict[str, Any],
-    insights: list[dict[str, Any]],
-    everything: list[dict[str, Any]],
-    wave_warnings: list[str] = (),
-) -> str:
-    description = str(task.get("description") or "").strip()
-    objective = description or task.get("title", "")
-    if task.get("acceptance"):
-        objective = f"{objective}\nAcceptance: {task['acceptance']}"
-    warnings = list(wave_warnings)
-    if task.get("helix-last-error"):
-        warnings.insert(
-            0,
-            f"attempt {task.get('helix-attempts', 1)} of this task failed"
-            f" ({task.get('helix-last-outcome', 'failed')}): {task['helix-last-error']}",
-        )
-    warning = "\n".join(warnings) or None
-    return contracts.builder_prompt(
-        task["id"],
-        task.get("title", ""),
-        objective,
-        verify=task.get("verify"),
-        relevant_files=injection.task_files(task),
-        delta=task.get("delta") if isinstance(task.get("delta"), list) else None,
-        budget=task.get("budget") if isinstance(task.get("budget"), int) else None,
-        parent_deliveries=taskgraph.lineage(task, everything),
-        warning=warning,
-        insights=insights,
-    )
 
 
 def _status(attempt: Attempt) -> str:

@@ -1,0 +1,37 @@
+"""The blocker report of one ``helix run``: a Markdown file in ``.helix/logs/``,
+created at the first task the run blocks and appended to at each one after."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+
+class BlockerReport:
+    """``blockers-YYYYMMDD-HHMMSS.md`` under ``home/logs``; no file until a task blocks."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.path: Path | None = None
+
+    def write(self, entry: dict[str, Any], started_at: str) -> None:
+        """Append one blocked task (``id``, ``title``, ``reason``, ``attempts``,
+        ``epic_impact``, ``at``), creating the report with its heading first."""
+        if self.path is None:
+            name = f"blockers-{datetime.now().strftime('%Y%m%d-%H%M%S')}.md"
+            self.path = self.home / "logs" / name
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(
+                f"# helix run blockers (run pid {os.getpid()}, started {started_at})\n",
+                encoding="utf-8",
+            )
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(
+                f"\n## {entry['id']}: {entry['title']}\n\n"
+                f"- reason: {entry['reason']}\n"
+                f"- attempts: {entry['attempts']}\n"
+                f"- epic impact: {entry['epic_impact']}\n"
+                f"- blocked at: {entry['at']}\n"
+            )
