@@ -28,13 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from helix import config, locks, statefiles
+from helix.claude import transcripts
 from helix.loop import contracts, injection, learning, results
 from helix.memory import safety
 
@@ -57,11 +57,6 @@ VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
 STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
 LOCK_WAIT = 60.0
-# The notification escapes these in an agent's <result> (measured with 2.1.329).
-_UNESCAPE = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
-_TOOLS_SUMMARY = "<tools-used-before-summary>"
-_NOTIFICATION = re.compile(r"<task-notification>(.*?)</task-notification>", re.S)
-_TAG = "<{0}>(.*?)</{0}>"
 
 
 class Context:
@@ -358,7 +353,7 @@ def _new_record(
         keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected")
         record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
         return record
-    prompt = _transcript_prompt(ctx, agent_id)
+    prompt = transcripts.first_prompt(ctx.payload, agent_id)
     record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
     record["injection"] = "from the transcript" if prompt else "unknown: no spawn, no prompt"
     return record
@@ -371,7 +366,7 @@ def _spawn_of(
     knows, the one in the client's meta file, or a background launch naming it.
     Claimed for the agent, so no other agent can take it."""
     spawns = ctx.home / SPAWN_DIR
-    candidates = [tool_use_id, _meta_tool_use_id(ctx, agent_id)]
+    candidates = [tool_use_id, transcripts.meta_tool_use_id(ctx.payload, agent_id)]
     with _locked(spawns / ".lock"):
         found = None
         for candidate in candidates:
@@ -397,27 +392,6 @@ def _spawn_of(
         return found
 
 
-def _meta_tool_use_id(ctx: Context, agent_id: str) -> str | None:
-    folder = _subagent_folder(ctx)
-    if folder is None:
-        return None
-    value = statefiles.read_json(folder / f"agent-{agent_id}.meta.json")
-    if isinstance(value, dict) and isinstance(value.get("toolUseId"), str):
-        return value["toolUseId"]
-    return None
-
-
-def _subagent_folder(ctx: Context) -> Path | None:
-    """Where the client keeps subagent transcripts and meta files for this session."""
-    agent_transcript = ctx.payload.get("agent_transcript_path")
-    if isinstance(agent_transcript, str) and agent_transcript:
-        return Path(agent_transcript).parent
-    transcript, session = ctx.payload.get("transcript_path"), ctx.payload.get("session_id")
-    if not isinstance(transcript, str) or not isinstance(session, str):
-        return None
-    return Path(transcript).parent / session / "subagents"
-
-
 def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
     try:
         name = statefiles.file_id(tool_use_id, "tool_use_id")
@@ -440,18 +414,6 @@ def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
         if spawn is not None and not spawn.get("agent_id"):
             spawn["agent_id"] = agent_id
             statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
-
-
-def _transcript_prompt(ctx: Context, agent_id: str) -> str | None:
-    """The first user message of the subagent transcript: its prompt as it got it."""
-    folder = _subagent_folder(ctx)
-    if folder is None:
-        return None
-    for line in _read_lines(folder / f"agent-{agent_id}.jsonl", first_only=True):
-        message = line.get("message") or {}
-        if line.get("type") == "user" and message.get("role") == "user":
-            return _text_of(message.get("content"))
-    return None
 
 
 def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
@@ -486,7 +448,7 @@ def subagent_stop(ctx: Context) -> None:
         return None
     text = ctx.payload.get("last_assistant_message")
     if not isinstance(text, str) or not text.strip():
-        text = _transcript_answer(ctx.payload.get("agent_transcript_path"))
+        text = transcripts.last_answer(ctx.payload.get("agent_transcript_path"))
     settle(ctx, agent_id, text or "", ctx.payload.get("agent_type"))
     return None
 
@@ -657,25 +619,6 @@ def _summary(settled: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _transcript_answer(path: Any) -> str:
-    """The last assistant text in a subagent transcript. A half-written last line
-    is a race with the client, not a crash: read again briefly."""
-    if not isinstance(path, str):
-        return ""
-    for _attempt in range(3):
-        answer = ""
-        for line in _read_lines(Path(path)):
-            message = line.get("message") or {}
-            if line.get("type") == "assistant" and message.get("role") == "assistant":
-                text = _text_of(message.get("content"))
-                if text.strip():
-                    answer = text
-        if answer:
-            return answer
-        time.sleep(0.1)
-    return ""
-
-
 # ------------------------------------------------ PostToolUse, UserPromptSubmit
 def post_tool_use(ctx: Context) -> None:
     """A foreground agent's result; a background launch carries none, but names the
@@ -695,9 +638,12 @@ def post_tool_use(ctx: Context) -> None:
             content = [
                 b
                 for b in content
-                if not (isinstance(b, dict) and str(b.get("text", "")).startswith(_TOOLS_SUMMARY))
+                if not (
+                    isinstance(b, dict)
+                    and str(b.get("text", "")).startswith(transcripts.TOOLS_SUMMARY)
+                )
             ]
-        text = _text_of(content)
+        text = transcripts.text_of(content)
         settle(ctx, agent_id, text, response["agentType"], ctx.payload.get("tool_use_id"))
     return None
 
@@ -707,13 +653,13 @@ def user_prompt_submit(ctx: Context) -> None:
     prompt = ctx.payload.get("prompt")
     if not isinstance(prompt, str) or "<task-notification>" not in prompt:
         return None
-    for block in _NOTIFICATION.findall(prompt):
-        agent_id = _tag(block, "task-id")
-        if agent_id and _tag(block, "status") == "completed":
-            result = _tag(block, "result")
-            for escaped, plain in _UNESCAPE:
+    for block in transcripts.NOTIFICATION.findall(prompt):
+        agent_id = transcripts.tag(block, "task-id")
+        if agent_id and transcripts.tag(block, "status") == "completed":
+            result = transcripts.tag(block, "result")
+            for escaped, plain in transcripts.UNESCAPE:
                 result = result.replace(escaped, plain)
-            settle(ctx, agent_id, result, None, _tag(block, "tool-use-id") or None)
+            settle(ctx, agent_id, result, None, transcripts.tag(block, "tool-use-id") or None)
     return None
 
 
@@ -781,39 +727,6 @@ def _agent_path(ctx: Context, agent_id: str) -> Path:
 
 def _locked(path: Path):
     return locks.lock_file(path, LOCK_WAIT, 0.01)
-
-
-def _read_lines(path: Path, first_only: bool = False):
-    """JSON objects of a JSONL file; unreadable or half-written lines are skipped."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below, generator
-    except OSError:
-        return
-    with handle:
-        for raw in handle:
-            try:
-                value = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if isinstance(value, dict):
-                yield value
-                if first_only:
-                    return
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
-
-
-def _tag(block: str, name: str) -> str:
-    match = re.search(_TAG.format(name), block, re.S)
-    return match.group(1).strip() if match else ""
 
 
 def _now() -> str:
