@@ -23,18 +23,14 @@ paths of the recording machine are placeholders, filled in with this project's.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
-from helix.loop import contracts, injection, learning, outcomes, results, synthesis
+from helix.demo.builder import ScriptedBuilder
+from helix.demo.narrate import Narrator, console_narrator
+from helix.demo.replay import Replay, load_recording
+from helix.loop import contracts, injection, learning, outcomes, synthesis
 from helix.memory.store import Memory
 from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import Tracker
@@ -127,28 +123,6 @@ TASKS = [
     },
 ]
 RECALL_TASK = "parse the expiry timestamp in the config loader"
-CODE = {
-    "fromisoformat": "from datetime import datetime\n\n\ndef parse_timestamp(text):\n"
-    "    return datetime.fromisoformat(text)\n",
-    "by-hand": "from datetime import datetime\n\n\ndef parse_timestamp(text):\n"
-    "    date, _, time = text.partition('T')\n"
-    "    y, m, d = (int(p) for p in date.split('-'))\n"
-    "    hh, mm, ss = (int(p) for p in time[:8].split(':'))\n"
-    "    return datetime(y, m, d, hh, mm, ss)\n",
-    "strip": "def read_override(environ, name):\n    value = environ.get(name)\n"
-    "    return None if value is None else value.strip()\n",
-    "raw": "def read_override(environ, name):\n    return environ.get(name)\n",
-    "load": "from config_loader.dates import parse_timestamp\n"
-    "from config_loader.env import read_override\n\n\n"
-    "def load(values, environ):\n"
-    "    return {'expires': parse_timestamp(values['expires']),\n"
-    "            'mode': read_override(environ, 'APP_MODE')}\n",
-}
-LEARNED = (
-    "When config_loader.load combines parsed timestamps and environment overrides, "
-    "build on parse_timestamp and read_override instead of re-parsing, because their "
-    "verify scripts already pin the timezone and whitespace behaviour"
-)
 # The recorded Claude Code sessions (scripts/record_demo_session.py) continue the
 # story on this project: a settings file, its VERIFY, and two similar tasks.
 SETTINGS_TOML = 'mode = "slow"\nexpires = 2026-11-21T10:00:00+01:00\n'
@@ -179,40 +153,6 @@ REPLAY_TASKS = [
         "budget": 6,
     },
 ]
-RECORDING = "claude_session.jsonl"
-
-
-class Narrator:
-    """Where the demo reports progress; the default says nothing."""
-
-    def step(self, title: str) -> None: ...
-    def note(self, text: str) -> None: ...
-    def ranking(
-        self, rows: list[dict[str, Any]], title: str, previous: dict[str, int] | None
-    ) -> None: ...
-
-
-class ConsoleNarrator(Narrator):
-    def __init__(self) -> None:
-        from helix import render
-
-        self._render = render
-        self._console = render.console()
-
-    def step(self, title: str) -> None:
-        self._console.rule(f"[bold]{title}")
-
-    def note(self, text: str) -> None:
-        self._console.print(text)
-
-    def ranking(
-        self, rows: list[dict[str, Any]], title: str, previous: dict[str, int] | None
-    ) -> None:
-        self._render.ranking_table(rows, title, previous)
-
-
-def console_narrator() -> Narrator:
-    return ConsoleNarrator()
 
 
 def _scaffold(project: Path) -> None:
@@ -226,42 +166,6 @@ def _scaffold(project: Path) -> None:
     (project / "verify_dates.py").write_text(VERIFY_DATES)
     (project / "verify_env.py").write_text(VERIFY_ENV)
     (project / "verify_load.py").write_text(VERIFY_LOAD)
-
-
-class ScriptedBuilder:
-    """A builder that reads the real prompt contract, follows the first insight on
-    its subject, writes the code that advice implies, and then, like agents do,
-    claims DELIVERED whatever happened. Its UTILIZED list is honest."""
-
-    def __init__(self, project: Path) -> None:
-        self.project = project
-
-    def run(self, prompt: str) -> tuple[str, str | None, str]:
-        fields = contracts.parse_prompt(prompt).fields
-        task = fields.get("TASK", "")
-        names = fields.get("INJECTED", [])
-        lines = [ln.strip() for ln in fields.get("INSIGHTS", "").splitlines()[1:] if ln.strip()]
-        advice = dict(zip(names, lines, strict=False))
-        package = self.project / "config_loader"
-        insight_line = ""
-        if "timestamp" in task.lower() and "combine" not in task.lower():
-            used = next((n for n, a in advice.items() if "timestamp" in a.lower()), None)
-            style = "fromisoformat" if used and "fromisoformat" in advice[used] else "by-hand"
-            (package / "dates.py").write_text(CODE[style])
-        elif "override" in task.lower() and "combine" not in task.lower():
-            used = next((n for n, a in advice.items() if "whitespace" in a.lower()), None)
-            style = "strip" if used else "raw"
-            (package / "env.py").write_text(CODE[style])
-        else:
-            used, style = None, "load"
-            (package / "__init__.py").write_text(CODE["load"])
-            insight_line = "INSIGHT: " + json.dumps({"content": LEARNED, "tags": ["config"]})
-        output = (
-            f"I read the delta files and implemented it ({style}).\n\n"
-            f"DELIVERED: {task} ({style})\n"
-            f"UTILIZED: {json.dumps([used] if used else [])}\n{insight_line}\n"
-        )
-        return output, used, style
 
 
 def run(
@@ -431,286 +335,6 @@ def _wave(
     for warning in warnings:
         narrate.note(f"    {warning}")
     return rows
-
-
-# ---------------------------------------------------------------------- replay
-HOOK_TIMEOUT = 120.0
-EXCERPT_LINES = 3
-
-
-def load_recording() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The recorded sessions shipped with helix: (header, lines). A line is a hook
-    call ``{"event", "payload"}`` or a change made outside the hooks ``{"setup", ...}``."""
-    from importlib import resources
-
-    text = resources.files("helix").joinpath("data", RECORDING).read_text(encoding="utf-8")
-    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return lines[0], lines[1:]
-
-
-def _fill(value: Any, places: dict[str, str]) -> Any:
-    """``value`` with the placeholders in its strings replaced by real paths."""
-    if isinstance(value, str):
-        for placeholder, real in places.items():
-            value = value.replace(placeholder, real)
-        return value
-    if isinstance(value, dict):
-        return {key: _fill(item, places) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_fill(item, places) for item in value]
-    return value
-
-
-class Replay:
-    """Feeds the recording to the real hook command, one subprocess per hook, and
-    narrates what each hook did from what it left in ``.helix``."""
-
-    def __init__(self, project: Path, narrate: Narrator) -> None:
-        self.project = project
-        self.home = project / ".helix"
-        self.narrate = narrate
-        scratch = project / ".claude-replay"  # stands in for the recording's HOME
-        (scratch / ".claude").mkdir(parents=True, exist_ok=True)
-        self.places = {
-            "{claude}": str(scratch / ".claude"),
-            "{home}": str(scratch),
-            "{tmp}": str(scratch / "tmp"),
-            "{project}": str(project),
-            "{project_key}": re.sub(r"[^A-Za-z0-9]", "-", str(project)),
-        }
-        # What the client gives a hook: the project, and helix (the interpreter
-        # running this demo) first on PATH; nothing of an outer Claude Code session.
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("CLAUDE") and k not in ("HELIX_HOME", "HELIX_DB")
-        }
-        env.update(
-            HELIX_HOME=str(self.home),
-            CLAUDE_PROJECT_DIR=str(project),
-            PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-        )
-        self.env = env
-        self.sessions: list[str] = []
-        self.learned: list[str] = []
-        self.spawns: dict[Any, dict[str, Any]] = {}
-        self.result: dict[str, Any] = {"hooks": [], "agents": {}, "feedback": {}}
-
-    def run(self) -> dict[str, Any]:
-        header, lines = load_recording()
-        self.result.update(client=header.get("client"), recorded=header.get("recorded"))
-        self.note(
-            f"  recorded with {header.get('client')} on {header.get('recorded')}; each payload "
-            "goes on stdin to `python -m helix hook EVENT`, as hooks/run-hook sends it"
-        )
-        started = time.monotonic()
-        for line in lines:
-            self.step(_fill(line, self.places))
-        self.result["seconds"] = round(time.monotonic() - started, 2)
-        self.result["sessions"] = self.sessions
-        self.result["learned"] = self.learned
-        self.note(
-            f"\n  {len(self.result['hooks'])} hook calls in {self.result['seconds']:.1f} s, "
-            f"exit codes {sorted({h['exit_code'] for h in self.result['hooks']})}; "
-            f"the log of every call: {self.home / 'hooks.log'}"
-        )
-        return self.result
-
-    def step(self, line: dict[str, Any]) -> None:
-        """One line of the recording: a change to the project, or a hook call."""
-        if line.get("setup") == "files":
-            for name, content in line["files"].items():
-                (self.project / name).parent.mkdir(parents=True, exist_ok=True)
-                (self.project / name).write_text(content)
-            who = "the builder's Bash call writes" if line["by"] == "builder" else "you add"
-            self.note(f"    ({who} {', '.join(line['files'])}: not a hook event)")
-        elif line.get("setup") == "task":
-            self._add_task(line["task"])
-        elif "event" in line:
-            call = self.call(line["event"], line["payload"])
-            self.result["hooks"].append(call)
-            self.tell(call, line["payload"])
-
-    def call(self, event: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """Run the real hook command with ``payload`` on stdin."""
-        log = self.home / "hooks.log"
-        offset = log.stat().st_size if log.exists() else 0
-        started = time.monotonic()
-        done = subprocess.run(
-            [sys.executable, "-m", "helix", "hook", event],
-            input=json.dumps(payload),
-            cwd=self.project,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=HOOK_TIMEOUT,
-        )
-        stdout = done.stdout.strip()
-        try:
-            output, json_only = (json.loads(stdout) if stdout else None), True
-        except ValueError:
-            output, json_only = None, False
-        logged = ""
-        if log.exists():
-            with open(log, "rb") as handle:
-                handle.seek(offset)
-                logged = handle.read().decode("utf-8", "replace")
-        return {
-            "event": event,
-            "session_id": payload.get("session_id"),
-            "agent_id": payload.get("agent_id"),
-            "exit_code": done.returncode,
-            "json_only": json_only,
-            "output": output,
-            "stderr": done.stderr,
-            "log": logged,
-            "ms": round(1000 * (time.monotonic() - started)),
-        }
-
-    def _add_task(self, task: dict[str, Any]) -> None:
-        """Add a recorded task under its own id (its builder's prompt names it)."""
-        with tempfile.NamedTemporaryFile(
-            "w", dir=self.home, suffix=".jsonl", delete=False
-        ) as handle:
-            handle.write(json.dumps(task) + "\n")
-        try:
-            Tracker(self.home / "tasks.jsonl").import_file(Path(handle.name))
-        finally:
-            os.unlink(handle.name)
-        self.note(
-            f"    (the task graph gets {task['id']} {task['title']!r}, VERIFY: {task['verify']})"
-        )
-
-    # -------------------------------------------------------------- narration
-    def note(self, text: str) -> None:
-        """Narrate ``text`` as plain text (recorded words like [unproven] are not markup)."""
-        self.narrate.note(text.replace("[", "\\["))
-
-    def tell(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
-        event, note = call["event"], self.note
-        failed = re.search(rf"^\S+ {event} error ", call["log"], re.M)
-        if call["exit_code"] != 0 or not call["json_only"] or failed:
-            note(f"    {event}: exit {call['exit_code']}, failed: {call['stderr'][-300:]}")
-            return
-        if event == "SessionStart":
-            self.sessions.append(payload["session_id"])
-            context = (call["output"] or {}).get("hookSpecificOutput", {})
-            brief = context.get("additionalContext", "").splitlines()[1:2] or [""]
-            self.narrate.note(f"  [bold]session {len(self.sessions)}[/bold]")
-            note(
-                f"    SessionStart ({payload['session_id'][:8]}) briefs the main thread: "
-                f"{brief[0].strip()}"
-            )
-        elif event == "UserPromptSubmit":
-            prompt = payload.get("prompt", "")
-            if "<task-notification>" not in prompt:
-                note(f"    UserPromptSubmit: {prompt!r}")
-            else:
-                note(
-                    f"    UserPromptSubmit: the builder's <task-notification> -> {self._again(call)}"
-                )
-        elif event == "PreToolUse":
-            self._tell_spawn(call, payload)
-        elif event == "PostToolUse":
-            response = payload.get("tool_response") or {}
-            note(f"    PostToolUse: the background launch names agent {response.get('agentId')}")
-        elif event == "SubagentStart":
-            self._tell_start(call, payload)
-        elif event == "PostToolUseFailure":
-            error = str(payload.get("error") or "").strip().splitlines() or [""]
-            note(
-                f"    PostToolUseFailure: the builder's {payload.get('tool_name')} call: {error[-1]}"
-            )
-        elif event == "SubagentStop":
-            self._tell_stop(call, payload)
-        elif event == "SessionEnd":
-            note("    SessionEnd: decay and clean-up")
-
-    def _agent(self, agent_id: str) -> dict[str, Any]:
-        value = statefiles.read_json(self.home / "agents" / f"{agent_id}.json")
-        return value if isinstance(value, dict) else {}
-
-    def _feedback(self, task_id: str | None) -> list[dict[str, Any]]:
-        with Memory(self.home / "helix.db") as memory:
-            rows = memory.conn.execute(
-                "SELECT insight, outcome, verified, causal, delta FROM feedback_event "
-                "WHERE task_id = ? ORDER BY id",
-                (task_id,),
-            ).fetchall()
-        keys = ("insight", "outcome", "verified", "causal", "delta")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
-
-    def _again(self, call: dict[str, Any]) -> str:
-        """What a second report of a settled agent did: nothing, and the count shows it."""
-        found = re.search(r" (\S+): already settled", call["log"])
-        if found is None:
-            return "settled it"
-        task_id = self.result["agents"].get(found.group(1), {}).get("task_id")
-        count = len(self._feedback(task_id))
-        return f"already settled; still {count} feedback events for {task_id} (counted once)"
-
-    def _tell_spawn(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
-        """PreToolUse answers with the spawn's prompt, its insights appended."""
-        tool_input = payload.get("tool_input") or {}
-        original = str(tool_input.get("prompt") or "")
-        output = (call["output"] or {}).get("hookSpecificOutput", {})
-        given = str((output.get("updatedInput") or {}).get("prompt") or original)
-        added = given[len(original) :] if given.startswith(original) else given
-        spawn = statefiles.read_json(self.home / "spawns" / f"{payload.get('tool_use_id')}.json")
-        spawn = spawn if isinstance(spawn, dict) else {}
-        self.spawns[payload.get("tool_use_id")] = {
-            "task_id": spawn.get("task_id"),
-            "injected": spawn.get("injected", []),
-            "context": added,
-        }
-        lines = [ln for ln in added.splitlines() if ln.startswith("  - ")]
-        self.note(
-            f"    PreToolUse: spawn of {tool_input.get('subagent_type')} for "
-            f"{spawn.get('task_id')}: helix appends {len(lines)} insights to its prompt:"
-        )
-        for name, line in list(zip(spawn.get("injected", []), lines, strict=False))[:EXCERPT_LINES]:
-            mark = "  <- learned in session 1" if name in self.learned else ""
-            self.note(f"      {line.strip()[:150]}{mark}")
-
-    def _tell_start(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
-        self.result["agents"][payload["agent_id"]] = {"session": len(self.sessions)}
-        self.note(
-            f"    SubagentStart: {payload.get('agent_type')} {payload['agent_id'][:8]} starts "
-            "(its prompt already holds its insights)"
-        )
-
-    def _tell_stop(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
-        agent_id = payload["agent_id"]
-        agent = self._agent(agent_id)
-        self.result["agents"].setdefault(agent_id, {}).update(
-            self.spawns.get(agent.get("tool_use_id"), {"task_id": agent.get("task_id")})
-        )
-        result = agent.get("result") or {}
-        task_id = agent.get("task_id")
-        status = results.read_task_statuses(self.home).get(task_id, {})
-        claimed = contracts.parse_outcome(payload.get("last_assistant_message") or "").status
-        stored = re.findall(r" learning stored \S+ as (\S+)", call["log"])
-        self.learned += stored
-        feedback = self._feedback(task_id)
-        self.result["feedback"][task_id] = feedback
-        self.result["agents"].setdefault(agent_id, {}).update(
-            claimed=claimed,
-            outcome=result.get("outcome"),
-            verified=result.get("verified"),
-            verify_exit=status.get("verify_exit"),
-            stored=stored,
-        )
-        verified = sum(bool(e["verified"]) for e in feedback)
-        self.note(
-            f"    SubagentStop: claimed {claimed.upper()}; VERIFY exit {status.get('verify_exit')}"
-            f" -> {result.get('outcome')}; {len(feedback)} feedback events, {verified} verified"
-            " (* = causal):"
-        )
-        for event in feedback:
-            mark = "*" if event["causal"] else " "
-            self.note(f"      {event['outcome']:9s}{mark} {event['delta']:+.3f} {event['insight']}")
-        for name in stored:
-            self.note(f"      the failure is stored as an insight: {name}")
 
 
 __all__ = ["run", "console_narrator", "Narrator", "load_recording"]
