@@ -194,7 +194,7 @@ def test_claude_exit_zero_without_a_result_is_an_error(tmp_path, project, log):
 
 
 def test_garbage_invalid_utf8_and_oversized_lines_are_skipped(tmp_path, project, log, monkeypatch):
-    monkeypatch.setattr(agents, "MAX_EVENT_BYTES", 1000)
+    monkeypatch.setattr(agents.base, "MAX_EVENT_BYTES", 1000)
     body = (
         "echo 'npm warn something'\n"
         "printf '\\377\\376 not utf-8 {\\n'\n"
@@ -325,7 +325,7 @@ def test_codex_sandbox_flag_of_the_caller_replaces_the_default(tmp_path, project
 
 
 def test_timeout_kills_the_agent_and_its_grandchild(tmp_path, project, log, monkeypatch):
-    monkeypatch.setattr(agents, "TERM_GRACE", 0.3)
+    monkeypatch.setattr(agents.base, "TERM_GRACE", 0.3)
     pid_file = tmp_path / "grandchild.pid"
     # The grandchild ignores SIGTERM, so only the SIGKILL after the grace ends it.
     body = f"sh -c 'trap \"\" TERM; sleep 300' &\necho $! > {pid_file}\necho '{{\"type\": 1}}'\nsleep 300"
@@ -367,7 +367,7 @@ def test_timeout_kills_the_agent_and_its_grandchild(tmp_path, project, log, monk
 def test_a_timeout_says_what_the_agent_was_struggling_with(
     tmp_path, project, log, monkeypatch, name, events, expected
 ):
-    monkeypatch.setattr(agents, "TERM_GRACE", 0.1)
+    monkeypatch.setattr(agents.base, "TERM_GRACE", 0.1)
     binary = stub(tmp_path, name, printing(*events).rsplit("exit", 1)[0] + "sleep 30")
     runner = RUNNERS[name](binary=str(binary))
     got = runner.run("go", project, timeout=0.5, log_path=log)
@@ -452,7 +452,7 @@ def test_the_command_runner_answers_with_stdout(tmp_path, project, log):
 
 
 def test_huge_output_and_an_unread_huge_prompt_do_not_block(tmp_path, project, log, monkeypatch):
-    monkeypatch.setattr(agents, "TEXT_LIMIT", 1000)
+    monkeypatch.setattr(agents.command, "TEXT_LIMIT", 1000)
     command = (
         "head -c 30000000 /dev/zero | tr '\\0' 'x'; echo; "
         "head -c 5000000 /dev/zero | tr '\\0' 'e' >&2; echo THE-END"

@@ -117,7 +117,7 @@ def run_codex(codex_bin: Path, sandbox: Sandbox, tmp_path: Path) -> Run:
 
 @pytest.fixture
 def quick_grace(monkeypatch: pytest.MonkeyPatch) -> float:
-    monkeypatch.setattr(agents, "TERM_GRACE", 1.0)
+    monkeypatch.setattr(agents.base, "TERM_GRACE", 1.0)
     return 1.0
 
 
