@@ -598,7 +598,8 @@ def doctor() -> None:
     import shutil
 
     from helix import config, health, installer
-    from helix.embeddings import check_model_files, get_embedder, minilm_dir
+    from helix.embeddings import get_embedder
+    from helix.modelfiles import check_model_files, minilm_dir
 
     report: dict[str, Any] = {"version": __version__, "python": sys.version.split()[0]}
     paths = config.resolve()

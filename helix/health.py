@@ -35,8 +35,8 @@ def model_problem(env: dict[str, str]) -> str | None:
     user's own business: it is checked when it loads)."""
     if env.get("HELIX_EMBEDDER", "minilm") not in ("", "minilm"):
         return None
-    from helix.embeddings import check_model_files, minilm_dir
     from helix.errors import ModelUnavailable
+    from helix.modelfiles import check_model_files, minilm_dir
 
     try:
         check_model_files(minilm_dir())

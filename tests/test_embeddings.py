@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helix import embeddings
+from helix import modelfiles
 from helix.bert import BertEncoder, float16_to_float32, read_safetensors
 from helix.embeddings import (
     MINILM_FILES,
@@ -164,7 +164,7 @@ def test_tampered_model_files_are_refused(tmp_path, monkeypatch, tamper, message
         (tmp_path / "config.json").write_text("{}")
     elif tamper == "remove":
         (tmp_path / "tokenizer.json").unlink()
-    monkeypatch.setattr(embeddings, "PACKAGED_MODEL_DIR", tmp_path)
+    monkeypatch.setattr(modelfiles, "PACKAGED_MODEL_DIR", tmp_path)
     if tamper == "zeros":
         check_model_files(minilm_dir())
         with pytest.raises(ModelUnavailable, match=message) as raised:
