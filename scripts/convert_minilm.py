@@ -9,8 +9,9 @@ output holds what helix's numpy encoder (``helix/memory/bert.py``) reads:
   without the tensors helix never uses: ``pooler.*`` (sentence-transformers pools
   by mean, not through BERT's pooler) and the ``embeddings.position_ids`` buffer.
   Conversion rounds to nearest; the script refuses a tensor whose values would
-  overflow float16. helix converts back to float32 once at load and computes in
-  float32, so the vectors keep a cosine above 0.9999 to the original model's.
+  overflow float16 or are not finite (helix's loader relies on that). helix
+  converts back to float32 once at load and computes in float32, so the vectors
+  keep a cosine above 0.9999 to the original model's.
 - ``tokenizer.json`` and ``config.json``: copied byte for byte.
 
 The output is deterministic (tensors in sorted order, no timestamps), so running
@@ -57,7 +58,7 @@ def convert(tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if tensor.dtype != np.float32:
             raise ValueError(f"{name}: expected float32, found {tensor.dtype}")
         peak = float(np.abs(tensor).max())
-        if not peak < FLOAT16_MAX:
+        if not peak < FLOAT16_MAX:  # also true for inf and NaN
             raise ValueError(f"{name}: max |value| {peak} does not fit float16")
         out[name] = tensor.astype(np.float16)
     return out

@@ -29,7 +29,8 @@ def doctor() -> None:
     from helix import config
     from helix.claude import installer
     from helix.memory import health
-    from helix.memory.embeddings import check_model_files, get_embedder, minilm_dir
+    from helix.memory.embeddings import get_embedder
+    from helix.memory.modelfiles import check_model_files, minilm_dir
 
     report: dict[str, Any] = {"version": __version__, "python": sys.version.split()[0]}
     paths = config.resolve()

@@ -86,7 +86,7 @@ _BLOCK = 1 << 16  # elements per step: the temporaries stay in cache
 
 def float16_to_float32(half: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Exactly ``half.astype(np.float32)`` for finite values, flat, into ``out`` (a
-    new array if None); raises ValueError on inf or NaN (never in model weights).
+    new array if None).
 
     numpy's own cast does not use the CPU's conversion instructions and takes 25 ms
     for this model's 10.6M dense weights; this takes 11 ms (measured). Shifting a
@@ -94,7 +94,8 @@ def float16_to_float32(half: np.ndarray, out: np.ndarray | None = None) -> np.nd
     is too small by 127 - 15 = 112, and multiplying by 2**112 fixes that exactly,
     subnormals and zero included; the sign bit lands in place through the sign
     extension of int16 to int32. An inf or NaN would come out as a finite number
-    above 65504, the largest finite half, which is how it is detected.
+    above 65504; model weights hold neither (scripts/convert_minilm.py refuses them,
+    and the packaged file is pinned by sha256), so no pass is spent looking.
     """
     bits = np.ascontiguousarray(half).reshape(-1).view(np.int16)
     if out is None:
@@ -106,8 +107,6 @@ def float16_to_float32(half: np.ndarray, out: np.ndarray | None = None) -> np.nd
         block &= np.int32(-0x70002000)  # 0x8FFFE000: the sign, then the 15 shifted bits
         values = block.view(np.float32)
         values *= np.float32(2.0**112)
-        if values.max() > 65504.0 or values.min() < -65504.0:
-            raise ValueError("float16 tensor holds inf or NaN")
     return out
 
 

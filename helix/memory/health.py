@@ -36,7 +36,7 @@ def model_problem(env: dict[str, str]) -> str | None:
     if env.get("HELIX_EMBEDDER", "minilm") not in ("", "minilm"):
         return None
     from helix.errors import ModelUnavailable
-    from helix.memory.embeddings import check_model_files, minilm_dir
+    from helix.memory.modelfiles import check_model_files, minilm_dir
 
     try:
         check_model_files(minilm_dir())
