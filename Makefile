@@ -51,9 +51,11 @@ test: install claude-cli codex-cli
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \
 	if [ $$code -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$code
 
+# mypy reads its settings (and the files it checks: helix/) from pyproject.toml.
 lint: install
 	$(BIN)/ruff check helix tests benchmarks scripts
 	$(BIN)/ruff format --check helix tests benchmarks scripts
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff format helix tests benchmarks scripts

@@ -23,6 +23,7 @@ hook never creates a data directory for a stray working directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,7 @@ class Paths:
         return self.home / "tasks.jsonl"
 
 
-def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> Path:
+def find_home(start: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """Return the data directory for ``start`` (default: cwd). Pure: creates nothing."""
     env = os.environ if env is None else env
     if env.get("HELIX_HOME"):
@@ -65,7 +66,7 @@ def find_home(start: Path | None = None, env: dict[str, str] | None = None) -> P
     return (repository or here) / DATA_DIR_NAME
 
 
-def resolve(start: Path | None = None, env: dict[str, str] | None = None) -> Paths:
+def resolve(start: Path | None = None, env: Mapping[str, str] | None = None) -> Paths:
     """Resolve the data directory and database path. Pure: creates nothing."""
     env = os.environ if env is None else env
     home = find_home(start, env)
@@ -77,7 +78,7 @@ def resolve(start: Path | None = None, env: dict[str, str] | None = None) -> Pat
     return Paths(home=home, db=db)
 
 
-def find_project(start: Path, env: dict[str, str] | None = None) -> Paths | None:
+def find_project(start: Path, env: Mapping[str, str] | None = None) -> Paths | None:
     """The existing project that ``start`` lies in, or None. Pure: creates nothing.
 
     ``HELIX_HOME`` names the project's data directory outright (its parent must

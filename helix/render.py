@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -110,7 +111,7 @@ def insight_detail(item: dict[str, Any]) -> None:
         out.print(table)
 
 
-def task_table(tasks: list[dict[str, Any]], title: str | None = None) -> None:
+def task_table(tasks: Sequence[Mapping[str, Any]], title: str | None = None) -> None:
     out = console()
     if not tasks:
         out.print("no tasks", style="dim")

@@ -29,14 +29,20 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helix import config, locks, statefiles
 from helix.claude import transcripts
 from helix.loop import contracts, injection, learning, results
 from helix.memory import safety
+
+if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
+    from helix.memory.store import Memory
+    from helix.tasks.tracker import Tracker
 
 EVENTS = (
     "SessionStart",
@@ -67,7 +73,7 @@ class Context:
     :func:`config.find_project`, the rule ``helix verify`` and ``helix run`` use,
     so VERIFY always runs at the root. Outside a project ``paths`` is None."""
 
-    def __init__(self, payload: dict[str, Any], env: dict[str, str]):
+    def __init__(self, payload: dict[str, Any], env: Mapping[str, str]):
         self.payload = payload
         self.env = env
         start = start_dir(payload, env)
@@ -87,18 +93,18 @@ class Context:
     def home(self) -> Path:
         return self.paths.home
 
-    def memory(self):
+    def memory(self) -> Memory:
         from helix.memory.store import Memory
 
         return Memory(self.paths.db)
 
-    def tracker(self):
+    def tracker(self) -> Tracker:
         from helix.tasks.tracker import Tracker
 
         return Tracker(self.paths.tasks)
 
 
-def start_dir(payload: dict[str, Any], env: dict[str, str]) -> Path | None:
+def start_dir(payload: dict[str, Any], env: Mapping[str, str]) -> Path | None:
     """The directory the client says it works in: the payload's cwd, else the
     project directory it exported, else this process's own."""
     value = payload.get("cwd") or env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
@@ -107,7 +113,7 @@ def start_dir(payload: dict[str, Any], env: dict[str, str]) -> Path | None:
     return Path(value)
 
 
-def handle(event: str, payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
+def handle(event: str, payload: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any] | None:
     """Run the handler of ``event``; return the hook JSON to print (or None).
 
     Outside a helix project only SessionStart answers (a briefing that creates
@@ -173,7 +179,7 @@ def _warnings(ctx: Context) -> list[str]:
     return [f"WARNING (helix): {problem}" for problem in problems]
 
 
-def _briefing(memory) -> list[str]:
+def _briefing(memory: Memory) -> list[str]:
     health = memory.health()
     lines = [
         f"  {health['total_insights']} insights, {health['proven']} proven by verified "
@@ -517,7 +523,9 @@ def _new_attempt(ctx: Context, record: dict[str, Any]) -> None:
     """A resumed builder still holds the insights it was given: they are this
     attempt's injection too, recorded afresh so feedback applies to it once."""
     state_id = record.get("state_id")
-    state = injection.read_state(state_id, ctx.home) if state_id else None
+    if not state_id:
+        return
+    state = injection.read_state(state_id, ctx.home)
     if state is None or not state.get("settled_at"):
         return
     with ctx.memory() as memory:
@@ -597,7 +605,7 @@ def _settle_planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str
     return {"tasks": len(plan.tasks), "problems": plan.problems}
 
 
-def _store_learning(memory, home: Path, refused: list[dict[str, str]] = ()) -> None:
+def _store_learning(memory: Memory, home: Path, refused: Sequence[Mapping[str, str]] = ()) -> None:
     """Explicit INSIGHTs and derived failures (medium or high confidence) are stored
     at once, through the safety screen; low-confidence ones stay queued. What the
     screen refused (when proposed or when stored) is logged by reason only: its
@@ -725,7 +733,7 @@ def _agent_path(ctx: Context, agent_id: str) -> Path:
     return ctx.home / AGENT_DIR / f"{agent_id}.json"
 
 
-def _locked(path: Path):
+def _locked(path: Path) -> AbstractContextManager[None]:
     return locks.lock_file(path, LOCK_WAIT, 0.01)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def last_answer(path: Any) -> str:
     return ""
 
 
-def read_lines(path: Path, first_only: bool = False):
+def read_lines(path: Path, first_only: bool = False) -> Iterator[dict[str, Any]]:
     """JSON objects of a JSONL file; unreadable or half-written lines are skipped."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, generator

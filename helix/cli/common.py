@@ -10,11 +10,14 @@ import sqlite3
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import click
 
 from helix.errors import HelixError, InvalidInput
+
+if TYPE_CHECKING:  # imported when used: commands without a store start faster
+    from helix.memory.store import Memory
 
 KIND_CHOICES = (
     "failure",
@@ -76,6 +79,12 @@ def emit(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 
+@overload
+def json_list(text: str, what: str) -> list[Any]: ...
+@overload
+def json_list(text: None, what: str) -> None: ...
+@overload
+def json_list(text: str | None, what: str) -> list[Any] | None: ...
 def json_list(text: str | None, what: str) -> list[Any] | None:
     from helix.memory.insight import parse_json_list
 
@@ -95,7 +104,7 @@ def read_text(value: str, what: str) -> str:
     return data
 
 
-def open_memory(create: bool = True):
+def open_memory(create: bool = True) -> Memory:
     from helix.memory.store import Memory
 
     return Memory.open(create=create)

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 import traceback
+from pathlib import Path
 
 import click
 
@@ -59,7 +60,7 @@ def hook_command(event: str) -> None:
         _fail_open(event, exc, home)
 
 
-def _fail_open(event: str, exc: BaseException, home) -> None:
+def _fail_open(event: str, exc: BaseException, home: Path | None) -> None:
     detail = "".join(traceback.format_exception(exc)).strip()
     try:
         from helix.claude import hooks

@@ -85,6 +85,7 @@ def inject_command(
             objectives = [injection.task_objective(t) for t in tasks]
             file_lists = [injection.task_files(t) for t in tasks]
         else:
+            assert batch is not None  # exactly one mode was given: --batch
             items = _batch_items(read_source(batch, "--batch"))
             ids = [i["task_id"] for i in items]
             objectives = [i["objective"] for i in items]

@@ -79,12 +79,10 @@ def memory_recall(
     Example: helix memory recall "fix flaky auth tests" --limit 5 --graph-hops 1
     """
     text = read_text(query, "QUERY")
-    options = {
-        "kinds": json_list(kinds, "--kinds"),
-        "tags": json_list(tags, "--tags"),
-        "files": json_list(files, "--files"),
-        "suppress_names": json_list(suppress_names, "--suppress-names"),
-    }
+    kind_list = json_list(kinds, "--kinds")
+    tag_list = json_list(tags, "--tags")
+    file_list = json_list(files, "--files")
+    suppressed = json_list(suppress_names, "--suppress-names")
     if not text.strip():
         raise InvalidInput("the query is empty")
     with open_memory(create=False) as mem:
@@ -93,9 +91,12 @@ def memory_recall(
                 text,
                 limit=limit,
                 min_relevance=min_relevance,
+                kinds=kind_list,
+                tags=tag_list,
+                files=file_list,
+                suppress_names=suppressed,
                 intent=intent,
                 graph_hops=graph_hops,
-                **options,
             )
         )
 

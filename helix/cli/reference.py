@@ -37,7 +37,9 @@ def cli_reference() -> str:
         parts.append(f"\n## `{' '.join(path)}`\n\n```text\n{command.get_help(context)}\n```\n")
         if isinstance(command, click.Group):
             for name in sorted(command.list_commands(context)):
-                walk(command.get_command(context, name), [*path, name])
+                sub = command.get_command(context, name)
+                if sub is not None:  # a listed name always resolves in helix's groups
+                    walk(sub, [*path, name])
 
     walk(cli, ["helix"])
     return "".join(parts)

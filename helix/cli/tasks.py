@@ -6,6 +6,7 @@ Every command prints JSON with ``--json`` and a table or a line otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ def open_tracker() -> Tracker:
     return Tracker(config.resolve().tasks)
 
 
-def show_tasks(tasks: list[dict[str, Any]], as_json: bool, title: str | None = None) -> None:
+def show_tasks(tasks: Sequence[Mapping[str, Any]], as_json: bool, title: str | None = None) -> None:
     if as_json:
         emit(tasks)
         return
@@ -257,7 +258,7 @@ def tasks_status(as_json: bool) -> None:
     counts = {s: 0 for s in STATUSES}
     for task in all_tasks:
         counts[task.get("status", "open")] = counts.get(task.get("status", "open"), 0) + 1
-    report = {
+    report: dict[str, Any] = {
         "total": len(all_tasks),
         "by_status": counts,
         "ready": len(taskgraph.ready(all_tasks)),

@@ -280,7 +280,7 @@ class Replay:
         )
         result = agent.get("result") or {}
         task_id = agent.get("task_id")
-        status = results.read_task_statuses(self.home).get(task_id, {})
+        status = results.read_task_statuses(self.home).get(task_id, {}) if task_id else {}
         claimed = contracts.parse_outcome(payload.get("last_assistant_message") or "").status
         stored = re.findall(r" learning stored \S+ as (\S+)", call["log"])
         self.learned += stored

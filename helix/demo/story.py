@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator, console_narrator
@@ -35,6 +35,25 @@ from helix.memory.store import Memory
 from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import Tracker
 
+
+class Advice(TypedDict):
+    """One insight the story stores before it plans."""
+
+    content: str
+    tags: list[str]
+    files: NotRequired[list[str]]
+
+
+class Step(TypedDict):
+    """One task of the story's DAG; ``deps`` name earlier steps by ``key``."""
+
+    key: str
+    title: str
+    verify: str
+    delta: list[str]
+    deps: list[str]
+
+
 GOOD = (
     "When parsing timestamps in the config loader, use datetime.fromisoformat because it "
     "accepts timezone offsets like +01:00 that hand-written parsing drops"
@@ -43,7 +62,7 @@ BAD = (
     "To parse an expiry timestamp in the config loader, split the text on '-', 'T' and ':' "
     "and build the datetime by hand, because it avoids format strings"
 )
-INSIGHTS = [
+INSIGHTS: list[Advice] = [
     {"content": GOOD, "tags": ["dates", "config"], "files": ["config_loader/"]},
     {"content": BAD, "tags": ["dates", "config"], "files": ["config_loader/"]},
     {
@@ -99,7 +118,7 @@ assert config["mode"] == "slow" and config["expires"].utcoffset() is not None, c
 print("verify: ok")
 """
 # The DAG: two parallel tasks, then one that needs both. VERIFY is a real command.
-TASKS = [
+TASKS: list[Step] = [
     {
         "key": "dates",
         "title": "Parse the expiry timestamp in the config loader",
@@ -211,8 +230,8 @@ def run(
                 deps=[ids[d] for d in spec["deps"]],
             )
             ids[spec["key"]] = task["id"]
-            after = f" after {', '.join(ids[d] for d in spec['deps'])}" if spec["deps"] else ""
-            narrate.note(f"  {task['id']}  {spec['title']}{after}  VERIFY: {spec['verify']}")
+            waits = f" after {', '.join(ids[d] for d in spec['deps'])}" if spec["deps"] else ""
+            narrate.note(f"  {task['id']}  {spec['title']}{waits}  VERIFY: {spec['verify']}")
 
         narrate.step("4. build in waves: inject, prompt, scripted builder, VERIFY, feedback")
         builder = ScriptedBuilder(project)

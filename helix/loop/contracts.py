@@ -149,8 +149,10 @@ class Prompt:
         return "unknown"
 
 
-def parse_prompt(text: str) -> Prompt:
-    """Read the ``FIELD: value`` lines back; a value runs until the next field."""
+def parse_prompt(text: object) -> Prompt:
+    """Read the ``FIELD: value`` lines back; a value runs until the next field.
+    Anything but a string (a hook payload can hold any JSON) is a problem, not an
+    exception."""
     result = Prompt()
     if not isinstance(text, str):
         result.problems.append("prompt is not text")

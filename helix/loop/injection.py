@@ -120,9 +120,9 @@ def batch_inject(
     Read-only on the memory. ``relevance_only`` deals by relevance alone (see
     :meth:`Memory.recall`): the baseline without learned usefulness.
     """
-    objectives, task_ids, files = _check_batch(objectives, task_ids, limit, files)
+    texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
     pools: list[dict[str, dict[str, Any]]] = []
-    for objective, task_files in zip(objectives, files, strict=True):
+    for objective, task_files in zip(texts, file_lists, strict=True):
         hits = memory.recall(
             objective,
             limit=max(POOL_SIZE, limit * 2),
@@ -138,14 +138,14 @@ def batch_inject(
         names.sort(key=lambda n: (-pools[i][n]["_score"], n))
         insights = [_compact(pools[i][n]) for n in names]
         result = {
-            "task_id": task_ids[i],
-            "objective": objectives[i],
+            "task_id": ids[i],
+            "objective": texts[i],
             "insights": insights,
             "names": names,
             "block": _block(insights),
         }
-        if task_ids[i]:
-            _record(home, result, files[i], limit, len(objectives), now)
+        if ids[i]:
+            _record(home, result, file_lists[i], limit, len(texts), now)
         results.append(result)
     return {
         "results": results,

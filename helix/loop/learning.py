@@ -265,7 +265,7 @@ def pending(home: Path | None = None) -> list[dict[str, Any]]:
                 value[key] = []
         items.append(value)
     rank = {c: i for i, c in enumerate(CONFIDENCE)}
-    items.sort(key=lambda c: (-rank.get(c.get("confidence"), 0), c.get("proposed_at") or ""))
+    items.sort(key=lambda c: (-rank[c["confidence"]], c.get("proposed_at") or ""))
     return items
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from helix.errors import NotFound
@@ -204,7 +204,7 @@ def parent_deliveries(
 
 
 def parent_deliveries_from_tracker(
-    tasks: list[Mapping[str, Any]], task_ids: Iterable[str]
+    tasks: Sequence[Mapping[str, Any]], task_ids: Iterable[str]
 ) -> dict[str, str]:
     """The same lines from the tracker's records: what each task's closed,
     delivered blockers say they delivered (``taskgraph.lineage``). An id that is

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def run_verify(
     command: str | None,
     cwd: Path,
     timeout: float = DEFAULT_TIMEOUT,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> Verification:
     """Run ``command`` and report whether it passed. Never raises for a bad command."""
     if command is None or not str(command).strip():

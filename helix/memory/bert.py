@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -171,6 +172,23 @@ def _gelu_block_(x: np.ndarray) -> np.ndarray:
     return x
 
 
+# A weight stored (out, in) and its bias; a LayerNorm's gamma and beta.
+_Pair = tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One encoder layer's weights, query/key/value fused into one matrix."""
+
+    qkv: np.ndarray
+    qkv_b: np.ndarray
+    out: _Pair
+    norm1: _Pair
+    up: _Pair
+    down: _Pair
+    norm2: _Pair
+
+
 class BertEncoder:
     """Mean-pooled, L2-normalised sentence vectors from a BERT checkpoint directory."""
 
@@ -192,33 +210,36 @@ class BertEncoder:
         def get(name: str) -> np.ndarray:
             return raw[name if name in raw else f"bert.{name}"]
 
-        def dense(prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        def dense(prefix: str) -> _Pair:
             # Kept (out, in) as stored.
             return get(prefix + ".weight"), get(prefix + ".bias")
 
         self.word = get("embeddings.word_embeddings.weight")  # float16 or float32
         self.position = get("embeddings.position_embeddings.weight")
         self.token_type = get("embeddings.token_type_embeddings.weight")[0]
-        self.emb_norm = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
-        self.blocks = []
+        self.emb_norm: _Pair = (
+            get("embeddings.LayerNorm.weight"),
+            get("embeddings.LayerNorm.bias"),
+        )
+        self.blocks: list[_Layer] = []
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
             q, qb = dense(p + "attention.self.query")
             k, kb = dense(p + "attention.self.key")
             v, vb = dense(p + "attention.self.value")
             self.blocks.append(
-                {
-                    "qkv": np.ascontiguousarray(np.concatenate([q, k, v], axis=0)),
-                    "qkv_b": np.concatenate([qb, kb, vb]),
-                    "out": dense(p + "attention.output.dense"),
-                    "norm1": (
+                _Layer(
+                    qkv=np.ascontiguousarray(np.concatenate([q, k, v], axis=0)),
+                    qkv_b=np.concatenate([qb, kb, vb]),
+                    out=dense(p + "attention.output.dense"),
+                    norm1=(
                         get(p + "attention.output.LayerNorm.weight"),
                         get(p + "attention.output.LayerNorm.bias"),
                     ),
-                    "up": dense(p + "intermediate.dense"),
-                    "down": dense(p + "output.dense"),
-                    "norm2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
-                }
+                    up=dense(p + "intermediate.dense"),
+                    down=dense(p + "output.dense"),
+                    norm2=(get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
+                )
             )
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
@@ -266,7 +287,7 @@ class BertEncoder:
         padded = bool((mask == 0).any())
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :] if padded else None
         for block in self.blocks:
-            qkv = _linear(x, block["qkv"], block["qkv_b"])
+            qkv = _linear(x, block.qkv, block.qkv_b)
             qkv = qkv.reshape(size, length, 3, heads, head_dim)
             q = qkv[:, :, 0].transpose(0, 2, 1, 3)
             k = qkv[:, :, 1].transpose(0, 2, 3, 1)
@@ -279,14 +300,14 @@ class BertEncoder:
             np.exp(scores, out=scores)
             scores /= scores.sum(-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(size * length, self.hidden)
-            attn = _linear(context, *block["out"])
+            attn = _linear(context, *block.out)
             attn += x
-            x = _layer_norm(attn, *block["norm1"])
-            h = _linear(x, *block["up"])
+            x = _layer_norm(attn, *block.norm1)
+            h = _linear(x, *block.up)
             _gelu_(h)
-            y = _linear(h, *block["down"])
+            y = _linear(h, *block.down)
             y += x
-            x = _layer_norm(y, *block["norm2"])
+            x = _layer_norm(y, *block.norm2)
         x = x.reshape(size, length, self.hidden)
         pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

@@ -112,6 +112,14 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("COMMIT")
 
 
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The rowid of the row the INSERT run on ``cursor`` added. sqlite3 types it
+    optional (no INSERT yet); after a successful one it is always set."""
+    if cursor.lastrowid is None:
+        raise StoreError("the insert reported no row id")
+    return cursor.lastrowid
+
+
 def _translate(error: sqlite3.Error, path: Path) -> StoreError:
     text = str(error)
     if "not a database" in text or "malformed" in text:
@@ -215,17 +223,17 @@ def connect(
     the connection and the path of the backup taken before migrating, if any.
     """
     if path is None:
-        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        _configure(conn, in_memory=True)
-        _migrate(conn, None)
-        return conn, None
+        scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        _configure(scratch, in_memory=True)
+        _migrate(scratch, None)
+        return scratch, None
     if path.exists() and path.is_dir():
         raise StoreError(f"{path} is a directory, not a database file")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"cannot create {path.parent}: {exc.strerror}") from None
-    conn = None
+    conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(
             path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False

@@ -20,7 +20,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from helix.memory.modelfiles import (  # noqa: F401 - the model's files are part
     check_model_files,
     minilm_dir,
 )
+
+if TYPE_CHECKING:  # imported with the model, in MiniLMEmbedder._load
+    from helix.memory.bert import BertEncoder
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -57,9 +60,9 @@ class MiniLMEmbedder:
 
     def __init__(self, model_dir: Path | None = None):
         self._dir = model_dir
-        self._encoder = None
+        self._encoder: BertEncoder | None = None
 
-    def _load(self):
+    def _load(self) -> BertEncoder:
         if self._encoder is None:
             from helix.memory.bert import BertEncoder
 

@@ -11,12 +11,13 @@ check, hashes included, is ``helix doctor``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from helix.config import Paths
 
 
-def problems(paths: Paths | None, env: dict[str, str] | None = None) -> list[str]:
+def problems(paths: Paths | None, env: Mapping[str, str] | None = None) -> list[str]:
     """One line per problem with the model or the store; empty when all is well."""
     env = os.environ if env is None else env
     found = []
@@ -30,7 +31,7 @@ def problems(paths: Paths | None, env: dict[str, str] | None = None) -> list[str
     return found
 
 
-def model_problem(env: dict[str, str]) -> str | None:
+def model_problem(env: Mapping[str, str]) -> str | None:
     """The default model's files missing or cut short (another embedder is the
     user's own business: it is checked when it loads)."""
     if env.get("HELIX_EMBEDDER", "minilm") not in ("", "minilm"):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, overload
 
 from helix.errors import InvalidInput, Rejected
 from helix.memory.migrations import KINDS, RELATIONS
@@ -120,7 +120,7 @@ def check_relation(relation: str) -> str:
     return relation
 
 
-def screen(content: str, tags: list[str], source: str, files: list[str] = ()) -> None:
+def screen(content: str, tags: Sequence[str], source: str, files: Sequence[str] = ()) -> None:
     """Everything stored may be injected into a future prompt: screen all of it."""
     fields = (
         ("content", content),
@@ -193,6 +193,12 @@ def confidence(effectiveness: float, helped: float, failed: float) -> str:
     return f"[{round(effectiveness * 100)}%]"
 
 
+@overload
+def parse_json_list(text: str, what: str) -> list[Any]: ...
+@overload
+def parse_json_list(text: None, what: str) -> None: ...
+@overload
+def parse_json_list(text: str | None, what: str) -> list[Any] | None: ...
 def parse_json_list(text: str | None, what: str) -> list[Any] | None:
     """Parse a JSON list given on the command line; None stays None."""
     if text is None:

@@ -246,7 +246,7 @@ def _injection_problem(folded: str) -> str | None:
 # --- public API -------------------------------------------------------------
 
 
-def _screen(text: str) -> str | None:
+def _screen(text: object) -> str | None:
     if not isinstance(text, str):
         return "not a text string"
     if _BAD_UNICODE.search(text):

@@ -12,6 +12,7 @@ Each verb lives in a module of its own (:mod:`helix.memory.writes`, ``recall``,
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -265,13 +266,16 @@ class Memory(InsightRows):
         """Create an edge, or set the weight of the existing one. Weight in (0, 1]."""
         return graph.edge(self, from_name, to_name, relation, weight)
 
-    def edges(self, name: str | None = None, relation: str | None = None) -> list[dict[str, Any]]:
+    # ``builtins.list``: in this class body ``list`` is the method above.
+    def edges(
+        self, name: str | None = None, relation: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
         """Edges touching ``name`` (either end) and/or of one relation."""
         return graph.edges(self, name, relation)
 
     def neighbors(
         self, name: str, relation: str | None = None, limit: int = 5
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """Insights one edge away from ``name``, strongest edge first."""
         return graph.neighbors(self, name, relation, limit)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -13,6 +13,13 @@ from helix.memory import insight, writes
 from helix.memory.rows import InsightRows
 
 MAX_REPORTED_ERRORS = 100
+
+
+class LineError(TypedDict):
+    """Why one line of an import was not imported."""
+
+    line: int
+    reason: str
 
 
 def export(memory: InsightRows, embeddings: bool = False) -> Iterable[dict[str, Any]]:
@@ -35,7 +42,9 @@ def import_lines(
     """Import JSONL (as written by export): each line through the same
     validation, safety screen and dedup rule as ``store``. Bad lines are
     reported with their line number; good ones are imported."""
-    items, errors, count = [], [], 0
+    items: list[dict[str, Any]] = []
+    errors: list[LineError] = []
+    count = 0
     line_of: list[int] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():

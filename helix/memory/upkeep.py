@@ -161,7 +161,7 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
                 rec.get("last_feedback_at"),
             ),
         )
-        new_id = cursor.lastrowid
+        new_id = db.inserted_id(cursor)
         memory.conn.executemany(
             "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
             [(new_id, f) for f in rec.get("files", [])],

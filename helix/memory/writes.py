@@ -115,7 +115,7 @@ def _insert_or_merge(
             values["last_feedback_at"],
         ),
     )
-    new_id = int(cursor.lastrowid)
+    new_id = db.inserted_id(cursor)
     memory.conn.executemany(
         "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
         [(new_id, f) for f in item["files"]],

@@ -80,7 +80,7 @@ def render(project: Path, tasks: list[dict[str, Any]], now: datetime, focus: str
         "## Focus",
     ]
     epic = next((t for t in tasks if t.get("id") == focus), None) if focus else None
-    if epic is None:
+    if not focus or epic is None:
         lines.append("No epic in focus.")
     else:
         children = [t for t in tasks if t.get("parent") == focus]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,7 +236,7 @@ def task_block(
     task: dict[str, Any],
     insights: list[dict[str, Any]],
     everything: list[dict[str, Any]],
-    wave_warnings: list[str] = (),
+    wave_warnings: Sequence[str] = (),
 ) -> str:
     """The builder block of one task: its objective and acceptance, the warnings
     of earlier attempts and of the wave, and the insights chosen for it."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +26,7 @@ OWNER = "helix"
 DEFAULT_THRESHOLD = 7200.0
 
 
-def threshold(env: dict[str, str] | None = None) -> float:
+def threshold(env: Mapping[str, str] | None = None) -> float:
     value = (os.environ if env is None else env).get("HELIX_ORPHAN_THRESHOLD", "")
     try:
         return max(0.0, float(value)) if value.strip() else DEFAULT_THRESHOLD

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,7 +64,7 @@ TROUBLE = 1  # stopped because something could not be interpreted or run
 INTERRUPTED = 130
 
 
-def backoff_seconds(attempt: int, env: dict[str, str] | None = None) -> float:
+def backoff_seconds(attempt: int, env: Mapping[str, str] | None = None) -> float:
     """``min(5 * 2^(attempt-1), 40)``, or ``HELIX_BACKOFF_SLEEP`` when set."""
     override = (os.environ if env is None else env).get("HELIX_BACKOFF_SLEEP", "")
     if override.strip():

@@ -157,7 +157,7 @@ class Checkpoint:
                 if rel in self.unsaved:
                     continue  # too big to have been copied: left as it is, and reported
                 self._put_back(rel, path)
-            elif self.head and self._in_head(rel):
+            elif self.head and self._in_head(self.root, rel):
                 _git(self.root, "checkout", self.head, "--", rel)
             else:
                 _remove(path, self.root)
@@ -177,8 +177,8 @@ class Checkpoint:
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.saved / rel, path)
 
-    def _in_head(self, rel: str) -> bool:
-        proc = _git(self.root, "cat-file", "-e", f"{self.head}:{rel}", check=False)
+    def _in_head(self, root: Path, rel: str) -> bool:
+        proc = _git(root, "cat-file", "-e", f"{self.head}:{rel}", check=False)
         return proc.returncode == 0
 
     def discard(self) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 WAVE_CAP = 6
 OUTCOMES = ("delivered", "blocked", "partial", "skipped")
@@ -25,6 +25,8 @@ DONE_STATUS = "closed"
 RELEASING = (None, "delivered", "skipped")
 
 Task = Mapping[str, Any]
+# What the filters return is what they were given (a dict in, the same dict out).
+TaskT = TypeVar("TaskT", bound=Task)
 
 
 def blockers(task: Task) -> list[str]:
@@ -100,13 +102,13 @@ def execution_eligible(task: Task, now: datetime) -> bool:
 
 
 def ready(
-    tasks: Iterable[Task], execution: bool = False, now: datetime | None = None
-) -> list[Task]:
+    tasks: Iterable[TaskT], execution: bool = False, now: datetime | None = None
+) -> list[TaskT]:
     """Open tasks whose dependencies all released them, in the stable order."""
-    tasks = list(tasks)
-    by_id = {t["id"]: t for t in tasks if isinstance(t.get("id"), str)}
+    given = list(tasks)
+    by_id = {t["id"]: t for t in given if isinstance(t.get("id"), str)}
     out = []
-    for task in tasks:
+    for task in given:
         if task.get("status") != RUNNABLE_STATUS:
             continue
         if not all(releases(by_id.get(b)) for b in blockers(task)):

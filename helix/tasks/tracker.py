@@ -20,12 +20,13 @@ Guarantees:
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
 import secrets
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -201,8 +202,11 @@ class Tracker:
         return task
 
     def create_plan(
-        self, specs: list[dict[str, Any]], parent: str | None = None, labels: list[str] = ()
-    ) -> list[dict[str, Any]]:
+        self,
+        specs: Sequence[Mapping[str, Any]],
+        parent: str | None = None,
+        labels: Sequence[str] = (),
+    ) -> builtins.list[dict[str, Any]]:  # ``list`` is the method above
         """Create a planner's tasks (``contracts.parse_plan`` output) in one locked
         edit: all or none. Titles are ``<seq>: <slug>``; ``blocked_by`` seqs become
         dependencies on the new ids; ``seq`` is kept as ``helix-seq``."""

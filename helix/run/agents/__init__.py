@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from helix.errors import InvalidInput
 from helix.run.agents.base import AgentResult, AgentRunner
@@ -71,7 +72,8 @@ def make_runner(
     """
     if name not in RUNNERS:
         raise InvalidInput(f"unknown agent {name!r}: choose one of {', '.join(RUNNERS)}")
-    given = {
+    # Keyword arguments for whichever runner class `name` picks; their types differ.
+    given: dict[str, Any] = {
         "model": model,
         "effort": effort,
         "command": command,

@@ -134,7 +134,9 @@ def _claude_tokens(results: list[dict[str, Any]]) -> tuple[int, int]:
         return read, sum(as_int(u.get("outputTokens")) for u in per_model)
     read = written = 0
     for result in results:
-        usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+        usage = result.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         read += sum(
             as_int(usage.get(k))
             for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

@@ -75,7 +75,9 @@ class CodexRunner(AgentRunner):
                 if isinstance(item, dict) and item.get("type") == "agent_message":
                     outcome.text = str(item.get("text") or "")
             elif kind == "turn.completed":
-                usage = event.get("usage") if isinstance(event.get("usage"), dict) else {}
+                usage = event.get("usage")
+                if not isinstance(usage, dict):
+                    usage = {}
                 # OpenAI counts cached input inside input_tokens already.
                 outcome.input_tokens += as_int(usage.get("input_tokens"))
                 outcome.output_tokens += as_int(usage.get("output_tokens"))
