@@ -1,8 +1,11 @@
 """The small family of errors the library raises.
 
-The CLI turns each into one line on stderr: ``HelixError`` and its subclasses exit 1
-("could not do it"), ``InvalidInput`` exits 2 only when raised while parsing the
-command line (click handles that); from the library it is still exit 1.
+The CLI turns each into one line on stderr and an exit code that says whose move
+it is. ``InvalidInput`` (``CycleError`` included) exits 2, "called wrongly": the
+arguments or the input must change, wherever it was raised, like click's own
+usage errors. Every other ``HelixError`` exits 1, "could not do it": the request
+was well formed but helix could not carry it out (no such insight, text refused,
+store or model unusable). Hook commands keep their own contract: they fail open.
 """
 
 

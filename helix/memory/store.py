@@ -213,7 +213,8 @@ class Memory(InsightRows):
         limit: int = 50,
         order: str = "effectiveness",
     ) -> list[dict[str, Any]]:
-        """Insights for people: by effectiveness (default), recent or name."""
+        """Insights for people, ordered by ``effectiveness`` (default), ``recent``
+        (newest first), ``name`` or ``uses`` (most used first). Read-only."""
         orders = {
             "effectiveness": "effectiveness DESC, name",
             "recent": "created_at DESC, name",
