@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from helix.errors import StoreError
 from helix.memory import db
-from helix.memory.migrations import LATEST, MIGRATIONS
+from helix.memory.migrations import KINDS, LATEST, MIGRATIONS, RELATIONS
 
 
 def make_old_store(path: Path, up_to: int) -> None:
@@ -189,3 +190,20 @@ def test_read_only_view_refuses_unsafe_cases(tmp_path: Path):
     Path(f"{current}-wal").write_bytes(b"\x00" * 64)
     with pytest.raises(StoreError, match="write-ahead log"):
         db._open_read_only(current)
+
+
+@pytest.mark.parametrize(("column", "today"), [("kind", KINDS), ("relation", RELATIONS)])
+def test_shipped_migrations_wrote_out_todays_kinds_and_relations(
+    column: str, today: tuple[str, ...]
+) -> None:
+    """m001 and m003 spell their CHECK lists out, frozen as they shipped. While the
+    tuples have not changed since, a fresh store's schema is the same SQL. When one
+    changes, this fails: add a migration that moves the table to the new list."""
+    conn, _ = db.connect(None)
+    try:
+        rows = conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL")
+        schema = "\n".join(r[0] for r in rows)
+    finally:
+        conn.close()
+    [listed] = re.findall(rf"CHECK \({column} IN \(([^)]*)\)\)", schema)
+    assert tuple(item.strip().strip("'") for item in listed.split(",")) == today

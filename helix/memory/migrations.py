@@ -40,24 +40,22 @@ def _run(conn: sqlite3.Connection, script: str) -> None:
         raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:60]}")
 
 
-_kind_list = ", ".join(f"'{k}'" for k in KINDS)
-_relation_list = ", ".join(f"'{r}'" for r in RELATIONS)
-
-
 def m001_create_insights(conn: sqlite3.Connection) -> None:
     """The insight record and the file patterns it is tied to.
 
     File patterns live in their own table so the "dual query" (memories tied to files
     in a task's delta, even when the text is not similar) is an indexed lookup.
+    The kinds are written out as they were when it shipped: a later change to
+    ``KINDS`` needs a migration of its own.
     """
     _run(
         conn,
-        f"""
+        """
         CREATE TABLE insight (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             name TEXT NOT NULL UNIQUE,
             content TEXT NOT NULL,
-            kind TEXT NOT NULL DEFAULT 'pattern' CHECK (kind IN ({_kind_list})),
+            kind TEXT NOT NULL DEFAULT 'pattern' CHECK (kind IN ('failure', 'pattern', 'systemic', 'fact', 'convention', 'decision', 'evolution', 'procedure')),
             tags TEXT NOT NULL DEFAULT '[]',
             source TEXT NOT NULL DEFAULT '',
             embedding BLOB,
@@ -112,15 +110,16 @@ def m002_create_feedback_events(conn: sqlite3.Connection) -> None:
 
 def m003_create_edges(conn: sqlite3.Connection) -> None:
     """Graph edges between insights; one row per (from, to, relation), so creating
-    an existing edge strengthens it instead of duplicating it."""
+    an existing edge strengthens it instead of duplicating it. The relations are
+    written out as they were when it shipped, like the kinds of m001."""
     _run(
         conn,
-        f"""
+        """
         CREATE TABLE edge (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             from_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
             to_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
-            relation TEXT NOT NULL CHECK (relation IN ({_relation_list})),
+            relation TEXT NOT NULL CHECK (relation IN ('solves', 'co_occurs', 'causes', 'similar', 'led_to')),
             weight REAL NOT NULL DEFAULT 1.0,
             created_at TEXT NOT NULL,
             UNIQUE (from_id, to_id, relation),
