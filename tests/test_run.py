@@ -255,7 +255,7 @@ def test_drift_during_build_unclaims_and_skips(world: World) -> None:
         ("NEXT_ACTION: STOP all done", 0, "STOP: all done"),
         ("NEXT_ACTION: WAIT hx-1 is claimed by someone", 0, "WAIT: hx-1 is claimed"),
         ("**NEXT_ACTION: GUIDANCE**\nwhich database?", 0, "GUIDANCE: which database?"),
-        ("NEXT_ACTION: BACKFILL docs/api", 0, "helix backfill docs/api"),
+        ("NEXT_ACTION: BACKFILL docs/api", 0, "specs are missing for docs/api"),
         ("NEXT_ACTION: ALIGN", 0, "helix run --auto-align"),
         ("I think we are done", 1, "could not be interpreted"),
         ("NEXT_ACTION: DANCE", 1, "could not be interpreted"),
@@ -267,6 +267,15 @@ def test_check_actions_that_stop(world: World, reply: str, code: int, expected: 
     assert proc.returncode == code, proc.stderr
     assert expected in world.state()["stop_reason"]
     assert world.calls("build") == [] and len(world.calls("check")) == 1
+
+
+def test_backfill_stop_names_a_command_that_exists(world: World) -> None:
+    world.script([{"kind": "check", "reply": "NEXT_ACTION: BACKFILL docs/api"}])
+    proc = world.run()
+    assert proc.returncode == 0, proc.stderr
+    reason = world.state()["stop_reason"]
+    assert "docs/api" in reason and "`helix tasks create TITLE" in reason
+    assert "helix backfill" not in reason and "helix backfill" not in proc.stderr
 
 
 def test_design_pass_files_work_then_build_runs_it(world: World) -> None:

@@ -690,7 +690,11 @@ class Supervisor:
                 )
                 raise Stop(f"{hint}: run `helix run --auto-align` (or align by hand) and re-run")
             if action == "BACKFILL":
-                raise Stop(f"backfill needed: run `helix backfill {detail or '<scope>'}`")
+                raise Stop(
+                    f"backfill needed: documentation or specs are missing for"
+                    f" {detail or 'this project'}; write them, or file the work with"
+                    " `helix tasks create TITLE --description ...`, then re-run"
+                )
             raise Stop(f"{action}" + (f": {detail}" if detail else ""))
 
     def _ready_count(self) -> int:
