@@ -471,6 +471,13 @@ def test_dry_run_shows_choice_and_prompt_and_changes_nothing(world: World) -> No
     )
 
 
+@pytest.mark.parametrize("limit", ["1", "20"])
+def test_inject_limit_bounds_are_accepted(world: World, limit: str) -> None:
+    world.task("add a parser", "--verify", "pytest -q")
+    proc = world.run("--dry-run", "--inject-limit", limit)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_status_reports_the_run(world: World) -> None:
     world.task("x", "--verify", "true")
     world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
@@ -497,6 +504,9 @@ def test_context_file_lists_commands_and_counts(world: World) -> None:
     [
         (["run", "--agent", "cmd"], "--agent cmd needs --command"),
         (["run", "--max-cycles", "0"], "Invalid value"),
+        # Every task gets insights: 1 to 20, as `helix inject --limit`.
+        (["run", "--inject-limit", "0"], "not in the range 1<=x<=20"),
+        (["run", "--inject-limit", "21"], "not in the range 1<=x<=20"),
     ],
 )
 def test_bad_invocations_exit_2(world: World, args: list[str], message: str) -> None:

@@ -63,7 +63,13 @@ AGENTS = ("claude", "codex", "cmd")
 )
 @click.option("--max-drain-passes", type=click.IntRange(min=0), default=3, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1, max=10), default=3, show_default=True)
-@click.option("--inject-limit", type=click.IntRange(min=0, max=20), default=5, show_default=True)
+@click.option(
+    "--inject-limit",
+    type=click.IntRange(min=1, max=20),
+    default=5,
+    show_default=True,
+    help="Insights injected per task (the range of `helix inject --limit`).",
+)
 @click.option("--skip", "skip", multiple=True, help="A task id never to work on (repeatable).")
 @click.option("--epic", help="Start focused on this epic.")
 @guarded
