@@ -34,6 +34,7 @@ def test_builder_prompt_round_trips():
         insights=INSIGHTS,
     )
     assert prompt.startswith("WARNING: Repeated circular imports in auth\n")
+    assert f"\nINSIGHTS: {c.INSIGHTS_NOTE}\n" in prompt  # the hooks' and the skill's wording
     assert "  - [72%] When implementing auth, check token expiry first" in prompt
     assert "  - [unproven] Use dependency injection for testability" in prompt
     parsed = c.parse_prompt(prompt)

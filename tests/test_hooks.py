@@ -14,7 +14,7 @@ import pytest
 from topics import TOPICS
 
 from helix.claude import hooks
-from helix.loop import injection, results
+from helix.loop import contracts, injection, results
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -153,6 +153,7 @@ def test_three_parallel_builders_each_get_their_own_prompts_insights(stocked: Se
         output = stocked.spawn(tool_use, "helix:builder", original, background=False)
         seen[task_id] = prompt_of(output)
         assert seen[task_id].startswith(original)  # the insights are appended
+        assert f"\nINSIGHTS: {contracts.INSIGHTS_NOTE}\n" in seen[task_id]
         assert output["hookSpecificOutput"]["updatedInput"]["run_in_background"] is False
     assert "migration" in seen["hx-00000001"] and "JWT" not in seen["hx-00000001"]
     assert "JWT" in seen["hx-00000002"] and "bundler" not in seen["hx-00000002"]

@@ -241,6 +241,7 @@ def test_skill_builder_prompt_is_a_builder_prompt() -> None:
     assert list(prompt.fields) == list(contracts.BUILDER_FIELDS)
     assert prompt.fields["INJECTED"] == ["parse-api-timestamps-trailing-z"]
     assert prompt.fields["BUDGET"] == 12
+    assert prompt.fields["INSIGHTS"].splitlines()[0] == contracts.INSIGHTS_NOTE
 
 
 # --------------------------------------------------------------- shell safety

@@ -279,8 +279,7 @@ def _prepare(
     if not chosen["names"]:
         return prepared, None
     block = (
-        "INSIGHTS: (from past experience, added by helix; [n%] = how often it helped in "
-        "verified outcomes)\n" + chosen["block"] + "\n"
+        f"INSIGHTS: {contracts.insights_value(chosen['block'])}\n"
         f"INJECTED: {json.dumps(chosen['names'])}\n"
     )
     return prepared, block

@@ -77,6 +77,19 @@ def planner_prompt(
     )
 
 
+# What heads every INSIGHTS block, whoever writes the prompt: ``helix run``, the
+# PreToolUse hook, or an orchestrator following the skill (its SKILL.md shows it).
+INSIGHTS_NOTE = (
+    "(from past experience, added by helix; [n%] = how often it helped in verified outcomes)"
+)
+
+
+def insights_value(lines: str) -> str:
+    """The INSIGHTS field's value: :data:`INSIGHTS_NOTE`, then the lines of
+    :func:`insight_lines` (or the ``block`` of ``helix inject``)."""
+    return f"{INSIGHTS_NOTE}\n{lines}"
+
+
 def insight_lines(insights: list[dict[str, Any]]) -> str:
     """``  - [72%] content`` per insight, the confidence an agent can calibrate on."""
     out = []
@@ -109,7 +122,7 @@ def builder_prompt(
     insight_block = None
     injected = None
     if insights:
-        insight_block = "(from past experience)\n" + insight_lines(insights)
+        insight_block = insights_value(insight_lines(insights))
         injected = [i["name"] for i in insights]
     return _block(
         [

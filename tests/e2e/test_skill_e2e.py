@@ -35,6 +35,8 @@ from helix_project import (
     injected,
 )
 
+from helix.loop import contracts
+
 OBJECTIVE = (
     "Add a database migration for the orders table and refresh the expired JWT "
     "access token before retrying"
@@ -199,7 +201,7 @@ class Orchestrator:
             ]
             if given["names"]:
                 lines += [
-                    "INSIGHTS: (from past experience)",
+                    f"INSIGHTS: {contracts.INSIGHTS_NOTE}",
                     given["block"],
                     f"INJECTED: {json.dumps(given['names'])}",
                 ]
