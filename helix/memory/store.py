@@ -267,7 +267,7 @@ class Memory(InsightRows):
         """Create an edge, or set the weight of the existing one. Weight in (0, 1]."""
         return graph.edge(self, from_name, to_name, relation, weight)
 
-    # ``builtins.list``: in this class body ``list`` is the method above.
+    # builtins.list: from here on, `list` in this class body is the method above.
     def edges(
         self, name: str | None = None, relation: str | None = None
     ) -> builtins.list[dict[str, Any]]:

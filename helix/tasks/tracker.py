@@ -206,7 +206,7 @@ class Tracker:
         specs: Sequence[Mapping[str, Any]],
         parent: str | None = None,
         labels: Sequence[str] = (),
-    ) -> builtins.list[dict[str, Any]]:  # ``list`` is the method above
+    ) -> builtins.list[dict[str, Any]]:  # here `list` is the method above
         """Create a planner's tasks (``contracts.parse_plan`` output) in one locked
         edit: all or none. Titles are ``<seq>: <slug>``; ``blocked_by`` seqs become
         dependencies on the new ids; ``seq`` is kept as ``helix-seq``."""
