@@ -62,18 +62,19 @@ def read_safetensors(path: Path, keep: Collection[str] = ()) -> dict[str, np.nda
             for name, spec in header.items()
             if spec["dtype"] == "F16" and name not in keep
         }
-        buffer = np.empty(
-            sum(np.prod(spec["shape"], dtype=int) for spec in convert.values()), np.float32
-        )
+        sizes = [np.prod(spec["shape"], dtype=int) for spec in convert.values()]
+        buffer = np.empty(sum(sizes), np.float32)
+        scratch = np.empty(max(sizes, default=0), "<f2")  # reused: no page faults per tensor
         tensors, used = {}, 0
         for name, spec in header.items():
             start, end = spec["data_offsets"]
             if name in convert:
                 count = (end - start) // 2
                 handle.seek(data_start + start)
-                half = np.fromfile(handle, dtype="<f2", count=count)
+                if handle.readinto(memoryview(scratch[:count])) != end - start:
+                    raise ValueError(f"{path} is truncated")
                 out = buffer[used : used + count]
-                float16_to_float32(half, out)
+                float16_to_float32(scratch[:count], out)
                 tensors[name] = out.reshape(spec["shape"])
                 used += count
             else:
@@ -222,6 +223,9 @@ class BertEncoder:
             get("embeddings.LayerNorm.bias"),
         )
         self.blocks: list[_Layer] = []
+        # One allocation for every layer's fused Q/K/V weights: large enough for numpy
+        # to back it with huge pages (page faults cost as much as the copy otherwise).
+        fused = np.empty((self.layers, 3 * self.hidden, self.hidden), np.float32)
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
             q, qb = dense(p + "attention.self.query")
@@ -229,7 +233,7 @@ class BertEncoder:
             v, vb = dense(p + "attention.self.value")
             self.blocks.append(
                 _Layer(
-                    qkv=np.ascontiguousarray(np.concatenate([q, k, v], axis=0)),
+                    qkv=np.concatenate([q, k, v], axis=0, out=fused[i]),
                     qkv_b=np.concatenate([qb, kb, vb]),
                     out=dense(p + "attention.output.dense"),
                     norm1=(
