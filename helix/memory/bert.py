@@ -71,7 +71,7 @@ def read_safetensors(path: Path, keep: Collection[str] = ()) -> dict[str, np.nda
             if name in convert:
                 count = (end - start) // 2
                 handle.seek(data_start + start)
-                if handle.readinto(memoryview(scratch[:count])) != end - start:
+                if handle.readinto(scratch[:count].data) != end - start:
                     raise ValueError(f"{path} is truncated")
                 out = buffer[used : used + count]
                 float16_to_float32(scratch[:count], out)
