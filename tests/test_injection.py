@@ -217,7 +217,7 @@ def test_a_new_injection_is_a_new_attempt(memory: Memory, topic_of):
 
 
 def test_no_task_id_writes_no_state(memory: Memory, topic_of):
-    result = inject(memory, WAVE["frontend"], limit=3)
+    result = inject(memory, WAVE["db"], limit=3)
     assert result["task_id"] is None
     assert len(result["names"]) == 3
     assert result["block"].count("[unproven]") == 3

@@ -143,7 +143,7 @@ def recall_section(r: dict) -> list[str]:
             continue
         stage = t["stage_breakdown_ms_median"]
         ref = t.get("reference_torch") or {}
-        keys = ("embed_query", "dense_top50", "exact_scan_top50", "fts_bm25_top50", "fetch_rows")
+        keys = ("embed_query", "dense_top50", "exact_scan_top50", "fts_keywords", "fetch_rows")
         stages.append(
             [f"{t['insights']:,}"]
             + [f"{stage.get(k, '-')}" for k in keys]
@@ -172,7 +172,7 @@ def recall_section(r: dict) -> list[str]:
                 "embed query",
                 "dense top-50",
                 "exact scan top-50",
-                "FTS5 BM25",
+                "FTS5 keywords",
                 "fetch rows",
                 "prefilter recall@50",
                 "torch embed",

@@ -121,9 +121,9 @@ def stage_breakdown(mem, qs: list[str]) -> dict[str, float]:
             out.setdefault("exact_scan_top50", []).append(ms)
             overlap = len({i for i, _ in dense} & {i for i, _ in exact}) / max(1, len(exact))
             out.setdefault("prefilter_recall_at_50", []).append(overlap * 1000)
-            ms, lexical = timed(recall_module._keyword_hits, mem, q, 50)
-            out.setdefault("fts_bm25_top50", []).append(ms)
-            ids = set(dict(dense)) | set(lexical)
+            ms, lexical = timed(recall_module._keyword_scores, mem, q)
+            out.setdefault("fts_keywords", []).append(ms)
+            ids = set(dict(dense)) | set(sorted(lexical, key=lexical.get, reverse=True)[:50])
             out.setdefault("fetch_rows", []).append(timed(mem.rows_by_id, ids)[0])
             out.setdefault("fetch_files", []).append(timed(mem.files_of, ids)[0])
             out.setdefault("file_hits_2_paths", []).append(

@@ -2,7 +2,7 @@
 
 The score is a product, so relevance stays dominant:
 
-    relevance  = fused dense cosine, keyword (BM25) and file-pattern signals, in [0, 1]
+    relevance  = dense cosine lifted by keyword evidence, or a file match, in [0, 1]
     usefulness = 0.6 + 0.8 * (effectiveness - 0.5)         # 0.2 (failing) .. 1.0 (proven)
     freshness  = 0.85 + 0.15 * 2 ** (-idle_days / half_life(kind))
     score      = relevance * usefulness * freshness * intent_boost(kind)
@@ -12,6 +12,41 @@ worst) still beats a proven one at cosine 0.36 (0.36 * 0.92 * 1.0 * 1.2 = 0.40 a
 best), while among comparably relevant insights proven ones rise and failing ones
 sink. The additive formula of the original design let a stale-but-proven insight
 outrank a far more relevant one; the product cannot.
+
+**Keyword evidence is absolute**: a hit's lexical signal says how much of the
+query's distinctive information it holds, never how it compares with the best
+keyword hit. (Rescaling the best BM25 hit to 1.0 made a lone shared "py" worth as
+much as a shared error code whenever nothing better matched.) Recall hands over
+the query's terms without stop words, generic task words ("fix", "test",
+"file"), terms under three characters and file extensions; each weighs
+
+    evidence = rarity * form
+    rarity   = idf(docs holding it) / idf(1)     # BM25's idf: 1.0 when one insight holds it
+    form     = 1.0 for an identifier (``parse_expiry``, ``E1101``, ``getUser``), 0.5 for a word
+
+Words weigh half because the dense model already reads them; exact strings are
+what it cannot see. A hit's ``matched`` evidence (its terms' sum) counts only
+beyond COINCIDENCE, what any insight may share with a query by chance (in a
+store of 100 insights, a word 8 of them hold, or an identifier 29 hold):
+
+    lexical = max(1 - 2 ** (-(matched - COINCIDENCE) / HALF_EVIDENCE),   # amount held
+                  matched / max(FULL_EVIDENCE, query evidence))         # share held
+
+so a rare word alone gives 0.37 (0.5 when it is the whole query), a rare
+identifier or two rare words 0.80, three rare words 0.94, and a hit holding all
+a query asks 1.0. Keyword evidence then lifts the cosine by at most
+``LEXICAL_WEIGHT * lexical * (1 - dense)``, in full from a cosine at the floor on
+and shrinking in proportion below it: it amplifies a dense match and cannot
+make one. At the default floor (RELEVANCE_FLOOR, 0.35) this guarantees:
+
+* below cosine 0.19 nothing a hit shares with the query lifts it to the floor;
+* one common word (or short token, or file extension) lifts nothing at all, and
+  one rare word needs a cosine above 0.25 beside it;
+* a strong match lifts a borderline one: a rare identifier or two rare words
+  take cosine 0.30 to 0.47;
+* a row without a vector (another model's width) has ``LEXICAL_ONLY_WEIGHT *
+  lexical``: one word (at most 0.30) never reaches the floor, a rare identifier
+  or two rare words (0.48) do.
 """
 
 from __future__ import annotations
@@ -19,10 +54,22 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-# Keyword evidence can lift a borderline dense match but never dominate it.
-LEXICAL_WEIGHT = 0.25
+# The minimum relevance of a direct hit, unless the caller asks for another.
+RELEVANCE_FLOOR = 0.35
+# The most keyword evidence adds, as a share of what the cosine leaves; in full from
+# a cosine at RELEVANCE_FLOOR on, proportionally less below (see the docstring).
+LEXICAL_WEIGHT = 0.35
 # Rows without a usable vector (another model's width) are found by keywords alone.
 LEXICAL_ONLY_WEIGHT = 0.6
+# What a query term one insight holds weighs, by form.
+IDENTIFIER_EVIDENCE = 1.0
+WORD_EVIDENCE = 0.5
+# Evidence any insight may share with a query by chance (one common word).
+COINCIDENCE = 0.3
+# Evidence beyond COINCIDENCE that makes half a keyword match.
+HALF_EVIDENCE = 0.3
+# A query asks for at least this much: one word is never the whole of a match.
+FULL_EVIDENCE = 1.0
 # An insight tied to a file in the task's delta is relevant even if worded differently.
 FILE_MATCH_RELEVANCE = 0.6
 # A graph neighbour inherits a discounted share of the relevance of the hit that led to it.
@@ -49,12 +96,19 @@ INTENT_KINDS = {
 
 
 def fuse_relevance(dense: float | None, lexical: float, file_match: bool) -> float:
-    """Combine the three retrieval signals into one relevance in [0, 1]."""
+    """Combine the three retrieval signals into one relevance in [0, 1].
+
+    ``dense`` is the cosine (None for a row of another model), ``lexical`` the
+    absolute keyword signal of :func:`keyword_relevance`. Keyword evidence lifts a
+    dense match by at most LEXICAL_WEIGHT of what the cosine leaves, scaled down
+    below the floor, so it never carries a weak one over it (module docstring).
+    """
     if dense is None:
         relevance = LEXICAL_ONLY_WEIGHT * lexical
     else:
         dense = max(0.0, min(1.0, dense))
-        relevance = dense + LEXICAL_WEIGHT * lexical * (1.0 - dense)
+        reach = min(1.0, dense / RELEVANCE_FLOOR)
+        relevance = dense + LEXICAL_WEIGHT * lexical * (1.0 - dense) * reach
     if file_match:
         relevance = max(relevance, FILE_MATCH_RELEVANCE)
     return max(0.0, min(1.0, relevance))
@@ -92,11 +146,33 @@ def score(
     )
 
 
-def normalise_bm25(ranks: dict[int, float]) -> dict[int, float]:
-    """FTS5 bm25() is negative, lower is better: map to (0, 1], best match = 1."""
-    if not ranks:
-        return {}
-    best = min(ranks.values())
-    if best >= 0:
-        return {key: 1.0 for key in ranks}
-    return {key: max(0.0, value / best) for key, value in ranks.items()}
+def term_evidence(docs: int, total: int, identifier: bool) -> float:
+    """What a query term held by ``docs`` of ``total`` insights weighs, in (0, 1].
+
+    Rarity is BM25's idf relative to that of a term one insight holds (1.0 there,
+    near 0 for a term nearly every insight holds), times the term's form. A term
+    no insight holds weighs as a unique one: it is part of what the query asks,
+    and no hit has it.
+    """
+    total = max(1, total)
+    docs = min(max(1, docs), total)
+    rarity = _idf(docs, total) / _idf(1, total)
+    return rarity * (IDENTIFIER_EVIDENCE if identifier else WORD_EVIDENCE)
+
+
+def keyword_relevance(matched: float, query: float) -> float:
+    """The lexical signal in [0, 1] of a hit holding ``matched`` of a query's
+    ``query`` keyword evidence. Absolute: it does not depend on the other hits.
+
+    Nothing up to COINCIDENCE; beyond it, the larger of the amount held,
+    saturating, and the share of the query's evidence held (module docstring).
+    """
+    if matched <= COINCIDENCE:
+        return 0.0
+    amount = 1.0 - math.pow(2.0, -(matched - COINCIDENCE) / HALF_EVIDENCE)
+    share = matched / max(FULL_EVIDENCE, query)
+    return min(1.0, max(amount, share))
+
+
+def _idf(docs: int, total: int) -> float:
+    return math.log(1.0 + (total - docs + 0.5) / (docs + 0.5))

@@ -1,16 +1,22 @@
 """Recall: hybrid retrieval weighted by proven usefulness (``Memory.recall``).
 
-Three signals find candidates: dense cosine over the cached vectors, BM25 over
-the query's distinctive terms, and file patterns matching the task's files (the
-"dual query"). They fuse into one relevance; :mod:`helix.memory.ranking` turns relevance,
-effectiveness and recency into the score. Candidates are scored from a few light
-columns first and full results are built only for those shown, so a file match
-bringing in thousands of candidates stays cheap. Graph neighbours of the shown
-hits can be added, discounted, never above the hit that led to them.
+Three signals find candidates: dense cosine over the cached vectors, FTS5
+keyword matches of the query's distinctive terms, and file patterns matching the
+task's files (the "dual query"). They fuse into one relevance; :mod:`helix.memory.ranking`
+turns relevance, effectiveness and recency into the score. Keyword evidence is
+absolute (how much of the query's distinctive information a hit holds, never
+relative to the best keyword hit), and it amplifies a dense match rather than
+making one: one common word, short token or file extension lifts nothing, and
+below cosine 0.19 nothing lifts a hit to the default floor (see ``ranking``).
+Candidates are scored from a few light columns first and full results are built
+only for those shown, so a file match bringing in thousands of candidates stays
+cheap. Graph neighbours of the shown hits can be added, discounted, never above
+the hit that led to them.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 import sqlite3
@@ -25,6 +31,18 @@ from helix.memory.rows import InsightRows
 
 MAX_LIMIT = 100
 MAX_HOPS = 3
+MAX_TERMS = 16  # keyword terms read per query
+MIN_TERM = 3  # shorter terms (py, db, a1) match too much to mean anything
+_WORD = re.compile(r"\w+")
+_IDENTIFIER = re.compile(r"[0-9]|[^_]_+[^_]|.[A-Z]")  # a digit, an inner _ or capital
+# Words nearly every coding task or insight uses: sharing one says nothing, and a
+# small store cannot tell from its own counts that they are common.
+GENERIC = frozenset(
+    "add added adding adds all any bug bugs change changed changes check code create "
+    "created error errors every file files fix fixed fixes fixing get has have how make "
+    "new not now one run runs some test tests update updated updates use used uses using "
+    "what why work".split()
+)
 INTENTS = tuple(ranking.INTENT_KINDS)
 
 
@@ -32,7 +50,7 @@ def recall(
     memory: InsightRows,
     query: str,
     limit: int = 5,
-    min_relevance: float = 0.35,
+    min_relevance: float = ranking.RELEVANCE_FLOOR,
     kinds: Iterable[str] | None = None,
     tags: Iterable[str] | None = None,
     files: Iterable[str] | None = None,
@@ -43,10 +61,12 @@ def recall(
 ) -> list[dict[str, Any]]:
     """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
-    Dense cosine, FTS5 BM25 and file-pattern matches are fused into one
-    relevance (see :mod:`helix.memory.ranking`); direct hits must reach
-    ``min_relevance``. ``graph_hops`` adds neighbours of the hits, discounted
-    and marked ``_hop``/``_via``, never above the hit that led to them.
+    Dense cosine, FTS5 keyword evidence and file-pattern matches are fused into
+    one relevance (see :mod:`helix.memory.ranking`); direct hits must reach
+    ``min_relevance``. Keyword evidence never lifts a hit with a cosine below
+    0.19 to the default floor, and one common word lifts nothing.
+    ``graph_hops`` adds neighbours of the hits, discounted and marked
+    ``_hop``/``_via``, never above the hit that led to them.
     ``relevance_only`` ranks by the fused relevance alone (``_score`` is the
     relevance): no usefulness, freshness or intent weighting. It is the
     baseline the learning benchmark measures helix's weighting against.
@@ -73,13 +93,14 @@ def recall(
     index = memory.vectors()
     qvec = memory.embed([query])[0]
     dense = dict(index.top(qvec, pool))
-    lexical = ranking.normalise_bm25(_keyword_hits(memory, query, pool))
+    lexical = _keyword_scores(memory, query)
     file_hits = _file_hits(memory, file_list) if file_list else set()
 
     # Phase 1 scores every candidate from a few light columns; phase 2 builds
     # full results only for those that can be shown (file matches alone can
     # bring in thousands of candidates on a large store).
-    candidates = set(dense) | set(lexical) | file_hits
+    keyword_best = heapq.nlargest(pool, lexical, key=lexical.__getitem__)
+    candidates = set(dense) | set(keyword_best) | file_hits
     for insight_id in candidates.difference(dense):
         cos = index.cosine(insight_id, qvec)  # None: a row of another model
         if cos is not None:
@@ -205,45 +226,99 @@ def _value(
     return ranking.score(relevance, eff, kind, days, intent)
 
 
-def _keyword_hits(memory: InsightRows, query: str, limit: int) -> dict[int, float]:
-    """BM25 over the query's distinctive terms.
+def _keyword_scores(memory: InsightRows, query: str) -> dict[int, float]:
+    """The absolute lexical signal (:func:`ranking.keyword_relevance`) of every
+    insight holding one of the query's distinctive terms.
 
-    A term found in more than 1% of insights (at least 200) says little about
-    which one is meant, and ranking every one of its matches is what makes
-    keyword search slow on a large store, so such terms are left to the dense
-    signal. Document counts are cached until the store changes.
+    Insights whose evidence does not exceed :data:`ranking.COINCIDENCE` are
+    left out. A term found in more than 1% of insights (at least 200) says little
+    about which one is meant, and listing its matches is what would make keyword
+    search slow on a large store, so it weighs nothing and is never listed: a
+    query reads at most MAX_TERMS x that many ids through the FTS index, no table
+    scan. Document counts are cached until the store changes.
     """
-    terms = [t for t in re.findall(r"\w+", query.lower()) if len(t) > 1]
-    terms = list(dict.fromkeys(t for t in terms if t not in insight.STOPWORDS))[:16]
+    terms = keyword_terms(query)
     if not terms:
         return {}
     stats = _term_stats(memory)
-    cap = max(200, stats["total"] // 100)
-    distinctive = []
-    for term in terms:
-        if term not in stats["df"]:
-            stats["df"][term] = _capped_count(memory, term, cap)
-        if 0 < stats["df"][term] <= cap:
-            distinctive.append(term)
-    if not distinctive:
-        return {}
-    expression = " OR ".join(f'"{t}"' for t in distinctive)
-    rows = memory.conn.execute(
-        "SELECT rowid, bm25(insight_fts) FROM insight_fts WHERE insight_fts MATCH ? "
-        "ORDER BY bm25(insight_fts) LIMIT ?",
-        (expression, limit),
-    ).fetchall()
-    return {int(r[0]): float(r[1]) for r in rows}
+    total = stats["total"]
+    cap = max(200, total // 100)
+    query_evidence = 0.0
+    held: dict[int, float] = {}
+    for term, identifier in terms:
+        docs = stats["df"].get(term)
+        if docs is not None and docs > cap:
+            continue
+        ids = [] if docs == 0 else _holders(memory, term, cap)
+        if ids is None:
+            stats["df"][term] = cap + 1
+            continue
+        stats["df"][term] = docs = len(ids)
+        evidence = ranking.term_evidence(docs, total, identifier)
+        query_evidence += evidence
+        for insight_id in ids:
+            held[insight_id] = held.get(insight_id, 0.0) + evidence
+    # Holders of the same terms share one sum: score each sum once.
+    score_of: dict[float, float] = {}
+    scores: dict[int, float] = {}
+    for insight_id, matched in held.items():
+        if matched > ranking.COINCIDENCE:
+            score = score_of.get(matched)
+            if score is None:
+                score = score_of[matched] = ranking.keyword_relevance(matched, query_evidence)
+            scores[insight_id] = score
+    return scores
 
 
-def _capped_count(memory: InsightRows, term: str, cap: int) -> int:
+def keyword_terms(query: str) -> list[tuple[str, bool]]:
+    """The query's distinctive terms, lowercased, each with whether it is written
+    like an identifier (``_``, a digit or an inner capital: ``parse_expiry``,
+    ``E1101``, ``getUser``, ``EACCES``).
+
+    Dropped: stop words, GENERIC words, terms shorter than MIN_TERM characters
+    (``py``, ``db``, ``a1``) and file extensions (``py`` and ``csv`` in
+    ``src/rates.py``, ``rates.csv``), which name a kind of file, not what it is
+    about. ``parse_expiry`` stays one term: FTS5 splits it into words and
+    matches them as a phrase.
+    """
+    terms: dict[str, bool] = {}
+    for match in _WORD.finditer(query):
+        word = match.group()
+        lower = word.lower()
+        if len(lower.strip("_")) < MIN_TERM or lower in insight.STOPWORDS or lower in GENERIC:
+            continue
+        if _is_extension(query, match.start(), word):
+            continue
+        identifier = _IDENTIFIER.search(word) is not None
+        terms[lower] = terms.get(lower, False) or identifier
+        if len(terms) == MAX_TERMS:
+            break
+    return list(terms.items())
+
+
+def _is_extension(text: str, start: int, word: str) -> bool:
+    """``word`` at ``start`` ends a file name: ``name.ext``, ext 1-4 letters."""
+    return (
+        start >= 2
+        and text[start - 1] == "."
+        and (text[start - 2].isalnum() or text[start - 2] == "_")
+        and len(word) <= 4
+        and word.isalpha()
+    )
+
+
+def _holders(memory: InsightRows, term: str, cap: int) -> list[int] | None:
+    """Ids of the insights holding ``term``; None when more than ``cap`` do."""
     try:
-        return memory.conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?)",
+        rows = memory.conn.execute(
+            "SELECT rowid FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?",
             (f'"{term}"', cap + 1),
-        ).fetchone()[0]
+        ).fetchall()
     except sqlite3.OperationalError:  # a term FTS cannot parse: no keyword evidence
-        return 0
+        return []
+    if len(rows) > cap:
+        return None
+    return [r[0] for r in rows]
 
 
 def _generations(memory: InsightRows) -> tuple[int, ...]:
