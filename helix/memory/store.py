@@ -109,8 +109,8 @@ class Memory(InsightRows):
     ) -> list[dict[str, Any]]:
         """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
-        Dense cosine, FTS5 BM25 and file-pattern matches fuse into one relevance;
-        direct hits must reach ``min_relevance``. ``graph_hops`` adds neighbours of
+        Dense cosine, absolute keyword evidence (FTS5) and file-pattern matches fuse
+        into one relevance; direct hits must reach ``min_relevance``. ``graph_hops`` adds neighbours of
         the hits, discounted and marked ``_hop``/``_via``, never above the hit that
         led to them. ``relevance_only`` ranks by relevance alone, without the
         usefulness and freshness weighting (a baseline). See :mod:`helix.memory.recall`.
