@@ -5,7 +5,7 @@ Design
 `FakeAnthropic` is a `fake_http.FakeServer`: a stdlib HTTP server on 127.0.0.1
 (port 0, so tests never collide) that runs in a background thread for a bounded
 lifetime and answers at most `max_requests` model calls. It speaks the wire format Claude Code 2.1.329
-expects (see /work/shared/reference/claude-code/README.md):
+expects (see shared/reference/claude-code/README.md (beside the checkout)):
 
 * `POST /v1/messages[?beta=true]` with `stream: true` gets server-sent events:
   `message_start`, per content block `content_block_start` /

@@ -3,7 +3,7 @@
 `FakeOpenAI` is a `fake_http.FakeServer` (127.0.0.1, port 0, bounded lifetime
 and request count, every request recorded). It speaks what Codex CLI 0.169.0
 uses with a custom provider whose `wire_api` is `responses` (see
-/work/shared/reference/claude-code/README.md and tests/e2e/codex_runner.py):
+shared/reference/claude-code/README.md (beside the checkout) and tests/e2e/codex_runner.py):
 
 * `POST /v1/responses` with `stream: true` gets server-sent events:
   `response.created`, per output item `response.output_item.added` (plus
