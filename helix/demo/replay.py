@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
+from helix import files
 from helix.demo.narrate import Narrator
 from helix.loop import contracts, results
 from helix.memory.store import Memory
@@ -220,7 +220,7 @@ class Replay:
             note("    SessionEnd: decay and clean-up")
 
     def _agent(self, agent_id: str) -> dict[str, Any]:
-        value = statefiles.read_json(self.home / "agents" / f"{agent_id}.json")
+        value = files.read_json(self.home / "agents" / f"{agent_id}.json")
         return value if isinstance(value, dict) else {}
 
     def _feedback(self, task_id: str | None) -> list[dict[str, Any]]:
@@ -249,7 +249,7 @@ class Replay:
         output = (call["output"] or {}).get("hookSpecificOutput", {})
         given = str((output.get("updatedInput") or {}).get("prompt") or original)
         added = given[len(original) :] if given.startswith(original) else given
-        spawn = statefiles.read_json(self.home / "spawns" / f"{payload.get('tool_use_id')}.json")
+        spawn = files.read_json(self.home / "spawns" / f"{payload.get('tool_use_id')}.json")
         spawn = spawn if isinstance(spawn, dict) else {}
         self.spawns[payload.get("tool_use_id")] = {
             "task_id": spawn.get("task_id"),

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
+from helix import files
 from helix.run.selection import counts, open_children
 
 FILE = "context.md"
@@ -96,5 +96,5 @@ def write(
     home: Path, project: Path, tasks: list[dict[str, Any]], now: datetime, focus: str | None
 ) -> str:
     text = render(project, tasks, now, focus)
-    statefiles.write_bytes(home / FILE, text.encode("utf-8"))
+    files.write_bytes(home / FILE, text.encode("utf-8"))
     return text
