@@ -56,9 +56,9 @@ EVENTS = (
     "SessionEnd",
 )
 AGENT_TYPES = {"helix:explorer": "explorer", "helix:planner": "planner", "helix:builder": "builder"}
-SPAWN_DIR = "spawns"
-AGENT_DIR = "agents"
-LOG_FILE = "hooks.log"
+SPAWN_DIR = config.SPAWNS_DIR
+AGENT_DIR = config.AGENTS_DIR
+LOG_FILE = config.HOOKS_LOG_FILE
 INJECT_LIMIT = 5
 VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
@@ -135,7 +135,7 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
     root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
     if root:
-        (ctx.home / "plugin_root").write_text(root + "\n")
+        ctx.paths.plugin_root.write_text(root + "\n")
     lines = [*_warnings(ctx), "helix memory for this project:"]
     if ctx.paths.db.exists():
         with ctx.memory() as memory:
@@ -303,7 +303,7 @@ def _fields_of(
 
 
 def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
-    spawns = ctx.home / SPAWN_DIR
+    spawns = ctx.paths.spawns
     with _locked(spawns / ".lock"):
         files.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
@@ -332,7 +332,7 @@ def _starts(ctx: Context, agent_id: str) -> int:
 
 
 def _starts_path(ctx: Context, agent_id: str) -> Path:
-    return ctx.home / AGENT_DIR / f"{agent_id}.starts"
+    return ctx.paths.agents / f"{agent_id}.starts"
 
 
 # ------------------------------------------------ tying an agent to its spawn
@@ -371,7 +371,7 @@ def _spawn_of(
     """The spawn this agent came from, found exactly: the tool_use_id the caller
     knows, the one in the client's meta file, or a background launch naming it.
     Claimed for the agent, so no other agent can take it."""
-    spawns = ctx.home / SPAWN_DIR
+    spawns = ctx.paths.spawns
     candidates = [tool_use_id, transcripts.meta_tool_use_id(ctx.payload, agent_id)]
     with _locked(spawns / ".lock"):
         found = None
@@ -412,7 +412,7 @@ def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
     if not isinstance(tool_use_id, str) or not isinstance(agent_id, str):
         return
     files.file_id(agent_id, "agent_id")
-    spawns = ctx.home / SPAWN_DIR
+    spawns = ctx.paths.spawns
     if _read_spawn(spawns, tool_use_id) is None:
         return  # not a helix agent
     with _locked(spawns / ".lock"):
@@ -479,7 +479,7 @@ def settle(
     event = str(ctx.payload.get("hook_event_name") or "settle")
     text = text.strip()
     fingerprint = hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
-    with _locked(ctx.home / AGENT_DIR / f".{agent_id}.lock"):
+    with _locked(ctx.paths.agents / f".{agent_id}.lock"):
         record = files.read_json(path)
         if not isinstance(record, dict):
             record = _new_record(ctx, agent_id, agent_type, tool_use_id)
@@ -684,7 +684,7 @@ def post_tool_use_failure(ctx: Context) -> None:
         "at": _now(),
     }
     files.append_line(
-        ctx.home / AGENT_DIR / f"{agent_id}.failures.jsonl", json.dumps(line, ensure_ascii=False)
+        ctx.paths.agents / f"{agent_id}.failures.jsonl", json.dumps(line, ensure_ascii=False)
     )
     return None
 
@@ -697,7 +697,7 @@ def session_end(ctx: Context) -> None:
         with ctx.memory() as memory:
             memory.decay()
     cutoff = time.time() - STALE_DAYS * 86400
-    for folder in (ctx.home / SPAWN_DIR, ctx.home / AGENT_DIR):
+    for folder in (ctx.paths.spawns, ctx.paths.agents):
         for path in folder.glob("*"):
             if path.is_file() and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
@@ -728,7 +728,7 @@ def _context(event: str, text: str) -> dict[str, Any]:
 
 
 def _agent_path(ctx: Context, agent_id: str) -> Path:
-    return ctx.home / AGENT_DIR / f"{agent_id}.json"
+    return ctx.paths.agents / f"{agent_id}.json"
 
 
 def _locked(path: Path) -> AbstractContextManager[int]:
@@ -743,7 +743,7 @@ def log(home: Path, event: str, message: str) -> None:
     """Append to .helix/hooks.log; never raises (the hook must fail open)."""
     try:
         home.mkdir(exist_ok=True)  # the project exists; never a chain of new folders
-        files.append_line(home / LOG_FILE, f"{_now()} {event} {message}")
+        files.append_line(config.Paths.at(home).hooks_log, f"{_now()} {event} {message}")
     except (OSError, HelixError):
         pass
 

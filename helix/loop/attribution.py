@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 BASELINE_WINDOW = 200  # verified task outcomes the baseline looks back over
 BASELINE_PRIOR = 10  # pseudo-outcomes at 0.5, so a young store is not swung by one task
-LOG_FILE = "attribution.jsonl"
+LOG_FILE = config.ATTRIBUTION_LOG_FILE
 CLAIMS = ("delivered", "blocked", "partial", "unknown")
 
 
@@ -250,4 +250,6 @@ def _log(home: Path, result: dict[str, Any]) -> None:
     entry["verify_exit"] = result["verification"]["exit_code"]
     entry["timed_out"] = result["verification"]["timed_out"]
     with contextlib.suppress(OSError):
-        files.append_line(home / "logs" / LOG_FILE, json.dumps(entry, ensure_ascii=False))
+        files.append_line(
+            config.Paths.at(home).attribution_log, json.dumps(entry, ensure_ascii=False)
+        )

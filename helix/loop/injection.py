@@ -36,8 +36,8 @@ REPEAT_PENALTY = 0.6
 POOL_SIZE = 20  # candidates recalled per task before dealing
 MAX_BATCH = 50
 MAX_LIMIT = 20
-STATE_DIR = "injection-state"
-SYNTHESIS_FILE = "recall_synthesis.json"
+STATE_DIR = config.INJECTION_STATE_DIR
+SYNTHESIS_FILE = config.SYNTHESIS_FILE
 
 # strategic recall
 PROVEN_THRESHOLD = 0.70  # effectiveness a proven insight needs to be a constraint
@@ -59,7 +59,7 @@ _STOP = frozenset(
 
 
 def state_dir(home: Path | None = None) -> Path:
-    return (home or config.resolve().home) / STATE_DIR
+    return config.Paths.at(home).injection_state if home else config.resolve().injection_state
 
 
 def state_path(task_id: str, home: Path | None = None) -> Path:
@@ -331,7 +331,7 @@ def strategic_recall(
         "created_at": db.stamp(memory.clock()),
     }
     if save:
-        path = (home or config.resolve().home) / SYNTHESIS_FILE
+        path = (config.Paths.at(home) if home else config.resolve()).recall_synthesis
         write_json(path, synthesis)
         synthesis["saved_to"] = str(path)
     return synthesis

@@ -37,7 +37,7 @@ from helix.memory import db, insight
 if TYPE_CHECKING:
     from helix.memory.store import Memory
 
-QUEUE_DIR = "learning-queue"
+QUEUE_DIR = config.LEARNING_QUEUE_DIR
 CONFIDENCE = ("low", "medium", "high")
 SYSTEMIC_COUNT = 3
 SYSTEMIC_DAYS = 7
@@ -54,7 +54,7 @@ MAX_FILES_LISTED = 8
 
 
 def queue_dir(home: Path | None = None) -> Path:
-    return (home or config.resolve().home) / QUEUE_DIR
+    return (config.Paths.at(home) if home else config.resolve()).learning_queue
 
 
 def generalisable(cause: str) -> bool:

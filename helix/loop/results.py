@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from helix import files
+from helix import config, files
 from helix.errors import InvalidInput
 
-TASK_STATUS_FILE = "task-status.jsonl"
-EXPLORER_DIR = "explorer-results"
+TASK_STATUS_FILE = config.TASK_STATUS_FILE
+EXPLORER_DIR = config.EXPLORER_RESULTS_DIR
 BUILDER_OUTCOMES = ("delivered", "blocked", "partial", "skipped", "crashed")
 RECORD_FIELDS = (
     "task_id",
@@ -95,11 +95,11 @@ def parse_time(text: Any) -> datetime | None:
 
 
 def task_status_path(home: Path) -> Path:
-    return Path(home) / TASK_STATUS_FILE
+    return config.Paths.at(home).task_status
 
 
 def explorer_dir(home: Path) -> Path:
-    return Path(home) / EXPLORER_DIR
+    return config.Paths.at(home).explorer_results
 
 
 # ------------------------------------------------------------ builder outcomes

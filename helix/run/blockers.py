@@ -8,6 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from helix import config
+
 
 class BlockerReport:
     """``blockers-YYYYMMDD-HHMMSS.md`` under ``home/logs``; no file until a task blocks."""
@@ -20,8 +22,8 @@ class BlockerReport:
         """Append one blocked task (``id``, ``title``, ``reason``, ``attempts``,
         ``epic_impact``, ``at``), creating the report with its heading first."""
         if self.path is None:
-            name = f"blockers-{datetime.now().strftime('%Y%m%d-%H%M%S')}.md"
-            self.path = self.home / "logs" / name
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+            self.path = config.Paths.at(self.home).blockers_report(stamp)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.write_text(
                 f"# helix run blockers (run pid {os.getpid()}, started {started_at})\n",

@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from helix import files
+from helix import config, files
 from helix.errors import HelixError
 
-STATE_FILE = "run-state.json"
-LOCK_FILE = "run.lock"
+STATE_FILE = config.RUN_STATE_FILE
+LOCK_FILE = config.RUN_LOCK_FILE
 MAX_HISTORY = 200  # cycles kept in the state file; the log has all of them
 
 
@@ -81,7 +81,7 @@ class RunState:
     def save(self, home: Path) -> None:
         self.updated_at = stamp()
         self.cycles = self.cycles[-MAX_HISTORY:]
-        files.write_json(home / STATE_FILE, self.to_dict())
+        files.write_json(config.Paths.at(home).run_state, self.to_dict())
 
     def add_cycle(self, cycle: Cycle) -> None:
         self.cycles.append(asdict(cycle))
@@ -96,7 +96,7 @@ class RunState:
 
 def load(home: Path) -> dict[str, Any] | None:
     """The last run's state as written, or None when there is none (or it is unreadable)."""
-    value = files.read_json(home / STATE_FILE)
+    value = files.read_json(config.Paths.at(home).run_state)
     return value if isinstance(value, dict) else None
 
 
@@ -121,7 +121,7 @@ class RunLock:
     """One ``helix run`` per project: an exclusive flock on ``.helix/run.lock``."""
 
     def __init__(self, home: Path) -> None:
-        self.path = home / LOCK_FILE
+        self.path = config.Paths.at(home).run_lock
         self._fd: int | None = None
         self._held = contextlib.ExitStack()
 
