@@ -135,7 +135,7 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
     root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
     if root:
-        ctx.paths.plugin_root.write_text(root + "\n")
+        files.write_bytes(ctx.paths.plugin_root, (root + "\n").encode("utf-8"))
     lines = [*_warnings(ctx), "helix memory for this project:"]
     if ctx.paths.db.exists():
         with ctx.memory() as memory:

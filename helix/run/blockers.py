@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from helix import config
+from helix import config, files
 
 
 class BlockerReport:
@@ -24,16 +24,13 @@ class BlockerReport:
         if self.path is None:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
             self.path = config.Paths.at(self.home).blockers_report(stamp)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(
-                f"# helix run blockers (run pid {os.getpid()}, started {started_at})\n",
-                encoding="utf-8",
-            )
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(
-                f"\n## {entry['id']}: {entry['title']}\n\n"
-                f"- reason: {entry['reason']}\n"
-                f"- attempts: {entry['attempts']}\n"
-                f"- epic impact: {entry['epic_impact']}\n"
-                f"- blocked at: {entry['at']}\n"
-            )
+            heading = f"# helix run blockers (run pid {os.getpid()}, started {started_at})\n"
+            files.write_bytes(self.path, heading.encode("utf-8"))
+        files.append_line(
+            self.path,
+            f"\n## {entry['id']}: {entry['title']}\n\n"
+            f"- reason: {entry['reason']}\n"
+            f"- attempts: {entry['attempts']}\n"
+            f"- epic impact: {entry['epic_impact']}\n"
+            f"- blocked at: {entry['at']}\n",
+        )
