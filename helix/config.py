@@ -30,13 +30,40 @@ from pathlib import Path
 DATA_DIR_NAME = ".helix"
 DB_FILE_NAME = "helix.db"
 
+# The names inside the data directory, decided here only (:class:`Paths` joins
+# them; a module keeps an alias only where tests read it).
+TASKS_FILE = "tasks.jsonl"
+HOOKS_LOG_FILE = "hooks.log"
+LOGS_DIR = "logs"
+ATTRIBUTION_LOG_FILE = "attribution.jsonl"
+INJECTION_STATE_DIR = "injection-state"
+SYNTHESIS_FILE = "recall_synthesis.json"
+LEARNING_QUEUE_DIR = "learning-queue"
+TASK_STATUS_FILE = "task-status.jsonl"
+EXPLORER_RESULTS_DIR = "explorer-results"
+SPAWNS_DIR = "spawns"
+AGENTS_DIR = "agents"
+CHECKPOINTS_DIR = "checkpoints"
+RUN_STATE_FILE = "run-state.json"
+RUN_LOCK_FILE = "run.lock"
+CONTEXT_FILE = "context.md"
+PLUGIN_ROOT_FILE = "plugin_root"
+
 
 @dataclass(frozen=True)
 class Paths:
-    """Every location helix reads or writes, resolved once."""
+    """Every location helix reads or writes under the data directory, resolved
+    once. Pure: naming a path creates nothing; the writer makes its folder."""
 
     home: Path
     db: Path
+
+    @classmethod
+    def at(cls, home: Path) -> Paths:
+        """The locations under ``home``, with the database at its default place
+        (for code that is handed a data directory rather than resolving one)."""
+        home = Path(home)
+        return cls(home=home, db=home / DB_FILE_NAME)
 
     @property
     def project(self) -> Path:
@@ -45,7 +72,86 @@ class Paths:
 
     @property
     def tasks(self) -> Path:
-        return self.home / "tasks.jsonl"
+        """The task file (bead-format JSONL)."""
+        return self.home / TASKS_FILE
+
+    @property
+    def hooks_log(self) -> Path:
+        """What the hooks did and every error they swallowed."""
+        return self.home / HOOKS_LOG_FILE
+
+    @property
+    def logs(self) -> Path:
+        """Run logs, blocker reports and the attribution log."""
+        return self.home / LOGS_DIR
+
+    @property
+    def attribution_log(self) -> Path:
+        return self.logs / ATTRIBUTION_LOG_FILE
+
+    def run_log(self, stamp: str) -> Path:
+        """The log of the ``helix run`` started at ``stamp``."""
+        return self.logs / f"run-{stamp}.log"
+
+    def blockers_report(self, stamp: str) -> Path:
+        """The blocked-work report of the run started at ``stamp``."""
+        return self.logs / f"blockers-{stamp}.md"
+
+    @property
+    def injection_state(self) -> Path:
+        """One file per injection, until it is settled."""
+        return self.home / INJECTION_STATE_DIR
+
+    @property
+    def recall_synthesis(self) -> Path:
+        return self.home / SYNTHESIS_FILE
+
+    @property
+    def learning_queue(self) -> Path:
+        """Learning candidates waiting for a decision."""
+        return self.home / LEARNING_QUEUE_DIR
+
+    @property
+    def task_status(self) -> Path:
+        """Builder outcomes, one line each."""
+        return self.home / TASK_STATUS_FILE
+
+    @property
+    def explorer_results(self) -> Path:
+        return self.home / EXPLORER_RESULTS_DIR
+
+    @property
+    def spawns(self) -> Path:
+        """The hooks' record of each subagent spawn."""
+        return self.home / SPAWNS_DIR
+
+    @property
+    def agents(self) -> Path:
+        """The hooks' record of each running subagent."""
+        return self.home / AGENTS_DIR
+
+    @property
+    def checkpoints(self) -> Path:
+        """Worktree checkpoints of ``helix run``, one folder per cycle."""
+        return self.home / CHECKPOINTS_DIR
+
+    @property
+    def run_state(self) -> Path:
+        return self.home / RUN_STATE_FILE
+
+    @property
+    def run_lock(self) -> Path:
+        return self.home / RUN_LOCK_FILE
+
+    @property
+    def context(self) -> Path:
+        """The project context ``helix run`` gives every agent."""
+        return self.home / CONTEXT_FILE
+
+    @property
+    def plugin_root(self) -> Path:
+        """Where the loaded Claude Code plugin lives, as its last session said."""
+        return self.home / PLUGIN_ROOT_FILE
 
 
 def find_home(start: Path | None = None, env: Mapping[str, str] | None = None) -> Path:

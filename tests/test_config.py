@@ -45,3 +45,19 @@ def test_a_file_named_helix_is_not_a_data_dir(tmp_path: Path):
     (tmp_path / "a" / ".helix").write_text("not a directory")
     assert config.resolve(tmp_path / "a", {}).home == tmp_path / "a" / ".helix"
     assert config.find_home(tmp_path / "a", {}) == tmp_path / "a" / ".helix"
+
+
+def test_paths_name_every_location_under_the_data_dir_and_create_nothing(tmp_path: Path):
+    home = tmp_path / ".helix"
+    paths = config.Paths.at(home)
+    named = [
+        getattr(paths, name)
+        for name, value in vars(config.Paths).items()
+        if isinstance(value, property) and name != "project"
+    ]
+    named += [paths.run_log("20260101-000000"), paths.blockers_report("20260101-000000")]
+    assert len(set(named)) == len(named)  # no two locations share a name
+    assert all(path.is_relative_to(home) for path in named)
+    assert paths.db == home / "helix.db"
+    assert paths.attribution_log == home / "logs" / "attribution.jsonl"
+    assert not tmp_path.joinpath(".helix").exists()

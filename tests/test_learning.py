@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from helix import statefiles
+from helix import files
 from helix.errors import InvalidInput, NotFound
 from helix.loop import learning
 from helix.memory.store import Memory
@@ -400,7 +400,7 @@ def test_the_safety_screen_keeps_refused_text_off_disk(hash_memory: Memory, cont
     good = candidate("Run npm ci instead of npm install so the lockfile is respected.", "high")
     assert learning.propose([bad, good]) == [good["id"]]
     assert not (learning.queue_dir() / f"{bad['id']}.json").exists()
-    statefiles.write_json(learning.queue_dir() / f"{bad['id']}.json", bad)  # by hand
+    files.write_json(learning.queue_dir() / f"{bad['id']}.json", bad)  # by hand
     report = learning.store(hash_memory)
     assert [s["id"] for s in report["stored"]] == [good["id"]]
     assert [s["id"] for s in report["skipped"]] == [bad["id"]]

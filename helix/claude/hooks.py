@@ -35,8 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helix import config, locks, statefiles
+from helix import config, files
 from helix.claude import transcripts
+from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
 from helix.memory import safety
 
@@ -55,9 +56,9 @@ EVENTS = (
     "SessionEnd",
 )
 AGENT_TYPES = {"helix:explorer": "explorer", "helix:planner": "planner", "helix:builder": "builder"}
-SPAWN_DIR = "spawns"
-AGENT_DIR = "agents"
-LOG_FILE = "hooks.log"
+SPAWN_DIR = config.SPAWNS_DIR
+AGENT_DIR = config.AGENTS_DIR
+LOG_FILE = config.HOOKS_LOG_FILE
 INJECT_LIMIT = 5
 VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
@@ -134,7 +135,7 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
     root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
     if root:
-        (ctx.home / "plugin_root").write_text(root + "\n")
+        files.write_bytes(ctx.paths.plugin_root, (root + "\n").encode("utf-8"))
     lines = [*_warnings(ctx), "helix memory for this project:"]
     if ctx.paths.db.exists():
         with ctx.memory() as memory:
@@ -213,7 +214,7 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
     tool_use_id = payload.get("tool_use_id")
     if not isinstance(tool_use_id, str) or not tool_use_id:
         return None
-    statefiles.file_id(tool_use_id, "tool_use_id")
+    files.file_id(tool_use_id, "tool_use_id")
     prompt = str(tool_input.get("prompt") or "")
     spawn = {
         "tool_use_id": tool_use_id,
@@ -302,9 +303,9 @@ def _fields_of(
 
 
 def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
-    spawns = ctx.home / SPAWN_DIR
+    spawns = ctx.paths.spawns
     with _locked(spawns / ".lock"):
-        statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+        files.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
 
 # --------------------------------------------------------------- SubagentStart
@@ -316,9 +317,9 @@ def subagent_start(ctx: Context) -> None:
     agent_id, agent_type = ctx.payload.get("agent_id"), ctx.payload.get("agent_type")
     if agent_type not in AGENT_TYPES or not isinstance(agent_id, str):
         return None
-    statefiles.file_id(agent_id, "agent_id")
+    files.file_id(agent_id, "agent_id")
     line = {"at": _now(), "session_id": ctx.payload.get("session_id")}
-    statefiles.append_line(_starts_path(ctx, agent_id), json.dumps(line))
+    files.append_line(_starts_path(ctx, agent_id), json.dumps(line))
     return None
 
 
@@ -331,7 +332,7 @@ def _starts(ctx: Context, agent_id: str) -> int:
 
 
 def _starts_path(ctx: Context, agent_id: str) -> Path:
-    return ctx.home / AGENT_DIR / f"{agent_id}.starts"
+    return ctx.paths.agents / f"{agent_id}.starts"
 
 
 # ------------------------------------------------ tying an agent to its spawn
@@ -370,7 +371,7 @@ def _spawn_of(
     """The spawn this agent came from, found exactly: the tool_use_id the caller
     knows, the one in the client's meta file, or a background launch naming it.
     Claimed for the agent, so no other agent can take it."""
-    spawns = ctx.home / SPAWN_DIR
+    spawns = ctx.paths.spawns
     candidates = [tool_use_id, transcripts.meta_tool_use_id(ctx.payload, agent_id)]
     with _locked(spawns / ".lock"):
         found = None
@@ -384,7 +385,7 @@ def _spawn_of(
                 (
                     s
                     for path in spawns.glob("*.json")
-                    if isinstance(s := statefiles.read_json(path), dict)
+                    if isinstance(s := files.read_json(path), dict)
                     and s.get("agent_id") == agent_id
                 ),
                 None,
@@ -393,16 +394,16 @@ def _spawn_of(
             return None
         if found.get("claimed_by") != agent_id:
             found["claimed_by"] = agent_id
-            statefiles.write_json(spawns / f"{found['tool_use_id']}.json", found)
+            files.write_json(spawns / f"{found['tool_use_id']}.json", found)
         return found
 
 
 def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
     try:
-        name = statefiles.file_id(tool_use_id, "tool_use_id")
+        name = files.file_id(tool_use_id, "tool_use_id")
     except Exception:  # noqa: BLE001 - an odd id is just not found
         return None
-    value = statefiles.read_json(spawns / f"{name}.json")
+    value = files.read_json(spawns / f"{name}.json")
     return value if isinstance(value, dict) else None
 
 
@@ -410,15 +411,15 @@ def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
     """Record which agent a background launch started (only a helix spawn has a record)."""
     if not isinstance(tool_use_id, str) or not isinstance(agent_id, str):
         return
-    statefiles.file_id(agent_id, "agent_id")
-    spawns = ctx.home / SPAWN_DIR
+    files.file_id(agent_id, "agent_id")
+    spawns = ctx.paths.spawns
     if _read_spawn(spawns, tool_use_id) is None:
         return  # not a helix agent
     with _locked(spawns / ".lock"):
         spawn = _read_spawn(spawns, tool_use_id)
         if spawn is not None and not spawn.get("agent_id"):
             spawn["agent_id"] = agent_id
-            statefiles.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+            files.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
 
 
 def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
@@ -433,7 +434,7 @@ def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
 
 def _task_id(value: Any) -> str | None:
     try:
-        return statefiles.file_id(str(value).strip()) if value else None
+        return files.file_id(str(value).strip()) if value else None
     except Exception:  # noqa: BLE001 - a malformed TASK_ID: inject under the agent id
         return None
 
@@ -473,13 +474,13 @@ def settle(
     again: the three paths report the same outcome. A resumed attempt is settled
     only when it reports an outcome of its own (an agent asked a question after
     it finished has not attempted the task again)."""
-    statefiles.file_id(agent_id, "agent_id")
+    files.file_id(agent_id, "agent_id")
     path = _agent_path(ctx, agent_id)
     event = str(ctx.payload.get("hook_event_name") or "settle")
     text = text.strip()
     fingerprint = hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
-    with _locked(ctx.home / AGENT_DIR / f".{agent_id}.lock"):
-        record = statefiles.read_json(path)
+    with _locked(ctx.paths.agents / f".{agent_id}.lock"):
+        record = files.read_json(path)
         if not isinstance(record, dict):
             record = _new_record(ctx, agent_id, agent_type, tool_use_id)
             if record is None:
@@ -502,7 +503,7 @@ def settle(
             record["result"] = _settle_builder(ctx, record, text)
         else:
             record["result"] = _settle_planner(ctx, record, text)
-        statefiles.write_json(path, record)
+        files.write_json(path, record)
     result = json.dumps(record["result"], ensure_ascii=False)[:1000]
     what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
     log(ctx.home, event, f"{agent_id}: {what} {record['agent_type']} {result}")
@@ -675,15 +676,15 @@ def post_tool_use_failure(ctx: Context) -> None:
     agent_id = ctx.payload.get("agent_id")
     if ctx.payload.get("agent_type") not in AGENT_TYPES or not isinstance(agent_id, str):
         return None
-    statefiles.file_id(agent_id, "agent_id")
+    files.file_id(agent_id, "agent_id")
     line = {
         "agent_id": agent_id,
         "tool": ctx.payload.get("tool_name"),
         "error": str(ctx.payload.get("error") or "")[:2000],
         "at": _now(),
     }
-    statefiles.append_line(
-        ctx.home / AGENT_DIR / f"{agent_id}.failures.jsonl", json.dumps(line, ensure_ascii=False)
+    files.append_line(
+        ctx.paths.agents / f"{agent_id}.failures.jsonl", json.dumps(line, ensure_ascii=False)
     )
     return None
 
@@ -696,14 +697,14 @@ def session_end(ctx: Context) -> None:
         with ctx.memory() as memory:
             memory.decay()
     cutoff = time.time() - STALE_DAYS * 86400
-    for folder in (ctx.home / SPAWN_DIR, ctx.home / AGENT_DIR):
+    for folder in (ctx.paths.spawns, ctx.paths.agents):
         for path in folder.glob("*"):
             if path.is_file() and path.stat().st_mtime < cutoff:
                 path.unlink(missing_ok=True)
     for path in injection.state_dir(ctx.home).glob("*.json"):
         if path.stat().st_mtime >= cutoff:
             continue
-        state = statefiles.read_json(path)
+        state = files.read_json(path)
         # An explorer's or planner's injection (keyed by its spawn) is never settled.
         done = isinstance(state, dict) and state.get("settled_at")
         if done or path.name.startswith(("spawn-", "agent-")):
@@ -718,9 +719,7 @@ def _truncate_status(home: Path) -> None:
         return
     lines = path.read_bytes().splitlines(keepends=True)
     if len(lines) > STATUS_KEEP:
-        temp = path.with_name(path.name + ".tmp")
-        temp.write_bytes(b"".join(lines[-STATUS_KEEP:]))
-        os.replace(temp, path)
+        files.write_bytes(path, b"".join(lines[-STATUS_KEEP:]))
 
 
 # --------------------------------------------------------------------- helpers
@@ -729,11 +728,11 @@ def _context(event: str, text: str) -> dict[str, Any]:
 
 
 def _agent_path(ctx: Context, agent_id: str) -> Path:
-    return ctx.home / AGENT_DIR / f"{agent_id}.json"
+    return ctx.paths.agents / f"{agent_id}.json"
 
 
-def _locked(path: Path) -> AbstractContextManager[None]:
-    return locks.lock_file(path, LOCK_WAIT, 0.01)
+def _locked(path: Path) -> AbstractContextManager[int]:
+    return files.locked(path, LOCK_WAIT, 0.01)
 
 
 def _now() -> str:
@@ -744,8 +743,8 @@ def log(home: Path, event: str, message: str) -> None:
     """Append to .helix/hooks.log; never raises (the hook must fail open)."""
     try:
         home.mkdir(exist_ok=True)  # the project exists; never a chain of new folders
-        statefiles.append_line(home / LOG_FILE, f"{_now()} {event} {message}")
-    except OSError:
+        files.append_line(config.Paths.at(home).hooks_log, f"{_now()} {event} {message}")
+    except (OSError, HelixError):
         pass
 
 

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helix import __version__
+from helix import __version__, config
 from helix.errors import HelixError, NotFound
 
 PLUGIN_NAME = "helix"
@@ -225,7 +225,11 @@ def check_hooks(helix_command: list[str], plugin_root: Path | None) -> list[str]
             "hook_event_name": "SessionStart",
             "source": "startup",
         }
-        env = {**os.environ, "HELIX_HOME": str(project / ".helix"), "CLAUDE_PROJECT_DIR": scratch}
+        env = {
+            **os.environ,
+            "HELIX_HOME": str(project / config.DATA_DIR_NAME),
+            "CLAUDE_PROJECT_DIR": scratch,
+        }
         command = [str(runner), "SessionStart"] if runner and not problems else helix_command
         try:
             done = subprocess.run(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
+from helix import files
 
 # The notification escapes these in an agent's <result> (measured with 2.1.329).
 UNESCAPE = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
@@ -27,7 +27,7 @@ def meta_tool_use_id(payload: dict[str, Any], agent_id: str) -> str | None:
     folder = subagent_folder(payload)
     if folder is None:
         return None
-    value = statefiles.read_json(folder / f"agent-{agent_id}.meta.json")
+    value = files.read_json(folder / f"agent-{agent_id}.meta.json")
     if isinstance(value, dict) and isinstance(value.get("toolUseId"), str):
         return value["toolUseId"]
     return None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import click
 
+from helix import files
 from helix.cli.common import (
     KIND_CHOICES,
     OUTCOME_CHOICES,
@@ -353,16 +353,11 @@ def memory_export(file: str, embeddings: bool) -> None:
         target = Path(file)
         if not target.parent.is_dir():
             raise HelixError(f"cannot export to {target}: no such directory {target.parent}")
-        temp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        count = 0
+        text = list(lines)
+        count = len(text)
         try:
-            with open(temp, "w", encoding="utf-8") as handle:
-                for line in lines:
-                    handle.write(line)
-                    count += 1
-            os.replace(temp, target)
+            files.write_bytes(target, "".join(text).encode("utf-8"))
         except OSError as exc:
-            temp.unlink(missing_ok=True)
             raise HelixError(f"cannot export to {target}: {exc.strerror or exc}") from None
         emit({"exported": count, "file": str(target), "embeddings": embeddings})
 

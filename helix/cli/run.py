@@ -147,7 +147,7 @@ def run_command(
         if problem:
             raise HelixError(problem)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    log = RunLog(paths.home / "logs" / f"run-{stamp}.log", summary=summary)
+    log = RunLog(paths.run_log(stamp), summary=summary)
     options = RunOptions(
         max_cycles=max_cycles,
         agent_timeout=timeout,

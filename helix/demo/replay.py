@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
+from helix import config, files
 from helix.demo.narrate import Narrator
 from helix.loop import contracts, results
 from helix.memory.store import Memory
@@ -60,7 +60,7 @@ class Replay:
 
     def __init__(self, project: Path, narrate: Narrator) -> None:
         self.project = project
-        self.home = project / ".helix"
+        self.home = project / config.DATA_DIR_NAME
         self.narrate = narrate
         scratch = project / ".claude-replay"  # stands in for the recording's HOME
         (scratch / ".claude").mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ class Replay:
 
     def call(self, event: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Run the real hook command with ``payload`` on stdin."""
-        log = self.home / "hooks.log"
+        log = config.Paths.at(self.home).hooks_log
         offset = log.stat().st_size if log.exists() else 0
         started = time.monotonic()
         done = subprocess.run(
@@ -167,7 +167,7 @@ class Replay:
         ) as handle:
             handle.write(json.dumps(task) + "\n")
         try:
-            Tracker(self.home / "tasks.jsonl").import_file(Path(handle.name))
+            Tracker(config.Paths.at(self.home).tasks).import_file(Path(handle.name))
         finally:
             os.unlink(handle.name)
         self.note(
@@ -220,11 +220,11 @@ class Replay:
             note("    SessionEnd: decay and clean-up")
 
     def _agent(self, agent_id: str) -> dict[str, Any]:
-        value = statefiles.read_json(self.home / "agents" / f"{agent_id}.json")
+        value = files.read_json(config.Paths.at(self.home).agents / f"{agent_id}.json")
         return value if isinstance(value, dict) else {}
 
     def _feedback(self, task_id: str | None) -> list[dict[str, Any]]:
-        with Memory(self.home / "helix.db") as memory:
+        with Memory(config.Paths.at(self.home).db) as memory:
             rows = memory.conn.execute(
                 "SELECT insight, outcome, verified, causal, delta FROM feedback_event "
                 "WHERE task_id = ? ORDER BY id",
@@ -249,7 +249,9 @@ class Replay:
         output = (call["output"] or {}).get("hookSpecificOutput", {})
         given = str((output.get("updatedInput") or {}).get("prompt") or original)
         added = given[len(original) :] if given.startswith(original) else given
-        spawn = statefiles.read_json(self.home / "spawns" / f"{payload.get('tool_use_id')}.json")
+        spawn = files.read_json(
+            config.Paths.at(self.home).spawns / f"{payload.get('tool_use_id')}.json"
+        )
         spawn = spawn if isinstance(spawn, dict) else {}
         self.spawns[payload.get("tool_use_id")] = {
             "task_id": spawn.get("task_id"),

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
+from helix import config
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
@@ -198,10 +199,10 @@ def run(
     project = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="helix-demo-"))
     project.mkdir(parents=True, exist_ok=True)
     _scaffold(project)
-    home = project / ".helix"
+    home = project / config.DATA_DIR_NAME
     record: dict[str, Any] = {"project": str(project), "stored": [], "waves": []}
-    tracker = Tracker(home / "tasks.jsonl")
-    with Memory(home / "helix.db") as memory:
+    tracker = Tracker(config.Paths.at(home).tasks)
+    with Memory(config.Paths.at(home).db) as memory:
         narrate.step("1. store insights (embedded with all-MiniLM-L6-v2, screened, deduplicated)")
         for item in INSIGHTS:
             result = memory.store(

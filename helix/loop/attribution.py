@@ -36,7 +36,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helix import config, statefiles
+from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
 from helix.loop import contracts, injection
 from helix.loop.verify import Verification
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 BASELINE_WINDOW = 200  # verified task outcomes the baseline looks back over
 BASELINE_PRIOR = 10  # pseudo-outcomes at 0.5, so a young store is not swung by one task
-LOG_FILE = "attribution.jsonl"
+LOG_FILE = config.ATTRIBUTION_LOG_FILE
 CLAIMS = ("delivered", "blocked", "partial", "unknown")
 
 
@@ -107,7 +107,7 @@ def settle(
     (:func:`helix.loop.verify.run_verify`). An attempt (one injection) is settled
     once: a second call raises Rejected instead of counting the outcome twice.
     """
-    statefiles.file_id(task_id)
+    files.file_id(task_id)
     home = home or config.resolve().home
     state = injection.read_state(task_id, home)
     if state and state.get("settled_at"):
@@ -166,7 +166,7 @@ def settle(
         "settled_at": now,
     }
     if state:
-        statefiles.write_json(
+        files.write_json(
             injection.state_path(task_id, home),
             {**state, "settled_at": now, "outcome": outcome, "verified": verified},
         )
@@ -250,4 +250,6 @@ def _log(home: Path, result: dict[str, Any]) -> None:
     entry["verify_exit"] = result["verification"]["exit_code"]
     entry["timed_out"] = result["verification"]["timed_out"]
     with contextlib.suppress(OSError):
-        statefiles.append_line(home / "logs" / LOG_FILE, json.dumps(entry, ensure_ascii=False))
+        files.append_line(
+            config.Paths.at(home).attribution_log, json.dumps(entry, ensure_ascii=False)
+        )

@@ -24,8 +24,9 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helix import config, statefiles
+from helix import config
 from helix.errors import InvalidInput, NotFound
+from helix.files import file_id, read_json, write_json
 from helix.memory import db
 
 if TYPE_CHECKING:
@@ -35,8 +36,8 @@ REPEAT_PENALTY = 0.6
 POOL_SIZE = 20  # candidates recalled per task before dealing
 MAX_BATCH = 50
 MAX_LIMIT = 20
-STATE_DIR = "injection-state"
-SYNTHESIS_FILE = "recall_synthesis.json"
+STATE_DIR = config.INJECTION_STATE_DIR
+SYNTHESIS_FILE = config.SYNTHESIS_FILE
 
 # strategic recall
 PROVEN_THRESHOLD = 0.70  # effectiveness a proven insight needs to be a constraint
@@ -58,16 +59,16 @@ _STOP = frozenset(
 
 
 def state_dir(home: Path | None = None) -> Path:
-    return (home or config.resolve().home) / STATE_DIR
+    return config.Paths.at(home).injection_state if home else config.resolve().injection_state
 
 
 def state_path(task_id: str, home: Path | None = None) -> Path:
-    return state_dir(home) / f"{statefiles.file_id(task_id)}.json"
+    return state_dir(home) / f"{file_id(task_id)}.json"
 
 
 def read_state(task_id: str, home: Path | None = None) -> dict[str, Any] | None:
     """The injection record of ``task_id``, or None if nothing was injected."""
-    value = statefiles.read_json(state_path(task_id, home))
+    value = read_json(state_path(task_id, home))
     return value if isinstance(value, dict) else None
 
 
@@ -164,7 +165,7 @@ def record(
     """Record insights the orchestrator chose itself (e.g. named in a prompt's
     INSIGHTS block) as this task's injection, so feedback can attribute them.
     Names that are not in the memory are dropped."""
-    statefiles.file_id(task_id)
+    file_id(task_id)
     if not isinstance(names, list) or len(names) > MAX_BATCH:
         raise InvalidInput(f"give a list of at most {MAX_BATCH} insight names")
     known = []
@@ -207,7 +208,7 @@ def _check_batch(
         raise InvalidInput("give one task id per objective")
     for task_id in task_ids:
         if task_id is not None:
-            statefiles.file_id(task_id)
+            file_id(task_id)
     named = [t for t in task_ids if t]
     if len(named) != len(set(named)):
         raise InvalidInput("a task id appears twice in one batch")
@@ -262,7 +263,7 @@ def _record(
     wave_size: int,
     now: str,
 ) -> None:
-    statefiles.write_json(
+    write_json(
         state_path(result["task_id"], home),
         {
             "task_id": result["task_id"],
@@ -330,8 +331,8 @@ def strategic_recall(
         "created_at": db.stamp(memory.clock()),
     }
     if save:
-        path = (home or config.resolve().home) / SYNTHESIS_FILE
-        statefiles.write_json(path, synthesis)
+        path = (config.Paths.at(home) if home else config.resolve()).recall_synthesis
+        write_json(path, synthesis)
         synthesis["saved_to"] = str(path)
     return synthesis
 

@@ -27,8 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from helix import config, statefiles
+from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
+from helix.files import file_id, read_json, write_json
 from helix.loop import injection
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
@@ -36,7 +37,7 @@ from helix.memory import db, insight
 if TYPE_CHECKING:
     from helix.memory.store import Memory
 
-QUEUE_DIR = "learning-queue"
+QUEUE_DIR = config.LEARNING_QUEUE_DIR
 CONFIDENCE = ("low", "medium", "high")
 SYSTEMIC_COUNT = 3
 SYSTEMIC_DAYS = 7
@@ -53,7 +54,7 @@ MAX_FILES_LISTED = 8
 
 
 def queue_dir(home: Path | None = None) -> Path:
-    return (home or config.resolve().home) / QUEUE_DIR
+    return (config.Paths.at(home) if home else config.resolve()).learning_queue
 
 
 def generalisable(cause: str) -> bool:
@@ -218,7 +219,7 @@ def propose(
     folder = queue_dir(home)
     added = []
     for item in candidates:
-        path = folder / f"{statefiles.file_id(item['id'], 'candidate id')}.json"
+        path = folder / f"{file_id(item['id'], 'candidate id')}.json"
         if path.exists():
             continue
         reason = _refusal(item)
@@ -226,7 +227,7 @@ def propose(
             if refused is not None:
                 refused.append({"id": item["id"], "reason": reason})
             continue
-        statefiles.write_json(path, {**item, "proposed_at": now or db.stamp(datetime.now(UTC))})
+        write_json(path, {**item, "proposed_at": now or db.stamp(datetime.now(UTC))})
         added.append(item["id"])
     return added
 
@@ -252,7 +253,7 @@ def pending(home: Path | None = None) -> list[dict[str, Any]]:
         return []
     items = []
     for path in sorted(folder.glob("lc-*.json")):
-        value = statefiles.read_json(path)
+        value = read_json(path)
         if not isinstance(value, dict) or not isinstance(value.get("content"), str):
             continue  # not a candidate helix wrote: left alone, never stored
         # The file name is the id; a hand-edited confidence or list is normalised
@@ -344,7 +345,7 @@ def _link_systemic(memory: Memory, name: str, item: dict[str, Any]) -> None:
 def discard(ids: list[str], home: Path | None = None) -> dict[str, Any]:
     removed, missing = [], []
     for candidate_id in ids:
-        path = queue_dir(home) / f"{statefiles.file_id(candidate_id, 'candidate id')}.json"
+        path = queue_dir(home) / f"{file_id(candidate_id, 'candidate id')}.json"
         if path.exists():
             path.unlink()
             removed.append(candidate_id)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,11 +31,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from helix import locks, statefiles
+from helix import config, files
 from helix.errors import InvalidInput
 
-TASK_STATUS_FILE = "task-status.jsonl"
-EXPLORER_DIR = "explorer-results"
+TASK_STATUS_FILE = config.TASK_STATUS_FILE
+EXPLORER_DIR = config.EXPLORER_RESULTS_DIR
 BUILDER_OUTCOMES = ("delivered", "blocked", "partial", "skipped", "crashed")
 RECORD_FIELDS = (
     "task_id",
@@ -96,11 +95,11 @@ def parse_time(text: Any) -> datetime | None:
 
 
 def task_status_path(home: Path) -> Path:
-    return Path(home) / TASK_STATUS_FILE
+    return config.Paths.at(home).task_status
 
 
 def explorer_dir(home: Path) -> Path:
-    return Path(home) / EXPLORER_DIR
+    return config.Paths.at(home).explorer_results
 
 
 # ------------------------------------------------------------ builder outcomes
@@ -178,23 +177,6 @@ def validate_task_status(record: Any) -> dict[str, Any]:
     return clean
 
 
-def _append_line(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        with locks.exclusive(
-            fd, LOCK_TIMEOUT_S, 0.002, lambda: f"{path} stayed locked for {LOCK_TIMEOUT_S:.0f} s"
-        ):
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a writer died mid-line: do not glue onto its fragment
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
-
-
 def record_task_status(
     home: Path, record: dict[str, Any], clock: Clock = _utcnow
 ) -> dict[str, Any]:
@@ -208,7 +190,7 @@ def record_task_status(
     clean = validate_task_status(record)
     clean["at"] = stamp(clock())
     line = json.dumps(clean, ensure_ascii=False, separators=(",", ":")) + "\n"
-    _append_line(task_status_path(home), line.encode("utf-8"))
+    files.append_line(task_status_path(home), line.encode("utf-8"), LOCK_TIMEOUT_S)
     return clean
 
 
@@ -349,7 +331,7 @@ def record_explorer_result(
     data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
     if len(data) > MAX_EXPLORER_FILE:
         raise InvalidInput(f"the exploration is larger than {MAX_EXPLORER_FILE} bytes")
-    return statefiles.write_bytes(explorer_dir(home) / f"{name}.json", data)
+    return files.write_bytes(explorer_dir(home) / f"{name}.json", data)
 
 
 @dataclass

@@ -15,8 +15,6 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from helix import files
 from helix.errors import StoreError
 from helix.memory.migrations import LATEST, MIGRATIONS
 
@@ -202,14 +201,9 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
 
 @contextlib.contextmanager
 def _migration_lock(path: Path) -> Iterator[None]:
-    lock_path = path.with_name(path.name + ".migrate.lock")
-    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    # No deadline: a migration must finish, and the next opener must wait for it.
+    with files.locked(path.with_name(path.name + ".migrate.lock"), None):
         yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 def connect(

@@ -8,6 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from helix import config, files
+
 
 class BlockerReport:
     """``blockers-YYYYMMDD-HHMMSS.md`` under ``home/logs``; no file until a task blocks."""
@@ -20,18 +22,15 @@ class BlockerReport:
         """Append one blocked task (``id``, ``title``, ``reason``, ``attempts``,
         ``epic_impact``, ``at``), creating the report with its heading first."""
         if self.path is None:
-            name = f"blockers-{datetime.now().strftime('%Y%m%d-%H%M%S')}.md"
-            self.path = self.home / "logs" / name
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(
-                f"# helix run blockers (run pid {os.getpid()}, started {started_at})\n",
-                encoding="utf-8",
-            )
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(
-                f"\n## {entry['id']}: {entry['title']}\n\n"
-                f"- reason: {entry['reason']}\n"
-                f"- attempts: {entry['attempts']}\n"
-                f"- epic impact: {entry['epic_impact']}\n"
-                f"- blocked at: {entry['at']}\n"
-            )
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+            self.path = config.Paths.at(self.home).blockers_report(stamp)
+            heading = f"# helix run blockers (run pid {os.getpid()}, started {started_at})\n"
+            files.write_bytes(self.path, heading.encode("utf-8"))
+        files.append_line(
+            self.path,
+            f"\n## {entry['id']}: {entry['title']}\n\n"
+            f"- reason: {entry['reason']}\n"
+            f"- attempts: {entry['attempts']}\n"
+            f"- epic impact: {entry['epic_impact']}\n"
+            f"- blocked at: {entry['at']}\n",
+        )

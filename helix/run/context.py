@@ -13,10 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
+from helix import config, files
 from helix.run.selection import counts, open_children
 
-FILE = "context.md"
+FILE = config.CONTEXT_FILE
 SOURCES = ("AGENTS.md", "CLAUDE.md", "README.md")
 MAX_COMMANDS = 12
 MAX_SOURCE_BYTES = 512 * 1024
@@ -96,5 +96,5 @@ def write(
     home: Path, project: Path, tasks: list[dict[str, Any]], now: datetime, focus: str | None
 ) -> str:
     text = render(project, tasks, now, focus)
-    statefiles.write_bytes(home / FILE, text.encode("utf-8"))
+    files.write_bytes(config.Paths.at(home).context, text.encode("utf-8"))
     return text

@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
+from helix import files
+
 
 class RunLog:
     def __init__(self, path: Path, summary: bool = False, stream: TextIO | None = None) -> None:
@@ -42,8 +44,7 @@ class RunLog:
         return self._lines
 
     def _write(self, text: str) -> None:
-        with self.path.open("a", encoding="utf-8", errors="replace") as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
+        files.append_line(self.path, text)  # the agent runner appends to the same file
         self.resync()
 
     def _show(self, line: str) -> None:

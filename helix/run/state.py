@@ -11,7 +11,7 @@ next run simply takes it.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import os
 import socket
 from dataclasses import asdict, dataclass, field
@@ -19,11 +19,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from helix import statefiles
+from helix import config, files
 from helix.errors import HelixError
 
-STATE_FILE = "run-state.json"
-LOCK_FILE = "run.lock"
+STATE_FILE = config.RUN_STATE_FILE
+LOCK_FILE = config.RUN_LOCK_FILE
 MAX_HISTORY = 200  # cycles kept in the state file; the log has all of them
 
 
@@ -81,7 +81,7 @@ class RunState:
     def save(self, home: Path) -> None:
         self.updated_at = stamp()
         self.cycles = self.cycles[-MAX_HISTORY:]
-        statefiles.write_json(home / STATE_FILE, self.to_dict())
+        files.write_json(config.Paths.at(home).run_state, self.to_dict())
 
     def add_cycle(self, cycle: Cycle) -> None:
         self.cycles.append(asdict(cycle))
@@ -96,7 +96,7 @@ class RunState:
 
 def load(home: Path) -> dict[str, Any] | None:
     """The last run's state as written, or None when there is none (or it is unreadable)."""
-    value = statefiles.read_json(home / STATE_FILE)
+    value = files.read_json(config.Paths.at(home).run_state)
     return value if isinstance(value, dict) else None
 
 
@@ -121,21 +121,19 @@ class RunLock:
     """One ``helix run`` per project: an exclusive flock on ``.helix/run.lock``."""
 
     def __init__(self, home: Path) -> None:
-        self.path = home / LOCK_FILE
+        self.path = config.Paths.at(home).run_lock
         self._fd: int | None = None
+        self._held = contextlib.ExitStack()
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        def taken(fd: int) -> str:
             holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-            os.close(fd)
-            raise RunLocked(
+            return (
                 f"another helix run (pid {holder or 'unknown'}) is working on this project;"
                 " wait for it or stop it first"
-            ) from None
+            )
+
+        fd = self._held.enter_context(files.locked(self.path, 0, timed_out=taken, error=RunLocked))
         # The lock is ours: whatever pid the file names is dead (the kernel released it).
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -147,9 +145,8 @@ class RunLock:
         try:
             os.ftruncate(self._fd, 0)
         finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
             self._fd = None
+            self._held.close()
 
     def __enter__(self) -> RunLock:
         self.acquire()

@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
@@ -133,7 +134,7 @@ class Supervisor:
     ) -> None:
         self.project = project
         self.home = home
-        self.tracker = Tracker(home / "tasks.jsonl")
+        self.tracker = Tracker(config.Paths.at(home).tasks)
         self._memory_factory = memory_factory
         self._memory: Any = None
         self.builder = builder
@@ -269,7 +270,9 @@ class Supervisor:
         self._save("building")
         started = time.monotonic()
         first_line = self.log.lines + 1
-        checkpoint = Checkpoint.take(self.project, self.home / "checkpoints" / f"cycle-{number}")
+        checkpoint = Checkpoint.take(
+            self.project, config.Paths.at(self.home).checkpoints / f"cycle-{number}"
+        )
         self.log.verbose(checkpoint.describe())
         prompt, injected = self._build_prompt(tasks)
         self.log.verbose(
@@ -361,7 +364,7 @@ class Supervisor:
             blocks.append(
                 (task["id"], runcontracts.task_block(task, pick["insights"], everything, warnings))
             )
-        context = _read(self.home / projectcontext.FILE)
+        context = _read(config.Paths.at(self.home).context)
         injected = {t["id"]: pick["names"] for t, pick in zip(tasks, chosen, strict=True)}
         return runcontracts.build_prompt(blocks, context), injected
 
@@ -640,7 +643,7 @@ class Supervisor:
         while True:
             result = self._run_pass(
                 self.builder,
-                runcontracts.check_prompt(_read(self.home / projectcontext.FILE)),
+                runcontracts.check_prompt(_read(config.Paths.at(self.home).context)),
                 "check",
             )
             decision = runcontracts.parse_next_action(result.text) if not result.is_error else None

@@ -22,9 +22,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helix import config
 from helix.errors import HelixError
 
-DATA_DIR = ".helix"
+DATA_DIR = config.DATA_DIR_NAME
 MAX_SAVED_BYTES = 64 * 1024 * 1024  # a bigger dirty file is noted, not copied
 
 

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from helix import locks
+from helix import files
 from helix.errors import CycleError, InvalidInput, NotFound
 from helix.tasks import graph as taskgraph
 
@@ -120,49 +120,39 @@ class Tracker:
     # ---------------------------------------------------------------- writing
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
 
-        def timed_out() -> str:
+        def timed_out(fd: int) -> str:
             holder = os.pread(fd, 512, 0).decode(errors="replace").strip()
             return (
                 f"the task file stayed locked for {LOCK_TIMEOUT_S:.0f} s "
                 f"(holder: {holder or 'unknown'})"
             )
 
-        try:
-            with locks.exclusive(fd, LOCK_TIMEOUT_S, 0.01, timed_out):
-                holder = json.dumps(
-                    {
-                        "pid": os.getpid(),
-                        "host": socket.gethostname(),
-                        "since": now_rfc3339(self._clock),
-                    }
-                )
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, holder.encode(), 0)
-                try:
-                    yield
-                finally:
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(fd, 0)
-        finally:
-            os.close(fd)
+        with files.locked(lock_path, LOCK_TIMEOUT_S, 0.01, timed_out) as fd:
+            holder = json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "since": now_rfc3339(self._clock),
+                }
+            )
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, holder.encode(), 0)
+            try:
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)
 
     def _write(self, snap: Snapshot) -> None:
-        temp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        with open(temp, "w", encoding="utf-8") as handle:
-            for entry in snap.entries:
-                line = (
-                    entry
-                    if isinstance(entry, str)
-                    else json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-                )
-                handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, self.path)
+        lines = (
+            entry
+            if isinstance(entry, str)
+            else json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+            for entry in snap.entries
+        )
+        files.write_bytes(self.path, "".join(line + "\n" for line in lines).encode("utf-8"))
 
     @contextlib.contextmanager
     def _editing(self) -> Iterator[Snapshot]:

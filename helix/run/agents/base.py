@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import IO, Any, ClassVar
 
 from helix.errors import HelixError
+from helix.files import append_line
 from helix.loop.verify import telling_line
 from helix.processes import run_in_session
-from helix.statefiles import append_line
 
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL at a timeout
 MAX_EVENT_BYTES = 16 << 20  # a longer stdout line is not parsed as an event

@@ -1,0 +1,186 @@
+"""Every file helix writes under ``.helix/`` goes through here: one atomic
+replace, one line append, one lock. Each states its guarantee once.
+
+* :func:`write_bytes` / :func:`write_json`: temp file in the same folder, write,
+  flush, fsync, ``os.replace``, fsync the folder. A reader sees the old file or
+  the new one, never half of one; after a crash the new name survives.
+* :func:`append_line`: one ``O_APPEND`` write of the whole line, under an
+  exclusive ``flock`` on the file, starting on a fresh line if a dead writer
+  left a fragment. Lines from concurrent processes never interleave and never
+  glue onto each other; readers take no lock and skip an unterminated last line.
+* :func:`locked`: an exclusive ``flock`` on a lock file, with a deadline. flock,
+  because the kernel drops it when its holder dies (a crashed hook never wedges
+  the next one); a deadline, because a stopped holder must not hang every hook
+  behind it forever.
+
+Reading is forgiving (:func:`read_json` returns None for anything it cannot use)
+and :func:`file_id` checks that an outside value can name a file on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from helix.errors import HelixError, InvalidInput
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_STATE_BYTES = 4 << 20  # a state file is small; a bigger one was not written by helix
+APPEND_LOCK_TIMEOUT_S = 10.0
+
+
+def file_id(value: Any, what: str = "task id") -> str:
+    """``value`` if it can name a file on its own (no separators, no ``..``)."""
+    if not isinstance(value, str) or not _SAFE_ID.match(value) or ".." in value:
+        raise InvalidInput(
+            f"{what} {value!r} is not usable: letters, digits, '.', '_' and '-' only, "
+            "at most 128 characters"
+        )
+    return value
+
+
+# ------------------------------------------------------------------ atomic replace
+def write_json(path: Path, value: Any) -> Path:
+    """Atomically replace ``path`` with ``value`` as JSON."""
+    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Atomically and durably replace ``path`` with ``data``: temp file in the same
+    folder, fsync, ``os.replace``, fsync of the folder. The temp file is removed
+    if anything fails, so a failed write leaves the old file as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_folder(path.parent)
+    return path
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (best effort: some systems refuse)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ append a line
+def append_line(path: Path, line: str | bytes, timeout: float = APPEND_LOCK_TIMEOUT_S) -> None:
+    """Append ``line`` (a newline is added if missing) to ``path`` in one
+    ``O_APPEND`` write under an exclusive ``flock`` on the file itself.
+
+    Guarantee: lines written by concurrent processes never interleave, however
+    long, and a line never continues the unterminated fragment a dead writer left
+    (it starts on a fresh line instead). Readers need no lock: they skip an
+    unterminated last line (a write in flight)."""
+    data = line if isinstance(line, bytes) else line.encode("utf-8", errors="replace")
+    if not data.endswith(b"\n"):
+        data += b"\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        with _exclusive(
+            fd, timeout, 0.002, lambda _fd: f"{path} stayed locked for {timeout:.0f} s"
+        ):
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # a writer died mid-line: do not glue onto its fragment
+            view = memoryview(data)
+            while view:  # one write; a short one (disk full, signal) is finished under the lock
+                view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ lock
+@contextlib.contextmanager
+def locked(
+    path: Path,
+    timeout: float | None,
+    poll: float = 0.01,
+    timed_out: Callable[[int], str] | None = None,
+    error: type[HelixError] = HelixError,
+) -> Iterator[int]:
+    """Hold an exclusive flock on the lock file ``path`` (created if missing) and
+    yield its descriptor, so the holder may note itself in it.
+
+    ``timeout`` None waits for as long as it takes; otherwise, after ``timeout``
+    seconds of waiting (0: one try), raise ``error`` with the message
+    ``timed_out(fd)`` builds (default: the path and the wait)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+
+    def default(_fd: int) -> str:
+        return f"{path} stayed locked for {timeout or 0:.0f} s"
+
+    try:
+        with _exclusive(fd, timeout, poll, timed_out or default, error):
+            yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _exclusive(
+    fd: int,
+    timeout: float | None,
+    poll: float,
+    timed_out: Callable[[int], str],
+    error: type[HelixError] = HelixError,
+) -> Iterator[None]:
+    if timeout is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    else:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise error(timed_out(fd)) from None
+                time.sleep(poll)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+# ------------------------------------------------------------------ read
+def read_json(path: Path) -> Any | None:
+    """The file's JSON value; None when it is missing, too big or not JSON."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_STATE_BYTES + 1)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return None
+    if len(data) > MAX_STATE_BYTES:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
