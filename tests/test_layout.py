@@ -7,7 +7,7 @@ one above it, and never a sibling package of its own layer:
     claude | run | demo      Claude Code adapters, ``helix run``, ``helix demo``
     loop                     one attempt: inject, prompt, verify, credit, learn
     memory | tasks           the insight memory; the task graph (strangers to each other)
-    ground                   errors, config, statefiles, locks, processes, render
+    ground                   errors, config, statefiles, locks, processes, render, vocab
 
 Every import counts, including those inside functions and ``if TYPE_CHECKING:``:
 a circle that only a type checker follows is still a circle in the design.
@@ -32,7 +32,16 @@ LAYERS: list[set[str]] = [
     {"cli"},
 ]
 # The modules directly in ``helix/`` that form the ground layer.
-GROUND = {"__init__", "errors", "config", "statefiles", "locks", "processes", "render"}
+GROUND = {
+    "__init__",
+    "errors",
+    "config",
+    "statefiles",
+    "locks",
+    "processes",
+    "render",
+    "vocab",
+}
 
 
 def module_name(path: Path) -> str:

@@ -41,6 +41,7 @@ from helix.errors import InvalidInput, NotFound, Rejected
 from helix.loop import contracts, injection
 from helix.loop.verify import Verification
 from helix.memory import db
+from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 BASELINE_WINDOW = 200  # verified task outcomes the baseline looks back over
 BASELINE_PRIOR = 10  # pseudo-outcomes at 0.5, so a young store is not swung by one task
 LOG_FILE = "attribution.jsonl"
-CLAIMS = ("delivered", "blocked", "partial", "unknown")
 
 
 def decide(claimed: str, verification: Verification) -> tuple[str, bool]:

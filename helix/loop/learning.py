@@ -32,12 +32,13 @@ from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.loop import injection
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
+from helix.vocab import CONFIDENCE_LEVELS
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
 
 QUEUE_DIR = "learning-queue"
-CONFIDENCE = ("low", "medium", "high")
+CONFIDENCE = CONFIDENCE_LEVELS
 SYSTEMIC_COUNT = 3
 SYSTEMIC_DAYS = 7
 SYSTEMIC_SIMILARITY = 0.7

@@ -34,10 +34,11 @@ from typing import Any, BinaryIO
 
 from helix import locks, statefiles
 from helix.errors import InvalidInput
+from helix.vocab import RESULT_OUTCOMES
 
 TASK_STATUS_FILE = "task-status.jsonl"
 EXPLORER_DIR = "explorer-results"
-BUILDER_OUTCOMES = ("delivered", "blocked", "partial", "skipped", "crashed")
+BUILDER_OUTCOMES = RESULT_OUTCOMES
 RECORD_FIELDS = (
     "task_id",
     "outcome",

@@ -23,9 +23,9 @@ from helix.errors import InvalidInput
 from helix.memory import db, feedback, graph, insight, recall, transfer, upkeep, writes
 from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.feedback import OUTCOMES
-from helix.memory.migrations import KINDS, RELATIONS
 from helix.memory.rows import InsightRows, now_utc
 from helix.memory.writes import DUPLICATE_THRESHOLD
+from helix.vocab import KINDS, RELATIONS
 
 RECENT_DAYS = 7
 

@@ -51,6 +51,7 @@ from helix.run.log import RunLog
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.run.worktree import Checkpoint
 from helix.tasks.tracker import Tracker
+from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
 MAX_ATTEMPTS = 4
 RECENT = 12  # attempts remembered for convergent-failure warnings
@@ -385,11 +386,11 @@ class Supervisor:
     def _learn(self, proposed: list[str]) -> None:
         """Store this cycle's learning candidates that are confident enough to go
         in without a human; the rest stay queued for `helix learn candidates`."""
-        floor = learning.CONFIDENCE.index(self.options.min_confidence)
+        floor = CONFIDENCE_LEVELS.index(self.options.min_confidence)
         ids = [
             c["id"]
             for c in learning.pending(self.home)
-            if c["id"] in proposed and learning.CONFIDENCE.index(c["confidence"]) >= floor
+            if c["id"] in proposed and CONFIDENCE_LEVELS.index(c["confidence"]) >= floor
         ]
         if not ids:
             return
@@ -769,7 +770,7 @@ class Supervisor:
             self.log.verbose(f"context.md not written: {exc}")
 
 
-def _status(attempt: Attempt) -> str:
+def _status(attempt: Attempt) -> CycleResult:
     return "delivered" if attempt.closed else "blocked"
 
 
