@@ -29,6 +29,7 @@ from helix.errors import InvalidInput, NotFound
 from helix.memory import db
 
 if TYPE_CHECKING:
+    from helix.memory.records import RecallHit
     from helix.memory.store import Memory
 
 REPEAT_PENALTY = 0.6
@@ -121,7 +122,7 @@ def batch_inject(
     :meth:`Memory.recall`): the baseline without learned usefulness.
     """
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
-    pools: list[dict[str, dict[str, Any]]] = []
+    pools: list[dict[str, RecallHit]] = []
     for objective, task_files in zip(texts, file_lists, strict=True):
         hits = memory.recall(
             objective,
@@ -220,7 +221,7 @@ def _check_batch(
     return [o.strip() for o in objectives], task_ids, files
 
 
-def _deal(pools: list[dict[str, dict[str, Any]]], limit: int) -> list[list[str]]:
+def _deal(pools: list[dict[str, RecallHit]], limit: int) -> list[list[str]]:
     """Greedy assignment, strongest remaining (task, insight) pair first; an
     insight already given to k tasks of the wave counts REPEAT_PENALTY**k."""
     chosen: list[list[str]] = [[] for _ in pools]
@@ -244,7 +245,7 @@ def _deal(pools: list[dict[str, dict[str, Any]]], limit: int) -> list[list[str]]
         given[name] += 1
 
 
-def _compact(hit: dict[str, Any]) -> dict[str, Any]:
+def _compact(hit: RecallHit) -> dict[str, Any]:
     return {**_brief(hit), "score": hit["_score"]}
 
 
@@ -336,7 +337,7 @@ def strategic_recall(
     return synthesis
 
 
-def _brief(hit: dict[str, Any]) -> dict[str, Any]:
+def _brief(hit: RecallHit) -> dict[str, Any]:
     return {
         "name": hit["name"],
         "content": hit["content"],
@@ -351,7 +352,7 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def _coverage(objective: str, hits: list[dict[str, Any]]) -> float:
+def _coverage(objective: str, hits: list[RecallHit]) -> float:
     """Share of the objective's content words that some recalled insight mentions."""
     wanted = _words(objective)
     if not wanted:
@@ -373,7 +374,7 @@ def _looks_like_path(text: str) -> bool:
     return bool(_EXTENSION.search(text)) or "*" in text or text.count("/") >= 2
 
 
-def _targets(objective: str, hits: list[dict[str, Any]]) -> list[str]:
+def _targets(objective: str, hits: list[RecallHit]) -> list[str]:
     """Paths the insights point at that the objective does not already name."""
     seen: dict[str, None] = {}
     for hit in hits:
