@@ -22,10 +22,11 @@ import re
 import secrets
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from helix import config, statefiles
 from helix.errors import InvalidInput, NotFound
+from helix.loop.records import InjectionState
 from helix.memory import db
 
 if TYPE_CHECKING:
@@ -66,10 +67,10 @@ def state_path(task_id: str, home: Path | None = None) -> Path:
     return state_dir(home) / f"{statefiles.file_id(task_id)}.json"
 
 
-def read_state(task_id: str, home: Path | None = None) -> dict[str, Any] | None:
+def read_state(task_id: str, home: Path | None = None) -> InjectionState | None:
     """The injection record of ``task_id``, or None if nothing was injected."""
     value = statefiles.read_json(state_path(task_id, home))
-    return value if isinstance(value, dict) else None
+    return cast(InjectionState, value) if isinstance(value, dict) else None
 
 
 def task_objective(task: dict[str, Any]) -> str:
@@ -263,22 +264,20 @@ def _record(
     wave_size: int,
     now: str,
 ) -> None:
-    statefiles.write_json(
-        state_path(result["task_id"], home),
-        {
-            "task_id": result["task_id"],
-            "objective": result["objective"],
-            "files": files,
-            "names": result["names"],
-            "scores": {i["name"]: i["score"] for i in result["insights"]},
-            "confidence": {i["name"]: i["confidence"] for i in result["insights"]},
-            "limit": limit,
-            "wave_size": wave_size,
-            "injected_at": now,
-            "attempt": f"{now}-{secrets.token_hex(4)}",
-            "settled_at": None,
-        },
-    )
+    state: InjectionState = {
+        "task_id": result["task_id"],
+        "objective": result["objective"],
+        "files": files,
+        "names": result["names"],
+        "scores": {i["name"]: i["score"] for i in result["insights"]},
+        "confidence": {i["name"]: i["confidence"] for i in result["insights"]},
+        "limit": limit,
+        "wave_size": wave_size,
+        "injected_at": now,
+        "attempt": f"{now}-{secrets.token_hex(4)}",
+        "settled_at": None,
+    }
+    statefiles.write_json(state_path(result["task_id"], home), state)
 
 
 # ------------------------------------------------------------ strategic recall

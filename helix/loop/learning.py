@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from helix import config, statefiles
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.loop import injection
+from helix.loop.records import Settlement
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
 from helix.vocab import CONFIDENCE_LEVELS
@@ -66,7 +67,7 @@ def generalisable(cause: str) -> bool:
 
 def candidates(
     memory: Memory | None,
-    settlement: dict[str, Any],
+    settlement: Settlement,
     task: dict[str, Any] | None = None,
     files_changed: list[str] | None = None,
 ) -> list[dict[str, Any]]:
@@ -124,7 +125,7 @@ def _scope(task: dict[str, Any]) -> list[str]:
 
 
 def _failure(
-    settlement: dict[str, Any], title: str, task_id: str, scope: list[str]
+    settlement: Settlement, title: str, task_id: str, scope: list[str]
 ) -> dict[str, Any] | None:
     error = " ".join(str(settlement.get("error") or "").split())
     tried = " ".join(str(settlement.get("tried") or "").split())

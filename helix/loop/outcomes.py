@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from helix.errors import HelixError, InvalidInput
 from helix.loop import attribution, contracts, learning, results
 from helix.loop import verify as verification
+from helix.loop.records import Settlement
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
@@ -37,7 +38,7 @@ def finish(
     files_changed: list[str] | None = None,
     agent_id: str = "",
     update_tracker: bool = True,
-) -> dict[str, Any]:
+) -> Settlement:
     """Settle one attempt of a tracked task; return everything that was applied."""
     task = tracker.get(task_id)
     settled, checked = _attempt(
@@ -57,7 +58,7 @@ def finish_untracked(
     cwd: Path | None = None,
     timeout: float = verification.DEFAULT_TIMEOUT,
     agent_id: str = "",
-) -> dict[str, Any]:
+) -> Settlement:
     """The same for work the tracker does not know (an agent spawned outside
     ``helix tasks``): ``verify`` comes from its prompt, and no task is updated."""
     task = {"id": task_id, "title": task_id, "verify": verify}
@@ -73,7 +74,7 @@ def _attempt(
     timeout: float,
     files_changed: list[str] | None,
     agent_id: str,
-) -> tuple[dict[str, Any], verification.Verification]:
+) -> tuple[Settlement, verification.Verification]:
     """Steps 1, 2, 3 and 5 of the module docstring, for one attempt at ``task``."""
     if not isinstance(agent_output, str):
         raise InvalidInput("the agent output must be text")
@@ -111,7 +112,7 @@ def _attempt(
 
 
 def apply(
-    tracker: Tracker, task: dict[str, Any], settled: dict[str, Any], cause: str
+    tracker: Tracker, task: dict[str, Any], settled: Settlement, cause: str
 ) -> dict[str, Any]:
     """Step 4: close a proven delivery; otherwise record the attempt and reopen.
 

@@ -41,6 +41,7 @@ from typing import Any
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
+from helix.loop.records import Settlement
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
@@ -113,7 +114,7 @@ class Attempt:
     attempts: int = 0
     error: str = ""
     drifted: bool = False
-    settled: dict[str, Any] | None = None
+    settled: Settlement | None = None
 
 
 class Supervisor:
