@@ -25,12 +25,12 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from helix import config, statefiles
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.loop import injection
-from helix.loop.records import Settlement
+from helix.loop.records import LearningCandidate, Settlement
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
 from helix.vocab import CONFIDENCE_LEVELS
@@ -70,7 +70,7 @@ def candidates(
     settlement: Settlement,
     task: dict[str, Any] | None = None,
     files_changed: list[str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[LearningCandidate]:
     """Candidates from one settled attempt (:func:`helix.loop.attribution.settle`).
 
     ``memory`` is needed only for systemic detection (similar recent failures);
@@ -81,7 +81,7 @@ def candidates(
     title = " ".join(str(task.get("title") or settlement.get("summary") or task_id).split())
     scope = _scope(task)
     proven = settlement["outcome"] == "delivered" and settlement["verified"]
-    out = []
+    out: list[LearningCandidate] = []
     for item in settlement.get("insights", []):
         out.append(
             candidate(
@@ -126,7 +126,7 @@ def _scope(task: dict[str, Any]) -> list[str]:
 
 def _failure(
     settlement: Settlement, title: str, task_id: str, scope: list[str]
-) -> dict[str, Any] | None:
+) -> LearningCandidate | None:
     error = " ".join(str(settlement.get("error") or "").split())
     tried = " ".join(str(settlement.get("tried") or "").split())
     verification = settlement.get("verification") or {}
@@ -156,8 +156,8 @@ def _failure(
 
 
 def _systemic(
-    memory: Memory, failure: dict[str, Any], task_id: str, scope: list[str]
-) -> dict[str, Any] | None:
+    memory: Memory, failure: LearningCandidate, task_id: str, scope: list[str]
+) -> LearningCandidate | None:
     try:
         similar = memory.similar_recent(
             failure["content"], SYSTEMIC_SIMILARITY, SYSTEMIC_DAYS, "failure"
@@ -192,7 +192,7 @@ def candidate(
     files: list[str],
     confidence: str,
     reason: str,
-) -> dict[str, Any]:
+) -> LearningCandidate:
     digest = hashlib.sha1(f"{kind}\x00{' '.join(content.split())}".encode()).hexdigest()
     return {
         "id": f"lc-{digest[:10]}",
@@ -208,7 +208,7 @@ def candidate(
 
 # ------------------------------------------------------------------- the queue
 def propose(
-    candidates: list[dict[str, Any]],
+    candidates: list[LearningCandidate],
     home: Path | None = None,
     now: str | None = None,
     refused: list[dict[str, str]] | None = None,
@@ -233,7 +233,7 @@ def propose(
     return added
 
 
-def _refusal(item: dict[str, Any]) -> str | None:
+def _refusal(item: LearningCandidate) -> str | None:
     """Why the safety screen would refuse this candidate, or None."""
     try:
         insight.screen(
@@ -247,12 +247,12 @@ def _refusal(item: dict[str, Any]) -> str | None:
     return None
 
 
-def pending(home: Path | None = None) -> list[dict[str, Any]]:
+def pending(home: Path | None = None) -> list[LearningCandidate]:
     """Queued candidates, most confident first, then oldest first."""
     folder = queue_dir(home)
     if not folder.is_dir():
         return []
-    items = []
+    items: list[LearningCandidate] = []
     for path in sorted(folder.glob("lc-*.json")):
         value = statefiles.read_json(path)
         if not isinstance(value, dict) or not isinstance(value.get("content"), str):
@@ -265,8 +265,8 @@ def pending(home: Path | None = None) -> list[dict[str, Any]]:
         for key in ("tags", "files"):
             if not isinstance(value.get(key), list):
                 value[key] = []
-        items.append(value)
-    rank = {c: i for i, c in enumerate(CONFIDENCE)}
+        items.append(cast(LearningCandidate, value))
+    rank: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE)}
     items.sort(key=lambda c: (-rank[c["confidence"]], c.get("proposed_at") or ""))
     return items
 
@@ -332,7 +332,7 @@ def store(
     return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
 
 
-def _link_systemic(memory: Memory, name: str, item: dict[str, Any]) -> None:
+def _link_systemic(memory: Memory, name: str, item: LearningCandidate) -> None:
     """A systemic insight records which failures it generalises (led_to edges)."""
     for other in item.get("similar", []):
         if other == name:

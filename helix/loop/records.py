@@ -68,7 +68,8 @@ class LearningCandidate(TypedDict):
     """A proposed insight waiting in the learning queue (:mod:`helix.loop.learning`).
 
     ``confidence`` is one of :data:`helix.vocab.CONFIDENCE_LEVELS`; ``proposed_at``
-    is stamped when it is queued.
+    is stamped when it is queued; ``similar`` names the failures a systemic one
+    generalises.
     """
 
     id: str
@@ -80,3 +81,4 @@ class LearningCandidate(TypedDict):
     confidence: str
     reason: str
     proposed_at: NotRequired[str]
+    similar: NotRequired[list[str]]  # a systemic one: the failures it generalises
