@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -73,7 +74,7 @@ def read_state(task_id: str, home: Path | None = None) -> InjectionState | None:
     return cast(InjectionState, value) if isinstance(value, dict) else None
 
 
-def task_objective(task: dict[str, Any]) -> str:
+def task_objective(task: Mapping[str, Any]) -> str:
     """What a task is about, for recall: its title, description and acceptance,
     and for a retry the last attempt's error, so memory about that error surfaces."""
     parts = [task.get("title"), task.get("description"), task.get("acceptance")]
@@ -82,7 +83,7 @@ def task_objective(task: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
 
 
-def task_files(task: dict[str, Any]) -> list[str]:
+def task_files(task: Mapping[str, Any]) -> list[str]:
     files = []
     for key in ("delta", "relevant-files"):
         value = task.get(key)

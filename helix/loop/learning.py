@@ -33,6 +33,7 @@ from helix.loop import injection
 from helix.loop.records import LearningCandidate, Settlement
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
+from helix.tasks.records import TaskRecord
 from helix.vocab import CONFIDENCE_LEVELS
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def generalisable(cause: str) -> bool:
 def candidates(
     memory: Memory | None,
     settlement: Settlement,
-    task: dict[str, Any] | None = None,
+    task: TaskRecord | None = None,
     files_changed: list[str] | None = None,
 ) -> list[LearningCandidate]:
     """Candidates from one settled attempt (:func:`helix.loop.attribution.settle`).
@@ -120,7 +121,7 @@ def candidates(
     return out
 
 
-def _scope(task: dict[str, Any]) -> list[str]:
+def _scope(task: TaskRecord) -> list[str]:
     return injection.task_files(task)[:MAX_FILES_LISTED]
 
 

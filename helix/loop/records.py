@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from helix.tasks.records import TaskRecord
+
 
 class InjectionState(TypedDict, total=False):
     """The record injection writes per task (or spawned agent) and settling reads.
@@ -61,7 +63,7 @@ class Settlement(TypedDict):
     settled_at: str
     refused: NotRequired[list[dict[str, str]]]
     candidates: NotRequired[list[str]]
-    task: NotRequired[dict[str, Any]]
+    task: NotRequired[TaskRecord]
 
 
 class LearningCandidate(TypedDict):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +51,7 @@ from helix.run.blockers import BlockerReport
 from helix.run.log import RunLog
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.run.worktree import Checkpoint
+from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
@@ -318,9 +319,7 @@ class Supervisor:
         self._report_cycle(number, attempts, cycle)
         self._after_cycle(tasks, attempts, failed)
 
-    def _claim_all(
-        self, tasks: list[dict[str, Any]], prints: dict[str, tuple]
-    ) -> list[dict[str, Any]]:
+    def _claim_all(self, tasks: list[dict[str, Any]], prints: dict[str, tuple]) -> list[TaskRecord]:
         claimed = []
         for task in tasks:
             try:
@@ -340,7 +339,7 @@ class Supervisor:
             claimed.append(current)
         return claimed
 
-    def _build_prompt(self, tasks: list[dict[str, Any]]) -> tuple[str, dict[str, list[str]]]:
+    def _build_prompt(self, tasks: list[TaskRecord]) -> tuple[str, dict[str, list[str]]]:
         batch = injection.batch_inject(
             self.memory,
             [injection.task_objective(t) for t in tasks],
@@ -352,7 +351,7 @@ class Supervisor:
         return self._prompt_from(tasks, batch["results"])
 
     def _prompt_from(
-        self, tasks: list[dict[str, Any]], chosen: list[dict[str, Any]]
+        self, tasks: Sequence[Mapping[str, Any]], chosen: list[dict[str, Any]]
     ) -> tuple[str, dict[str, list[str]]]:
         everything = self._tasks()
         # Failures of other tasks in this run that look alike warn every builder.
@@ -369,7 +368,7 @@ class Supervisor:
 
     def _settle_all(
         self,
-        tasks: list[dict[str, Any]],
+        tasks: list[TaskRecord],
         prints: dict[str, tuple],
         result: AgentResult,
         checkpoint: Checkpoint,
@@ -406,9 +405,7 @@ class Supervisor:
         for skipped in stored["skipped"]:
             self.log.verbose(f"learning candidate {skipped['id']} not stored: {skipped['reason']}")
 
-    def _settle(
-        self, task: dict[str, Any], print_: tuple, answer: str, changed: list[str]
-    ) -> Attempt:
+    def _settle(self, task: TaskRecord, print_: tuple, answer: str, changed: list[str]) -> Attempt:
         task_id = task["id"]
         settled = outcomes.finish(
             self.memory,
@@ -458,7 +455,7 @@ class Supervisor:
             settled=settled,
         )
 
-    def _agent_failed(self, task: dict[str, Any], result: AgentResult) -> Attempt:
+    def _agent_failed(self, task: TaskRecord, result: AgentResult) -> Attempt:
         """An agent that crashed or errored says nothing about the insights: no
         feedback, but the attempt counts and the error is kept for the retry."""
         error = result.error or f"{self.builder.name} failed (exit {result.exit_code})"
@@ -487,7 +484,7 @@ class Supervisor:
             )
 
     def _after_cycle(
-        self, tasks: list[dict[str, Any]], attempts: list[Attempt], failed: list[Attempt]
+        self, tasks: list[TaskRecord], attempts: list[Attempt], failed: list[Attempt]
     ) -> None:
         self._close_finished_epic()
         worst = 0
@@ -539,7 +536,7 @@ class Supervisor:
         self._set_focus(None, tasks)
 
     # ----------------------------------------------------------------- failure
-    def _block(self, task: dict[str, Any], attempt: Attempt) -> None:
+    def _block(self, task: TaskRecord, attempt: Attempt) -> None:
         task_id = task["id"]
         current = self.tracker.get(task_id)
         labels = selection.labels(current)
@@ -555,7 +552,7 @@ class Supervisor:
                 self.tracker.update(parent, labels=[*epic_labels, selection.BLOCKED_LABEL])
             impact = f"focused epic {parent} ({epic.get('title', '')}) blocked; focus released"
             self._set_focus(None, self._tasks())
-        entry = {
+        entry: dict[str, Any] = {
             "id": task_id,
             "title": task.get("title", ""),
             "reason": attempt.error or attempt.outcome,
@@ -592,7 +589,7 @@ class Supervisor:
         return len(released)
 
     # ------------------------------------------------------------------ review
-    def _review(self, tasks: list[dict[str, Any]], checkpoint: Checkpoint) -> bool:
+    def _review(self, tasks: list[TaskRecord], checkpoint: Checkpoint) -> bool:
         """True when the review is clean; findings become follow-up tasks; an
         answer that cannot be interpreted stops the run."""
         self._save("reviewing")
@@ -617,7 +614,7 @@ class Supervisor:
             return False
         return True
 
-    def _follow_up(self, task: dict[str, Any], finding: dict[str, Any]) -> str:
+    def _follow_up(self, task: TaskRecord, finding: dict[str, Any]) -> str:
         fields: dict[str, Any] = {
             "description": finding["description"],
             "priority": finding["priority"],
