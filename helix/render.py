@@ -37,7 +37,7 @@ def insight_table(rows: list[dict[str, Any]], title: str | None = None) -> None:
 
 
 def ranking_table(
-    rows: list[dict[str, Any]], title: str, previous: dict[str, int] | None = None
+    rows: Sequence[Mapping[str, Any]], title: str, previous: dict[str, int] | None = None
 ) -> None:
     """A recall result: rank, relevance, effectiveness, score, and rank movement."""
     table = Table(title=title)

@@ -10,7 +10,8 @@ import pytest
 
 from helix.errors import StoreError
 from helix.memory import db
-from helix.memory.migrations import KINDS, LATEST, MIGRATIONS, RELATIONS
+from helix.memory.migrations import LATEST, MIGRATIONS
+from helix.vocab import KINDS, RELATIONS
 
 
 def make_old_store(path: Path, up_to: int) -> None:

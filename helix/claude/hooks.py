@@ -39,6 +39,7 @@ from helix import config, files
 from helix.claude import transcripts
 from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
+from helix.loop.records import Settlement
 from helix.memory import safety
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
@@ -618,7 +619,7 @@ def _store_learning(memory: Memory, home: Path, refused: Sequence[Mapping[str, s
         log(home, "learning", f"refused {item['id']}: {reason}")
 
 
-def _summary(settled: dict[str, Any]) -> dict[str, Any]:
+def _summary(settled: Settlement) -> dict[str, Any]:
     return {
         "outcome": settled["outcome"],
         "verified": settled["verified"],

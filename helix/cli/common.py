@@ -19,18 +19,6 @@ from helix.errors import HelixError, InvalidInput
 if TYPE_CHECKING:  # imported when used: commands without a store start faster
     from helix.memory.store import Memory
 
-KIND_CHOICES = (
-    "failure",
-    "pattern",
-    "systemic",
-    "fact",
-    "convention",
-    "decision",
-    "evolution",
-    "procedure",
-)
-OUTCOME_CHOICES = ("delivered", "blocked", "partial", "plan_complete", "skipped")
-RELATION_CHOICES = ("solves", "co_occurs", "causes", "similar", "led_to")
 STDIN_LIMIT = 1 << 20  # never read more than this from stdin
 
 

@@ -17,6 +17,7 @@ import click
 from helix import config
 from helix.cli.common import emit, guarded, json_list, open_memory, read_text
 from helix.errors import InvalidInput
+from helix.vocab import CONFIDENCE_LEVELS
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -223,7 +224,7 @@ def learn_candidates(as_json: bool) -> None:
     "--min-confidence",
     default="medium",
     show_default=True,
-    type=click.Choice(("low", "medium", "high")),
+    type=click.Choice(CONFIDENCE_LEVELS),
     help="Without --id: store every candidate at or above this confidence.",
 )
 @guarded

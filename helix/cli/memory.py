@@ -10,9 +10,6 @@ import click
 
 from helix import files
 from helix.cli.common import (
-    KIND_CHOICES,
-    OUTCOME_CHOICES,
-    RELATION_CHOICES,
     emit,
     guarded,
     json_list,
@@ -20,6 +17,7 @@ from helix.cli.common import (
     read_text,
 )
 from helix.errors import HelixError, InvalidInput
+from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
 
 
 @click.group()
@@ -32,7 +30,7 @@ def memory() -> None:
 
 @memory.command("store")
 @click.option("--content", required=True, help="The insight text, or '-' to read it from stdin.")
-@click.option("--kind", type=click.Choice(KIND_CHOICES), help="Default: inferred from the text.")
+@click.option("--kind", type=click.Choice(KINDS), help="Default: inferred from the text.")
 @click.option("--tags", default=None, help="JSON list of tags, e.g. '[\"auth\"]'.")
 @click.option("--source", default="", help="Where it came from (task id, agent, user).")
 @click.option("--files", default=None, help="JSON list of file paths or globs it is tied to.")
@@ -115,7 +113,7 @@ def memory_get(name: str) -> None:
 
 @memory.command("feedback")
 @click.option("--names", required=True, help="JSON list of the insights injected into the task.")
-@click.option("--outcome", required=True, type=click.Choice(OUTCOME_CHOICES))
+@click.option("--outcome", required=True, type=click.Choice(SETTLED_OUTCOMES))
 @click.option(
     "--causal-names", default=None, help="JSON list of those that mattered (default: all)."
 )
@@ -162,7 +160,7 @@ def memory_history(name: str, limit: int) -> None:
 @memory.command("edge")
 @click.option("--from", "from_name", required=True)
 @click.option("--to", "to_name", required=True)
-@click.option("--relation", "--rel", required=True, type=click.Choice(RELATION_CHOICES))
+@click.option("--relation", "--rel", required=True, type=click.Choice(RELATIONS))
 @click.option("--weight", default=1.0, show_default=True, type=float)
 @guarded
 def memory_edge(from_name: str, to_name: str, relation: str, weight: float) -> None:
@@ -176,7 +174,7 @@ def memory_edge(from_name: str, to_name: str, relation: str, weight: float) -> N
 
 @memory.command("edges")
 @click.option("--name", default=None)
-@click.option("--relation", "--rel", default=None, type=click.Choice(RELATION_CHOICES))
+@click.option("--relation", "--rel", default=None, type=click.Choice(RELATIONS))
 @guarded
 def memory_edges(name: str | None, relation: str | None) -> None:
     """List edges, of one insight and/or one relation.
@@ -189,7 +187,7 @@ def memory_edges(name: str | None, relation: str | None) -> None:
 
 @memory.command("neighbors")
 @click.argument("name")
-@click.option("--relation", default=None, type=click.Choice(RELATION_CHOICES))
+@click.option("--relation", default=None, type=click.Choice(RELATIONS))
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 100))
 @guarded
 def memory_neighbors(name: str, relation: str | None, limit: int) -> None:
@@ -284,7 +282,7 @@ def memory_consolidate(threshold: float) -> None:
 @click.argument("trigger")
 @click.option("--threshold", default=0.7, show_default=True, type=click.FloatRange(0, 1))
 @click.option("--days", default=7.0, show_default=True, type=click.FloatRange(0))
-@click.option("--kind", default="failure", show_default=True, type=click.Choice(KIND_CHOICES))
+@click.option("--kind", default="failure", show_default=True, type=click.Choice(KINDS))
 @guarded
 def memory_similar_recent(trigger: str, threshold: float, days: float, kind: str) -> None:
     """Recent similar insights; 3+ similar failures suggest a systemic one.
@@ -384,7 +382,7 @@ def memory_import(file: str) -> None:
 
 
 @memory.command("list")
-@click.option("--kind", type=click.Choice(KIND_CHOICES))
+@click.option("--kind", type=click.Choice(KINDS))
 @click.option("--tag", default=None)
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 100000))
 @click.option(

@@ -17,6 +17,7 @@ from helix import config
 from helix.cli.common import emit, guarded, json_list
 from helix.errors import InvalidInput
 from helix.tasks import graph as taskgraph
+from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import STATUSES, TYPES, Tracker, select
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -35,7 +36,7 @@ def show_tasks(tasks: Sequence[Mapping[str, Any]], as_json: bool, title: str | N
     render.task_table(tasks, title)
 
 
-def show_task(task: dict[str, Any], as_json: bool, verb: str) -> None:
+def show_task(task: dict[str, Any] | TaskRecord, as_json: bool, verb: str) -> None:
     if as_json:
         emit(task)
     else:

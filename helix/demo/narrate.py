@@ -3,7 +3,10 @@ on the console with rich tables."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from helix.memory.records import RecallHit
 
 
 class Narrator:
@@ -12,7 +15,7 @@ class Narrator:
     def step(self, title: str) -> None: ...
     def note(self, text: str) -> None: ...
     def ranking(
-        self, rows: list[dict[str, Any]], title: str, previous: dict[str, int] | None
+        self, rows: list[RecallHit], title: str, previous: dict[str, int] | None
     ) -> None: ...
 
 
@@ -29,9 +32,7 @@ class ConsoleNarrator(Narrator):
     def note(self, text: str) -> None:
         self._console.print(text)
 
-    def ranking(
-        self, rows: list[dict[str, Any]], title: str, previous: dict[str, int] | None
-    ) -> None:
+    def ranking(self, rows: list[RecallHit], title: str, previous: dict[str, int] | None) -> None:
         self._render.ranking_table(rows, title, previous)
 
 

@@ -32,6 +32,7 @@ from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
 from helix.loop import contracts, injection, learning, outcomes, synthesis
+from helix.memory.records import RecallHit
 from helix.memory.store import Memory
 from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import Tracker
@@ -212,7 +213,7 @@ def run(
             narrate.note(f"  {result['status']:7s} {result['name']}")
         good, bad = record["stored"][0]["name"], record["stored"][1]["name"]
 
-        def ranking() -> list[dict[str, Any]]:
+        def ranking() -> list[RecallHit]:
             return memory.recall(RECALL_TASK, limit=4, files=["config_loader/dates.py"])
 
         narrate.step("2. recall: everything is unproven, so relevance alone decides")

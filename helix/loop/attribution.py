@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING, Any
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
 from helix.loop import contracts, injection
+from helix.loop.records import Settlement
 from helix.loop.verify import Verification
 from helix.memory import db
+from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
 BASELINE_WINDOW = 200  # verified task outcomes the baseline looks back over
 BASELINE_PRIOR = 10  # pseudo-outcomes at 0.5, so a young store is not swung by one task
 LOG_FILE = config.ATTRIBUTION_LOG_FILE
-CLAIMS = ("delivered", "blocked", "partial", "unknown")
 
 
 def decide(claimed: str, verification: Verification) -> tuple[str, bool]:
@@ -99,7 +100,7 @@ def settle(
     agent_output: str | contracts.Outcome,
     verification: Verification,
     home: Path | None = None,
-) -> dict[str, Any]:
+) -> Settlement:
     """Apply one finished attempt of ``task_id`` to the memory; return and log
     what was applied.
 
@@ -144,7 +145,7 @@ def settle(
             )
         except NotFound:
             applied = {"updated": [], "missing": injected}  # all pruned since injection
-    result = {
+    result: Settlement = {
         "task_id": task_id,
         "claimed": report.status,
         "outcome": outcome,
@@ -240,7 +241,7 @@ def history(memory: Memory, task_id: str | None = None, limit: int = 50) -> list
     return out
 
 
-def _log(home: Path, result: dict[str, Any]) -> None:
+def _log(home: Path, result: Settlement) -> None:
     """One line per settlement in .helix/logs/attribution.jsonl (best effort:
     the database holds the authoritative record)."""
     # Agent-written INSIGHT text is not logged: it may hold a secret the safety

@@ -21,15 +21,18 @@ from __future__ import annotations
 import re
 import secrets
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from helix import config
 from helix.errors import InvalidInput, NotFound
 from helix.files import file_id, read_json, write_json
+from helix.loop.records import InjectionState
 from helix.memory import db
 
 if TYPE_CHECKING:
+    from helix.memory.records import RecallHit
     from helix.memory.store import Memory
 
 REPEAT_PENALTY = 0.6
@@ -66,13 +69,13 @@ def state_path(task_id: str, home: Path | None = None) -> Path:
     return state_dir(home) / f"{file_id(task_id)}.json"
 
 
-def read_state(task_id: str, home: Path | None = None) -> dict[str, Any] | None:
+def read_state(task_id: str, home: Path | None = None) -> InjectionState | None:
     """The injection record of ``task_id``, or None if nothing was injected."""
     value = read_json(state_path(task_id, home))
-    return value if isinstance(value, dict) else None
+    return cast(InjectionState, value) if isinstance(value, dict) else None
 
 
-def task_objective(task: dict[str, Any]) -> str:
+def task_objective(task: Mapping[str, Any]) -> str:
     """What a task is about, for recall: its title, description and acceptance,
     and for a retry the last attempt's error, so memory about that error surfaces."""
     parts = [task.get("title"), task.get("description"), task.get("acceptance")]
@@ -81,7 +84,7 @@ def task_objective(task: dict[str, Any]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
 
 
-def task_files(task: dict[str, Any]) -> list[str]:
+def task_files(task: Mapping[str, Any]) -> list[str]:
     files = []
     for key in ("delta", "relevant-files"):
         value = task.get(key)
@@ -122,7 +125,7 @@ def batch_inject(
     :meth:`Memory.recall`): the baseline without learned usefulness.
     """
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
-    pools: list[dict[str, dict[str, Any]]] = []
+    pools: list[dict[str, RecallHit]] = []
     for objective, task_files in zip(texts, file_lists, strict=True):
         hits = memory.recall(
             objective,
@@ -221,7 +224,7 @@ def _check_batch(
     return [o.strip() for o in objectives], task_ids, files
 
 
-def _deal(pools: list[dict[str, dict[str, Any]]], limit: int) -> list[list[str]]:
+def _deal(pools: list[dict[str, RecallHit]], limit: int) -> list[list[str]]:
     """Greedy assignment, strongest remaining (task, insight) pair first; an
     insight already given to k tasks of the wave counts REPEAT_PENALTY**k."""
     chosen: list[list[str]] = [[] for _ in pools]
@@ -245,7 +248,7 @@ def _deal(pools: list[dict[str, dict[str, Any]]], limit: int) -> list[list[str]]
         given[name] += 1
 
 
-def _compact(hit: dict[str, Any]) -> dict[str, Any]:
+def _compact(hit: RecallHit) -> dict[str, Any]:
     return {**_brief(hit), "score": hit["_score"]}
 
 
@@ -263,22 +266,20 @@ def _record(
     wave_size: int,
     now: str,
 ) -> None:
-    write_json(
-        state_path(result["task_id"], home),
-        {
-            "task_id": result["task_id"],
-            "objective": result["objective"],
-            "files": files,
-            "names": result["names"],
-            "scores": {i["name"]: i["score"] for i in result["insights"]},
-            "confidence": {i["name"]: i["confidence"] for i in result["insights"]},
-            "limit": limit,
-            "wave_size": wave_size,
-            "injected_at": now,
-            "attempt": f"{now}-{secrets.token_hex(4)}",
-            "settled_at": None,
-        },
-    )
+    state: InjectionState = {
+        "task_id": result["task_id"],
+        "objective": result["objective"],
+        "files": files,
+        "names": result["names"],
+        "scores": {i["name"]: i["score"] for i in result["insights"]},
+        "confidence": {i["name"]: i["confidence"] for i in result["insights"]},
+        "limit": limit,
+        "wave_size": wave_size,
+        "injected_at": now,
+        "attempt": f"{now}-{secrets.token_hex(4)}",
+        "settled_at": None,
+    }
+    write_json(state_path(result["task_id"], home), state)
 
 
 # ------------------------------------------------------------ strategic recall
@@ -337,7 +338,7 @@ def strategic_recall(
     return synthesis
 
 
-def _brief(hit: dict[str, Any]) -> dict[str, Any]:
+def _brief(hit: RecallHit) -> dict[str, Any]:
     return {
         "name": hit["name"],
         "content": hit["content"],
@@ -352,7 +353,7 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def _coverage(objective: str, hits: list[dict[str, Any]]) -> float:
+def _coverage(objective: str, hits: list[RecallHit]) -> float:
     """Share of the objective's content words that some recalled insight mentions."""
     wanted = _words(objective)
     if not wanted:
@@ -374,7 +375,7 @@ def _looks_like_path(text: str) -> bool:
     return bool(_EXTENSION.search(text)) or "*" in text or text.count("/") >= 2
 
 
-def _targets(objective: str, hits: list[dict[str, Any]]) -> list[str]:
+def _targets(objective: str, hits: list[RecallHit]) -> list[str]:
     """Paths the insights point at that the objective does not already name."""
     seen: dict[str, None] = {}
     for hit in hits:

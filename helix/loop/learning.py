@@ -25,20 +25,23 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.files import file_id, read_json, write_json
 from helix.loop import injection
+from helix.loop.records import LearningCandidate, Settlement
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
+from helix.tasks.records import TaskRecord
+from helix.vocab import CONFIDENCE_LEVELS
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
 
 QUEUE_DIR = config.LEARNING_QUEUE_DIR
-CONFIDENCE = ("low", "medium", "high")
+CONFIDENCE = CONFIDENCE_LEVELS
 SYSTEMIC_COUNT = 3
 SYSTEMIC_DAYS = 7
 SYSTEMIC_SIMILARITY = 0.7
@@ -66,10 +69,10 @@ def generalisable(cause: str) -> bool:
 
 def candidates(
     memory: Memory | None,
-    settlement: dict[str, Any],
-    task: dict[str, Any] | None = None,
+    settlement: Settlement,
+    task: TaskRecord | None = None,
     files_changed: list[str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[LearningCandidate]:
     """Candidates from one settled attempt (:func:`helix.loop.attribution.settle`).
 
     ``memory`` is needed only for systemic detection (similar recent failures);
@@ -80,7 +83,7 @@ def candidates(
     title = " ".join(str(task.get("title") or settlement.get("summary") or task_id).split())
     scope = _scope(task)
     proven = settlement["outcome"] == "delivered" and settlement["verified"]
-    out = []
+    out: list[LearningCandidate] = []
     for item in settlement.get("insights", []):
         out.append(
             candidate(
@@ -119,13 +122,13 @@ def candidates(
     return out
 
 
-def _scope(task: dict[str, Any]) -> list[str]:
+def _scope(task: TaskRecord) -> list[str]:
     return injection.task_files(task)[:MAX_FILES_LISTED]
 
 
 def _failure(
-    settlement: dict[str, Any], title: str, task_id: str, scope: list[str]
-) -> dict[str, Any] | None:
+    settlement: Settlement, title: str, task_id: str, scope: list[str]
+) -> LearningCandidate | None:
     error = " ".join(str(settlement.get("error") or "").split())
     tried = " ".join(str(settlement.get("tried") or "").split())
     verification = settlement.get("verification") or {}
@@ -155,8 +158,8 @@ def _failure(
 
 
 def _systemic(
-    memory: Memory, failure: dict[str, Any], task_id: str, scope: list[str]
-) -> dict[str, Any] | None:
+    memory: Memory, failure: LearningCandidate, task_id: str, scope: list[str]
+) -> LearningCandidate | None:
     try:
         similar = memory.similar_recent(
             failure["content"], SYSTEMIC_SIMILARITY, SYSTEMIC_DAYS, "failure"
@@ -191,7 +194,7 @@ def candidate(
     files: list[str],
     confidence: str,
     reason: str,
-) -> dict[str, Any]:
+) -> LearningCandidate:
     digest = hashlib.sha1(f"{kind}\x00{' '.join(content.split())}".encode()).hexdigest()
     return {
         "id": f"lc-{digest[:10]}",
@@ -207,7 +210,7 @@ def candidate(
 
 # ------------------------------------------------------------------- the queue
 def propose(
-    candidates: list[dict[str, Any]],
+    candidates: list[LearningCandidate],
     home: Path | None = None,
     now: str | None = None,
     refused: list[dict[str, str]] | None = None,
@@ -232,7 +235,7 @@ def propose(
     return added
 
 
-def _refusal(item: dict[str, Any]) -> str | None:
+def _refusal(item: LearningCandidate) -> str | None:
     """Why the safety screen would refuse this candidate, or None."""
     try:
         insight.screen(
@@ -246,12 +249,12 @@ def _refusal(item: dict[str, Any]) -> str | None:
     return None
 
 
-def pending(home: Path | None = None) -> list[dict[str, Any]]:
+def pending(home: Path | None = None) -> list[LearningCandidate]:
     """Queued candidates, most confident first, then oldest first."""
     folder = queue_dir(home)
     if not folder.is_dir():
         return []
-    items = []
+    items: list[LearningCandidate] = []
     for path in sorted(folder.glob("lc-*.json")):
         value = read_json(path)
         if not isinstance(value, dict) or not isinstance(value.get("content"), str):
@@ -264,8 +267,8 @@ def pending(home: Path | None = None) -> list[dict[str, Any]]:
         for key in ("tags", "files"):
             if not isinstance(value.get(key), list):
                 value[key] = []
-        items.append(value)
-    rank = {c: i for i, c in enumerate(CONFIDENCE)}
+        items.append(cast(LearningCandidate, value))
+    rank: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE)}
     items.sort(key=lambda c: (-rank[c["confidence"]], c.get("proposed_at") or ""))
     return items
 
@@ -331,7 +334,7 @@ def store(
     return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
 
 
-def _link_systemic(memory: Memory, name: str, item: dict[str, Any]) -> None:
+def _link_systemic(memory: Memory, name: str, item: LearningCandidate) -> None:
     """A systemic insight records which failures it generalises (led_to edges)."""
     for other in item.get("similar", []):
         if other == name:

@@ -15,11 +15,13 @@ The one place the build loop (the Claude Code hooks, ``helix run``, the demo and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from helix.errors import HelixError, InvalidInput
 from helix.loop import attribution, contracts, learning, results
 from helix.loop import verify as verification
+from helix.loop.records import Settlement
+from helix.tasks.records import TaskRecord
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
@@ -37,7 +39,7 @@ def finish(
     files_changed: list[str] | None = None,
     agent_id: str = "",
     update_tracker: bool = True,
-) -> dict[str, Any]:
+) -> Settlement:
     """Settle one attempt of a tracked task; return everything that was applied."""
     task = tracker.get(task_id)
     settled, checked = _attempt(
@@ -57,23 +59,23 @@ def finish_untracked(
     cwd: Path | None = None,
     timeout: float = verification.DEFAULT_TIMEOUT,
     agent_id: str = "",
-) -> dict[str, Any]:
+) -> Settlement:
     """The same for work the tracker does not know (an agent spawned outside
     ``helix tasks``): ``verify`` comes from its prompt, and no task is updated."""
-    task = {"id": task_id, "title": task_id, "verify": verify}
+    task: TaskRecord = {"id": task_id, "title": task_id, "verify": verify}
     return _attempt(memory, task, agent_output, home, cwd, timeout, None, agent_id)[0]
 
 
 def _attempt(
     memory: Memory,
-    task: dict[str, Any],
+    task: TaskRecord,
     agent_output: str,
     home: Path,
     cwd: Path | None,
     timeout: float,
     files_changed: list[str] | None,
     agent_id: str,
-) -> tuple[dict[str, Any], verification.Verification]:
+) -> tuple[Settlement, verification.Verification]:
     """Steps 1, 2, 3 and 5 of the module docstring, for one attempt at ``task``."""
     if not isinstance(agent_output, str):
         raise InvalidInput("the agent output must be text")
@@ -110,9 +112,7 @@ def _attempt(
     return settled, checked
 
 
-def apply(
-    tracker: Tracker, task: dict[str, Any], settled: dict[str, Any], cause: str
-) -> dict[str, Any]:
+def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -> TaskRecord:
     """Step 4: close a proven delivery; otherwise record the attempt and reopen.
 
     ``helix run`` calls this itself (``finish(update_tracker=False)`` first) so it
@@ -129,8 +129,8 @@ def apply(
 
 
 def record_failure(
-    tracker: Tracker, task: dict[str, Any], outcome: str, error: str, remaining: str = ""
-) -> dict[str, Any]:
+    tracker: Tracker, task: TaskRecord, outcome: str, error: str, remaining: str = ""
+) -> TaskRecord:
     """Count a failed attempt on the task (attempts, last outcome, last error, for
     the retry's prompt and recall) and release it: in_progress goes back to open,
     and a delivery an earlier attempt closed is reopened."""

@@ -33,10 +33,11 @@ from typing import Any, BinaryIO
 
 from helix import config, files
 from helix.errors import InvalidInput
+from helix.vocab import RESULT_OUTCOMES
 
 TASK_STATUS_FILE = config.TASK_STATUS_FILE
 EXPLORER_DIR = config.EXPLORER_RESULTS_DIR
-BUILDER_OUTCOMES = ("delivered", "blocked", "partial", "skipped", "crashed")
+BUILDER_OUTCOMES = RESULT_OUTCOMES
 RECORD_FIELDS = (
     "task_id",
     "outcome",

@@ -40,13 +40,11 @@ from typing import Any
 from helix.errors import NotFound
 from helix.memory import insight
 from helix.tasks import graph as taskgraph
+from helix.vocab import FAILED_OUTCOMES
 
 SIMILARITY = 0.5
 NAMED_SIMILARITY = 1 / 3
 MIN_WORDS = 3
-# Outcomes that did not deliver; "unknown" is what contracts.Outcome says when an
-# agent ended without a marker, the same thing as a crash.
-FAILED = ("blocked", "partial", "crashed", "unknown")
 OK_EXPLORER_STATUSES = ("ok", "success", "succeeded", "complete", "completed", "done")
 MAX_CAUSE = 200
 MAX_SCAN = 4000  # characters of an error searched for its cause
@@ -151,7 +149,7 @@ def convergent_warnings(results: Iterable[Mapping[str, Any]]) -> list[str]:
     groups: list[dict[str, Any]] = []
     for task_id, result in latest.items():
         text = _failure_text(result)
-        if result.get("outcome") not in FAILED or not text:
+        if result.get("outcome") not in FAILED_OUTCOMES or not text:
             continue
         signature = failure_signature(text)
         if not signature[0] and not signature[1]:

@@ -18,10 +18,18 @@ from helix.errors import InvalidInput, NotFound
 from helix.memory import db, insight
 from helix.memory.rows import InsightRows
 from helix.memory.writes import MAX_LINKS
+from helix.vocab import SettledOutcome
 
 CAUSAL_RATE = 0.25  # EMA step toward the outcome value for causal insights
 EROSION_RATE = 0.10  # step toward neutral for injected-but-not-causal insights
-OUTCOMES = {"delivered": 1.0, "plan_complete": 1.0, "partial": 0.5, "blocked": 0.0, "skipped": None}
+# What each settled outcome is worth to the insights that took part (None: no signal).
+OUTCOMES: dict[SettledOutcome, float | None] = {
+    "delivered": 1.0,
+    "plan_complete": 1.0,
+    "partial": 0.5,
+    "blocked": 0.0,
+    "skipped": None,
+}
 
 
 def feedback(

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
 from helix.errors import InvalidInput, Rejected
-from helix.memory.migrations import KINDS, RELATIONS
 from helix.memory.safety import find_problem
+from helix.vocab import KINDS, RELATIONS
 
 MIN_CONTENT = 20
 MAX_CONTENT = 4000

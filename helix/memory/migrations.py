@@ -10,18 +10,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-KINDS = (
-    "failure",
-    "pattern",
-    "systemic",
-    "fact",
-    "convention",
-    "decision",
-    "evolution",
-    "procedure",
-)
-RELATIONS = ("solves", "co_occurs", "causes", "similar", "led_to")
-
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
     """Execute a multi-statement script inside the caller's transaction.
@@ -46,7 +34,7 @@ def m001_create_insights(conn: sqlite3.Connection) -> None:
     File patterns live in their own table so the "dual query" (memories tied to files
     in a task's delta, even when the text is not similar) is an indexed lookup.
     The kinds are written out as they were when it shipped: a later change to
-    ``KINDS`` needs a migration of its own.
+    ``helix.vocab.KINDS`` needs a migration of its own.
     """
     _run(
         conn,

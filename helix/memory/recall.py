@@ -23,10 +23,11 @@ import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, cast
 
 from helix.errors import InvalidInput
 from helix.memory import db, insight, ranking
+from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows
 
 MAX_LIMIT = 100
@@ -58,7 +59,7 @@ def recall(
     intent: str | None = None,
     graph_hops: int = 0,
     relevance_only: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[RecallHit]:
     """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
     Dense cosine, FTS5 keyword evidence and file-pattern matches are fused into
@@ -127,7 +128,7 @@ def recall(
     shown = scored[:limit]
     rows = memory.rows_by_id(item[2] for item in shown)
     files_of = memory.files_of(rows)
-    hits: list[dict[str, Any]] = []
+    hits: list[RecallHit] = []
     for _neg, _name, insight_id, relevance, cos in shown:
         result = _scored(
             memory,
@@ -176,7 +177,7 @@ def _light_rows(memory: InsightRows, ids: Iterable[int]) -> list[tuple]:
 
 
 def _keep(
-    result: dict[str, Any], kinds: set[str] | None, tags: set[str] | None, suppressed: set[str]
+    result: RecallHit, kinds: set[str] | None, tags: set[str] | None, suppressed: set[str]
 ) -> bool:
     if result["name"] in suppressed:
         return False
@@ -194,22 +195,19 @@ def _scored(
     intent: str | None,
     hop: int,
     relevance_only: bool = False,
-) -> dict[str, Any]:
-    result = memory.public(row, files)
-    days = ranking.idle_days(result["last_used"], result["created_at"], now)
+) -> RecallHit:
+    public = memory.public(row, files)
+    days = ranking.idle_days(public["last_used"], public["created_at"], now)
     eff = row[8]
-    result.update(
-        {
-            "_relevance": round(relevance, 4),
-            "_effectiveness": round(eff, 4),
-            "_score": round(
-                _value(relevance, eff, result["kind"], days, intent, relevance_only), 6
-            ),
-            "_hop": hop,
-            "_confidence": result["confidence"],
-        }
-    )
-    return result
+    scored = {
+        **public,
+        "_relevance": round(relevance, 4),
+        "_effectiveness": round(eff, 4),
+        "_score": round(_value(relevance, eff, public["kind"], days, intent, relevance_only), 6),
+        "_hop": hop,
+        "_confidence": public["confidence"],
+    }
+    return cast(RecallHit, scored)  # the row's keys are those of records.Insight
 
 
 def _value(
@@ -375,7 +373,7 @@ def _file_hits(memory: InsightRows, files: list[str]) -> set[int]:
 
 def _expand(
     memory: InsightRows,
-    hits: list[dict[str, Any]],
+    hits: list[RecallHit],
     hops: int,
     limit: int,
     now: datetime,
@@ -384,7 +382,7 @@ def _expand(
     tags: set[str] | None,
     suppressed: set[str],
     relevance_only: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[RecallHit]:
     """Add graph neighbours of the shown hits, hop by hop, batched per hop.
 
     Only the top ``limit`` hits are expanded: a neighbour scores at most
@@ -393,13 +391,13 @@ def _expand(
     """
     seen = {h["name"] for h in hits} | suppressed
     frontier = hits[:limit]
-    found: list[dict[str, Any]] = []
+    found: list[RecallHit] = []
     for hop in range(1, hops + 1):
         parents = {p["name"]: p for p in frontier}
         links = _links_of(memory, list(parents))
         rows = memory.rows_by_id({n for _, n, _ in links})
         files = memory.files_of(rows)
-        best: dict[str, dict[str, Any]] = {}
+        best: dict[str, RecallHit] = {}
         for parent_name, neighbour_id, weight in links:
             row = rows.get(neighbour_id)
             if row is None or row[1] in seen:

@@ -23,9 +23,10 @@ from helix.errors import InvalidInput
 from helix.memory import db, feedback, graph, insight, recall, transfer, upkeep, writes
 from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.feedback import OUTCOMES
-from helix.memory.migrations import KINDS, RELATIONS
+from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows, now_utc
 from helix.memory.writes import DUPLICATE_THRESHOLD
+from helix.vocab import KINDS, RELATIONS
 
 RECENT_DAYS = 7
 
@@ -106,7 +107,7 @@ class Memory(InsightRows):
         intent: str | None = None,
         graph_hops: int = 0,
         relevance_only: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[RecallHit]:
         """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
 
         Dense cosine, absolute keyword evidence (FTS5) and file-pattern matches fuse

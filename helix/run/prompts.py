@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +158,7 @@ def pass_prompt(action: str, detail: str = "") -> str:
     return PASS_PROMPTS[action].format(detail=f" ({detail})" if detail else "")
 
 
-def review_prompt(task: dict[str, Any], files: list[str]) -> str:
+def review_prompt(task: Mapping[str, Any], files: list[str]) -> str:
     return REVIEW_PROMPT.format(
         task_id=task.get("id", ""),
         title=task.get("title", ""),
@@ -233,7 +233,7 @@ def parse_review(text: Any) -> Review | None:
 
 
 def task_block(
-    task: dict[str, Any],
+    task: Mapping[str, Any],
     insights: list[dict[str, Any]],
     everything: list[dict[str, Any]],
     wave_warnings: Sequence[str] = (),

@@ -34,7 +34,7 @@ def threshold(env: Mapping[str, str] | None = None) -> float:
         return DEFAULT_THRESHOLD
 
 
-def stale_reason(task: dict[str, Any], now: datetime, limit: float) -> str | None:
+def stale_reason(task: Mapping[str, Any], now: datetime, limit: float) -> str | None:
     """Why this claim may be released, or None when it must be kept."""
     if task.get("status") != "in_progress" or task.get("owner") != OWNER:
         return None

@@ -22,7 +22,7 @@ and again before closing, and skips the task when it drifted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,7 +34,7 @@ BLOCKED_LABEL = "blocked"
 EPIC = "epic"
 
 
-def fingerprint(task: Task) -> tuple:
+def fingerprint(task: Mapping[str, Any]) -> tuple:
     deps = sorted(
         (str(d.get("depends_on_id")), str(d.get("type", "blocks")))
         for d in task.get("dependencies") or []
@@ -49,7 +49,7 @@ def fingerprint(task: Task) -> tuple:
     )
 
 
-def labels(task: Task) -> list[str]:
+def labels(task: Mapping[str, Any]) -> list[str]:
     value = task.get("labels")
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +42,7 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
+from helix.loop.records import Settlement
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
@@ -51,7 +52,9 @@ from helix.run.blockers import BlockerReport
 from helix.run.log import RunLog
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.run.worktree import Checkpoint
+from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
+from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
 MAX_ATTEMPTS = 4
 RECENT = 12  # attempts remembered for convergent-failure warnings
@@ -113,7 +116,7 @@ class Attempt:
     attempts: int = 0
     error: str = ""
     drifted: bool = False
-    settled: dict[str, Any] | None = None
+    settled: Settlement | None = None
 
 
 class Supervisor:
@@ -319,9 +322,7 @@ class Supervisor:
         self._report_cycle(number, attempts, cycle)
         self._after_cycle(tasks, attempts, failed)
 
-    def _claim_all(
-        self, tasks: list[dict[str, Any]], prints: dict[str, tuple]
-    ) -> list[dict[str, Any]]:
+    def _claim_all(self, tasks: list[dict[str, Any]], prints: dict[str, tuple]) -> list[TaskRecord]:
         claimed = []
         for task in tasks:
             try:
@@ -341,7 +342,7 @@ class Supervisor:
             claimed.append(current)
         return claimed
 
-    def _build_prompt(self, tasks: list[dict[str, Any]]) -> tuple[str, dict[str, list[str]]]:
+    def _build_prompt(self, tasks: list[TaskRecord]) -> tuple[str, dict[str, list[str]]]:
         batch = injection.batch_inject(
             self.memory,
             [injection.task_objective(t) for t in tasks],
@@ -353,7 +354,7 @@ class Supervisor:
         return self._prompt_from(tasks, batch["results"])
 
     def _prompt_from(
-        self, tasks: list[dict[str, Any]], chosen: list[dict[str, Any]]
+        self, tasks: Sequence[Mapping[str, Any]], chosen: list[dict[str, Any]]
     ) -> tuple[str, dict[str, list[str]]]:
         everything = self._tasks()
         # Failures of other tasks in this run that look alike warn every builder.
@@ -370,7 +371,7 @@ class Supervisor:
 
     def _settle_all(
         self,
-        tasks: list[dict[str, Any]],
+        tasks: list[TaskRecord],
         prints: dict[str, tuple],
         result: AgentResult,
         checkpoint: Checkpoint,
@@ -388,11 +389,11 @@ class Supervisor:
     def _learn(self, proposed: list[str]) -> None:
         """Store this cycle's learning candidates that are confident enough to go
         in without a human; the rest stay queued for `helix learn candidates`."""
-        floor = learning.CONFIDENCE.index(self.options.min_confidence)
+        floor = CONFIDENCE_LEVELS.index(self.options.min_confidence)
         ids = [
             c["id"]
             for c in learning.pending(self.home)
-            if c["id"] in proposed and learning.CONFIDENCE.index(c["confidence"]) >= floor
+            if c["id"] in proposed and CONFIDENCE_LEVELS.index(c["confidence"]) >= floor
         ]
         if not ids:
             return
@@ -407,9 +408,7 @@ class Supervisor:
         for skipped in stored["skipped"]:
             self.log.verbose(f"learning candidate {skipped['id']} not stored: {skipped['reason']}")
 
-    def _settle(
-        self, task: dict[str, Any], print_: tuple, answer: str, changed: list[str]
-    ) -> Attempt:
+    def _settle(self, task: TaskRecord, print_: tuple, answer: str, changed: list[str]) -> Attempt:
         task_id = task["id"]
         settled = outcomes.finish(
             self.memory,
@@ -459,7 +458,7 @@ class Supervisor:
             settled=settled,
         )
 
-    def _agent_failed(self, task: dict[str, Any], result: AgentResult) -> Attempt:
+    def _agent_failed(self, task: TaskRecord, result: AgentResult) -> Attempt:
         """An agent that crashed or errored says nothing about the insights: no
         feedback, but the attempt counts and the error is kept for the retry."""
         error = result.error or f"{self.builder.name} failed (exit {result.exit_code})"
@@ -488,7 +487,7 @@ class Supervisor:
             )
 
     def _after_cycle(
-        self, tasks: list[dict[str, Any]], attempts: list[Attempt], failed: list[Attempt]
+        self, tasks: list[TaskRecord], attempts: list[Attempt], failed: list[Attempt]
     ) -> None:
         self._close_finished_epic()
         worst = 0
@@ -540,7 +539,7 @@ class Supervisor:
         self._set_focus(None, tasks)
 
     # ----------------------------------------------------------------- failure
-    def _block(self, task: dict[str, Any], attempt: Attempt) -> None:
+    def _block(self, task: TaskRecord, attempt: Attempt) -> None:
         task_id = task["id"]
         current = self.tracker.get(task_id)
         labels = selection.labels(current)
@@ -556,7 +555,7 @@ class Supervisor:
                 self.tracker.update(parent, labels=[*epic_labels, selection.BLOCKED_LABEL])
             impact = f"focused epic {parent} ({epic.get('title', '')}) blocked; focus released"
             self._set_focus(None, self._tasks())
-        entry = {
+        entry: dict[str, Any] = {
             "id": task_id,
             "title": task.get("title", ""),
             "reason": attempt.error or attempt.outcome,
@@ -593,7 +592,7 @@ class Supervisor:
         return len(released)
 
     # ------------------------------------------------------------------ review
-    def _review(self, tasks: list[dict[str, Any]], checkpoint: Checkpoint) -> bool:
+    def _review(self, tasks: list[TaskRecord], checkpoint: Checkpoint) -> bool:
         """True when the review is clean; findings become follow-up tasks; an
         answer that cannot be interpreted stops the run."""
         self._save("reviewing")
@@ -618,7 +617,7 @@ class Supervisor:
             return False
         return True
 
-    def _follow_up(self, task: dict[str, Any], finding: dict[str, Any]) -> str:
+    def _follow_up(self, task: TaskRecord, finding: dict[str, Any]) -> str:
         fields: dict[str, Any] = {
             "description": finding["description"],
             "priority": finding["priority"],
@@ -772,7 +771,7 @@ class Supervisor:
             self.log.verbose(f"context.md not written: {exc}")
 
 
-def _status(attempt: Attempt) -> str:
+def _status(attempt: Attempt) -> CycleResult:
     return "delivered" if attempt.closed else "blocked"
 
 

@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
+from helix.vocab import TASK_OUTCOMES
+
 WAVE_CAP = 6
-OUTCOMES = ("delivered", "blocked", "partial", "skipped")
+OUTCOMES = TASK_OUTCOMES
 RUNNABLE_STATUS = "open"
 DONE_STATUS = "closed"
 # Closed with one of these, a task releases its dependents.

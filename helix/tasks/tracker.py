@@ -30,11 +30,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from helix import files
 from helix.errors import CycleError, InvalidInput, NotFound
 from helix.tasks import graph as taskgraph
+from helix.tasks.records import TaskRecord
 
 STATUSES = ("open", "in_progress", "closed", "cancelled", "deferred")
 TYPES = ("task", "epic", "bug", "chore", "feature")
@@ -105,8 +106,8 @@ class Tracker:
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             return parse(handle)
 
-    def get(self, task_id: str) -> dict[str, Any]:
-        return self.read().find(task_id)
+    def get(self, task_id: str) -> TaskRecord:
+        return cast(TaskRecord, self.read().find(task_id))
 
     def list(
         self,
@@ -243,16 +244,16 @@ class Tracker:
                     _add_dependency(snap, task, ids[blocker], stamp)
         return [task for task, _spec in created]
 
-    def update(self, task_id: str, **fields: Any) -> dict[str, Any]:
+    def update(self, task_id: str, **fields: Any) -> TaskRecord:
         with self._editing() as snap:
             task = snap.find(task_id)
             task.update(_clean_fields(fields))
             task["updated_at"] = now_rfc3339(self._clock)
-        return task
+        return cast(TaskRecord, task)
 
     def close(
         self, task_id: str, outcome: str | None = None, summary: str | None = None
-    ) -> dict[str, Any]:
+    ) -> TaskRecord:
         if outcome is not None and outcome not in taskgraph.OUTCOMES:
             raise InvalidInput(
                 f"unknown outcome {outcome!r}; one of: {', '.join(taskgraph.OUTCOMES)}"
@@ -266,9 +267,9 @@ class Tracker:
                 task["summary"] = _text(summary, "summary", MAX_TEXT)
             _clear_claim(task)
             task["updated_at"] = now_rfc3339(self._clock)
-        return task
+        return cast(TaskRecord, task)
 
-    def reopen(self, task_id: str) -> dict[str, Any]:
+    def reopen(self, task_id: str) -> TaskRecord:
         with self._editing() as snap:
             task = snap.find(task_id)
             task["status"] = "open"
@@ -276,9 +277,9 @@ class Tracker:
             task.pop("summary", None)
             _clear_claim(task)
             task["updated_at"] = now_rfc3339(self._clock)
-        return task
+        return cast(TaskRecord, task)
 
-    def claim(self, task_id: str, owner: str, pid: int | None = None) -> dict[str, Any]:
+    def claim(self, task_id: str, owner: str, pid: int | None = None) -> TaskRecord:
         """Take an open task: status in_progress, claim fields set. Only from open.
 
         ``pid`` should be the long-lived process doing the work (a supervisor),
@@ -300,9 +301,9 @@ class Tracker:
                     "updated_at": stamp,
                 }
             )
-        return task
+        return cast(TaskRecord, task)
 
-    def unclaim(self, task_id: str) -> dict[str, Any]:
+    def unclaim(self, task_id: str) -> TaskRecord:
         """Release a claim. in_progress goes back to open; a closed task stays closed."""
         with self._editing() as snap:
             task = snap.find(task_id)
@@ -310,7 +311,7 @@ class Tracker:
                 task["status"] = "open"
             _clear_claim(task)
             task["updated_at"] = now_rfc3339(self._clock)
-        return task
+        return cast(TaskRecord, task)
 
     def dep_add(self, task_id: str, depends_on: str) -> dict[str, Any]:
         with self._editing() as snap:

@@ -1,0 +1,45 @@
+"""The records the memory hands to other modules, as typed dicts.
+
+They stay plain dicts at run time (JSON output, hook state and tests read them as
+such); the types say which keys a caller may count on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class Insight(TypedDict):
+    """One insight as the memory shows it (``Memory.get``, ``list``, ``export``)."""
+
+    name: str
+    content: str
+    kind: str
+    tags: list[str]
+    source: str
+    files: list[str]
+    effectiveness: float
+    use_count: int
+    helped: float
+    failed: float
+    confidence: str  # "[75%]" once verified outcomes exist, else "[unproven]"
+    model: str | None
+    created_at: str
+    last_used: str | None
+    last_feedback_at: str | None
+
+
+class RecallHit(Insight):
+    """One hit of ``recall``: the insight and how it was scored.
+
+    ``_signals`` (the evidence behind ``_relevance``) is on direct hits; ``_via``
+    (the hit whose edge led here) on graph neighbours, whose ``_hop`` is above 0.
+    """
+
+    _relevance: float
+    _effectiveness: float
+    _score: float
+    _hop: int
+    _confidence: str
+    _signals: NotRequired[dict[str, Any]]
+    _via: NotRequired[str]
