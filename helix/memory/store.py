@@ -20,7 +20,7 @@ from typing import Any
 
 from helix import config
 from helix.errors import InvalidInput
-from helix.memory import db, feedback, graph, insight, recall, transfer, upkeep, writes
+from helix.memory import db, feedback, graph, insight, ranking, recall, transfer, upkeep, writes
 from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.feedback import OUTCOMES
 from helix.memory.records import RecallHit
@@ -72,11 +72,7 @@ class Memory(InsightRows):
         source: str = "",
         files: Iterable[str] | None = None,
     ) -> dict[str, Any]:
-        """Add an insight, or merge it into a near-duplicate (cosine >= 0.85).
-
-        Returns ``{"status": "added"|"merged", "name": ...}``. Raises Rejected for
-        content that is too short, too long or flagged by the safety screen.
-        """
+        """Add an insight, or merge it into a near-duplicate: :func:`helix.memory.writes.store`."""
         return writes.store(self, content, kind, tags, source, files)
 
     def store_many(
@@ -99,7 +95,7 @@ class Memory(InsightRows):
         self,
         query: str,
         limit: int = 5,
-        min_relevance: float = 0.35,
+        min_relevance: float = ranking.RELEVANCE_FLOOR,
         kinds: Iterable[str] | None = None,
         tags: Iterable[str] | None = None,
         files: Iterable[str] | None = None,
@@ -108,14 +104,8 @@ class Memory(InsightRows):
         graph_hops: int = 0,
         relevance_only: bool = False,
     ) -> list[RecallHit]:
-        """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
-
-        Dense cosine, absolute keyword evidence (FTS5) and file-pattern matches fuse
-        into one relevance; direct hits must reach ``min_relevance``. ``graph_hops`` adds neighbours of
-        the hits, discounted and marked ``_hop``/``_via``, never above the hit that
-        led to them. ``relevance_only`` ranks by relevance alone, without the
-        usefulness and freshness weighting (a baseline). See :mod:`helix.memory.recall`.
-        """
+        """Hybrid retrieval weighted by proven usefulness and recency, read-only:
+        :func:`helix.memory.recall.recall`."""
         return recall.recall(
             self,
             query,
@@ -249,16 +239,8 @@ class Memory(InsightRows):
         verified: bool = True,
         baseline: float | None = None,
     ) -> dict[str, Any]:
-        """Apply one task's outcome to the insights that were injected into it.
-
-        ``causal_names`` (default: all of ``names``) move toward the outcome value;
-        the rest lose credit above neutral. Unverified outcomes can only lower scores.
-        ``baseline`` (the recent verified pass rate, see :mod:`helix.loop.attribution`)
-        makes the target relative: a pass is worth less where most tasks pass
-        anyway, so an insight at the baseline stays neutral.
-        Names that no longer exist are reported under ``missing``; if none exist,
-        NotFound. Atomic: one BEGIN IMMEDIATE transaction.
-        """
+        """Apply one task's outcome to the insights injected into it, atomically:
+        :func:`helix.memory.feedback.feedback`."""
         return feedback.feedback(self, names, outcome, causal_names, task_id, verified, baseline)
 
     # ------------------------------------------------------------------- graph
