@@ -73,13 +73,13 @@ class Context:
     The client may start in any subdirectory of the project, and the payload's
     ``cwd`` is that subdirectory: the project root is found upwards from it by
     :func:`config.find_project`, the rule ``helix verify`` and ``helix run`` use,
-    so VERIFY always runs at the root. Outside a project ``paths`` is None."""
+    so VERIFY always runs at the root. Outside a project ``found`` is None."""
 
     def __init__(self, payload: dict[str, Any], env: Mapping[str, str]):
         self.payload = payload
         self.env = env
-        start = start_dir(payload, env)
-        self.found = config.find_project(start, env) if start else None
+        self.start = start_dir(payload, env)
+        self.found = config.find_project(self.start, env) if self.start else None
 
     @property
     def paths(self) -> config.Paths:
@@ -120,10 +120,14 @@ def handle(event: str, payload: dict[str, Any], env: Mapping[str, str]) -> dict[
 
     Outside a helix project only SessionStart answers (a briefing that creates
     nothing); every other event is a no-op."""
+    return respond(event, Context(payload, env))
+
+
+def respond(event: str, ctx: Context) -> dict[str, Any] | None:
+    """:func:`handle` for a caller that already holds the hook's Context."""
     handler = HANDLERS.get(event)
     if handler is None:
         return None
-    ctx = Context(payload, env)
     if ctx.found is None:
         return session_start_outside(ctx) if event == "SessionStart" else None
     return handler(ctx)
@@ -760,4 +764,4 @@ HANDLERS = {
     "SessionEnd": session_end,
 }
 
-__all__ = ["EVENTS", "HANDLERS", "handle", "settle", "log"]
+__all__ = ["EVENTS", "HANDLERS", "handle", "respond", "settle", "log"]

@@ -32,7 +32,6 @@ def hook_command(event: str) -> None:
     started = time.monotonic()
     home = None
     try:
-        from helix import config
         from helix.claude import hooks
 
         raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1) if sys.stdin else b""
@@ -41,15 +40,16 @@ def hook_command(event: str) -> None:
         payload = json.loads(raw.decode("utf-8")) if raw.strip() else {}
         if not isinstance(payload, dict):
             raise ValueError("payload is not a JSON object")
-        env = dict(os.environ)
-        start = hooks.start_dir(payload, env)
-        found = config.find_project(start, env) if start else None
-        home = found.home if found else None
-        if found is None and event != "SessionStart":
-            sys.stderr.write(f"helix hook {event}: no helix project at {start}; nothing to do\n")
+        # One Context: the project root is searched for once per hook.
+        ctx = hooks.Context(payload, dict(os.environ))
+        home = ctx.found.home if ctx.found else None
+        if ctx.found is None and event != "SessionStart":
+            sys.stderr.write(
+                f"helix hook {event}: no helix project at {ctx.start}; nothing to do\n"
+            )
         if event not in hooks.EVENTS:
             raise ValueError(f"unknown hook event {event!r}")
-        output = hooks.handle(event, payload, env)
+        output = hooks.respond(event, ctx)
         text = json.dumps(output, ensure_ascii=False) if output else ""
         if text:
             sys.stdout.write(text + "\n")
