@@ -197,6 +197,20 @@ def test_doctor_verifies_model_hashes_and_hooks(run: Runner, tmp_path: Path) -> 
     assert result.stderr.splitlines() == [f"helix: problem: {problem}"]
 
 
+def test_doctor_says_a_missing_model_once(run: Runner, tmp_path: Path) -> None:
+    """Doctor's own check and the hook's briefing find the same problem: one line."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {
+        "PATH": path,
+        "HELIX_CLAUDE_BIN": str(tmp_path / "no-claude-here"),
+        "HELIX_MODEL_DIR": str(tmp_path / "no-model"),
+    }
+    result = run("doctor", env_extra=env)
+    assert result.returncode == 1
+    model_lines = [line for line in result.stderr.splitlines() if "model" in line]
+    assert len(model_lines) == 1 and "model file missing" in model_lines[0], result.stderr
+
+
 # ----------------------------------------------------------------- store input
 def test_store_reads_hostile_shell_text_from_stdin_literally(hrun: Runner, tmp_path: Path) -> None:
     canary = tmp_path / "canary.txt"

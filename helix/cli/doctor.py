@@ -76,7 +76,8 @@ def doctor() -> None:
         [sys.executable, "-m", "helix", "hook", "SessionStart"], folder
     )
     report["hooks"] = "SessionStart answered with hook JSON" if not hook_problems else "broken"
-    problems += [p for p in hook_problems if p not in problems]
+    # The hook's briefing warns of the same model problem in its own words: one line each.
+    problems += [p for p in hook_problems if not any(q in p for q in problems)]
     report["problems"] = problems
     emit(report)
     for problem in problems:
