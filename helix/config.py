@@ -36,12 +36,10 @@ TASKS_FILE = "tasks.jsonl"
 HOOKS_LOG_FILE = "hooks.log"
 LOGS_DIR = "logs"
 ATTRIBUTION_LOG_FILE = "attribution.jsonl"
-INJECTION_STATE_DIR = "injection-state"
 SYNTHESIS_FILE = "recall_synthesis.json"
 LEARNING_QUEUE_DIR = "learning-queue"
 TASK_STATUS_FILE = "task-status.jsonl"
 EXPLORER_RESULTS_DIR = "explorer-results"
-SPAWNS_DIR = "spawns"
 AGENTS_DIR = "agents"
 CHECKPOINTS_DIR = "checkpoints"
 RUN_STATE_FILE = "run-state.json"
@@ -98,11 +96,6 @@ class Paths:
         return self.logs / f"blockers-{stamp}.md"
 
     @property
-    def injection_state(self) -> Path:
-        """One file per injection, until it is settled."""
-        return self.home / INJECTION_STATE_DIR
-
-    @property
     def recall_synthesis(self) -> Path:
         return self.home / SYNTHESIS_FILE
 
@@ -121,13 +114,8 @@ class Paths:
         return self.home / EXPLORER_RESULTS_DIR
 
     @property
-    def spawns(self) -> Path:
-        """The hooks' record of each subagent spawn."""
-        return self.home / SPAWNS_DIR
-
-    @property
     def agents(self) -> Path:
-        """The hooks' record of each running subagent."""
+        """Per-agent lock files and failure notes of the hooks."""
         return self.home / AGENTS_DIR
 
     @property

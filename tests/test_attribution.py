@@ -7,10 +7,11 @@ import random
 from pathlib import Path
 
 import pytest
+from evidence import credit
 
 from helix.errors import InvalidInput, Rejected
-from helix.loop import attribution, injection
-from helix.loop.verify import Verification, run_verify
+from helix.loop import attribution, ledger
+from helix.loop.verify import Verification
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 
@@ -29,6 +30,21 @@ def home() -> Path:
     import os
 
     return Path(os.environ["HELIX_HOME"])
+
+
+COMMANDS = {"pass": "true", "fail": "false", "none": None}
+
+
+def begin(memory: Memory, task_id: str, names: list[str], verdict: str = "pass") -> None:
+    """Start an attempt the way injection does: the names helix gave, and a VERIFY
+    that passes, fails, or is missing."""
+    project = home().parent / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    ledger.start(memory, task_id, "objective", names, {}, COMMANDS[verdict], None, project, "test")
+
+
+def settle(memory: Memory, task_id: str, text: str) -> dict:
+    return attribution.settle(memory, task_id, text, home())[0]
 
 
 @pytest.mark.parametrize(
@@ -89,8 +105,8 @@ def output(status: str, used: list[str]) -> str:
 
 def test_settle_credits_only_what_verify_proved(memory: Memory):
     a, b, c = store_three(memory)
-    injection.record(memory, "hx-00000001", "objective", [a, b])
-    result = attribution.settle(memory, "hx-00000001", output("DELIVERED", [a, c]), PASS)
+    begin(memory, "hx-00000001", [a, b])
+    result = settle(memory, "hx-00000001", output("DELIVERED", [a, c]))
     assert result["outcome"] == "delivered" and result["verified"]
     assert result["injected"] == [a, b]
     assert result["utilized"] == [a]
@@ -106,8 +122,8 @@ def test_settle_credits_only_what_verify_proved(memory: Memory):
 
 def test_a_delivery_whose_verify_fails_is_settled_as_blocked(memory: Memory):
     a, b, _ = store_three(memory)
-    injection.record(memory, "hx-00000002", "objective", [a, b])
-    result = attribution.settle(memory, "hx-00000002", output("DELIVERED", [a, b]), FAIL)
+    begin(memory, "hx-00000002", [a, b], "fail")
+    result = settle(memory, "hx-00000002", output("DELIVERED", [a, b]))
     assert result["outcome"] == "blocked" and result["claimed"] == "delivered"
     assert memory.get(a)["effectiveness"] < 0.5
     assert memory.get(b)["effectiveness"] < 0.5
@@ -115,76 +131,98 @@ def test_a_delivery_whose_verify_fails_is_settled_as_blocked(memory: Memory):
 
 def test_no_verify_command_gives_no_positive_credit(memory: Memory):
     a, _, _ = store_three(memory)
-    injection.record(memory, "hx-00000003", "objective", [a])
-    result = attribution.settle(memory, "hx-00000003", output("DELIVERED", [a]), NONE)
+    begin(memory, "hx-00000003", [a], "none")
+    result = settle(memory, "hx-00000003", output("DELIVERED", [a]))
     assert result["verified"] is False
     assert memory.get(a)["effectiveness"] == 0.5
-    injection.record(memory, "hx-00000003", "objective", [a])
-    attribution.settle(memory, "hx-00000003", output("BLOCKED", [a]) + "ERROR: x\n", NONE)
+    begin(memory, "hx-00000003", [a], "none")
+    settle(memory, "hx-00000003", output("BLOCKED", [a]) + "ERROR: x\n")
     assert memory.get(a)["effectiveness"] < 0.5  # an unverified failure may lower
 
 
-def test_injected_names_come_from_the_state_file_not_the_agent(memory: Memory):
+def test_injected_names_come_from_the_ledger_not_the_agent(memory: Memory):
     a, b, c = store_three(memory)
-    injection.record(memory, "hx-00000004", "objective", [a])
+    begin(memory, "hx-00000004", [a])
     text = output("DELIVERED", [a, b, c]) + f"INJECTED: {json.dumps([a, b, c])}\n"
-    result = attribution.settle(memory, "hx-00000004", text, PASS)
+    result = settle(memory, "hx-00000004", text)
     assert result["injected"] == [a]
     assert memory.get(b)["effectiveness"] == memory.get(c)["effectiveness"] == 0.5
 
 
 def test_an_attempt_is_settled_once(memory: Memory):
     a, _, _ = store_three(memory)
-    injection.record(memory, "hx-00000005", "objective", [a])
-    attribution.settle(memory, "hx-00000005", output("DELIVERED", [a]), PASS)
+    begin(memory, "hx-00000005", [a])
+    settle(memory, "hx-00000005", output("DELIVERED", [a]))
     after_first = memory.get(a)["effectiveness"]
     with pytest.raises(Rejected, match="already settled"):
-        attribution.settle(memory, "hx-00000005", output("DELIVERED", [a]), PASS)
+        settle(memory, "hx-00000005", output("DELIVERED", [a]))
     assert memory.get(a)["effectiveness"] == after_first
-    injection.record(memory, "hx-00000005", "objective", [a])  # a new attempt
-    attribution.settle(memory, "hx-00000005", output("DELIVERED", [a]), PASS)
+    begin(memory, "hx-00000005", [a])  # a new attempt, on the same tree
+    again = settle(memory, "hx-00000005", output("DELIVERED", [a]))
+    assert again["verified"] is False and "repeat" in " ".join(again["problems"])
+    assert memory.get(a)["effectiveness"] == after_first
     assert len(attribution.history(memory, "hx-00000005")) == 2
 
 
-def test_settling_without_injection_records_the_outcome(memory: Memory):
-    result = attribution.settle(memory, "hx-00000006", "no markers at all", PASS)
+def test_settling_without_a_recorded_attempt_credits_nothing(memory: Memory):
+    result = settle(memory, "hx-00000006", "no markers at all")
     assert result["claimed"] == "unknown" and result["outcome"] == "blocked"
-    assert any("no injection state" in p for p in result["problems"])
-    assert attribution.history(memory, "hx-00000006")[0]["passed"] == 1
+    assert result["verified"] is False and result["attempt"] == ""
+    assert any("no recorded attempt" in p for p in result["problems"])
+    assert attribution.history(memory, "hx-00000006")[0]["passed"] is None  # not evidence
     log = (home() / "logs" / attribution.LOG_FILE).read_text().splitlines()
     assert json.loads(log[-1])["task_id"] == "hx-00000006"
 
 
 def test_settle_survives_insights_pruned_since_injection(memory: Memory):
     a, _, _ = store_three(memory)
-    injection.record(memory, "hx-00000007", "objective", [a])
+    begin(memory, "hx-00000007", [a])
     memory.conn.execute("DELETE FROM insight WHERE name = ?", (a,))
-    result = attribution.settle(memory, "hx-00000007", output("DELIVERED", [a]), PASS)
+    result = settle(memory, "hx-00000007", output("DELIVERED", [a]))
     assert result["missing"] == [a] and result["feedback"] == []
 
 
 def test_hostile_task_ids_are_refused(memory: Memory):
     for bad in ("../etc", "a/b", "", ".hidden", "x" * 300):
         with pytest.raises(InvalidInput):
-            attribution.settle(memory, bad, "DELIVERED: x", PASS)
+            settle(memory, bad, "DELIVERED: x")
 
 
-def test_settle_with_a_real_verify_run(memory: Memory, tmp_path: Path):
+def test_settle_runs_the_recorded_verify_in_the_recorded_project(memory: Memory, tmp_path: Path):
     a, _, _ = store_three(memory)
-    injection.record(memory, "hx-00000008", "objective", [a])
-    checked = run_verify("test -f built.txt", tmp_path, timeout=10)
-    result = attribution.settle(memory, "hx-00000008", output("DELIVERED", [a]), checked)
+    project = tmp_path / "elsewhere"
+    project.mkdir()
+    ledger.start(memory, "hx-00000008", "o", [a], {}, "test -f built.txt", None, project, "t")
+    result = settle(memory, "hx-00000008", output("DELIVERED", [a]))
     assert result["outcome"] == "blocked"
     assert result["verification"]["exit_code"] == 1
+    assert result["verification"]["cwd"] == str(project)
+
+
+def test_an_attempt_settles_against_its_own_id(memory: Memory):
+    a, b, _ = store_three(memory)
+    project = home().parent
+    project.mkdir(parents=True, exist_ok=True)
+    first = ledger.start(memory, "hx-00000009", "o", [a], {}, "true", None, project, "t")
+    ledger.start(memory, "hx-00000009", "o", [b], {}, "true", None, project, "t")
+    settled, _checked = attribution.settle(
+        memory, "hx-00000009", output("DELIVERED", [a]), home(), first.id
+    )
+    assert settled["attempt"] == first.id and settled["injected"] == [a]
+    with pytest.raises(InvalidInput, match="not an attempt at"):
+        attribution.settle(memory, "hx-00000010", "DELIVERED: x", home(), first.id)
 
 
 def test_baseline_starts_neutral_and_follows_verified_outcomes(memory: Memory):
     assert attribution.baseline(memory) == 0.5
     for i in range(30):
-        attribution.settle(memory, f"hx-b{i:07d}", "DELIVERED: ok", PASS)
+        begin(memory, f"hx-b{i:07d}", [])
+        settle(memory, f"hx-b{i:07d}", "DELIVERED: ok")
     # 30 passes + 10 pseudo-outcomes at 0.5 -> 35/40
     assert attribution.baseline(memory) == pytest.approx(35 / 40)
-    attribution.settle(memory, "hx-bnone", "DELIVERED: ok", NONE)  # no verdict: not counted
+    begin(memory, "hx-bnone", [], "none")
+    settle(memory, "hx-bnone", "DELIVERED: ok")  # no verdict: not counted
+    settle(memory, "hx-bnever", "DELIVERED: ok")  # no recorded attempt: not evidence
     assert attribution.baseline(memory) == pytest.approx(35 / 40)
 
 
@@ -213,16 +251,16 @@ def simulate(memory: Memory, use_baseline: bool, seed: int = 7, tasks: int = 100
     for i in range(tasks):
         chosen = rng.sample(list(names), 3)
         p = 0.75 + 0.2 * (HELPFUL in chosen) - 0.4 * (HARMFUL in chosen)
-        verdict = PASS if rng.random() < p else FAIL
+        passed = rng.random() < p
         injected = [names[c] for c in chosen]
         task_id = f"hx-{i:08x}"
         if use_baseline:
-            injection.record(memory, task_id, "objective", injected)
+            begin(memory, task_id, injected, "pass" if passed else "fail")
             lie = f"DELIVERED: done\nUTILIZED: {json.dumps(injected)}\n"
-            attribution.settle(memory, task_id, lie, verdict)
+            settle(memory, task_id, lie)
         else:  # the plain rule: outcome value as the target, whatever tasks usually do
-            outcome = "delivered" if verdict.passed else "blocked"
-            memory.feedback(injected, outcome, task_id=task_id)
+            outcome = "delivered" if passed else "blocked"
+            credit(memory, injected, outcome, task_id=task_id)
         if i >= tasks // 2:
             counted += 1
             for label, name in names.items():

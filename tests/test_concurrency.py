@@ -104,14 +104,17 @@ def assert_all_clean(results: list[tuple[int, str, str]]) -> None:
 
 # ------------------------------------------------------------------ feedback
 FEEDBACK_WORKER = r"""
+from helix.memory import db, feedback
 from helix.memory.store import Memory
 db_path, names = sys.argv[3], json.loads(sys.argv[4])
 memory = Memory(Path(db_path))
 wait_for_go()
 for k in range(50):
     outcome = "delivered" if k % 2 == 0 else "blocked"
-    memory.feedback(names, outcome, causal_names=[names[(worker + k) % len(names)]],
-                    task_id=f"w{worker}-{k}")
+    # What settling one attempt writes: its feedback, verified, in one transaction.
+    with db.write(memory.conn):
+        feedback.apply(memory, names, outcome, [names[(worker + k) % len(names)]],
+                       f"w{worker}-{k}", True, None)
 memory.close()
 """
 

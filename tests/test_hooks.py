@@ -11,10 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from evidence import credit
 from topics import TOPICS
 
 from helix.claude import hooks
-from helix.loop import contracts, injection, results
+from helix.loop import contracts, injection, ledger, results
+from helix.loop.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -92,6 +94,26 @@ class Session:
         return Memory(self.home / "helix.db")
 
 
+def attempt(home: Path, task_id: str) -> ledger.Attempt | None:
+    """The newest attempt helix recorded for ``task_id``."""
+    with Records(home / "helix.db") as store:
+        return ledger.latest(store, task_id)
+
+
+def agent_record(home: Path, agent_id: str) -> dict:
+    with Records(home / "helix.db") as store:
+        record = store.agent(agent_id)
+    assert record is not None, agent_id
+    return record
+
+
+def spawn_record(home: Path, tool_use_id: str) -> dict:
+    with Records(home / "helix.db") as store:
+        record = store.spawn(tool_use_id)
+    assert record is not None, tool_use_id
+    return record
+
+
 @pytest.fixture
 def session(tmp_path: Path) -> Session:
     return Session(tmp_path)
@@ -136,7 +158,7 @@ def test_session_start_briefs_proven_constraints(stocked: Session):
     with stocked.memory() as memory:
         name = memory.list()[0]["name"]
         for i in range(4):
-            memory.feedback([name], "delivered", task_id=f"t{i}")
+            credit(memory, [name], "delivered", task_id=f"t{i}")
     text = context_of(stocked.fire("SessionStart", source="resume"))
     assert "6 insights" in text and "top proven constraints" in text
 
@@ -159,13 +181,14 @@ def test_three_parallel_builders_each_get_their_own_prompts_insights(stocked: Se
     assert "JWT" in seen["hx-00000002"] and "bundler" not in seen["hx-00000002"]
     assert "bundler" in seen["hx-00000003"] and "migration" not in seen["hx-00000003"]
     for task_id, prompt in seen.items():
-        assert injection.read_state(task_id, stocked.home)["names"] == injected_names(prompt)
+        given = attempt(stocked.home, task_id)
+        assert given is not None and given.names == injected_names(prompt)
     # They start and stop in any order; SubagentStart adds nothing a second time.
     for agent, _tool_use, _task in reversed(tasks.values()):
         assert stocked.start(agent, "helix:builder") is None
     for task_id, (agent, tool_use, _task) in tasks.items():
         stocked.stop(agent, "helix:builder", "DELIVERED: done\nUTILIZED: []", tool_use)
-        record = json.loads((stocked.home / "agents" / f"{agent}.json").read_text())
+        record = agent_record(stocked.home, agent)
         assert (record["task_id"], record["tool_use_id"]) == (task_id, tool_use)
         assert record["injected"] == injected_names(seen[task_id])
 
@@ -189,7 +212,7 @@ def test_an_agent_without_a_meta_file_is_tied_to_its_spawn_or_its_transcript(sto
     (stocked.subagents / "agent-b2.jsonl").write_text(json.dumps(line) + "\n")
     stocked.stop("b2", "helix:builder", "DELIVERED: pinned\nUTILIZED: []")
     assert tracker.get(read["id"])["status"] == "closed"
-    record = json.loads((stocked.home / "agents" / "b2.json").read_text())
+    record = agent_record(stocked.home, "b2")
     assert record["injection"] == "from the transcript"
     # An unclaimed spawn is never guessed: with nothing exact, nothing is tied.
     other = tracker.create("Add a migration", verify="true")
@@ -203,18 +226,28 @@ def test_no_inject_and_prompts_that_already_carry_insights(stocked: Session):
         "toolu_a", "helix:builder", "NO_INJECT: true\n" + builder_prompt("hx-0000000a", "x")
     )
     assert output is None
-    assert injection.read_state("hx-0000000a", stocked.home) is None
+    skipped = attempt(stocked.home, "hx-0000000a")  # its VERIFY is still fixed now
+    assert skipped is not None and skipped.names == []
     with stocked.memory() as memory:
         name = memory.list()[0]["name"]
+        chosen = injection.inject(memory, "Add a migration", "hx-0000000c", 2)["names"]
+    # An INJECTED line helix did not write credits nothing...
     given = builder_prompt("hx-0000000b", "Add a migration") + f'INJECTED: ["{name}"]\n'
     assert stocked.spawn("toolu_b", "helix:builder", given) is None  # nothing added
-    assert injection.read_state("hx-0000000b", stocked.home)["names"] == [name]
+    forged = attempt(stocked.home, "hx-0000000b")
+    assert forged is not None and forged.names == [] and "not chosen by helix" in forged.note
+    # ...while one from `helix inject` is tied to the attempt helix recorded there.
+    given = builder_prompt("hx-0000000c", "Add a migration") + f"INJECTED: {json.dumps(chosen)}\n"
+    assert stocked.spawn("toolu_c", "helix:builder", given) is None
+    assert (
+        spawn_record(stocked.home, "toolu_c")["attempt"] == attempt(stocked.home, "hx-0000000c").id
+    )
     assert stocked.start("c2", "helix:builder") is None
 
 
 def test_memory_is_empty_at_first_and_nothing_is_added(session: Session):
     assert session.spawn("toolu_0", "helix:builder", builder_prompt("hx-00000000", "x")) is None
-    spawn = json.loads((session.home / "spawns" / "toolu_0.json").read_text())
+    spawn = spawn_record(session.home, "toolu_0")
     assert spawn["task_id"] == "hx-00000000" and spawn["injected"] == []
 
 
@@ -259,6 +292,34 @@ def test_a_verified_delivery_is_credited_once_across_all_three_paths(stocked: Se
     assert status["outcome"] == "delivered" and status["verified"] is True
 
 
+def test_forged_files_in_helix_home_cannot_resettle_a_delivery(stocked: Session):
+    """The agent's shell can write .helix/: extra start lines, a rewritten injection
+    record or spawn file. None of them is read, so one delivery is credited once."""
+    (stocked.project / "ok.txt").write_text("done")
+    tracker = Tracker(stocked.home / "tasks.jsonl")
+    task = tracker.create("Add a migration for the orders table", verify="test -f ok.txt")
+    prompt = builder_prompt(task["id"], task["title"])
+    names = injected_names(prompt_of(stocked.spawn("toolu_x", "helix:builder", prompt, False)))
+    stocked.start("x1", "helix:builder")
+    answer = f"DELIVERED: added the migration\nUTILIZED: {json.dumps(names)}\n"
+    stocked.stop("x1", "helix:builder", answer, "toolu_x")
+    events = feedback_events(stocked)
+    with stocked.memory() as memory:
+        everything = [i["name"] for i in memory.list(limit=100)]
+    agents, state, spawns = (stocked.home / d for d in ("agents", "injection-state", "spawns"))
+    for folder in (agents, state, spawns):
+        folder.mkdir(exist_ok=True)
+    (agents / "x1.starts").write_text('{"at": "now"}\n' * 5)
+    (state / f"{task['id']}.json").write_text(json.dumps({"names": everything}))
+    (spawns / "toolu_x.json").write_text(
+        json.dumps({"tool_use_id": "toolu_x", "injected": everything})
+    )
+    for n in range(5):
+        stocked.stop("x1", "helix:builder", answer + f"(again {n})", "toolu_x")
+    assert feedback_events(stocked) == events
+    assert (stocked.home / hooks.LOG_FILE).read_text().count("x1: already settled") == 5
+
+
 def test_a_notification_settles_with_the_text_the_agent_wrote(stocked: Session):
     """Its <result> arrives HTML-escaped; an INSIGHT is stored as written."""
     insight = "When a template renders <b> tags and & signs, escape them once in views.py"
@@ -291,7 +352,7 @@ def test_a_resumed_agent_settles_each_new_outcome_once(stocked: Session):
     assert feedback_events(stocked) == 2 * len(names)  # one event per insight per attempt
     status = results.read_task_statuses(stocked.home)[task["id"]]
     assert status["outcome"] == "delivered" and status["verified"] is True
-    record = json.loads((stocked.home / "agents" / "r1.json").read_text())
+    record = agent_record(stocked.home, "r1")
     assert record["attempt"] == 2 and record["result"]["outcome"] == "delivered"
     # Resumed again only to answer a question: no outcome, nothing is settled.
     stocked.start("r1", "helix:builder")
@@ -309,7 +370,9 @@ def test_a_delivery_whose_verify_fails_gets_no_credit_and_teaches_a_failure(stoc
         verify="python3 -c 'raise SystemExit(\"TokenError: refresh endpoint returned 401 for expired tokens\")'",
     )
     stocked.spawn("toolu_f", "helix:builder", prompt)
-    injected = injection.read_state("hx-0000000f", stocked.home)["names"]
+    given = attempt(stocked.home, "hx-0000000f")
+    assert given is not None
+    injected = given.names
     stocked.start("f1", "helix:builder")
     before = {}
     with stocked.memory() as memory:
@@ -370,12 +433,13 @@ def test_session_end_keeps_insights_and_cleans_state(stocked: Session):
         count = memory.health()["total_insights"]
     stocked.spawn("toolu_s", "helix:builder", builder_prompt("hx-000000cc", "x"))
     stocked.spawn("toolu_p", "helix:planner", "OBJECTIVE: migrate the orders table\n")
-    old = stocked.home / hooks.SPAWN_DIR / "toolu_s.json"
-    planner_state = injection.state_path("spawn-toolu_p", stocked.home)
-    for path in (old, planner_state):
-        os.utime(path, (0, 0))
+    with Records(stocked.home / "helix.db") as store:  # two days and more ago
+        store.conn.execute("UPDATE spawn SET created_at = '2020-01-01T00:00:00+00:00'")
+        store.conn.execute("UPDATE attempt SET started_at = '2020-01-01T00:00:00+00:00'")
     stocked.fire("SessionEnd", reason="other")
-    assert not old.exists() and not planner_state.exists()
+    with Records(stocked.home / "helix.db") as store:
+        assert store.spawn("toolu_s") is None and store.spawn("toolu_p") is None
+    assert attempt(stocked.home, "hx-000000cc") is None  # never settled: abandoned
     with stocked.memory() as memory:
         assert memory.health()["total_insights"] == count
 

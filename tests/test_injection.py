@@ -7,10 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from evidence import credit
 
 from helix.errors import InvalidInput
-from helix.loop import injection
-from helix.loop.injection import REPEAT_PENALTY, batch_inject, inject, read_state, strategic_recall
+from helix.loop import injection, ledger
+from helix.loop.injection import REPEAT_PENALTY, batch_inject, inject, strategic_recall
 from helix.memory.store import Memory
 
 TOPICS = {
@@ -79,8 +80,8 @@ def topic_of(memory: Memory) -> dict[str, str]:
     return names
 
 
-def state_home() -> Path:
-    return Path(os.environ["HELIX_HOME"]) / injection.STATE_DIR
+def attempts(memory: Memory) -> int:
+    return memory.conn.execute("SELECT count(*) FROM attempt").fetchone()[0]
 
 
 def pools_for(memory: Memory, objectives: list[str], limit: int) -> list[dict[str, float]]:
@@ -187,49 +188,50 @@ def test_injection_is_read_only_on_the_memory(memory: Memory, topic_of):
     assert after == before
 
 
-# -------------------------------------------------------------- state files
-def test_each_task_gets_an_injection_record(memory: Memory, topic_of, clock):
+# ------------------------------------------------------------ the ledger
+def test_each_task_gets_a_recorded_attempt(memory: Memory, topic_of, clock, tmp_path: Path):
+    (tmp_path / "check.sh").write_text("exit 0\n")
     batch = batch_inject(
-        memory, [WAVE["db"], WAVE["auth"]], ["hx-db1", "hx-auth1"], limit=4, files=[["a.py"], []]
+        memory,
+        [WAVE["db"], WAVE["auth"]],
+        ["hx-db1", "hx-auth1"],
+        limit=4,
+        files=[["a.py"], []],
+        project=tmp_path,
+        judges=[("sh check.sh", None), (None, None)],
     )
-    assert sorted(p.name for p in state_home().iterdir()) == ["hx-auth1.json", "hx-db1.json"]
-    for result, files in zip(batch["results"], [["a.py"], []], strict=True):
-        state = read_state(result["task_id"])
-        on_disk = json.loads((state_home() / f"{result['task_id']}.json").read_text())
-        assert state == on_disk
-        assert state["task_id"] == result["task_id"]
-        assert state["objective"] == result["objective"]
-        assert state["names"] == result["names"]
-        assert state["scores"] == {i["name"]: i["score"] for i in result["insights"]}
-        assert state["files"] == files
-        assert state["limit"] == 4 and state["wave_size"] == 2
-        assert state["injected_at"] == clock().isoformat(timespec="seconds")
-        assert state["attempt"].startswith(state["injected_at"])
-        assert state["settled_at"] is None
-    assert read_state("hx-never") is None
+    assert attempts(memory) == 2
+    for result in batch["results"]:
+        attempt = ledger.get(memory, result["attempt"])
+        assert ledger.latest(memory, result["task_id"]) == attempt
+        assert attempt.task_id == result["task_id"]
+        assert attempt.objective == result["objective"]
+        assert attempt.names == result["names"]
+        assert attempt.scores == {i["name"]: i["score"] for i in result["insights"]}
+        assert attempt.started_at == clock().isoformat(timespec="seconds")
+        assert attempt.open and attempt.project == str(tmp_path)
+    db_judge = ledger.get(memory, batch["results"][0]["attempt"]).judge
+    assert db_judge.verify == "sh check.sh" and db_judge.files == ["check.sh"]
+    assert db_judge.digest and db_judge.changes("sh check.sh", tmp_path) is None
+    (tmp_path / "check.sh").write_text("exit 1\n")
+    assert "changed" in str(db_judge.changes("sh check.sh", tmp_path))
+    assert ledger.get(memory, batch["results"][1]["attempt"]).judge.verify is None
+    assert ledger.latest(memory, "hx-never") is None
 
 
 def test_a_new_injection_is_a_new_attempt(memory: Memory, topic_of):
-    inject(memory, WAVE["ci"], task_id="hx-ci")
-    first = read_state("hx-ci")["attempt"]
-    inject(memory, WAVE["ci"], task_id="hx-ci")
-    assert read_state("hx-ci")["attempt"] != first
+    first = inject(memory, WAVE["ci"], task_id="hx-ci")["attempt"]
+    second = inject(memory, WAVE["ci"], task_id="hx-ci")["attempt"]
+    assert first != second and attempts(memory) == 2
 
 
-def test_no_task_id_writes_no_state(memory: Memory, topic_of):
+def test_no_task_id_records_no_attempt(memory: Memory, topic_of):
     result = inject(memory, WAVE["db"], limit=3)
-    assert result["task_id"] is None
+    assert result["task_id"] is None and "attempt" not in result
     assert len(result["names"]) == 3
     assert result["block"].count("[unproven]") == 3
     batch_inject(memory, [WAVE["db"], WAVE["ci"]])
-    assert not state_home().exists()
-
-
-def test_state_can_live_in_another_home(memory: Memory, topic_of, tmp_path: Path):
-    other = tmp_path / "elsewhere"
-    inject(memory, WAVE["auth"], task_id="hx-x", home=other)
-    assert read_state("hx-x", other)["task_id"] == "hx-x"
-    assert read_state("hx-x") is None
+    assert attempts(memory) == 0
 
 
 def test_an_empty_memory_injects_nothing(hash_memory: Memory):
@@ -237,7 +239,7 @@ def test_an_empty_memory_injects_nothing(hash_memory: Memory):
     assert [r["names"] for r in batch["results"]] == [[], []]
     assert [r["block"] for r in batch["results"]] == ["", ""]
     assert batch["total_unique"] == 0 and batch["repeated"] == []
-    assert read_state("t1")["names"] == []
+    assert ledger.latest(hash_memory, "t1").names == []
 
 
 @pytest.mark.parametrize(
@@ -267,7 +269,7 @@ def test_an_empty_memory_injects_nothing(hash_memory: Memory):
 def test_bad_batches_are_refused(hash_memory: Memory, objectives, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
         batch_inject(hash_memory, objectives, **kwargs)
-    assert not state_home().exists()
+    assert attempts(hash_memory) == 0
 
 
 def test_inject_checks_its_objective(hash_memory: Memory):
@@ -312,9 +314,9 @@ def auth_store(memory: Memory) -> dict[str, str]:
     }
     names = {key: value["name"] for key, value in store.items()}
     for _ in range(2):
-        memory.feedback([names["good"]], "delivered")  # 0.5 -> 0.625 -> 0.719
-        memory.feedback([names["bad"]], "blocked")  # 0.5 -> 0.375 -> 0.281
-    memory.feedback([names["middling"]], "delivered")  # 0.625: proven, neither
+        credit(memory, [names["good"]], "delivered")  # 0.5 -> 0.625 -> 0.719
+        credit(memory, [names["bad"]], "blocked")  # 0.5 -> 0.375 -> 0.281
+    credit(memory, [names["middling"]], "delivered")  # 0.625: proven, neither
     memory.edge(names["good"], names["linked"], "solves")
     return names
 

@@ -13,7 +13,7 @@ import pytest
 
 import helix
 from helix.claude import installer
-from helix.errors import NotFound
+from helix.errors import InvalidInput, NotFound
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -101,3 +101,29 @@ def test_the_hook_check_spots_a_non_executable_runner(tmp_path: Path):
         [sys.executable, "-m", "helix", "hook", "SessionStart"], plugin
     )
     assert any("not executable" in p for p in problems)
+
+
+def test_sandbox_settings_merge_into_the_projects_own(tmp_path: Path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "opus", "permissions": {"deny": ["Read(./.env)"]}}))
+    dry = installer.sandbox_settings(tmp_path, dry_run=True)
+    assert dry["added"] and not dry["written"]
+    assert json.loads(settings.read_text())["model"] == "opus"  # untouched by a dry run
+    done = installer.sandbox_settings(tmp_path)
+    written = json.loads(settings.read_text())
+    assert done["written"] and written["model"] == "opus"
+    assert written["permissions"]["deny"] == ["Read(./.env)", "Edit(./.helix/**)"]
+    assert written["sandbox"]["enabled"] is True
+    assert "./.helix" in written["sandbox"]["filesystem"]["denyWrite"]
+    again = installer.sandbox_settings(tmp_path)
+    assert again["added"] == [] and json.loads(settings.read_text()) == written
+
+
+def test_sandbox_settings_never_overwrite_a_file_they_cannot_read(tmp_path: Path):
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("[1, 2]")
+    with pytest.raises(InvalidInput):
+        installer.sandbox_settings(tmp_path)
+    assert settings.read_text() == "[1, 2]"

@@ -102,10 +102,9 @@ def test_inject_one_objective_from_stdin(home: Path):
     assert result["task_id"] == "t-1" and result["objective"] == objective
     assert len(result["names"]) == 2 and set(result["names"]) <= set(names)
     assert result["names"][0] == names[0]
-    state = json.loads((home / "injection-state" / "t-1.json").read_text())
-    assert state["names"] == result["names"]
-    assert state["files"] == ["migrations/0042.py"]
-    assert state["settled_at"] is None
+    trail = ok(run(home, "history", "t-1"))
+    assert trail[0]["attempt"] == result["attempt"] and trail[0]["injected"] == result["names"]
+    assert trail[0]["settled_at"] is None and trail[0]["verify"] is None  # untracked: no judge
 
 
 def test_inject_a_wave_from_the_tracker(home: Path, minilm: MiniLMEmbedder):
@@ -119,8 +118,8 @@ def test_inject_a_wave_from_the_tracker(home: Path, minilm: MiniLMEmbedder):
     assert batch["results"][0]["names"] == [auth]
     assert set(batch["results"][1]["names"]) <= set(migration)
     assert batch["repeated"] == []
-    state = json.loads((home / "injection-state" / f"{second}.json").read_text())
-    assert state["files"] == ["migrations/0042.py"] and state["wave_size"] == 2
+    trail = ok(run(home, "history", second))
+    assert [t["attempt"] for t in trail] == [batch["results"][1]["attempt"]]
 
 
 def test_inject_a_batch_file(home: Path, tmp_path: Path, minilm: MiniLMEmbedder):
@@ -134,10 +133,8 @@ def test_inject_a_batch_file(home: Path, tmp_path: Path, minilm: MiniLMEmbedder)
     batch = ok(run(home, "inject", "--batch", str(batch_file)))
     assert [r["task_id"] for r in batch["results"]] == ["b-1", "b-2"]
     assert len(batch["results"][0]["names"]) == 1 and batch["results"][1]["names"] == []
-    assert sorted(p.name for p in (home / "injection-state").iterdir()) == [
-        "b-1.json",
-        "b-2.json",
-    ]
+    for result in batch["results"]:
+        assert ok(run(home, "history", result["task_id"]))[0]["attempt"] == result["attempt"]
     from_stdin = ok(run(home, "inject", "--batch", "-", stdin=json.dumps(items[:1])))
     assert from_stdin["results"][0]["names"] == batch["results"][0]["names"]
 
@@ -229,8 +226,9 @@ def test_settle_learns_only_from_verified_outcomes(
     assert settled["task"]["helix-attempts"] == 1
     shown = ok(run(home, "tasks", "show", task, "--json"))
     assert shown["status"] == "open" and shown["helix-last-outcome"] == "blocked"
-    state = json.loads((home / "injection-state" / f"{task}.json").read_text())
-    assert state["settled_at"] == settled["settled_at"] and state["outcome"] == "blocked"
+    trail = ok(run(home, "history", task))
+    assert trail[0]["settled_at"] == settled["settled_at"] and trail[0]["outcome"] == "blocked"
+    assert trail[0]["verify"] == "test -f done.txt"
     after_failure = {n: effectiveness(home, n) for n in first}
     assert all(value < 0.5 for value in after_failure.values())
 
@@ -241,8 +239,7 @@ def test_settle_learns_only_from_verified_outcomes(
 
     # Attempt 2: a fresh injection, the work really done, VERIFY passes.
     second = ok(run(home, "inject", "--tasks", task))["results"][0]["names"]
-    state = json.loads((home / "injection-state" / f"{task}.json").read_text())
-    assert state["settled_at"] is None
+    assert ok(run(home, "history", task))[0]["settled_at"] is None
     before = {n: effectiveness(home, n) for n in second}
     (home.parent / "done.txt").write_text("done\n")
     output = agent_output(tmp_path / "out2.txt", "DELIVERED: discount column added", second)

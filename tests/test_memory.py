@@ -7,6 +7,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from evidence import credit
 
 from helix.errors import InvalidInput, NotFound, Rejected
 from helix.memory import ranking
@@ -23,7 +24,7 @@ RETRY_QUERY = "retry failed HTTP requests with exponential backoff"
 
 def deliver(memory: Memory, name: str, times: int, outcome: str = "delivered") -> None:
     for n in range(times):
-        memory.feedback([name], outcome, task_id=f"t-{name}-{n}")
+        credit(memory, [name], outcome, task_id=f"t-{name}-{n}")
 
 
 # --------------------------------------------------------------------- store
@@ -396,12 +397,12 @@ def test_cache_sees_other_processes_writes(tmp_path, minilm):
 def test_causal_insights_follow_the_outcome_by_ema(memory: Memory):
     a = memory.store(RETRY)["name"]
     b = memory.store(TIMEOUT)["name"]
-    result = memory.feedback([a, b], "delivered", causal_names=[a], task_id="t1")
+    result = credit(memory, [a, b], "delivered", causal_names=[a], task_id="t1")
     assert result["updated"] == [
         {"name": a, "before": 0.5, "after": 0.5 + CAUSAL_RATE * 0.5, "causal": True},
         {"name": b, "before": 0.5, "after": 0.5, "causal": False},
     ]
-    memory.feedback([a], "blocked", task_id="t2")
+    credit(memory, [a], "blocked", task_id="t2")
     expected = 0.625 + CAUSAL_RATE * (0.0 - 0.625)
     assert memory.get(a)["effectiveness"] == pytest.approx(expected, abs=1e-4)
     got = memory.get(a)
@@ -413,7 +414,7 @@ def test_non_causal_insights_erode_toward_neutral(memory: Memory):
     b = memory.store(TIMEOUT)["name"]
     deliver(memory, a, 2)
     high = memory.get(a)["effectiveness"]
-    memory.feedback([a, b], "delivered", causal_names=[b])
+    credit(memory, [a, b], "delivered", causal_names=[b])
     assert memory.get(a)["effectiveness"] == pytest.approx(
         high + EROSION_RATE * (0.5 - high), abs=1e-4
     )
@@ -423,7 +424,7 @@ def test_partial_moves_toward_the_middle(memory: Memory):
     a = memory.store(RETRY)["name"]
     deliver(memory, a, 2)
     before = memory.get(a)["effectiveness"]
-    memory.feedback([a], "partial")
+    credit(memory, [a], "partial")
     assert memory.get(a)["effectiveness"] == pytest.approx(
         before + CAUSAL_RATE * (0.5 - before), abs=1e-4
     )
@@ -431,19 +432,19 @@ def test_partial_moves_toward_the_middle(memory: Memory):
 
 def test_unverified_claims_never_raise(memory: Memory):
     a = memory.store(RETRY)["name"]
-    memory.feedback([a], "delivered", verified=False)
+    memory.feedback([a], "delivered")
     got = memory.get(a)
     assert got["effectiveness"] == 0.5 and got["helped"] == 0 and got["confidence"] == "[unproven]"
-    memory.feedback([a], "blocked", verified=False)
+    memory.feedback([a], "blocked")
     assert memory.get(a)["effectiveness"] < 0.5
     low = memory.get(a)["effectiveness"]
-    memory.feedback([a], "delivered", causal_names=[], verified=False)  # erosion would raise it
+    memory.feedback([a], "delivered", causal_names=[])  # erosion would raise it
     assert memory.get(a)["effectiveness"] == low
 
 
 def test_skipped_changes_nothing_but_is_logged(memory: Memory):
     a = memory.store(RETRY)["name"]
-    memory.feedback([a], "skipped", task_id="t9")
+    credit(memory, [a], "skipped", task_id="t9")
     got = memory.get(a)
     assert got["effectiveness"] == 0.5 and got["use_count"] == 0
     assert memory.history(a)[0]["outcome"] == "skipped"
@@ -452,7 +453,7 @@ def test_skipped_changes_nothing_but_is_logged(memory: Memory):
 def test_every_number_is_traceable(memory: Memory):
     a = memory.store(RETRY)["name"]
     for n, outcome in enumerate(["delivered", "delivered", "blocked", "partial", "delivered"]):
-        memory.feedback([a], outcome, task_id=f"task-{n}")
+        credit(memory, [a], outcome, task_id=f"task-{n}")
     events = memory.history(a)
     assert [e["task_id"] for e in events] == [f"task-{n}" for n in range(4, -1, -1)]
     assert 0.5 + sum(e["delta"] for e in events) == pytest.approx(
@@ -463,10 +464,10 @@ def test_every_number_is_traceable(memory: Memory):
 
 def test_missing_names_are_reported_not_fatal(memory: Memory):
     a = memory.store(RETRY)["name"]
-    result = memory.feedback([a, "gone-away"], "delivered")
+    result = credit(memory, [a, "gone-away"], "delivered")
     assert result["missing"] == ["gone-away"] and len(result["updated"]) == 1
     with pytest.raises(NotFound):
-        memory.feedback(["gone-away", "never-was"], "delivered")
+        credit(memory, ["gone-away", "never-was"], "delivered")
 
 
 @pytest.mark.parametrize(
@@ -481,7 +482,7 @@ def test_missing_names_are_reported_not_fatal(memory: Memory):
 )
 def test_feedback_rejects_bad_arguments(memory: Memory, names, outcome, message):
     with pytest.raises(InvalidInput, match=message):
-        memory.feedback(names, outcome)
+        credit(memory, names, outcome)
 
 
 def test_feedback_is_one_transaction(memory: Memory):
@@ -492,7 +493,7 @@ def test_feedback_is_one_transaction(memory: Memory):
         f"'{b}' BEGIN SELECT RAISE(ABORT, 'simulated crash'); END"
     )
     with pytest.raises(sqlite3.IntegrityError):
-        memory.feedback([a, b], "delivered")
+        credit(memory, [a, b], "delivered")
     assert memory.get(a)["effectiveness"] == 0.5
     assert memory.history(a) == []
 
@@ -500,8 +501,8 @@ def test_feedback_is_one_transaction(memory: Memory):
 def test_verified_delivery_links_co_occurring_insights(memory: Memory):
     a = memory.store(RETRY)["name"]
     b = memory.store(TIMEOUT)["name"]
-    memory.feedback([a, b], "delivered")
-    memory.feedback([a, b], "delivered")
+    credit(memory, [a, b], "delivered")
+    credit(memory, [a, b], "delivered")
     [edge] = memory.edges(relation="co_occurs")
     assert {edge["from"], edge["to"]} == {a, b}
     assert edge["weight"] == pytest.approx(0.6)

@@ -4,6 +4,7 @@ baseline the learning benchmark (benchmarks/learning/) compares helix against.""
 from __future__ import annotations
 
 import pytest
+from evidence import credit
 
 from helix.loop.injection import batch_inject
 from helix.memory.store import Memory
@@ -21,7 +22,7 @@ def test_relevance_only_ignores_what_feedback_taught(memory: Memory):
     farther = memory.store(FARTHER)["name"]
     assert [h["name"] for h in memory.recall(QUERY, limit=2)] == [close, farther]
     for n in range(8):  # the closest insight keeps failing verified tasks
-        memory.feedback([close], "blocked", task_id=f"hx-{n}")
+        credit(memory, [close], "blocked", task_id=f"hx-{n}")
 
     weighted = memory.recall(QUERY, limit=2)
     plain = memory.recall(QUERY, limit=2, relevance_only=True)
@@ -36,7 +37,7 @@ def test_batch_inject_passes_relevance_only_through(memory: Memory):
     close = memory.store(CLOSE)["name"]
     farther = memory.store(FARTHER)["name"]
     for n in range(8):
-        memory.feedback([close], "blocked", task_id=f"hx-{n}")
+        credit(memory, [close], "blocked", task_id=f"hx-{n}")
 
     assert batch_inject(memory, [QUERY], limit=1)["results"][0]["names"] == [farther]
     plain = batch_inject(memory, [QUERY], limit=1, relevance_only=True)

@@ -248,6 +248,27 @@ def test_drift_during_build_unclaims_and_skips(world: World) -> None:
     assert "queue drift before close" in proc.stderr
 
 
+def test_a_builder_that_rewrites_its_verify_is_settled_as_tampered(world: World) -> None:
+    task = world.task("judged by false", "--verify", "false")
+    world.script(
+        [
+            {
+                "kind": "build",
+                "run": [f"{sys.executable} -m helix tasks update {task} --verify true"],
+                "reply": delivered(),
+            },
+            stop_rule(),
+        ]
+    )
+    proc = world.run("--max-cycles", "1")
+    assert "TAMPERED" in proc.stderr, proc.stderr
+    row = world.tasks()[task]
+    assert row["status"] != "closed" and "tampered" in row["helix-last-error"]
+    trail = json.loads(world.helix("history", task).stdout)
+    assert trail[0]["tampered"] and trail[0]["verify"] == "false"
+    assert trail[0]["verified"] is False
+
+
 # ------------------------------------------------------------- NEXT_ACTION
 @pytest.mark.parametrize(
     ("reply", "code", "expected"),

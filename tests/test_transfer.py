@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from evidence import credit
 
 from helix.memory.store import Memory
 
@@ -17,7 +18,7 @@ TEXTS = [
 
 def fill(memory: Memory) -> list[str]:
     names = [memory.store(t, tags=["shared"], files=["src/"])["name"] for t in TEXTS]
-    memory.feedback(names[:1], "delivered", task_id="t1")
+    credit(memory, names[:1], "delivered", task_id="t1")
     return names
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from evidence import credit
 
 from helix.errors import InvalidInput, NotFound
 from helix.memory.migrations import LATEST
@@ -16,10 +17,10 @@ def test_decay_halves_distance_to_neutral_for_dormant_insights(memory: Memory, c
     a = memory.store(RETRY)["name"]
     b = memory.store(TIMEOUT)["name"]
     for _ in range(2):
-        memory.feedback([a, b], "delivered")
+        credit(memory, [a, b], "delivered")
     high = memory.get(a)["effectiveness"]
     clock.advance(10)
-    memory.feedback([b], "delivered")  # b stays in use
+    credit(memory, [b], "delivered")  # b stays in use
     clock.advance(25)
     result = memory.decay(unused_days=30)
     assert result["names"] == [a]
@@ -35,7 +36,7 @@ def test_prune_archives_and_restore_brings_everything_back(memory: Memory):
     good = memory.store(TIMEOUT)["name"]
     memory.edge(good, bad, "solves", 0.8)
     for _ in range(4):
-        memory.feedback([bad], "blocked")
+        credit(memory, [bad], "blocked")
     assert memory.prune(min_effectiveness=0.25, min_uses=5)["pruned"] == 0
     result = memory.prune(min_effectiveness=0.25, min_uses=3)
     assert result == {"pruned": 1, "names": [bad]}
@@ -67,7 +68,7 @@ def test_consolidate_merges_close_pairs_into_the_stronger(memory: Memory):
         files=["svc/pay.py"],
     )["name"]
     other = memory.store(RETRY)["name"]
-    memory.feedback([b], "delivered")
+    credit(memory, [b], "delivered")
     memory.edge(other, a, "causes", 0.5)
     result = memory.consolidate(threshold=0.6)
     assert result["merged"] == 1
@@ -162,7 +163,7 @@ def test_edges_validation(memory: Memory):
 def test_health_reports_the_loop(memory: Memory):
     a = memory.store(RETRY)["name"]
     memory.store(TIMEOUT)
-    memory.feedback([a], "delivered", task_id="t1")
+    credit(memory, [a], "delivered", task_id="t1")
     health = memory.health()
     assert health["total_insights"] == 2
     assert health["by_kind"]["failure"] == 1 and health["by_kind"]["pattern"] == 1
@@ -180,7 +181,7 @@ def test_list_orders_and_filters(hash_memory: Memory):
     b = hash_memory.store(
         "The deploy script reads its targets from deploy/targets.yaml", tags=["ops"]
     )
-    hash_memory.feedback([a], "delivered")
+    credit(hash_memory, [a], "delivered")
     assert [r["name"] for r in hash_memory.list()] == [a, b["name"]]
     assert [r["name"] for r in hash_memory.list(tag="ops")] == [b["name"]]
     assert [r["name"] for r in hash_memory.list(kind="convention")] == [a]

@@ -17,9 +17,10 @@ The loop (one wave of ``Config.wave`` tasks at a time, like the BUILD phase):
    family (other families' advice does not apply). Its chance to pass VERIFY is
    :func:`world.pass_probability`; the draw is fixed per (seed, task), so arms
    differ only through what they inject.
-3. **Verify and settle.** The builder's work is a script in the project
-   (``verify/tNNNN.sh``) that the task's VERIFY command runs: it exits 0 when
-   the simulated builder passed, else 1 after printing the error. The builder's
+3. **Verify and settle.** The task's VERIFY runs a script written when the task
+   was planned (``verify/tNNNN.sh``); the builder's work is the file it reads
+   (``work/tNNNN.txt``): it exits 0 when the simulated builder passed, else 1
+   after printing the error. The builder's
    final message (DELIVERED/BLOCKED, ERROR, UTILIZED, INSIGHT markers) goes
    through :func:`helix.loop.outcomes.finish`, the path the SubagentStop hook and
    ``helix settle`` take for a tracked task: helix runs VERIFY itself, settles
@@ -83,7 +84,6 @@ import json
 import math
 import os
 import random
-import shlex
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -296,6 +296,7 @@ class Arm:
         self.home = paths.home
         self.home.mkdir(parents=True)
         (root / "verify").mkdir()
+        (root / "work").mkdir()
         self.memory = Memory(paths.db, embedder=embedder, clock=self.clock)
         self.tracker = Tracker(paths.tasks, clock=self.clock)
         self.says: dict[str, world.Advice] = {}  # stored insight name -> what it says
@@ -378,13 +379,21 @@ class Arm:
 
     def _plan(self, task: Task) -> str:
         fam = world.family(task.family)
+        # The judge is written when the task is planned and never touched again:
+        # it reports what the builder's work left in work/ (an edited judge would
+        # settle as tampered).
+        script, result = self._script(task), f"work/{self._result(task)}"
+        (self.project / "verify" / script).write_text(f"cat {result}\ngrep -q PASS {result}\n")
         record = self.tracker.create(
             task.title,
             description=fam.description,
-            verify=f"sh verify/{self._script(task)}",
+            verify=f"sh verify/{script}",
             labels=[fam.slug],
         )
         return record["id"]
+
+    def _result(self, task: Task) -> str:
+        return f"t{task.index:04d}.txt"
 
     def _script(self, task: Task) -> str:
         return f"t{task.index:04d}.sh"
@@ -398,8 +407,9 @@ class Arm:
             # No injection record, no feedback: the no-learning baseline.
             ids if self.arm in FEEDBACK_ARMS else None,
             self.cfg.limit,
-            home=self.home,
+            project=self.project,
             relevance_only=self.arm == RELEVANCE,
+            judges=[injection.task_judge(self.tracker.get(i)) for i in ids],
         )
         return [(r["names"], r["block"]) for r in batch["results"]]
 
@@ -449,14 +459,10 @@ class Arm:
         shared = self._shared(task, fam) if passed else None
         output = self._output(task, names, followed, passed, failure, shared)
         # The builder's work: what VERIFY will find when helix runs it.
-        (self.project / "verify" / self._script(task)).write_text(
-            "echo '12 passed'\n"
-            if passed
-            else f"echo {shlex.quote('1 failed: ' + failure.text)}\nexit 1\n"  # type: ignore[union-attr]
+        (self.project / "work" / self._result(task)).write_text(
+            "12 passed PASS\n" if passed else f"1 failed: {failure.text}\n"  # type: ignore[union-attr]
         )
-        settled = outcomes.finish(
-            self.memory, self.tracker, task_id, output, self.home, self.project, 60
-        )
+        settled = outcomes.finish(self.memory, self.tracker, task_id, output, self.home, 60)
         if settled["verification"]["passed"] is not passed:
             raise RuntimeError(f"VERIFY disagreed with the world: {settled['verification']}")
         self._learn(settled, shared, failure)

@@ -53,6 +53,8 @@ def plan(worker: int, call: int, names: list[str]) -> dict:
 
 
 def worker_main(db: str, worker: int, names: list[str]) -> int:
+    from helix.memory import db as dbs
+    from helix.memory import feedback
     from helix.memory.store import Memory
 
     mem = Memory(Path(db))
@@ -64,13 +66,11 @@ def worker_main(db: str, worker: int, names: list[str]) -> int:
         p = plan(worker, call, names)
         t = time.perf_counter()
         try:
-            mem.feedback(
-                names,
-                p["outcome"],
-                causal_names=p["causal"],
-                task_id=p["task_id"],
-                verified=p["verified"],
-            )
+            # A settlement's write: the feedback of one attempt in one transaction.
+            with dbs.write(mem.conn):
+                feedback.apply(
+                    mem, names, p["outcome"], p["causal"], p["task_id"], p["verified"], None
+                )
         except Exception as exc:  # noqa: BLE001 - counted, reported
             errors.append(f"{type(exc).__name__}: {exc}")
         latencies.append((time.perf_counter() - t) * 1000.0)

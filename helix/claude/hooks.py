@@ -43,6 +43,7 @@ from helix.loop.records import Settlement
 from helix.memory import safety
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
+    from helix.loop.spawns import Records
     from helix.memory.store import Memory
     from helix.tasks.tracker import Tracker
 
@@ -57,7 +58,6 @@ EVENTS = (
     "SessionEnd",
 )
 AGENT_TYPES = {"helix:explorer": "explorer", "helix:planner": "planner", "helix:builder": "builder"}
-SPAWN_DIR = config.SPAWNS_DIR
 AGENT_DIR = config.AGENTS_DIR
 LOG_FILE = config.HOOKS_LOG_FILE
 INJECT_LIMIT = 5
@@ -251,37 +251,37 @@ def _prepare(
     ctx: Context, prompt: str, agent_type: str, fallback_state: str
 ) -> tuple[dict[str, Any], str | None]:
     """What this prompt's agent gets from memory: (fields for its spawn record,
-    the INSIGHTS/INJECTED block to append, or None). Honours NO_INJECT and an
-    INJECTED list the orchestrator already wrote (``helix inject``)."""
+    the INSIGHTS/INJECTED block to append, or None).
+
+    A builder's attempt is recorded in helix's ledger now, its VERIFY fixed (the
+    tracker's for a tracked task, else the prompt's). Honours NO_INJECT; a prompt
+    that carries an INJECTED line (``helix inject`` by the orchestrator) is tied to
+    the attempt helix recorded for that task, and only the insights helix chose
+    there count: names an INJECTED line adds itself are never credited."""
     parsed = contracts.parse_prompt(prompt)
     fields = parsed.fields
     prepared = _fields_of(prompt, agent_type, fallback_state, parsed)
+    builder = AGENT_TYPES[agent_type] == "builder"
     if parsed.no_inject:
-        return {**prepared, "injection": "skipped: NO_INJECT"}, None
+        return _with_attempt(ctx, prepared, builder, "skipped: NO_INJECT"), None
     if fields.get("INJECTED"):
-        if injection.read_state(prepared["state_id"], ctx.home) is None:
-            with ctx.memory() as memory:
-                chosen = injection.record(
-                    memory,
-                    prepared["state_id"],
-                    prepared["objective"],
-                    prepared["injected"],
-                    ctx.home,
-                )
-            prepared["injected"] = chosen["names"]
-        return {**prepared, "injection": "from the prompt"}, None
+        return _from_prompt(ctx, prepared, builder), None
     if not ctx.paths.db.exists() or not prepared["objective"]:
-        return {**prepared, "injection": "none: no memory yet"}, None
+        return _with_attempt(ctx, prepared, builder, "none: no memory yet"), None
     with ctx.memory() as memory:
         chosen = injection.inject(
             memory,
             prepared["objective"],
-            prepared["state_id"],
+            prepared["state_id"] if builder else None,
             _limit(fields.get("MEMORY_LIMIT")),
             [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
-            ctx.home,
+            ctx.project,
+            _judge(ctx, prepared),
+            "hook",
         )
-    prepared.update(injected=chosen["names"], injection="by the PreToolUse hook")
+    prepared.update(
+        injected=chosen["names"], injection="by the PreToolUse hook", attempt=chosen.get("attempt")
+    )
     if not chosen["names"]:
         return prepared, None
     block = (
@@ -289,6 +289,68 @@ def _prepare(
         f"INJECTED: {json.dumps(chosen['names'])}\n"
     )
     return prepared, block
+
+
+def _from_prompt(ctx: Context, prepared: dict[str, Any], builder: bool) -> dict[str, Any]:
+    """A prompt whose INJECTED line the orchestrator wrote: its attempt is the open
+    one helix recorded for the task (``helix inject``), else a new one that
+    credits nothing."""
+    if not builder:
+        return {**prepared, "injected": [], "injection": "from the prompt"}
+    from helix.loop import ledger
+
+    with _records(ctx) as store:
+        attempt = ledger.latest(store, prepared["state_id"], open_only=True)
+    if attempt is None:
+        note = "the prompt's INJECTED names were not chosen by helix: not credited"
+        return _with_attempt(ctx, prepared, builder, "from the prompt", note)
+    return {
+        **prepared,
+        "injected": attempt.names,
+        "attempt": attempt.id,
+        "injection": "from the prompt (helix inject)",
+    }
+
+
+def _with_attempt(
+    ctx: Context, prepared: dict[str, Any], builder: bool, how: str, note: str = ""
+) -> dict[str, Any]:
+    """A builder given no insights still gets a recorded attempt: its VERIFY is
+    fixed now, like any other."""
+    prepared = {**prepared, "injected": [], "injection": how}
+    if builder:
+        from helix.loop import ledger
+
+        verify, verify_files = _judge(ctx, prepared)
+        with _records(ctx) as store:
+            attempt = ledger.start(
+                store,
+                prepared["state_id"],
+                prepared["objective"],
+                [],
+                {},
+                verify,
+                verify_files,
+                ctx.project,
+                "hook",
+                note,
+            )
+        prepared["attempt"] = attempt.id
+    return prepared
+
+
+def _judge(ctx: Context, prepared: dict[str, Any]) -> tuple[Any, Any]:
+    """The VERIFY that will settle this agent: the tracker's for a task it knows,
+    else the one its prompt names."""
+    task_id = prepared.get("task_id")
+    if task_id and ctx.paths.tasks.exists():
+        from helix.errors import NotFound
+
+        try:
+            return injection.task_judge(ctx.tracker().get(task_id))
+        except (NotFound, HelixError):
+            pass
+    return prepared.get("verify"), None
 
 
 def _fields_of(
@@ -303,14 +365,19 @@ def _fields_of(
         "state_id": task_id or fallback_state,
         "verify": fields.get("VERIFY"),
         "objective": _objective(fields, role, prompt),
-        "injected": list(fields.get("INJECTED") or []),
+        "injected": [],
     }
 
 
 def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
-    spawns = ctx.paths.spawns
-    with _locked(spawns / ".lock"):
-        files.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+    with _records(ctx) as store:
+        store.put_spawn(spawn)
+
+
+def _records(ctx: Context) -> Records:
+    from helix.loop.spawns import Records
+
+    return Records(ctx.paths.db)
 
 
 # --------------------------------------------------------------- SubagentStart
@@ -323,21 +390,9 @@ def subagent_start(ctx: Context) -> None:
     if agent_type not in AGENT_TYPES or not isinstance(agent_id, str):
         return None
     files.file_id(agent_id, "agent_id")
-    line = {"at": _now(), "session_id": ctx.payload.get("session_id")}
-    files.append_line(_starts_path(ctx, agent_id), json.dumps(line))
+    with _records(ctx) as store:
+        store.count_start(agent_id)
     return None
-
-
-def _starts(ctx: Context, agent_id: str) -> int:
-    path = _starts_path(ctx, agent_id)
-    try:
-        return sum(1 for line in path.read_bytes().splitlines() if line.strip())
-    except OSError:
-        return 0
-
-
-def _starts_path(ctx: Context, agent_id: str) -> Path:
-    return ctx.paths.agents / f"{agent_id}.starts"
 
 
 # ------------------------------------------------ tying an agent to its spawn
@@ -363,6 +418,7 @@ def _new_record(
     if spawn is not None:
         keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected")
         record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
+        record["attempt_id"] = spawn.get("attempt")
         return record
     prompt = transcripts.first_prompt(ctx.payload, agent_id)
     record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
@@ -376,40 +432,21 @@ def _spawn_of(
     """The spawn this agent came from, found exactly: the tool_use_id the caller
     knows, the one in the client's meta file, or a background launch naming it.
     Claimed for the agent, so no other agent can take it."""
-    spawns = ctx.paths.spawns
     candidates = [tool_use_id, transcripts.meta_tool_use_id(ctx.payload, agent_id)]
-    with _locked(spawns / ".lock"):
+    with _records(ctx) as store:
         found = None
         for candidate in candidates:
-            spawn = _read_spawn(spawns, candidate) if isinstance(candidate, str) else None
+            spawn = store.spawn(candidate) if isinstance(candidate, str) else None
             if spawn is not None and spawn.get("claimed_by") in (None, agent_id):
                 found = spawn
                 break
         if found is None:
-            found = next(
-                (
-                    s
-                    for path in spawns.glob("*.json")
-                    if isinstance(s := files.read_json(path), dict)
-                    and s.get("agent_id") == agent_id
-                ),
-                None,
-            )
+            found = store.spawn_of_agent(agent_id)
         if found is None or (agent_type in AGENT_TYPES and found["subagent_type"] != agent_type):
             return None
-        if found.get("claimed_by") != agent_id:
-            found["claimed_by"] = agent_id
-            files.write_json(spawns / f"{found['tool_use_id']}.json", found)
+        if found.get("claimed_by") != agent_id and not store.claim(found["tool_use_id"], agent_id):
+            return None  # another agent claimed it in between
         return found
-
-
-def _read_spawn(spawns: Path, tool_use_id: str) -> dict[str, Any] | None:
-    try:
-        name = files.file_id(tool_use_id, "tool_use_id")
-    except Exception:  # noqa: BLE001 - an odd id is just not found
-        return None
-    value = files.read_json(spawns / f"{name}.json")
-    return value if isinstance(value, dict) else None
 
 
 def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
@@ -417,14 +454,11 @@ def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
     if not isinstance(tool_use_id, str) or not isinstance(agent_id, str):
         return
     files.file_id(agent_id, "agent_id")
-    spawns = ctx.paths.spawns
-    if _read_spawn(spawns, tool_use_id) is None:
-        return  # not a helix agent
-    with _locked(spawns / ".lock"):
-        spawn = _read_spawn(spawns, tool_use_id)
-        if spawn is not None and not spawn.get("agent_id"):
-            spawn["agent_id"] = agent_id
-            files.write_json(spawns / f"{spawn['tool_use_id']}.json", spawn)
+    if not ctx.paths.db.exists():
+        return  # no spawn was recorded, so not a helix agent
+    with _records(ctx) as store:
+        if store.spawn(tool_use_id) is not None:
+            store.link(tool_use_id, agent_id)
 
 
 def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
@@ -480,35 +514,34 @@ def settle(
     only when it reports an outcome of its own (an agent asked a question after
     it finished has not attempted the task again)."""
     files.file_id(agent_id, "agent_id")
-    path = _agent_path(ctx, agent_id)
     event = str(ctx.payload.get("hook_event_name") or "settle")
     text = text.strip()
     fingerprint = hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
-    with _locked(ctx.paths.agents / f".{agent_id}.lock"):
-        record = files.read_json(path)
-        if not isinstance(record, dict):
+    with _locked(ctx.paths.agents / f".{agent_id}.lock"), _records(ctx) as store:
+        record = store.agent(agent_id)
+        if record is None:
             record = _new_record(ctx, agent_id, agent_type, tool_use_id)
             if record is None:
                 return False  # not a helix agent
-        attempt = max(1, _starts(ctx, agent_id))
+        attempt = max(1, store.starts(agent_id))
         done = record.get("attempt", 1 if record.get("settled") else 0)
         if fingerprint in record.get("fingerprints", []) or done >= attempt:
             log(ctx.home, event, f"{agent_id}: already settled at {record.get('settled_at')}")
             return False
         role = AGENT_TYPES[record["agent_type"]]
         record.update(attempt=attempt, settled=True, settled_at=_now())
-        record["fingerprints"] = [*record.get("fingerprints", []), fingerprint]
+        record["fingerprints"] = [*record.get("fingerprints", []), fingerprint][-20:]
         if attempt > 1 and not _has_outcome(role, text):
             record["result"] = {"skipped": f"resumed (attempt {attempt}) without a new outcome"}
         elif role == "explorer":
             record["result"] = _settle_explorer(ctx, agent_id, text)
         elif role == "builder":
             if attempt > 1:
-                _new_attempt(ctx, record)
+                _new_attempt(store, record)
             record["result"] = _settle_builder(ctx, record, text)
         else:
             record["result"] = _settle_planner(ctx, record, text)
-        files.write_json(path, record)
+        store.save_agent(agent_id, record)
     result = json.dumps(record["result"], ensure_ascii=False)[:1000]
     what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
     log(ctx.home, event, f"{agent_id}: {what} {record['agent_type']} {result}")
@@ -524,19 +557,22 @@ def _has_outcome(role: str, text: str) -> bool:
     return bool(plan.tasks or plan.insights)
 
 
-def _new_attempt(ctx: Context, record: dict[str, Any]) -> None:
-    """A resumed builder still holds the insights it was given: they are this
-    attempt's injection too, recorded afresh so feedback applies to it once."""
-    state_id = record.get("state_id")
-    if not state_id:
+def _new_attempt(store: Records, record: dict[str, Any]) -> None:
+    """A resumed builder still holds the insights it was given: a new attempt with
+    those insights and the judge fixed when its work first started, so feedback
+    applies to it once."""
+    from helix.errors import NotFound
+    from helix.loop import ledger
+
+    previous_id = record.get("attempt_id")
+    if not isinstance(previous_id, str):
         return
-    state = injection.read_state(state_id, ctx.home)
-    if state is None or not state.get("settled_at"):
+    try:
+        previous = ledger.get(store, previous_id)
+    except NotFound:
         return
-    with ctx.memory() as memory:
-        injection.record(
-            memory, state_id, record.get("objective") or "", record.get("injected") or [], ctx.home
-        )
+    if not previous.open:
+        record["attempt_id"] = ledger.again(store, previous, "hook").id
 
 
 def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
@@ -565,9 +601,9 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
                         task_id,
                         text,
                         ctx.home,
-                        ctx.project,
                         VERIFY_TIMEOUT,
                         agent_id=record["agent_id"],
+                        attempt_id=record.get("attempt_id"),
                     )
                 except NotFound:
                     pass  # not a tracked task: settle from the prompt below
@@ -575,12 +611,11 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
                 settled = outcomes.finish_untracked(
                     memory,
                     record.get("state_id") or f"agent-{record['agent_id']}",
-                    record.get("verify"),
                     text,
                     ctx.home,
-                    ctx.project,
                     VERIFY_TIMEOUT,
                     record["agent_id"],
+                    record.get("attempt_id"),
                 )
         except Rejected as exc:
             return {"skipped": str(exc)}
@@ -701,18 +736,15 @@ def session_end(ctx: Context) -> None:
     if ctx.paths.db.exists():
         with ctx.memory() as memory:
             memory.decay()
+    if ctx.paths.db.exists():
+        from helix.loop import ledger
+
+        with _records(ctx) as store:
+            store.prune(STALE_DAYS)
+            ledger.abandon_stale(store, STALE_DAYS)
     cutoff = time.time() - STALE_DAYS * 86400
-    for folder in (ctx.paths.spawns, ctx.paths.agents):
-        for path in folder.glob("*"):
-            if path.is_file() and path.stat().st_mtime < cutoff:
-                path.unlink(missing_ok=True)
-    for path in injection.state_dir(ctx.home).glob("*.json"):
-        if path.stat().st_mtime >= cutoff:
-            continue
-        state = files.read_json(path)
-        # An explorer's or planner's injection (keyed by its spawn) is never settled.
-        done = isinstance(state, dict) and state.get("settled_at")
-        if done or path.name.startswith(("spawn-", "agent-")):
+    for path in ctx.paths.agents.glob("*"):  # failure notes and lock files
+        if path.is_file() and path.stat().st_mtime < cutoff:
             path.unlink(missing_ok=True)
     _truncate_status(ctx.home)
     return None
@@ -730,10 +762,6 @@ def _truncate_status(home: Path) -> None:
 # --------------------------------------------------------------------- helpers
 def _context(event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-
-
-def _agent_path(ctx: Context, agent_id: str) -> Path:
-    return ctx.paths.agents / f"{agent_id}.json"
 
 
 def _locked(path: Path) -> AbstractContextManager[int]:

@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helix import __version__, config
-from helix.errors import HelixError, NotFound
+from helix import __version__, config, files
+from helix.errors import HelixError, InvalidInput, NotFound
 
 PLUGIN_NAME = "helix"
 MARKETPLACE = "helix-marketplace"
@@ -114,6 +114,58 @@ def install_claude(
                 f"'{' '.join(command)}' failed: {detail[-1] if detail else 'no output'}"
             )
     return report
+
+
+# Claude Code settings that keep a builder's shell out of helix's private state:
+# its Bash commands run sandboxed with `.helix/` not writable (sandbox denyWrite is
+# merged with Edit deny rules, so the file tools are refused too), and `helix`
+# itself runs outside the sandbox so the orchestrator's commands keep working. A
+# builder can still run `helix`, which by design cannot forge evidence (the judge
+# is fixed at the attempt's start, verified credit comes only from helix's own
+# VERIFY run); what it loses is rewriting the database or tasks.jsonl directly.
+SANDBOX_SETTINGS: dict[str, Any] = {
+    "sandbox": {
+        "enabled": True,
+        "filesystem": {"denyWrite": ["./.helix"]},
+        "excludedCommands": ["helix:*"],
+    },
+    "permissions": {"deny": ["Edit(./.helix/**)"]},
+}
+
+
+def sandbox_settings(project: Path, dry_run: bool = False) -> dict[str, Any]:
+    """Merge :data:`SANDBOX_SETTINGS` into the project's ``.claude/settings.json``
+    (lists gain the missing entries, other keys are kept); return the path and what
+    was added. A settings file that is not a JSON object is refused, untouched."""
+    path = project / ".claude" / "settings.json"
+    current = files.read_json(path) if path.exists() else {}
+    if not isinstance(current, dict):
+        raise InvalidInput(f"{path} is not a JSON object; add the settings by hand")
+    merged, added = _merge(current, SANDBOX_SETTINGS)
+    if added and not dry_run:
+        path.parent.mkdir(exist_ok=True)
+        files.write_json(path, merged)
+    return {"settings": str(path), "added": added, "written": bool(added) and not dry_run}
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any], where: str = "") -> tuple[dict, list]:
+    out, added = dict(into), []
+    for key, value in extra.items():
+        name = f"{where}.{key}" if where else key
+        if isinstance(value, dict):
+            inner = out.get(key)
+            out[key], more = _merge(inner if isinstance(inner, dict) else {}, value, name)
+            added += more
+        elif isinstance(value, list):
+            found = out.get(key)
+            have: list[Any] = found if isinstance(found, list) else []
+            new = [v for v in value if v not in have]
+            out[key] = [*have, *new]
+            added += [f"{name}: {v}" for v in new]
+        elif out.get(key) != value:
+            out[key] = value
+            added.append(f"{name} = {json.dumps(value)}")
+    return out, added
 
 
 def _already_enabled(command: list[str], done: subprocess.CompletedProcess) -> bool:

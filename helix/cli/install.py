@@ -29,16 +29,32 @@ def install() -> None:
     help="Where Claude Code records the plugin.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the claude commands instead of running them.")
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Also write the project's .claude/settings.json so agents' shells run sandboxed "
+    "and cannot write .helix/ (helix's private state).",
+)
 @guarded
-def install_claude(source: str | None, scope: str, dry_run: bool) -> None:
+def install_claude(source: str | None, scope: str, dry_run: bool, sandbox: bool) -> None:
     """Register the plugin shipped inside this helix with `claude plugin` and enable it.
 
     Works however helix was installed (pipx, uv tool, pip); the client reads the
     plugin in place, so it follows upgrades of helix. The hooks run the helix on
-    PATH; `helix doctor` checks all of it.
+    PATH; `helix doctor` checks all of it. With --sandbox, the project's Claude Code
+    settings also keep every Bash command of its agents from writing .helix/ (the
+    store, the ledger, tasks.jsonl); `helix` itself runs outside the sandbox.
 
-    Example: helix install claude --dry-run
+    Example: helix install claude --sandbox --dry-run
     """
+    from helix import config
     from helix.claude import installer
 
-    emit(installer.install_claude(source, scope, dry_run))
+    report = installer.install_claude(source, scope, dry_run)
+    if sandbox:
+        report["sandbox"] = installer.sandbox_settings(config.resolve().project, dry_run)
+    else:
+        report["hint"] = (
+            "to keep agents' shells from writing .helix/: helix install claude --sandbox"
+        )
+    emit(report)

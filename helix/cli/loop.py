@@ -16,7 +16,7 @@ import click
 
 from helix import config
 from helix.cli.common import emit, guarded, json_list, open_memory, read_text
-from helix.errors import InvalidInput
+from helix.errors import InvalidInput, NotFound
 from helix.vocab import CONFIDENCE_LEVELS
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -62,8 +62,9 @@ def inject_command(
     """Choose insights for one task or a whole wave, and record what was given.
 
     One call per wave (--tasks or --batch) lets parallel builders get different
-    insights. Each task's choice is written to .helix/injection-state/<id>.json,
-    which feedback later trusts instead of the agent. OBJECTIVE '-' reads stdin.
+    insights. Each task gets a new attempt in helix's ledger: the insights chosen
+    and the task's VERIFY, fixed now; settling trusts that record, never the
+    agent. OBJECTIVE '-' reads stdin.
 
     Example: helix inject --tasks hx-1a2b3c4d,hx-5e6f7a8b --limit 3
     """
@@ -75,7 +76,9 @@ def inject_command(
     with open_memory() as memory:
         if objective:
             text = read_text(objective, "objective")
-            emit(injection.inject(memory, text, task_id, limit, json_list(files, "--files") or []))
+            judge = _judge_of(task_id) if task_id else (None, None)
+            file_list = json_list(files, "--files") or []
+            emit(injection.inject(memory, text, task_id, limit, file_list, judge=judge))
             return
         if task_id or files:
             raise InvalidInput("--task-id and --files go with OBJECTIVE, not a batch")
@@ -85,13 +88,33 @@ def inject_command(
             tasks = [tracker.get(t) for t in ids]
             objectives = [injection.task_objective(t) for t in tasks]
             file_lists = [injection.task_files(t) for t in tasks]
+            judges = [injection.task_judge(t) for t in tasks]
         else:
             assert batch is not None  # exactly one mode was given: --batch
             items = _batch_items(read_source(batch, "--batch"))
             ids = [i["task_id"] for i in items]
             objectives = [i["objective"] for i in items]
             file_lists = [i.get("files") or [] for i in items]
-        emit(injection.batch_inject(memory, objectives, ids, limit, file_lists))
+            judges = [_judge_of(t) if t else (None, None) for t in ids]
+        emit(injection.batch_inject(memory, objectives, ids, limit, file_lists, judges=judges))
+
+
+def _judge_of(task_id: str) -> tuple[Any, Any]:
+    """The judge of an attempt at ``task_id``: the tracker's VERIFY for it, or none
+    for work the tracker does not know (it is settled unverified)."""
+    from helix.loop import injection
+
+    tracker = _tracker()
+    try:
+        return injection.task_judge(tracker.get(task_id))
+    except NotFound:
+        return None, None
+
+
+def _paths(value: list[Any] | None) -> list[str] | None:
+    if value is not None and not all(isinstance(v, str) for v in value):
+        raise InvalidInput("--files-changed must be a JSON list of paths (strings)")
+    return value
 
 
 def _batch_items(text: str) -> list[dict[str, Any]]:
@@ -147,23 +170,28 @@ def verify_command(task_id: str, timeout: float, cwd: str | None) -> None:
 @click.argument("task_id")
 @click.option("--output", "output", required=True, help="The agent's final message: a file or -.")
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(0.1, 86400))
-@click.option("--cwd", default=None, help="Directory VERIFY runs in (default: the project root).")
 @click.option("--files-changed", default=None, help="JSON list of files the attempt changed.")
 @click.option("--no-update", is_flag=True, help="Do not change the task in the tracker.")
+@click.option(
+    "--attempt", "attempt_id", default=None, help="The attempt (default: the newest open)."
+)
 @guarded
 def settle_command(
     task_id: str,
     output: str,
     timeout: float,
-    cwd: str | None,
     files_changed: str | None,
     no_update: bool,
+    attempt_id: str | None,
 ) -> None:
     """Finish one attempt: run VERIFY, apply feedback, propose learning, update the task.
 
-    Feedback trusts only helix's injection record and VERIFY's exit code; the
-    agent's UTILIZED list only says which injected insights the outcome is about.
-    A delivery whose VERIFY fails is settled as blocked.
+    VERIFY is the command recorded when the attempt started (helix inject), run
+    in the project root; if the task's VERIFY or a file it depends on changed
+    since, the attempt is settled unverified and flagged tampered. Feedback trusts
+    only helix's record and VERIFY's exit code; the agent's UTILIZED list only
+    says which injected insights the outcome is about. A delivery whose VERIFY
+    fails is settled as blocked.
 
     Example: helix settle hx-1a2b3c4d --output builder-output.txt
     """
@@ -179,12 +207,32 @@ def settle_command(
                 task_id,
                 text,
                 paths.home,
-                Path(cwd) if cwd else None,
                 timeout,
-                json_list(files_changed, "--files-changed"),
+                _paths(json_list(files_changed, "--files-changed")),
                 update_tracker=not no_update,
+                attempt_id=attempt_id,
             )
         )
+
+
+@click.command("history")
+@click.argument("task_id")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000))
+@guarded
+def history_command(task_id: str, limit: int) -> None:
+    """The evidence trail of a task: every attempt helix recorded, newest first,
+    with its judge (the VERIFY fixed when it started), the insights it was given,
+    and how it was settled (verified, tampered, repeat).
+
+    Example: helix history hx-1a2b3c4d
+    """
+    from helix.loop import ledger
+
+    with open_memory(create=False) as memory:
+        found = ledger.attempts(memory, task_id, limit)
+    if not found:
+        raise NotFound(f"no recorded attempt at {task_id}")
+    emit([ledger.describe(a) for a in found])
 
 
 @click.group()

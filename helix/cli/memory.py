@@ -118,29 +118,20 @@ def memory_get(name: str) -> None:
     "--causal-names", default=None, help="JSON list of those that mattered (default: all)."
 )
 @click.option("--task-id", default=None, help="The task the outcome belongs to.")
-@click.option(
-    "--verified/--unverified",
-    default=False,
-    show_default=True,
-    help="Only when a verify command's exit code backs the outcome (helix's hooks and "
-    "supervisor say so after running it); an unverified outcome can only lower scores.",
-)
 @guarded
 def memory_feedback(
-    names: str, outcome: str, causal_names: str | None, task_id: str | None, verified: bool
+    names: str, outcome: str, causal_names: str | None, task_id: str | None
 ) -> None:
-    """Apply a task's outcome to the insights injected into it.
+    """Report an outcome by hand: recorded as unverified, so it can lower the
+    insights' scores but never raise them. Verified credit comes only from a VERIFY
+    helix ran itself for an attempt it recorded (helix settle, the hooks, helix run).
 
-    Example: helix memory feedback --names '["a","b"]' --outcome delivered --causal-names '["a"]'
+    Example: helix memory feedback --names '["a","b"]' --outcome blocked --causal-names '["a"]'
     """
     name_list = json_list(names, "--names")
     causal = json_list(causal_names, "--causal-names")
     with open_memory() as mem:
-        emit(
-            mem.feedback(
-                name_list, outcome, causal_names=causal, task_id=task_id, verified=verified
-            )
-        )
+        emit(mem.feedback(name_list, outcome, causal_names=causal, task_id=task_id))
 
 
 @memory.command("history")

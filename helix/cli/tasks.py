@@ -60,6 +60,12 @@ _fields = [
     click.option("--acceptance", default=None),
     click.option("--spec-id", default=None),
     click.option("--verify", default=None, help="The command whose exit code proves the task."),
+    click.option(
+        "--verify-files",
+        default=None,
+        help="JSON list of files VERIFY depends on beyond those it names (changing one "
+        "during an attempt settles it as tampered).",
+    ),
     click.option("--delta", default=None, help="JSON list of files the task may change."),
     click.option("--relevant-files", default=None, help="JSON list of files to read first."),
     click.option("--budget", type=click.IntRange(1, 1000), help="Tool calls allowed."),
@@ -74,7 +80,7 @@ def field_options(func: Any) -> Any:
 
 def collect(**values: Any) -> dict[str, Any]:
     fields = {k: v for k, v in values.items() if v is not None}
-    for key in ("labels", "delta", "relevant_files"):
+    for key in ("labels", "delta", "relevant_files", "verify_files"):
         if key in fields:
             fields[key] = json_list(fields[key], f"--{key.replace('_', '-')}")
     return fields

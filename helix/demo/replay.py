@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from helix import config, files
+from helix import config
 from helix.demo.narrate import Narrator
 from helix.loop import contracts, results
+from helix.loop.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -220,8 +221,8 @@ class Replay:
             note("    SessionEnd: decay and clean-up")
 
     def _agent(self, agent_id: str) -> dict[str, Any]:
-        value = files.read_json(config.Paths.at(self.home).agents / f"{agent_id}.json")
-        return value if isinstance(value, dict) else {}
+        with Records(config.Paths.at(self.home).db) as store:
+            return store.agent(agent_id) or {}
 
     def _feedback(self, task_id: str | None) -> list[dict[str, Any]]:
         with Memory(config.Paths.at(self.home).db) as memory:
@@ -249,10 +250,8 @@ class Replay:
         output = (call["output"] or {}).get("hookSpecificOutput", {})
         given = str((output.get("updatedInput") or {}).get("prompt") or original)
         added = given[len(original) :] if given.startswith(original) else given
-        spawn = files.read_json(
-            config.Paths.at(self.home).spawns / f"{payload.get('tool_use_id')}.json"
-        )
-        spawn = spawn if isinstance(spawn, dict) else {}
+        with Records(config.Paths.at(self.home).db) as store:
+            spawn = store.spawn(str(payload.get("tool_use_id"))) or {}
         self.spawns[payload.get("tool_use_id")] = {
             "task_id": spawn.get("task_id"),
             "injected": spawn.get("injected", []),

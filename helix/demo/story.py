@@ -299,7 +299,8 @@ def _wave(
         ids,
         3,
         [injection.task_files(t) for t in wave],
-        home,
+        home.parent,
+        judges=[injection.task_judge(t) for t in wave],
     )
     everything = tracker.list()
     narrate.note(f"  [bold]wave {number}[/bold]: {', '.join(ids)}")
@@ -317,7 +318,9 @@ def _wave(
             insights=chosen["insights"],
         )
         output, used, style = builder.run(prompt)
-        settled = outcomes.finish(memory, tracker, task["id"], output, home, cwd=home.parent)
+        settled = outcomes.finish(
+            memory, tracker, task["id"], output, home, attempt_id=chosen["attempt"]
+        )
         exit_code = settled["verification"]["exit_code"]
         row = {
             "task": task["id"],

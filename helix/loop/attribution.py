@@ -1,8 +1,9 @@
 """Verification-based feedback: settling one finished task against the memory.
 
-The incorruptible part of helix. What was injected comes from the injection-state
-file helix wrote, never from the agent; whether the task worked comes from the
-task's VERIFY command, run by helix, never from the agent's DELIVERED. The agent's
+The incorruptible part of helix. What was injected comes from the attempt helix
+recorded in its ledger (:mod:`helix.loop.ledger`), never from the agent or a file
+it can rewrite; whether the task worked comes from the VERIFY command recorded
+when the attempt started, run by helix, never from the agent's DELIVERED. The agent's
 UTILIZED list only decides which injected insights the outcome is about.
 
 The table (``effect`` per injected insight):
@@ -38,10 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.loop import contracts, injection
+from helix.loop import contracts, judge, ledger
+from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
-from helix.memory import db
+from helix.memory import db, feedback
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
@@ -94,129 +96,177 @@ def baseline(memory: Memory) -> float:
     return round((passes + 0.5 * BASELINE_PRIOR) / (n + BASELINE_PRIOR), 4)
 
 
+class AlreadySettled(Rejected):
+    """The attempt was settled before (by another hook path, or before a crash);
+    ``attempt`` holds what that settlement recorded."""
+
+    def __init__(self, message: str, attempt: ledger.Attempt):
+        super().__init__(message)
+        self.attempt = attempt
+
+
+UNKNOWN: Any = object()  # the task's current VERIFY is not known (untracked work)
+
+
 def settle(
     memory: Memory,
     task_id: str,
     agent_output: str | contracts.Outcome,
-    verification: Verification,
     home: Path | None = None,
-) -> Settlement:
-    """Apply one finished attempt of ``task_id`` to the memory; return and log
-    what was applied.
+    attempt_id: str | None = None,
+    current_verify: Any = UNKNOWN,
+    timeout: float = verifying.DEFAULT_TIMEOUT,
+) -> tuple[Settlement, Verification]:
+    """Settle one attempt at ``task_id``: run its recorded VERIFY, apply the
+    outcome to the insights helix gave it, and log it; return what was applied and
+    the verification.
 
-    ``verification`` is the result of running the task's VERIFY command
-    (:func:`helix.loop.verify.run_verify`). An attempt (one injection) is settled
-    once: a second call raises Rejected instead of counting the outcome twice.
+    The attempt is ``attempt_id`` or else the newest open one of the task. Its
+    VERIFY is the command recorded when it started, run in the project recorded
+    then; ``current_verify`` (the task's VERIFY now, when the tracker knows the
+    task) and the digest of VERIFY's files tell whether the judge changed since,
+    which settles it as unverified and ``tampered``. Verified credit needs all of:
+    a recorded attempt, an untampered judge, VERIFY passing or failing on its own,
+    and new work (a verified delivery on the same tree earns nothing again).
+    Recording the outcome, closing the attempt and the feedback are one
+    transaction: a crash leaves all or none, and a retry completes it. A settled
+    attempt is never settled again (:class:`AlreadySettled`).
     """
     files.file_id(task_id)
     home = home or config.resolve().home
-    state = injection.read_state(task_id, home)
-    if state and state.get("settled_at"):
-        raise Rejected(
-            f"{task_id}: this attempt was already settled at {state['settled_at']}; "
-            "inject again before settling a new attempt"
-        )
     report = (
         agent_output
         if isinstance(agent_output, contracts.Outcome)
         else contracts.parse_outcome(agent_output)
     )
-    injected = [n for n in (state or {}).get("names", []) if isinstance(n, str)]
-    claimed_used = report.utilized
-    utilized = [n for n in claimed_used if n in injected]
-    outcome, verified = decide(report.status, verification)
-    rows = effects(injected, utilized, outcome, verified)
-    rate = baseline(memory)
+    attempt = ledger.get(memory, attempt_id) if attempt_id else ledger.latest(memory, task_id)
+    if attempt is not None and attempt.task_id != task_id:
+        raise InvalidInput(f"attempt {attempt.id} is not an attempt at {task_id}")
+    if attempt is not None and not attempt.open:
+        raise AlreadySettled(
+            f"{task_id}: this attempt was already settled at {attempt.settled_at}; "
+            "inject again before settling a new attempt",
+            attempt,
+        )
+    problems: list[str] = []
+    project = Path(attempt.project) if attempt and attempt.project else home.parent
+    if attempt is None:
+        problems.append("no recorded attempt: nothing injected, nothing credited")
+        command = None if current_verify is UNKNOWN else current_verify
+        tampered = None
+    else:
+        command = attempt.judge.verify
+        tampered = attempt.judge.changes(
+            attempt.judge.verify if current_verify is UNKNOWN else current_verify, project
+        )
+    checked = verifying.run_verify(command, project, timeout)
+    outcome, verified = decide(report.status, checked)
+    injected = list(attempt.names) if attempt else []
+    utilized = [n for n in report.utilized if n in injected]
+    tree = judge.tree(project) if attempt and checked.passed is not None else None
+    repeat = ""
+    earlier: set[str] = set()
+    if attempt is not None:
+        earlier, last_tree = ledger.credited_before(memory, task_id, attempt.id)
+        if verified and outcome == "delivered" and tree is not None and tree == last_tree:
+            repeat = "the same work was settled as verified before (the tree is unchanged)"
+    if tampered:
+        problems.append(f"tampered: {tampered}")
+    if repeat:
+        problems.append(f"repeat: {repeat}")
+    if attempt is None or tampered or repeat:
+        verified = False
+    # Repeated passes of one task say nothing new about the insights they credited.
+    causal = [n for n in utilized if not (verified and outcome == "delivered" and n in earlier)]
+    rows = effects(injected, causal, outcome, verified)
+    for row in rows:
+        if row["name"] in earlier and row["name"] in utilized and row["name"] not in causal:
+            row["effect"] = "credited before"
     now = db.stamp(memory.clock())
-    attempt = (state or {}).get("attempt") or f"{now}-{secrets.token_hex(4)}"
-    _record_outcome(
-        memory, task_id, attempt, report, outcome, verified, verification, len(injected), rate, now
-    )
-    applied: dict[str, Any] = {"updated": [], "missing": []}
-    if injected:
-        try:
-            applied = memory.feedback(
-                injected,
-                outcome,
-                causal_names=utilized,
-                task_id=task_id,
-                verified=verified,
-                baseline=rate,
-            )
-        except NotFound:
-            applied = {"updated": [], "missing": injected}  # all pruned since injection
     result: Settlement = {
         "task_id": task_id,
+        "attempt": attempt.id if attempt else "",
         "claimed": report.status,
         "outcome": outcome,
         "verified": verified,
-        "verification": verification.to_dict(),
-        "baseline": rate,
+        "tampered": tampered or "",
+        "verification": checked.to_dict(),
+        "baseline": 0.5,
         "injected": injected,
         "utilized": utilized,
-        "ignored_claims": [n for n in claimed_used if n not in injected],
+        "ignored_claims": [n for n in report.utilized if n not in injected],
         "effects": rows,
-        "feedback": applied.get("updated", []),
-        "missing": applied.get("missing", []),
+        "feedback": [],
+        "missing": [],
         "summary": report.summary,
         "error": report.error,
         "tried": report.tried,
         "remaining": report.remaining,
         "insights": report.insights,
-        "problems": report.problems + ([] if state else ["no injection state: nothing injected"]),
+        "problems": report.problems + problems,
         "settled_at": now,
     }
-    if state:
-        files.write_json(
-            injection.state_path(task_id, home),
-            {**state, "settled_at": now, "outcome": outcome, "verified": verified},
+    with db.write(memory.conn):
+        rate = baseline(memory)
+        result["baseline"] = rate
+        if attempt is not None:
+            kept = {k: v for k, v in result.items() if k != "insights"}
+            if not ledger.mark_settled(
+                memory, attempt, outcome, verified, tampered, tree, dict(kept), now
+            ):
+                raise Rejected(f"{task_id}: this attempt was already settled")
+        _record_outcome(
+            memory,
+            result,
+            checked,
+            evidence=verified or (attempt is not None and not tampered and not repeat),
         )
+        if injected:
+            try:
+                applied = feedback.apply(memory, injected, outcome, causal, task_id, verified, rate)
+            except NotFound:
+                applied = {"updated": [], "missing": injected}  # all pruned since injection
+            result["feedback"] = applied.get("updated", [])
+            result["missing"] = applied.get("missing", [])
     _log(home, result)
-    return result
+    return result, checked
 
 
 def _record_outcome(
-    memory: Memory,
-    task_id: str,
-    attempt: str,
-    report: contracts.Outcome,
-    outcome: str,
-    verified: bool,
-    verification: Verification,
-    injected: int,
-    rate: float,
-    now: str,
+    memory: Memory, result: Settlement, checked: Verification, evidence: bool
 ) -> None:
-    passed = None if verification.passed is None else int(bool(verification.passed))
+    """The evidence trail row. ``passed`` is kept only when the run is evidence
+    (a recorded, untampered attempt), so the baseline never learns from the rest."""
+    passed = None if checked.passed is None or not evidence else int(bool(checked.passed))
     try:
-        with db.write(memory.conn):
-            memory.conn.execute(
-                "INSERT INTO task_outcome(task_id, attempt, claimed, outcome, verified, passed, "
-                "verify_exit, injected, utilized, baseline, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    attempt,
-                    report.status,
-                    outcome,
-                    int(verified),
-                    passed,
-                    verification.exit_code,
-                    injected,
-                    len(report.utilized),
-                    rate,
-                    now,
-                ),
-            )
+        memory.conn.execute(
+            "INSERT INTO task_outcome(task_id, attempt, claimed, outcome, verified, passed, "
+            "verify_exit, injected, utilized, baseline, created_at, tampered) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                result["task_id"],
+                result["attempt"] or f"{result['settled_at']}-{secrets.token_hex(4)}",
+                result["claimed"],
+                result["outcome"],
+                int(result["verified"]),
+                passed,
+                checked.exit_code,
+                len(result["injected"]),
+                len(result["utilized"]),
+                result["baseline"],
+                result["settled_at"],
+                result["tampered"] or None,
+            ),
+        )
     except sqlite3.IntegrityError:
-        raise Rejected(f"{task_id}: this attempt was already settled") from None
+        raise Rejected(f"{result['task_id']}: this attempt was already settled") from None
 
 
 def history(memory: Memory, task_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """Settled attempts, newest first."""
     sql = (
         "SELECT task_id, attempt, claimed, outcome, verified, passed, verify_exit, "
-        "utilized, baseline, created_at FROM task_outcome"
+        "utilized, baseline, created_at, tampered FROM task_outcome"
     )
     args: tuple = ()
     if task_id:
@@ -234,6 +284,7 @@ def history(memory: Memory, task_id: str | None = None, limit: int = 50) -> list
         "utilized",
         "baseline",
         "created_at",
+        "tampered",
     )
     out = [dict(zip(keys, row, strict=True)) for row in rows]
     if task_id and not out:

@@ -9,9 +9,10 @@ a task of this wave its score for the next task is multiplied by
 generally relevant one is repeated only while no alternative scores at least
 ``REPEAT_PENALTY`` of it.
 
-Every injection into a task records ``.helix/injection-state/<task_id>.json``:
-the audit trail that verification-based feedback reads (never the agent's own
-list). ``strategic_recall`` turns memory into planning input (constraints, risk
+Every injection into a task starts an attempt in the ledger
+(:mod:`helix.loop.ledger`, in the database): the insights helix chose and the
+judge that will settle it, which verification-based feedback reads (never the
+agent's own list, never a file the agent can rewrite). ``strategic_recall`` turns memory into planning input (constraints, risk
 areas, exploration targets) and saves it to ``.helix/recall_synthesis.json`` so
 it survives an orchestrator's context compression.
 """
@@ -19,16 +20,15 @@ it survives an orchestrator's context compression.
 from __future__ import annotations
 
 import re
-import secrets
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from helix import config
-from helix.errors import InvalidInput, NotFound
-from helix.files import file_id, read_json, write_json
-from helix.loop.records import InjectionState
+from helix.errors import InvalidInput
+from helix.files import file_id, write_json
+from helix.loop import ledger
 from helix.memory import db
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ REPEAT_PENALTY = 0.6
 POOL_SIZE = 20  # candidates recalled per task before dealing
 MAX_BATCH = 50
 MAX_LIMIT = 20
-STATE_DIR = config.INJECTION_STATE_DIR
 SYNTHESIS_FILE = config.SYNTHESIS_FILE
 
 # strategic recall
@@ -61,18 +60,9 @@ _STOP = frozenset(
 )
 
 
-def state_dir(home: Path | None = None) -> Path:
-    return config.Paths.at(home).injection_state if home else config.resolve().injection_state
-
-
-def state_path(task_id: str, home: Path | None = None) -> Path:
-    return state_dir(home) / f"{file_id(task_id)}.json"
-
-
-def read_state(task_id: str, home: Path | None = None) -> InjectionState | None:
-    """The injection record of ``task_id``, or None if nothing was injected."""
-    value = read_json(state_path(task_id, home))
-    return cast(InjectionState, value) if isinstance(value, dict) else None
+def open_attempt(memory: Memory, task_id: str) -> ledger.Attempt | None:
+    """The attempt at ``task_id`` waiting to be settled, or None."""
+    return ledger.latest(memory, task_id, open_only=True)
 
 
 def task_objective(task: Mapping[str, Any]) -> str:
@@ -82,6 +72,11 @@ def task_objective(task: Mapping[str, Any]) -> str:
     if task.get("helix-last-error"):
         parts.append(f"The previous attempt failed: {task['helix-last-error']}")
     return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+
+
+def task_judge(task: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What judges an attempt at a tracked task: its VERIFY and declared verify files."""
+    return task.get("verify"), task.get("verify-files")
 
 
 def task_files(task: Mapping[str, Any]) -> list[str]:
@@ -99,11 +94,20 @@ def inject(
     task_id: str | None = None,
     limit: int = 5,
     files: list[str] | None = None,
-    home: Path | None = None,
+    project: Path | None = None,
+    judge: tuple[Any, Any] = (None, None),
+    source: str = "inject",
 ) -> dict[str, Any]:
     """Insights for one task (the single-task case of :func:`batch_inject`)."""
     batch = batch_inject(
-        memory, [objective], [task_id] if task_id else None, limit, [files or []], home
+        memory,
+        [objective],
+        [task_id] if task_id else None,
+        limit,
+        [files or []],
+        project,
+        judges=[judge],
+        source=source,
     )
     return batch["results"][0]
 
@@ -114,15 +118,19 @@ def batch_inject(
     task_ids: list[str] | None = None,
     limit: int = 5,
     files: list[list[str]] | None = None,
-    home: Path | None = None,
+    project: Path | None = None,
     relevance_only: bool = False,
+    judges: list[tuple[Any, Any]] | None = None,
+    source: str = "inject",
 ) -> dict[str, Any]:
     """Insights for every task of a wave, diversified across the wave.
 
     Returns ``{"results": [...], "total_unique": N, "repeated": [...]}`` with one
-    result per objective, in order. Writes one injection-state file per task id.
-    Read-only on the memory. ``relevance_only`` deals by relevance alone (see
-    :meth:`Memory.recall`): the baseline without learned usefulness.
+    result per objective, in order. Starts one attempt per task id in the ledger,
+    judged by ``judges[i]`` (the task's VERIFY and declared verify files) run in
+    ``project`` (default: the current project's root); each result carries its
+    ``attempt`` id. Insights are only read. ``relevance_only`` deals by relevance
+    alone (see :meth:`Memory.recall`): the baseline without learned usefulness.
     """
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
     pools: list[dict[str, RecallHit]] = []
@@ -136,62 +144,41 @@ def batch_inject(
         pools.append({h["name"]: h for h in hits})
     chosen = _deal(pools, limit)
     given = Counter(name for names in chosen for name in names)
-    now = db.stamp(memory.clock())
+    if judges is not None and len(judges) != len(texts):
+        raise InvalidInput("give one judge per objective")
+    where = project or config.resolve().project
     results = []
     for i, names in enumerate(chosen):
         names.sort(key=lambda n: (-pools[i][n]["_score"], n))
         insights = [_compact(pools[i][n]) for n in names]
-        result = {
+        result: dict[str, Any] = {
             "task_id": ids[i],
             "objective": texts[i],
             "insights": insights,
             "names": names,
             "block": _block(insights),
         }
-        if ids[i]:
-            _record(home, result, file_lists[i], limit, len(texts), now)
+        task_id = ids[i]
+        if task_id:
+            verify, verify_files = judges[i] if judges else (None, None)
+            attempt = ledger.start(
+                memory,
+                task_id,
+                texts[i],
+                names,
+                {n["name"]: n["score"] for n in insights},
+                verify,
+                verify_files,
+                where,
+                source,
+            )
+            result["attempt"] = attempt.id
         results.append(result)
     return {
         "results": results,
         "total_unique": len(given),
         "repeated": sorted(n for n, c in given.items() if c > 1),
     }
-
-
-def record(
-    memory: Memory,
-    task_id: str,
-    objective: str,
-    names: list[str],
-    home: Path | None = None,
-) -> dict[str, Any]:
-    """Record insights the orchestrator chose itself (e.g. named in a prompt's
-    INSIGHTS block) as this task's injection, so feedback can attribute them.
-    Names that are not in the memory are dropped."""
-    file_id(task_id)
-    if not isinstance(names, list) or len(names) > MAX_BATCH:
-        raise InvalidInput(f"give a list of at most {MAX_BATCH} insight names")
-    known = []
-    for name in dict.fromkeys(names):
-        try:
-            known.append(memory.get(name))
-        except (NotFound, InvalidInput):
-            continue
-    result = {
-        "task_id": task_id,
-        "objective": objective,
-        "names": [h["name"] for h in known],
-        "insights": [
-            {
-                "name": h["name"],
-                "score": None,
-                "confidence": h["confidence"],
-            }
-            for h in known
-        ],
-    }
-    _record(home, result, [], len(known), 1, db.stamp(memory.clock()))
-    return result
 
 
 def _check_batch(
@@ -256,30 +243,6 @@ def _block(insights: list[dict[str, Any]]) -> str:
     from helix.loop.contracts import insight_lines
 
     return insight_lines(insights)
-
-
-def _record(
-    home: Path | None,
-    result: dict[str, Any],
-    files: list[str],
-    limit: int,
-    wave_size: int,
-    now: str,
-) -> None:
-    state: InjectionState = {
-        "task_id": result["task_id"],
-        "objective": result["objective"],
-        "files": files,
-        "names": result["names"],
-        "scores": {i["name"]: i["score"] for i in result["insights"]},
-        "confidence": {i["name"]: i["confidence"] for i in result["insights"]},
-        "limit": limit,
-        "wave_size": wave_size,
-        "injected_at": now,
-        "attempt": f"{now}-{secrets.token_hex(4)}",
-        "settled_at": None,
-    }
-    write_json(state_path(result["task_id"], home), state)
 
 
 # ------------------------------------------------------------ strategic recall

@@ -3,8 +3,9 @@
 The one place the build loop (the Claude Code hooks, ``helix run``, the demo and
 ``helix settle``) turns an agent's final message into durable facts:
 
-1. run the task's VERIFY command (helix's own run, in the project directory);
-2. settle the attempt against the memory (:mod:`helix.loop.attribution`);
+1. settle the attempt against the memory (:mod:`helix.loop.attribution`): run
+   the VERIFY recorded when the attempt started (helix's own run, in the project
+   recorded then) and credit the insights helix gave it;
 3. propose learning candidates (:mod:`helix.loop.learning`);
 4. update the task graph: a delivery is closed only when VERIFY passed (or the
    task has no VERIFY, in which case it is closed as unverified); anything else
@@ -15,7 +16,7 @@ The one place the build loop (the Claude Code hooks, ``helix run``, the demo and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from helix.errors import HelixError, InvalidInput
 from helix.loop import attribution, contracts, learning, results
@@ -34,17 +35,31 @@ def finish(
     task_id: str,
     agent_output: str,
     home: Path,
-    cwd: Path | None = None,
     timeout: float = verification.DEFAULT_TIMEOUT,
     files_changed: list[str] | None = None,
     agent_id: str = "",
     update_tracker: bool = True,
+    attempt_id: str | None = None,
 ) -> Settlement:
-    """Settle one attempt of a tracked task; return everything that was applied."""
+    """Settle one attempt of a tracked task (``attempt_id``, else its newest open
+    one); return everything that was applied.
+
+    If that attempt was settled before but the tracker never heard (a crash
+    between the two), the recorded settlement is applied to the task now and
+    returned with ``recovered``; otherwise a settled attempt raises Rejected."""
     task = tracker.get(task_id)
-    settled, checked = _attempt(
-        memory, task, agent_output, home, cwd, timeout, files_changed, agent_id
-    )
+    try:
+        settled, checked = _attempt(
+            memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id
+        )
+    except attribution.AlreadySettled as done:
+        recorded = done.attempt.result
+        if not update_tracker or task.get("status") != "in_progress" or not recorded:
+            raise
+        settled = cast(Settlement, {**recorded, "insights": [], "recovered": True})
+        cause = verification.Verification(**settled["verification"]).cause()
+        settled["task"] = apply(tracker, task, settled, cause)
+        return settled
     if update_tracker:
         settled["task"] = apply(tracker, task, settled, checked.cause())
     return settled
@@ -53,17 +68,19 @@ def finish(
 def finish_untracked(
     memory: Memory,
     task_id: str,
-    verify: str | None,
     agent_output: str,
     home: Path,
-    cwd: Path | None = None,
     timeout: float = verification.DEFAULT_TIMEOUT,
     agent_id: str = "",
+    attempt_id: str | None = None,
 ) -> Settlement:
     """The same for work the tracker does not know (an agent spawned outside
-    ``helix tasks``): ``verify`` comes from its prompt, and no task is updated."""
-    task: TaskRecord = {"id": task_id, "title": task_id, "verify": verify}
-    return _attempt(memory, task, agent_output, home, cwd, timeout, None, agent_id)[0]
+    ``helix tasks``): its VERIFY was recorded from its prompt when the attempt
+    started, and no task is updated."""
+    task: TaskRecord = {"id": task_id, "title": task_id}
+    return _attempt(
+        memory, task, agent_output, home, timeout, None, agent_id, attempt_id, tracked=False
+    )[0]
 
 
 def _attempt(
@@ -71,19 +88,31 @@ def _attempt(
     task: TaskRecord,
     agent_output: str,
     home: Path,
-    cwd: Path | None,
     timeout: float,
     files_changed: list[str] | None,
     agent_id: str,
+    attempt_id: str | None,
+    tracked: bool = True,
 ) -> tuple[Settlement, verification.Verification]:
-    """Steps 1, 2, 3 and 5 of the module docstring, for one attempt at ``task``."""
+    """Steps 1, 2 and 4 of the module docstring, for one attempt at ``task``.
+    Everything is checked before anything is written."""
     if not isinstance(agent_output, str):
         raise InvalidInput("the agent output must be text")
+    if files_changed is not None and (
+        not isinstance(files_changed, list) or not all(isinstance(f, str) for f in files_changed)
+    ):
+        raise InvalidInput("the files changed must be a list of paths")
     task_id = task["id"]
     report = contracts.parse_outcome(agent_output)
-    workdir = cwd or home.parent
-    checked = verification.run_verify(task.get("verify"), workdir, timeout)
-    settled = attribution.settle(memory, task_id, report, checked, home)
+    settled, checked = attribution.settle(
+        memory,
+        task_id,
+        report,
+        home,
+        attempt_id,
+        task.get("verify") if tracked else attribution.UNKNOWN,
+        timeout,
+    )
     proposed = learning.candidates(memory, settled, task, files_changed)
     settled["refused"] = []
     settled["candidates"] = learning.propose(
@@ -118,14 +147,20 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
     ``helix run`` calls this itself (``finish(update_tracker=False)`` first) so it
     can check for queue drift between verifying and closing."""
     task_id = task["id"]
-    if settled["outcome"] == "delivered" and (
-        settled["verified"] or settled["verification"]["passed"] is None
-    ):
-        tracker.update(task_id, **{"helix-verified": settled["verified"]})
+    passed = settled["verification"]["passed"]
+    tampered = settled.get("tampered")
+    if settled["outcome"] == "delivered" and not tampered and passed is not False:
+        # A pass on a repeat or without a recorded attempt still closes the task;
+        # only the memory's credit needs the stricter proof.
+        proven = bool(passed) and bool(settled.get("attempt"))
+        tracker.update(task_id, **{"helix-verified": proven})
         return tracker.close(task_id, "delivered", settled["summary"] or None)
-    return record_failure(
-        tracker, task, settled["outcome"], settled["error"] or cause, settled["remaining"]
-    )
+    if tampered and task.get("verify") != settled["verification"]["command"]:
+        # The judge changed during the attempt: put back the one it started with, so
+        # the next attempt is not judged by what the builder wrote.
+        tracker.update(task_id, verify=settled["verification"]["command"] or "")
+    error = f"tampered: {tampered}" if tampered else settled["error"] or cause
+    return record_failure(tracker, task, settled["outcome"], error, settled["remaining"])
 
 
 def record_failure(

@@ -11,41 +11,22 @@ from typing import Any, NotRequired, TypedDict
 from helix.tasks.records import TaskRecord
 
 
-class InjectionState(TypedDict, total=False):
-    """The record injection writes per task (or spawned agent) and settling reads.
-
-    Read back from a JSON file that an older helix (or a person) may have written,
-    so no key is guaranteed; ``outcome`` and ``verified`` appear once settled.
-    """
-
-    task_id: str
-    objective: str
-    files: list[str]
-    names: list[str]
-    scores: dict[str, float | None]
-    confidence: dict[str, str]
-    limit: int
-    wave_size: int
-    injected_at: str
-    attempt: str
-    settled_at: str | None
-    outcome: str
-    verified: bool
-
-
 class Settlement(TypedDict):
     """What settling one attempt applied (:func:`helix.loop.attribution.settle`).
 
     ``claimed`` is the agent's claim (:data:`helix.vocab.CLAIMS`), ``outcome``
     the settled outcome feedback used. ``refused``, ``candidates`` (learning) and
     ``task`` (the tracker's record after the update) are added by
-    :mod:`helix.loop.outcomes` when it settles a task.
+    :mod:`helix.loop.outcomes` when it settles a task; ``recovered`` when a retry
+    completed what a crash interrupted.
     """
 
     task_id: str
+    attempt: str  # the ledger's attempt id ("" when none was recorded)
     claimed: str
     outcome: str
     verified: bool
+    tampered: str  # why the judge no longer held ("" when it did)
     verification: dict[str, Any]
     baseline: float
     injected: list[str]
@@ -64,6 +45,7 @@ class Settlement(TypedDict):
     refused: NotRequired[list[dict[str, str]]]
     candidates: NotRequired[list[str]]
     task: NotRequired[TaskRecord]
+    recovered: NotRequired[bool]
 
 
 class LearningCandidate(TypedDict):

@@ -38,10 +38,30 @@ def feedback(
     outcome: str,
     causal_names: Sequence[str] | None = None,
     task_id: str | None = None,
-    verified: bool = True,
-    baseline: float | None = None,
 ) -> dict[str, Any]:
-    """Apply one task's outcome to the insights that were injected into it.
+    """Apply an outcome someone reports (a person, a script) to insights: recorded
+    and weighed as unverified, so it can lower scores but never raise them.
+
+    Verified feedback has one source, a VERIFY helix ran for an attempt it recorded
+    (:func:`helix.loop.attribution.settle`, which calls :func:`apply` inside the
+    transaction that settles the attempt); no argument here can claim it.
+    Atomic: one BEGIN IMMEDIATE transaction.
+    """
+    with db.write(memory.conn):
+        return apply(memory, names, outcome, causal_names, task_id, False, None)
+
+
+def apply(
+    memory: InsightRows,
+    names: Sequence[str],
+    outcome: str,
+    causal_names: Sequence[str] | None,
+    task_id: str | None,
+    verified: bool,
+    baseline: float | None,
+) -> dict[str, Any]:
+    """Apply one task's outcome to the insights that were injected into it, inside
+    the caller's write transaction (the caller vouches for ``verified``).
 
     ``causal_names`` (default: all of ``names``) move toward the outcome value;
     the rest lose credit above neutral. Unverified outcomes can only lower scores.
@@ -49,8 +69,10 @@ def feedback(
     makes the target relative: a pass is worth less where most tasks pass
     anyway, so an insight at the baseline stays neutral.
     Names that no longer exist are reported under ``missing``; if none exist,
-    NotFound. Atomic: one BEGIN IMMEDIATE transaction.
+    NotFound.
     """
+    if not memory.conn.in_transaction:
+        raise RuntimeError("feedback.apply runs inside the settling transaction")
     if outcome not in OUTCOMES:
         raise InvalidInput(f"unknown outcome {outcome!r}; one of: {', '.join(OUTCOMES)}")
     names = _name_list(names, "names")
@@ -65,51 +87,50 @@ def feedback(
     value = relative_value(OUTCOMES[outcome], baseline)
     now = memory.now()
     updated, missing = [], []
-    with db.write(memory.conn):
-        for name in names:
-            row = memory.conn.execute(
-                "SELECT effectiveness, helped, failed FROM insight WHERE name = ?", (name,)
-            ).fetchone()
-            if row is None:
-                missing.append(name)
-                continue
-            before, helped, failed = row
-            is_causal = name in causal
-            after = _learn(before, value, is_causal, verified)
-            if value is not None and is_causal and verified:
-                helped += value
-                failed += 1.0 - value
-            memory.conn.execute(
-                "UPDATE insight SET effectiveness = ?, helped = ?, failed = ?, "
-                "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
-                (after, helped, failed, 0 if value is None else 1, now, now, name),
-            )
-            memory.conn.execute(
-                "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-                "effectiveness, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    name,
-                    task_id,
-                    outcome,
-                    int(verified),
-                    int(is_causal),
-                    round(after - before, 6),
-                    after,
-                    now,
-                ),
-            )
-            updated.append(
-                {
-                    "name": name,
-                    "before": round(before, 4),
-                    "after": round(after, 4),
-                    "causal": is_causal,
-                }
-            )
-        if not updated:
-            raise NotFound(f"none of these insights exist: {', '.join(missing)}")
-        if outcome == "delivered" and verified:
-            _strengthen_co_occurrence(memory, [u["name"] for u in updated if u["causal"]], now)
+    for name in names:
+        row = memory.conn.execute(
+            "SELECT effectiveness, helped, failed FROM insight WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            missing.append(name)
+            continue
+        before, helped, failed = row
+        is_causal = name in causal
+        after = _learn(before, value, is_causal, verified)
+        if value is not None and is_causal and verified:
+            helped += value
+            failed += 1.0 - value
+        memory.conn.execute(
+            "UPDATE insight SET effectiveness = ?, helped = ?, failed = ?, "
+            "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
+            (after, helped, failed, 0 if value is None else 1, now, now, name),
+        )
+        memory.conn.execute(
+            "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+            "effectiveness, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                name,
+                task_id,
+                outcome,
+                int(verified),
+                int(is_causal),
+                round(after - before, 6),
+                after,
+                now,
+            ),
+        )
+        updated.append(
+            {
+                "name": name,
+                "before": round(before, 4),
+                "after": round(after, 4),
+                "causal": is_causal,
+            }
+        )
+    if not updated:
+        raise NotFound(f"none of these insights exist: {', '.join(missing)}")
+    if outcome == "delivered" and verified:
+        _strengthen_co_occurrence(memory, [u["name"] for u in updated if u["causal"]], now)
     return {
         "outcome": outcome,
         "verified": verified,

@@ -235,6 +235,66 @@ def m007_create_task_outcomes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_create_attempt_ledger(conn: sqlite3.Connection) -> None:
+    """helix's private record of each attempt, out of the agent's reach.
+
+    Before, what an attempt was given and which VERIFY judged it lived in loose
+    JSON files under ``.helix/`` that a builder's shell could rewrite (forging the
+    insights it was given, or its judge). Now an attempt is a row written when
+    helix starts it: the insights helix chose, the VERIFY command and a digest of
+    the files that command depends on, fixed at that moment; settling fills in the
+    outcome once (``settled_at`` goes from NULL to a time, never back).
+    ``spawn`` and ``agent_run`` hold the Claude Code hooks' records of spawned
+    agents (which attempt a spawn belongs to, how often an agent started) for the
+    same reason. ``task_outcome.tampered`` flags a settled attempt whose judge
+    changed while it ran.
+    """
+    _run(
+        conn,
+        """
+        CREATE TABLE attempt (
+            id TEXT PRIMARY KEY,
+            task_id TEXT NOT NULL,
+            objective TEXT NOT NULL DEFAULT '',
+            names TEXT NOT NULL DEFAULT '[]',
+            scores TEXT NOT NULL DEFAULT '{}',
+            verify TEXT,
+            verify_files TEXT NOT NULL DEFAULT '[]',
+            verify_digest TEXT,
+            project TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            started_at TEXT NOT NULL,
+            settled_at TEXT,
+            outcome TEXT,
+            verified INTEGER,
+            tampered TEXT,
+            tree TEXT,
+            result TEXT
+        );
+        CREATE INDEX attempt_task ON attempt(task_id, started_at);
+        CREATE TRIGGER attempt_settled_once BEFORE UPDATE OF settled_at ON attempt
+        WHEN OLD.settled_at IS NOT NULL
+        BEGIN SELECT RAISE(ABORT, 'an attempt is settled once'); END;
+        CREATE TABLE spawn (
+            tool_use_id TEXT PRIMARY KEY,
+            record TEXT NOT NULL,
+            agent_id TEXT,
+            claimed_by TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX spawn_agent ON spawn(agent_id);
+        CREATE TABLE agent_run (
+            agent_id TEXT PRIMARY KEY,
+            record TEXT,
+            starts INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL
+        );
+        ALTER TABLE task_outcome ADD COLUMN tampered TEXT;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -245,6 +305,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (5, m005_create_archive_and_merges),
     (6, m006_track_file_pattern_changes),
     (7, m007_create_task_outcomes),
+    (8, m008_create_attempt_ledger),
 ]
 
 LATEST = MIGRATIONS[-1][0]

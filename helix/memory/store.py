@@ -236,12 +236,10 @@ class Memory(InsightRows):
         outcome: str,
         causal_names: Sequence[str] | None = None,
         task_id: str | None = None,
-        verified: bool = True,
-        baseline: float | None = None,
     ) -> dict[str, Any]:
-        """Apply one task's outcome to the insights injected into it, atomically:
-        :func:`helix.memory.feedback.feedback`."""
-        return feedback.feedback(self, names, outcome, causal_names, task_id, verified, baseline)
+        """Apply a reported outcome, as unverified evidence (it can lower scores,
+        never raise them): :func:`helix.memory.feedback.feedback`."""
+        return feedback.feedback(self, names, outcome, causal_names, task_id)
 
     # ------------------------------------------------------------------- graph
     def edge(

@@ -150,6 +150,7 @@ class Supervisor:
         self.state.skipped = list(dict.fromkeys(options.skip))
         self.state.focus = options.epic
         self._held: list[str] = []  # claims this run holds right now
+        self._attempt_ids: dict[str, str] = {}  # task id -> the attempt its prompt started
         self._blockers = BlockerReport(self.home)
         self._closed_by_run = 0
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
@@ -349,8 +350,12 @@ class Supervisor:
             [t["id"] for t in tasks],
             self.options.inject_limit,
             [injection.task_files(t) for t in tasks],
-            self.home,
+            self.project,
+            judges=[injection.task_judge(t) for t in tasks],
+            source="run",
         )
+        # The attempts helix just recorded (their judges fixed now) are the ones settled.
+        self._attempt_ids.update({r["task_id"]: r["attempt"] for r in batch["results"]})
         return self._prompt_from(tasks, batch["results"])
 
     def _prompt_from(
@@ -416,12 +421,14 @@ class Supervisor:
             task_id,
             answer,
             self.home,
-            cwd=self.project,
             timeout=self.options.verify_timeout,
             files_changed=changed,
             agent_id=f"run-{os.getpid()}",
             update_tracker=False,
+            attempt_id=self._attempt_ids.pop(task_id, None),
         )
+        if settled.get("tampered"):
+            self.log.event(f"{task_id}: TAMPERED, settled unverified: {settled['tampered']}")
         check = settled["verification"]
         self.log.verbose(
             f"{task_id}: claimed {settled['claimed']}, VERIFY "

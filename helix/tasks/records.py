@@ -36,6 +36,7 @@ TaskRecord = TypedDict(
         "budget": int,
         "delta": list[str],
         "relevant-files": list[str],
+        "verify-files": list[str],  # what VERIFY depends on beyond the files it names
         "dependencies": list[dict[str, Any]],
         "claimed-pid": str,
         "claimed-machine": str,

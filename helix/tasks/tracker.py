@@ -3,7 +3,9 @@
 The file format is the bead format of DDx (``.ddx/beads.jsonl``) and beads
 (``.beads/issues.jsonl``), so queues move in and out without loss: keys helix does
 not know are kept as they are. helix's own fields ride along in the same records:
-``verify``, ``delta``, ``relevant-files``, ``budget``, and when a task closes its
+``verify``, ``verify-files`` (what VERIFY depends on beyond the files its command
+names: an attempt that changes one is settled as tampered), ``delta``,
+``relevant-files``, ``budget``, and when a task closes its
 ``outcome`` (delivered | blocked | partial | skipped) and ``summary``.
 
 Guarantees:
@@ -418,6 +420,17 @@ def _text(value: Any, what: str, limit: int, required: bool = False) -> str:
     return value
 
 
+# List-valued fields, as a caller may spell them (a CLI option or the bead key).
+LIST_FIELDS = (
+    "labels",
+    "delta",
+    "relevant_files",
+    "relevant-files",
+    "verify_files",
+    "verify-files",
+)
+
+
 def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """Validate the fields a caller may set; names use the bead file's spelling."""
     out: dict[str, Any] = {}
@@ -438,10 +451,10 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             if value not in TYPES:
                 raise InvalidInput(f"unknown type {value!r}; one of: {', '.join(TYPES)}")
             out["issue_type"] = value
-        elif key in ("labels", "delta", "relevant_files", "relevant-files"):
+        elif key in LIST_FIELDS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise InvalidInput(f"{key} must be a list of strings")
-            out["relevant-files" if key == "relevant_files" else key] = list(dict.fromkeys(value))
+            out[key.replace("_", "-")] = list(dict.fromkeys(value))
         elif key == "budget":
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
                 raise InvalidInput("budget must be an integer from 1 to 1000 (tool calls)")

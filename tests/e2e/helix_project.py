@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from claude_runner import ClaudeRun, Sandbox
+from evidence import credit
 from fake_anthropic import Reply, Request, agent_type_is, main_thread, text, tool_use
 from topics import TOPICS
 
-from helix.loop import contracts
+from helix.loop import contracts, ledger
+from helix.loop.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -49,7 +51,7 @@ class Project:
         """Give an insight a record of verified deliveries, as earlier sessions would."""
         with self.memory() as memory:
             for n in range(times):
-                memory.feedback([name], "delivered", task_id=f"hx-seed{n:04d}", verified=True)
+                credit(memory, [name], "delivered", task_id=f"hx-seed{n:04d}")
 
     def task(self, title: str, verify: str) -> dict[str, Any]:
         return Tracker(self.home / "tasks.jsonl").create(title, verify=verify)
@@ -71,7 +73,23 @@ class Project:
         return dict(self.rows("SELECT name, effectiveness FROM insight"))
 
     def agent(self, agent_id: str) -> dict[str, Any]:
-        return json.loads((self.home / "agents" / f"{agent_id}.json").read_text())
+        with Records(self.home / "helix.db") as store:
+            record = store.agent(agent_id)
+        assert record is not None, agent_id
+        return record
+
+    def spawn(self, tool_use_id: str) -> dict[str, Any]:
+        with Records(self.home / "helix.db") as store:
+            record = store.spawn(tool_use_id)
+        assert record is not None, tool_use_id
+        return record
+
+    def given(self, task_id: str) -> list[str]:
+        """The insights helix recorded for the task's newest attempt."""
+        with Records(self.home / "helix.db") as store:
+            attempt = ledger.latest(store, task_id)
+        assert attempt is not None, task_id
+        return attempt.names
 
     def log(self) -> str:
         return (self.home / "hooks.log").read_text()

@@ -44,7 +44,7 @@ from helix_project import (
     working_on,
 )
 
-from helix.loop import contracts, injection, results
+from helix.loop import contracts, results
 
 
 # ------------------------------------------------------------------- scenarios
@@ -102,13 +102,13 @@ def test_one_turn_spawns_explorer_planner_and_parallel_builders_with_their_own_i
         # Its FIRST request holds its insights: the ones recorded for its feedback.
         given[task["id"]] = injected(first)
         assert given[task["id"]], first.all_text[-3000:]
-        assert injection.read_state(task["id"], project.home)["names"] == given[task["id"]]
+        assert project.given(task["id"]) == given[task["id"]]
         by_name = {n: c for c, n in names.items()}
         assert all(by_name[name] in first.all_text for name in given[task["id"]])
         # The hook tied this agent to its own spawn (its launch named it).
         record = project.agent(first.agent_id)
         assert (record["task_id"], record["tool_use_id"]) == (task["id"], call["id"])
-        spawn = json.loads((project.home / "spawns" / f"{call['id']}.json").read_text())
+        spawn = project.spawn(call["id"])
         assert spawn["agent_id"] == spawn["claimed_by"] == first.agent_id
     db, auth = ({names[t] for t in TOPICS[k]} for k in ("db", "auth"))
     assert set(given[migration["id"]]) & db and not set(given[migration["id"]]) & auth
@@ -389,7 +389,7 @@ def test_parallel_foreground_builders_each_get_their_own_insights(
         assert all(by_name[n] in first.first_user_text for n in given)
         assert first.first_user_text.startswith(builder_prompt(task).strip())
         assert first.all_text.count("INJECTED: ") == 1
-        assert injection.read_state(task["id"], project.home)["names"] == given
+        assert project.given(task["id"]) == given
         # Settled against its own task: feedback for exactly what it was given.
         assert project.agent(first.agent_id)["task_id"] == task["id"]
         events = project.feedback(task["id"])

@@ -1,0 +1,326 @@
+"""The attempt ledger: what helix recorded when an attempt started, and how it ended.
+
+One row per attempt in the memory's database (table ``attempt``), written only by
+helix: the insights helix chose for it, its judge (the VERIFY command and a digest
+of the files it depends on, :mod:`helix.loop.judge`), and, once settled, the
+outcome. The agent being judged cannot reach it through helix's commands: no
+command writes a row from what an agent says, and settling runs the command
+recorded here, not the task's current one.
+
+An attempt started while an earlier attempt of the same task is still open, or
+right after one settled as tampered (both recent), keeps that attempt's judge when
+the task's VERIFY or its files changed meanwhile: a new judge is only trusted
+between clean attempts, never in the middle of one, which is when the builder
+holds a shell. It is recorded, and flagged tampered at settling, so what one
+builder changed cannot judge the next attempt either.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from helix.errors import NotFound
+from helix.loop import judge as judges
+from helix.memory import db
+
+
+class Store(Protocol):
+    """Where the ledger lives: the memory's database (a :class:`Memory`, or the
+    hooks' lighter connection that never loads numpy)."""
+
+    conn: sqlite3.Connection
+
+    def clock(self) -> datetime: ...
+
+
+OPEN_HOURS = 12  # an open attempt older than this is abandoned, not "in the middle"
+_COLUMNS = (
+    "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
+    "source, note, started_at, settled_at, outcome, verified, tampered, tree, result"
+)
+
+
+@dataclass
+class Attempt:
+    """One recorded attempt. ``names`` are the insights helix chose for it (the only
+    ones its outcome can credit); ``judge`` is fixed at the start."""
+
+    id: str
+    task_id: str
+    objective: str
+    names: list[str]
+    scores: dict[str, float | None]
+    judge: judges.Judge
+    project: str
+    source: str
+    started_at: str
+    note: str = ""
+    settled_at: str | None = None
+    outcome: str | None = None
+    verified: bool | None = None
+    tampered: str | None = None
+    tree: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def open(self) -> bool:
+        return self.settled_at is None
+
+
+def start(
+    memory: Store,
+    task_id: str,
+    objective: str,
+    names: list[str],
+    scores: dict[str, float | None] | None,
+    verify: Any,
+    verify_files: Any,
+    project: Path,
+    source: str,
+    note: str = "",
+) -> Attempt:
+    """Record a new attempt at ``task_id`` and return it. The judge is fixed now
+    (see the module docstring for an attempt that starts inside an open one)."""
+    judge = judges.fix(verify, verify_files, project)
+    now = memory.clock()
+    stamp = db.stamp(now)
+    attempt_id = f"{stamp}-{secrets.token_hex(6)}"
+    with db.write(memory.conn):
+        earlier = _latest(memory, task_id, open_only=False)
+        suspect = earlier is not None and (earlier.open or bool(earlier.tampered))
+        if earlier is not None and suspect and _recent(earlier, memory):
+            why = earlier.judge.changes(judge.verify, project)
+            if why or earlier.judge.files != judge.files:
+                judge = earlier.judge
+                how = "open" if earlier.open else "tampered"
+                note = (note + "; " if note else "") + (
+                    f"judge kept from the {how} attempt {earlier.id}: "
+                    f"{why or 'its VERIFY files changed'}"
+                )
+        _insert(memory, attempt_id, task_id, objective, names, scores, judge, project, source, note)
+    return get(memory, attempt_id)
+
+
+def again(memory: Store, previous: Attempt, source: str) -> Attempt:
+    """A new attempt by the same agent (a resumed builder): the insights it holds
+    and the judge fixed when its work first started."""
+    stamp = db.stamp(memory.clock())
+    attempt_id = f"{stamp}-{secrets.token_hex(6)}"
+    with db.write(memory.conn):
+        _insert(
+            memory,
+            attempt_id,
+            previous.task_id,
+            previous.objective,
+            previous.names,
+            previous.scores,
+            previous.judge,
+            Path(previous.project),
+            source,
+            f"resumes {previous.id}",
+        )
+    return get(memory, attempt_id)
+
+
+def _insert(
+    memory: Store,
+    attempt_id: str,
+    task_id: str,
+    objective: str,
+    names: list[str],
+    scores: dict[str, float | None] | None,
+    judge: judges.Judge,
+    project: Path,
+    source: str,
+    note: str,
+) -> None:
+    memory.conn.execute(
+        "INSERT INTO attempt(id, task_id, objective, names, scores, verify, verify_files, "
+        "verify_digest, project, source, note, started_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            attempt_id,
+            task_id,
+            objective,
+            json.dumps(list(names)),
+            json.dumps(scores or {}),
+            judge.verify,
+            json.dumps(judge.files),
+            judge.digest,
+            str(project),
+            source,
+            note,
+            db.stamp(memory.clock()),
+        ),
+    )
+
+
+def _recent(attempt: Attempt, memory: Store) -> bool:
+    try:
+        started = datetime.fromisoformat(attempt.started_at)
+    except ValueError:
+        return True
+    return memory.clock() - started < timedelta(hours=OPEN_HOURS)
+
+
+def get(memory: Store, attempt_id: str) -> Attempt:
+    row = memory.conn.execute(
+        f"SELECT {_COLUMNS} FROM attempt WHERE id = ?", (attempt_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no recorded attempt {attempt_id}")
+    return _attempt(row)
+
+
+def latest(memory: Store, task_id: str, open_only: bool = False) -> Attempt | None:
+    """The newest attempt at ``task_id`` (only an unsettled one with ``open_only``)."""
+    return _latest(memory, task_id, open_only)
+
+
+def _latest(memory: Store, task_id: str, open_only: bool) -> Attempt | None:
+    sql = f"SELECT {_COLUMNS} FROM attempt WHERE task_id = ?"
+    if open_only:
+        sql += " AND settled_at IS NULL"
+    row = memory.conn.execute(sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", (task_id,))
+    found = row.fetchone()
+    return _attempt(found) if found else None
+
+
+def attempts(memory: Store, task_id: str, limit: int = 20) -> list[Attempt]:
+    """Every recorded attempt at ``task_id``, newest first."""
+    rows = memory.conn.execute(
+        f"SELECT {_COLUMNS} FROM attempt WHERE task_id = ? "
+        "ORDER BY started_at DESC, rowid DESC LIMIT ?",
+        (task_id, limit),
+    ).fetchall()
+    return [_attempt(r) for r in rows]
+
+
+def describe(attempt: Attempt) -> dict[str, Any]:
+    """An attempt as the evidence trail shows it (``helix history``)."""
+    result = attempt.result
+    return {
+        "attempt": attempt.id,
+        "task_id": attempt.task_id,
+        "source": attempt.source,
+        "started_at": attempt.started_at,
+        "injected": attempt.names,
+        "verify": attempt.judge.verify,
+        "verify_files": attempt.judge.files,
+        "note": attempt.note,
+        "settled_at": attempt.settled_at,
+        "outcome": attempt.outcome,
+        "verified": attempt.verified,
+        "tampered": attempt.tampered,
+        "verify_exit": (result.get("verification") or {}).get("exit_code"),
+        "claimed": result.get("claimed"),
+        "problems": result.get("problems", []),
+    }
+
+
+def credited_before(memory: Store, task_id: str, before: str) -> tuple[set[str], str | None]:
+    """What earlier verified deliveries of ``task_id`` already proved: the insights
+    they credited, and the tree digest of the newest one (a settlement on the same
+    tree is the same work again)."""
+    rows = memory.conn.execute(
+        "SELECT names, tree FROM attempt WHERE task_id = ? AND id != ? AND verified = 1 "
+        "AND outcome = 'delivered' AND settled_at IS NOT NULL ORDER BY settled_at",
+        (task_id, before),
+    ).fetchall()
+    names: set[str] = set()
+    for value, _tree in rows:
+        names.update(_json(value, []))
+    return names, (rows[-1][1] if rows else None)
+
+
+def mark_settled(
+    memory: Store,
+    attempt: Attempt,
+    outcome: str,
+    verified: bool,
+    tampered: str | None,
+    tree: str | None,
+    result: dict[str, Any],
+    now: str,
+) -> bool:
+    """Close the attempt; False when another settlement closed it first. Must run
+    inside the caller's write transaction (the settlement's)."""
+    cursor = memory.conn.execute(
+        "UPDATE attempt SET settled_at = ?, outcome = ?, verified = ?, tampered = ?, tree = ?, "
+        "result = ? WHERE id = ? AND settled_at IS NULL",
+        (
+            now,
+            outcome,
+            int(verified),
+            tampered,
+            tree,
+            json.dumps(result, ensure_ascii=False),
+            attempt.id,
+        ),
+    )
+    return cursor.rowcount == 1
+
+
+def abandon_stale(memory: Store, older_than_days: float) -> int:
+    """Forget open attempts nobody settled (a crashed session): they credit nothing."""
+    cutoff = db.stamp(memory.clock() - timedelta(days=older_than_days))
+    with db.write(memory.conn):
+        cursor = memory.conn.execute(
+            "DELETE FROM attempt WHERE settled_at IS NULL AND started_at < ?", (cutoff,)
+        )
+    return cursor.rowcount
+
+
+def _attempt(row: tuple) -> Attempt:
+    (
+        attempt_id,
+        task_id,
+        objective,
+        names,
+        scores,
+        verify,
+        verify_files,
+        verify_digest,
+        project,
+        source,
+        note,
+        started_at,
+        settled_at,
+        outcome,
+        verified,
+        tampered,
+        tree,
+        result,
+    ) = row
+    return Attempt(
+        id=attempt_id,
+        task_id=task_id,
+        objective=objective,
+        names=[n for n in _json(names, []) if isinstance(n, str)],
+        scores=_json(scores, {}),
+        judge=judges.Judge(verify, _json(verify_files, []), verify_digest),
+        project=project,
+        source=source,
+        note=note,
+        started_at=started_at,
+        settled_at=settled_at,
+        outcome=outcome,
+        verified=None if verified is None else bool(verified),
+        tampered=tampered,
+        tree=tree,
+        result=_json(result, {}) if result else {},
+    )
+
+
+def _json(text: Any, default: Any) -> Any:
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return default
+    return value if isinstance(value, type(default)) else default

@@ -1,0 +1,150 @@
+"""The hooks' records of spawned helix agents, kept in helix's database.
+
+PreToolUse records each spawn (its prompt's fields and the attempt helix started
+for it) under the client's tool_use_id; SubagentStart counts an agent's starts (a
+second start is a resume, i.e. a new attempt); settling keeps a per-agent record
+of what was settled. These used to be JSON files under ``.helix/`` that the agent
+being judged could rewrite (adding starts settled one delivery several times);
+rows in the database are written only through helix.
+
+Opening it needs only :mod:`sqlite3` and the migrations, never numpy or the
+model, so SubagentStart and PostToolUse stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from helix.memory import db
+
+
+class Records:
+    """A connection to the project's database for the hook records; a context
+    manager. ``conn`` and ``clock`` make it a store :mod:`helix.loop.ledger` can
+    record attempts in."""
+
+    def __init__(self, path: Path):
+        self.conn, _backup = db.connect(path)
+
+    def __enter__(self) -> Records:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+    @staticmethod
+    def clock() -> datetime:
+        return datetime.now(UTC)
+
+    # ----------------------------------------------------------------- spawns
+    def put_spawn(self, spawn: dict[str, Any]) -> None:
+        """Record (or replace) a spawn; ``agent_id`` and ``claimed_by`` live in
+        their own columns so claiming is one conditional update."""
+        body = {k: v for k, v in spawn.items() if k not in ("agent_id", "claimed_by")}
+        with db.write(self.conn):
+            self.conn.execute(
+                "INSERT INTO spawn(tool_use_id, record, agent_id, claimed_by, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(tool_use_id) DO UPDATE SET "
+                "record = excluded.record",
+                (
+                    spawn["tool_use_id"],
+                    json.dumps(body, ensure_ascii=False),
+                    spawn.get("agent_id"),
+                    spawn.get("claimed_by"),
+                    db.stamp(self.clock()),
+                ),
+            )
+
+    def spawn(self, tool_use_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT record, agent_id, claimed_by FROM spawn WHERE tool_use_id = ?",
+            (tool_use_id,),
+        ).fetchone()
+        return _spawn(row) if row else None
+
+    def spawn_of_agent(self, agent_id: str) -> dict[str, Any] | None:
+        """The spawn a background launch tied to ``agent_id`` (see :meth:`link`)."""
+        row = self.conn.execute(
+            "SELECT record, agent_id, claimed_by FROM spawn WHERE agent_id = ? "
+            "ORDER BY created_at DESC LIMIT 1",
+            (agent_id,),
+        ).fetchone()
+        return _spawn(row) if row else None
+
+    def claim(self, tool_use_id: str, agent_id: str) -> bool:
+        """Tie the spawn to the agent that came from it; False when another agent
+        holds it already."""
+        with db.write(self.conn):
+            cursor = self.conn.execute(
+                "UPDATE spawn SET claimed_by = ? WHERE tool_use_id = ? "
+                "AND (claimed_by IS NULL OR claimed_by = ?)",
+                (agent_id, tool_use_id, agent_id),
+            )
+        return cursor.rowcount == 1
+
+    def link(self, tool_use_id: str, agent_id: str) -> None:
+        """Record which agent a background launch started (once)."""
+        with db.write(self.conn):
+            self.conn.execute(
+                "UPDATE spawn SET agent_id = ? WHERE tool_use_id = ? AND agent_id IS NULL",
+                (agent_id, tool_use_id),
+            )
+
+    # ----------------------------------------------------------------- agents
+    def count_start(self, agent_id: str) -> None:
+        with db.write(self.conn):
+            self.conn.execute(
+                "INSERT INTO agent_run(agent_id, starts, updated_at) VALUES (?, 1, ?) "
+                "ON CONFLICT(agent_id) DO UPDATE SET starts = starts + 1, "
+                "updated_at = excluded.updated_at",
+                (agent_id, db.stamp(self.clock())),
+            )
+
+    def starts(self, agent_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT starts FROM agent_run WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def agent(self, agent_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT record FROM agent_run WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        value = _json(row[0]) if row and row[0] else None
+        return value if isinstance(value, dict) else None
+
+    def save_agent(self, agent_id: str, record: dict[str, Any]) -> None:
+        with db.write(self.conn):
+            self.conn.execute(
+                "INSERT INTO agent_run(agent_id, record, starts, updated_at) VALUES (?, ?, 0, ?) "
+                "ON CONFLICT(agent_id) DO UPDATE SET record = excluded.record, "
+                "updated_at = excluded.updated_at",
+                (agent_id, json.dumps(record, ensure_ascii=False), db.stamp(self.clock())),
+            )
+
+    def prune(self, older_than_days: float) -> int:
+        """Forget spawns and agents not touched for a while (SessionEnd)."""
+        cutoff = db.stamp(self.clock() - timedelta(days=older_than_days))
+        with db.write(self.conn):
+            gone = self.conn.execute("DELETE FROM spawn WHERE created_at < ?", (cutoff,)).rowcount
+            gone += self.conn.execute(
+                "DELETE FROM agent_run WHERE updated_at < ?", (cutoff,)
+            ).rowcount
+        return gone
+
+
+def _spawn(row: tuple) -> dict[str, Any] | None:
+    value = _json(row[0])
+    if not isinstance(value, dict):
+        return None
+    return {**value, "agent_id": row[1], "claimed_by": row[2]}
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return None
