@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import glob
 import json
 import os
 import re
@@ -80,6 +81,20 @@ def write_bytes(path: Path, data: bytes) -> Path:
         raise
     _fsync_folder(path.parent)
     return path
+
+
+def remove_stale_temps(path: Path) -> int:
+    """Delete the temp files :func:`write_bytes` left beside ``path`` when a writer
+    was killed (SIGKILL skips its cleanup); return how many.
+
+    Safe only while holding the lock every writer of ``path`` holds: then no live
+    writer has a temp file in flight, so any there belongs to a dead one."""
+    removed = 0
+    for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+            removed += 1
+    return removed
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -12,7 +12,8 @@ Guarantees:
   then a temp file + ``os.replace``: no lost update between processes, and a
   reader never sees half a file;
 * the lock is a kernel ``flock``, released when its holder dies, so a crashed
-  process can never wedge the tracker; the holder (pid, host, time) is written
+  process can never wedge the tracker, and the next writer removes the temp
+  file a killed one left; the holder (pid, host, time) is written
   into the lock file for diagnostics, never used to decide by deleting it;
 * the file is read as bytes and a record nobody changed is written back as the
   very bytes it was read as: a rewrite never re-encodes, re-orders or
@@ -226,6 +227,8 @@ class Tracker:
     def _editing(self) -> Iterator[Snapshot]:
         """Read, let the caller change records, write back: one locked step."""
         with self._locked():
+            # Every writer holds this lock, so a temp file here is a killed writer's.
+            files.remove_stale_temps(self.path)
             snap = self.read()
             yield snap
             self._write(snap)
