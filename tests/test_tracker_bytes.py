@@ -67,11 +67,19 @@ def test_a_rewrite_keeps_every_untouched_line_byte_for_byte(poisoned: Tracker) -
     assert len(poisoned.read().tasks) == 4
 
 
-def test_an_untouched_record_keeps_its_spacing(tmp_path: Path) -> None:
+# Records another tool wrote its own way; == would call some of them unchanged
+# when they are not (True == 1 == 1.0) or changed when they are not (NaN).
+ODD_NUMBERS = b'{"id":"hx-00000005","title":"odd","score":NaN,"weight":1.0,"flag":true}'
+
+
+def test_an_untouched_record_keeps_its_spacing_and_numbers(tmp_path: Path) -> None:
     tracker = Tracker(tmp_path / "tasks.jsonl")
-    write(tracker.path, SPACED, PLAIN)
+    write(tracker.path, SPACED, ODD_NUMBERS, PLAIN)
     tracker.update("hx-00000001", priority=1)
-    assert lines_of(tracker.path)[0] == SPACED
+    assert lines_of(tracker.path)[:2] == [SPACED, ODD_NUMBERS]
+    tracker.update("hx-00000005", priority=1)
+    changed = json.loads(lines_of(tracker.path)[1])
+    assert (changed["weight"], changed["flag"], changed["priority"]) == (1.0, True, 1)
 
 
 def test_the_surrogate_record_itself_can_change_without_loss(poisoned: Tracker) -> None:

@@ -99,10 +99,12 @@ class Snapshot:
     def line(self, record: dict[str, Any]) -> bytes:
         """The record's line: the bytes it was read from if it is unchanged, else
         freshly written JSON (UTF-8; ASCII escapes if it holds a lone surrogate)."""
+        fresh = dump(record)
         kept = self.originals.get(id(record))
-        if kept is not None and kept[0] is record and _decode(kept[1]) == record:
+        # Compared as written, not with ==: NaN != NaN, and True == 1 == 1.0.
+        if kept is not None and kept[0] is record and dump(_decode(kept[1])) == fresh:
             return kept[1]
-        return dump(record)
+        return fresh
 
     def to_bytes(self) -> bytes:
         """The whole file: BOM if it had one, one line per entry."""
