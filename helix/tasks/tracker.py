@@ -179,7 +179,7 @@ class Tracker:
     def read(self) -> Snapshot:
         try:
             return parse(self.path.read_bytes())
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no file yet, as exists() said
             return Snapshot()
 
     def get(self, task_id: str) -> TaskRecord:
