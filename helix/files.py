@@ -13,6 +13,11 @@ replace, one line append, one lock. Each states its guarantee once.
   the next one); a deadline, because a stopped holder must not hang every hook
   behind it forever.
 
+* :func:`write_output`: a file the user named (an export): ``-`` is standard
+  output, a regular file is replaced atomically, a device or FIFO is written
+  through, anything else is refused. It never swaps a special file for a
+  regular one.
+
 Reading is forgiving (:func:`read_json` returns None for anything it cannot use)
 and :func:`file_id` checks that an outside value can name a file on its own.
 """
@@ -20,13 +25,17 @@ and :func:`file_id` checks that an outside value can name a file on its own.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import glob
 import json
 import os
 import re
+import stat
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +83,20 @@ def write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
+def remove_stale_temps(path: Path) -> int:
+    """Delete the temp files :func:`write_bytes` left beside ``path`` when a writer
+    was killed (SIGKILL skips its cleanup); return how many.
+
+    Safe only while holding the lock every writer of ``path`` holds: then no live
+    writer has a temp file in flight, so any there belongs to a dead one."""
+    removed = 0
+    for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+            removed += 1
+    return removed
+
+
 def _fsync_folder(folder: Path) -> None:
     """Make a rename in ``folder`` durable (best effort: some systems refuse)."""
     try:
@@ -84,6 +107,109 @@ def _fsync_folder(folder: Path) -> None:
         os.fsync(fd)
     except OSError:
         pass
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ user-named output
+def write_output(target: str | os.PathLike[str], chunks: Iterable[bytes]) -> str:
+    """Write ``chunks`` to the output the user named; return where they went.
+
+    * ``-``: standard output.
+    * a new name or an existing regular file: atomically replaced (temp file in
+      the same folder, fsync, ``os.replace``); an existing file keeps its mode,
+      a new one gets the usual ``0o666`` less the umask.
+    * a symlink is followed: its target gets the rule of its kind and the link
+      itself stays a link (a rename over the link would silently cut it).
+    * a character device (``/dev/null``, a terminal) or a FIFO: written through,
+      never created, truncated or replaced. A FIFO nobody reads is an error, not
+      a hang.
+    * a directory, a socket or a block device: refused with :class:`HelixError`.
+
+    Failures raise :class:`HelixError` naming the path; no temp file is left."""
+    if os.fspath(target) == "-":
+        sys.stdout.flush()  # text printed before must come first
+        out = sys.stdout.buffer
+        for chunk in chunks:
+            out.write(chunk)
+        out.flush()
+        return "-"
+    path = Path(target)
+    # Follow the link by hand, so the rename below lands beside the real file.
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode: int | None = os.stat(real).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise HelixError(f"cannot write to {path}: {exc.strerror or exc}") from None
+    if mode is None or stat.S_ISREG(mode):
+        _replace_with(real, chunks, None if mode is None else stat.S_IMODE(mode), shown=path)
+    elif stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        _write_through(real, chunks, shown=path)
+    else:
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a block device"
+            if stat.S_ISBLK(mode)
+            else "not a file helix can write"
+        )
+        raise HelixError(f"cannot write to {path}: it is {kind}")
+    return str(path)
+
+
+def _replace_with(path: Path, chunks: Iterable[bytes], mode: int | None, shown: Path) -> None:
+    if not path.parent.is_dir():
+        raise HelixError(f"cannot write to {shown}: no such directory {path.parent}")
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise HelixError(f"cannot write to {shown}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if isinstance(exc, OSError):
+            raise HelixError(f"cannot write to {shown}: {exc.strerror or exc}") from None
+        raise
+    _fsync_folder(path.parent)
+
+
+def _write_through(path: Path, chunks: Iterable[bytes], shown: Path) -> None:
+    # O_NONBLOCK makes opening a FIFO without a reader fail (ENXIO) instead of
+    # waiting forever; no O_CREAT or O_TRUNC: the node is used, never made or cut.
+    flags = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise HelixError(f"cannot write to {shown}: no process is reading that FIFO") from None
+        raise HelixError(f"cannot write to {shown}: {exc.strerror or exc}") from None
+    try:
+        opened = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(opened) or stat.S_ISFIFO(opened)):  # swapped since the stat
+            raise HelixError(f"cannot write to {shown}: it changed while being opened")
+        os.set_blocking(fd, True)  # a reader exists: a slow one is waited for, not an error
+        for chunk in chunks:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise HelixError(f"cannot write to {shown}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
 

@@ -7,6 +7,9 @@ clear line, no traceback), 2 called wrongly.
 
 from __future__ import annotations
 
+import io
+import sys
+
 import click
 
 from helix import __version__
@@ -24,6 +27,11 @@ def cli(ctx: click.Context) -> None:
 
     Example: helix demo
     """
+    # Text helix keeps but cannot encode (a lone surrogate from a task file, any
+    # non-ASCII on an ASCII terminal) is printed escaped, never a crash mid-output.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     # A missing model or a read-only store is said on every command, never found
     # out later from an empty memory; hooks and doctor report it their own way.
     # Said when the command ends, unless it failed: its one error line says enough.

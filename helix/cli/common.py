@@ -64,7 +64,17 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def emit(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """Print ``value`` as JSON: readable UTF-8 where stdout can take it, ASCII
+    escapes where it cannot (a lone surrogate kept from a file, a non-UTF-8
+    terminal), so the output is always valid JSON and never a UnicodeEncodeError."""
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, indent=2, ensure_ascii=True, default=str)
+    except LookupError:  # an encoding Python does not know: leave it to the stream
+        pass
+    click.echo(text)
 
 
 @overload

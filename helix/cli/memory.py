@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,8 +18,11 @@ from helix.cli.common import (
     open_memory,
     read_text,
 )
-from helix.errors import HelixError, InvalidInput
+from helix.errors import InvalidInput
 from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
 
 
 @click.group()
@@ -322,33 +327,31 @@ def memory_reindex(everything: bool) -> None:
 
 
 @memory.command("export")
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("file")
 @click.option("--embeddings", is_flag=True, help="Include vectors (bigger file, faster import).")
 @guarded
 def memory_export(file: str, embeddings: bool) -> None:
     """Export every insight as JSONL ('-' for stdout), e.g. to share through git.
 
+    FILE may also be a FIFO or a device such as /dev/null: it is written through,
+    never replaced.
+
     Example: helix memory export team-memory.jsonl
     """
+    count = 0
+
+    def lines(mem: Memory) -> Iterator[bytes]:
+        nonlocal count
+        for item in mem.export(embeddings):
+            count += 1
+            yield (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+
     with open_memory(create=False) as mem:
-        lines = (json.dumps(item, ensure_ascii=False) + "\n" for item in mem.export(embeddings))
-        if file == "-":
-            count = 0
-            for line in lines:
-                sys.stdout.write(line)
-                count += 1
-            click.echo(f"helix: exported {count} insights", err=True)
-            return
-        target = Path(file)
-        if not target.parent.is_dir():
-            raise HelixError(f"cannot export to {target}: no such directory {target.parent}")
-        text = list(lines)
-        count = len(text)
-        try:
-            files.write_bytes(target, "".join(text).encode("utf-8"))
-        except OSError as exc:
-            raise HelixError(f"cannot export to {target}: {exc.strerror or exc}") from None
-        emit({"exported": count, "file": str(target), "embeddings": embeddings})
+        where = files.write_output(file, lines(mem))
+    if where == "-":
+        click.echo(f"helix: exported {count} insights", err=True)
+        return
+    emit({"exported": count, "file": where, "embeddings": embeddings})
 
 
 @memory.command("import")

@@ -18,13 +18,23 @@ from helix.cli.common import emit, guarded, json_list
 from helix.errors import InvalidInput
 from helix.tasks import graph as taskgraph
 from helix.tasks.records import TaskRecord
-from helix.tasks.tracker import STATUSES, TYPES, Tracker, select
+from helix.tasks.tracker import STATUSES, TYPES, Snapshot, Tracker, select
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 def open_tracker() -> Tracker:
     return Tracker(config.resolve().tasks)
+
+
+def warn_problems(tracker: Tracker, snap: Snapshot) -> None:
+    """One stderr line per line of the task file that cannot be read."""
+    for problem in snap.problems:
+        click.echo(
+            f"helix: warning: {tracker.path.name} line {problem['line']}: "
+            f"{problem['error']} (kept as is)",
+            err=True,
+        )
 
 
 def show_tasks(tasks: Sequence[Mapping[str, Any]], as_json: bool, title: str | None = None) -> None:
@@ -141,12 +151,7 @@ def tasks_list(
     """
     tracker = open_tracker()
     snap = tracker.read()
-    for problem in snap.problems:
-        click.echo(
-            f"helix: warning: {tracker.path.name} line {problem['line']}: "
-            f"{problem['error']} (kept as is)",
-            err=True,
-        )
+    warn_problems(tracker, snap)
     show_tasks(select(snap.tasks, status, issue_type, label, parent), as_json)
 
 
@@ -229,7 +234,10 @@ def tasks_ready(execution: bool, as_json: bool) -> None:
 
     Example: helix tasks ready --execution --json
     """
-    found = taskgraph.ready(open_tracker().read().tasks, execution=execution, now=datetime.now(UTC))
+    tracker = open_tracker()
+    snap = tracker.read()
+    warn_problems(tracker, snap)
+    found = taskgraph.ready(snap.tasks, execution=execution, now=datetime.now(UTC))
     show_tasks(found, as_json, "ready")
 
 
@@ -260,7 +268,9 @@ def tasks_status(as_json: bool) -> None:
 
     Example: helix tasks status --json
     """
-    snap = open_tracker().read()
+    tracker = open_tracker()
+    snap = tracker.read()
+    warn_problems(tracker, snap)
     all_tasks = snap.tasks
     counts = {s: 0 for s in STATUSES}
     for task in all_tasks:
@@ -399,11 +409,25 @@ def tasks_import(file: str) -> None:
 
 
 @tasks.command("export")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file")
 @guarded
 def tasks_export(file: str) -> None:
-    """Write every task to a bead file (unknown keys kept).
+    """Write every task to a bead file (unknown keys kept), '-' for stdout.
+
+    FILE may also be a FIFO or a device such as /dev/null: it is written through,
+    never replaced. A symlink is followed and stays a symlink.
 
     Example: helix tasks export .beads/issues.jsonl
     """
-    emit(open_tracker().export_file(Path(file)))
+    tracker = open_tracker()
+    report = tracker.export_file(file)
+    if report["skipped_unreadable_lines"]:
+        click.echo(
+            f"helix: warning: {report['skipped_unreadable_lines']} unreadable lines of "
+            f"{tracker.path.name} left out of the export (see helix tasks list)",
+            err=True,
+        )
+    if report["file"] == "-":  # stdout holds the records: the summary goes aside
+        click.echo(f"helix: exported {report['exported']} tasks", err=True)
+        return
+    emit(report)

@@ -14,10 +14,20 @@ Guarantees:
   then a temp file + ``os.replace``: no lost update between processes, and a
   reader never sees half a file;
 * the lock is a kernel ``flock``, released when its holder dies, so a crashed
-  process can never wedge the tracker; the holder (pid, host, time) is written
+  process can never wedge the tracker, and the next writer removes the temp
+  file a killed one left; the holder (pid, host, time) is written
   into the lock file for diagnostics, never used to decide by deleting it;
-* a line that is not valid JSON (a bad hand edit) is reported with its line
-  number and kept verbatim through every rewrite.
+* the file is read as bytes and a record nobody changed is written back as the
+  very bytes it was read as: a rewrite never re-encodes, re-orders or
+  re-spaces a record it did not touch;
+* a line that is not valid UTF-8 or not valid JSON (a bad hand edit, a tool
+  with another encoding) is reported with its line number, hidden from every
+  command and kept verbatim through every rewrite; it never stops the other
+  records from being read;
+* a record holding a lone surrogate (``"\\ud800"``, valid JSON but not
+  encodable text) is read like any other; when helix changes it, it is written
+  with ASCII escapes, which keep the surrogate exactly;
+* a UTF-8 byte order mark at the start of the file is accepted and kept.
 """
 
 from __future__ import annotations
@@ -50,12 +60,23 @@ def now_rfc3339(clock: Callable[[], datetime]) -> str:
     return clock().astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 @dataclass
 class Snapshot:
-    """The file as read: records (dicts) and unreadable lines, in file order."""
+    """The file as read: records (dicts) and lines kept as they were (bytes), in
+    file order, and the problem of each kept line.
 
-    entries: list[dict[str, Any] | str] = field(default_factory=list)
+    ``originals`` maps a record (by identity) to the bytes it was read from, so a
+    record that is still equal to them is written back byte for byte."""
+
+    entries: list[dict[str, Any] | bytes] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
+    # Kept, not dropped: an editor put it there, and bytes helix did not write
+    # are not helix's to change. Written back first by every rewrite.
+    bom: bytes = b""
+    originals: dict[int, tuple[dict[str, Any], bytes]] = field(default_factory=dict, repr=False)
 
     @property
     def tasks(self) -> list[dict[str, Any]]:
@@ -67,24 +88,79 @@ class Snapshot:
                 return entry
         raise NotFound(f"no task {task_id!r}")
 
+    def remember(self, record: dict[str, Any], raw: bytes) -> None:
+        """Note that ``record`` was read from the line ``raw``."""
+        self.originals[id(record)] = (record, raw)
 
-def parse(lines: Iterator[str] | list[str]) -> Snapshot:
+    def adopt(self, record: dict[str, Any], source: Snapshot) -> None:
+        """Take over the bytes ``record`` was read from in ``source``."""
+        kept = source.originals.get(id(record))
+        if kept is not None and kept[0] is record:
+            self.remember(record, kept[1])
+
+    def line(self, record: dict[str, Any]) -> bytes:
+        """The record's line: the bytes it was read from if it is unchanged, else
+        freshly written JSON (UTF-8; ASCII escapes if it holds a lone surrogate)."""
+        fresh = dump(record)
+        kept = self.originals.get(id(record))
+        # Compared as written, not with ==: NaN != NaN, and True == 1 == 1.0.
+        if kept is not None and kept[0] is record and dump(_decode(kept[1])) == fresh:
+            return kept[1]
+        return fresh
+
+    def to_bytes(self) -> bytes:
+        """The whole file: BOM if it had one, one line per entry."""
+        lines = (e if isinstance(e, bytes) else self.line(e) for e in self.entries)
+        return self.bom + b"".join(line + b"\n" for line in lines)
+
+
+def dump(record: Mapping[str, Any]) -> bytes:
+    """One record as a JSONL line (no newline). Text stays readable UTF-8; a lone
+    surrogate cannot be UTF-8, so such a record is written with ASCII escapes,
+    which carry it exactly."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _decode(raw: bytes) -> Any:
+    """The JSON value of one line; raises UnicodeDecodeError or ValueError."""
+    return json.loads(raw.decode("utf-8"))
+
+
+def parse(data: bytes) -> Snapshot:
+    """Read a whole bead file's bytes. Never fails: what cannot be read becomes a
+    kept line and a problem."""
     snap = Snapshot()
-    for number, raw in enumerate(lines, start=1):
-        line = raw.rstrip("\n")
-        if not line.strip():
+    if data.startswith(BOM):
+        snap.bom, data = BOM, data[len(BOM) :]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
             continue
         try:
-            value = json.loads(line)
+            value = _decode(raw)
+        except UnicodeDecodeError as exc:
+            snap.entries.append(raw)
+            snap.problems.append(
+                {"line": number, "error": f"not valid UTF-8 (byte {exc.start + 1})"}
+            )
+            continue
         except json.JSONDecodeError as exc:
-            snap.entries.append(line)
+            snap.entries.append(raw)
             snap.problems.append({"line": number, "error": f"not valid JSON ({exc.msg})"})
             continue
+        except (ValueError, RecursionError):  # e.g. a number too long, nesting too deep
+            snap.entries.append(raw)
+            snap.problems.append({"line": number, "error": "not readable JSON"})
+            continue
         if not isinstance(value, dict) or not isinstance(value.get("id"), str):
-            snap.entries.append(line)
+            snap.entries.append(raw)
             snap.problems.append({"line": number, "error": "not a bead record (no string id)"})
             continue
         snap.entries.append(value)
+        snap.remember(value, raw)
     return snap
 
 
@@ -103,10 +179,10 @@ class Tracker:
 
     # ---------------------------------------------------------------- reading
     def read(self) -> Snapshot:
-        if not self.path.exists():
+        try:
+            return parse(self.path.read_bytes())
+        except (FileNotFoundError, NotADirectoryError):  # no file yet, as exists() said
             return Snapshot()
-        with open(self.path, encoding="utf-8", errors="replace") as handle:
-            return parse(handle)
 
     def get(self, task_id: str) -> TaskRecord:
         return cast(TaskRecord, self.read().find(task_id))
@@ -149,18 +225,14 @@ class Tracker:
                     os.ftruncate(fd, 0)
 
     def _write(self, snap: Snapshot) -> None:
-        lines = (
-            entry
-            if isinstance(entry, str)
-            else json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-            for entry in snap.entries
-        )
-        files.write_bytes(self.path, "".join(line + "\n" for line in lines).encode("utf-8"))
+        files.write_bytes(self.path, snap.to_bytes())
 
     @contextlib.contextmanager
     def _editing(self) -> Iterator[Snapshot]:
         """Read, let the caller change records, write back: one locked step."""
         with self._locked():
+            # Every writer holds this lock, so a temp file here is a killed writer's.
+            files.remove_stale_temps(self.path)
             snap = self.read()
             yield snap
             self._write(snap)
@@ -339,13 +411,14 @@ class Tracker:
 
     def import_file(self, source: Path) -> dict[str, Any]:
         """Merge records from a bead file: new ids are added, known ids replaced by
-        the incoming record (so a round trip is lossless). Bad lines are reported."""
-        with open(source, encoding="utf-8", errors="replace") as handle:
-            incoming = parse(handle)
+        the incoming record (so a round trip is lossless: an incoming record keeps
+        its bytes). Lines that cannot be read are reported and not imported."""
+        incoming = parse(Path(source).read_bytes())
         added = replaced = 0
         with self._editing() as snap:
             index = {e["id"]: n for n, e in enumerate(snap.entries) if isinstance(e, dict)}
             for record in incoming.tasks:
+                snap.adopt(record, incoming)
                 if record["id"] in index:
                     snap.entries[index[record["id"]]] = record
                     replaced += 1
@@ -355,12 +428,19 @@ class Tracker:
                     added += 1
         return {"added": added, "replaced": replaced, "problems": incoming.problems}
 
-    def export_file(self, target: Path) -> dict[str, Any]:
+    def export_file(self, target: str | Path) -> dict[str, Any]:
+        """Write every readable record to ``target`` (see :func:`files.write_output`:
+        ``-`` is stdout, a device or FIFO is written through, a file replaced
+        atomically). Untouched records keep their bytes; the new file has no BOM;
+        unreadable lines are left out and counted."""
         snap = self.read()
-        exported = Tracker(target)
-        with exported._locked():
-            exported._write(Snapshot(entries=list(snap.tasks)))
-        return {"exported": len(snap.tasks), "skipped_unreadable_lines": len(snap.problems)}
+        tasks = snap.tasks
+        where = files.write_output(target, (snap.line(task) + b"\n" for task in tasks))
+        return {
+            "exported": len(tasks),
+            "file": where,
+            "skipped_unreadable_lines": len(snap.problems),
+        }
 
 
 def select(
@@ -412,6 +492,7 @@ def _clear_claim(task: dict[str, Any]) -> None:
 def _text(value: Any, what: str, limit: int, required: bool = False) -> str:
     if not isinstance(value, str):
         raise InvalidInput(f"{what} must be text")
+    _encodable(value, what)
     value = value.strip()
     if required and not value:
         raise InvalidInput(f"{what} is empty")
@@ -429,6 +510,15 @@ LIST_FIELDS = (
     "verify_files",
     "verify-files",
 )
+
+
+def _encodable(value: str, what: str) -> None:
+    """New text must be real text: a file may hold a lone surrogate (it is kept),
+    but helix never writes a new one (non-UTF-8 arguments arrive as such)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{what} is not valid UTF-8 text") from None
 
 
 def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
@@ -454,6 +544,8 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
         elif key in LIST_FIELDS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise InvalidInput(f"{key} must be a list of strings")
+            for item in value:
+                _encodable(item, key)
             out[key.replace("_", "-")] = list(dict.fromkeys(value))
         elif key == "budget":
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
