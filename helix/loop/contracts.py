@@ -508,8 +508,9 @@ def _last_findings(text: str) -> dict[str, Any] | None:
     Only an opening brace before the last ``"findings"`` can start one, so the
     search walks back from there, one brace at a time, and stops at the first
     that decodes to such an object. Each attempt is charged the rest of the text
-    (what a failing decode may scan) against :data:`_SEARCH_BUDGET`, so text full
-    of braces costs a bounded amount of work, not one decode per brace."""
+    (what it copies, and what a failing decode may scan) against
+    :data:`_SEARCH_BUDGET`, so text full of braces costs a bounded amount of
+    work, not one decode per brace."""
     decoder = json.JSONDecoder()
     end = text.rfind('"findings"')
     budget = _SEARCH_BUDGET
@@ -518,8 +519,8 @@ def _last_findings(text: str) -> dict[str, Any] | None:
         if start < 0:
             return None
         budget -= len(text) - start
-        try:
-            value, _ = decoder.raw_decode(text, start)
+        try:  # a slice: a decode error counts lines up to its position, in what it is given
+            value, _ = decoder.raw_decode(text[start:])
         except (json.JSONDecodeError, RecursionError):
             value = None
         if isinstance(value, dict) and isinstance(value.get("findings"), list):
