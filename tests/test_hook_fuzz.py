@@ -76,6 +76,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     (trap / "to-outside").symlink_to(outside / "secret.txt")
     (trap / "to-fifo").symlink_to(subagents / "fifo")
     (trap / "new\nline").mkdir()
+    # The plugin folder the client names in CLAUDE_PLUGIN_ROOT, its manifest a FIFO.
+    (trap / "plugin" / ".claude-plugin").mkdir(parents=True)
+    os.mkfifo(trap / "plugin" / ".claude-plugin" / "plugin.json")
     hostile = {
         "fifo": str(subagents / "fifo"),
         "agent-fifo": str(subagents / f"agent-{AGENT}.jsonl"),
@@ -327,7 +330,11 @@ def run(case: Case, world: World, env: dict[str, str]) -> str | None:
 
 def test_hooks_survive_hostile_payloads(world: World) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HELIX_", "CLAUDE_"))}
-    env.update(HELIX_EMBEDDER="hash", CLAUDE_PROJECT_DIR=str(world.project))
+    env.update(
+        HELIX_EMBEDDER="hash",
+        CLAUDE_PROJECT_DIR=str(world.project),
+        CLAUDE_PLUGIN_ROOT=str(world.root / "hostile" / "plugin"),
+    )
     home = world.project / ".helix"
     before = snapshot(world.root, home)
     all_cases = cases(world)
