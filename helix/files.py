@@ -19,7 +19,11 @@ replace, one line append, one lock. Each states its guarantee once.
   regular one.
 
 Reading is forgiving (:func:`read_json` returns None for anything it cannot use)
-and :func:`file_id` checks that an outside value can name a file on its own.
+and bounded: :func:`open_regular` opens only a regular file, never a FIFO, a
+device, a socket or a directory (a hook pointed at one of those must not hang on
+it or read it forever), and :func:`read_regular` reads at most a given number of
+bytes from its start or its end, within a deadline. :func:`file_id` checks that
+an outside value can name a file on its own.
 """
 
 from __future__ import annotations
@@ -37,13 +41,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from helix.errors import HelixError, InvalidInput
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_STATE_BYTES = 4 << 20  # a state file is small; a bigger one was not written by helix
 APPEND_LOCK_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 2.0  # a local file of a few MB reads in milliseconds; a slower one is stuck
+READ_CHUNK = 1 << 20
 
 
 def file_id(value: Any, what: str = "task id") -> str:
@@ -297,16 +303,73 @@ def _exclusive(
 
 
 # ------------------------------------------------------------------ read
-def read_json(path: Path) -> Any | None:
-    """The file's JSON value; None when it is missing, too big or not JSON."""
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes] | None:
+    """``path`` opened for reading in binary if it is a regular file (a symlink
+    to one counts); None for anything else or anything that cannot be opened.
+
+    Guarantee: never blocks and never opens a FIFO, device, socket or directory.
+    The path is checked before opening (so a device is never opened at all),
+    opened with ``O_NONBLOCK`` (so a FIFO swapped in meanwhile does not wait for a
+    writer) and checked again on the open descriptor."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_STATE_BYTES + 1)
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
-    if len(data) > MAX_STATE_BYTES:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return os.fdopen(fd, "rb", buffering=0)
+    except OSError:
+        os.close(fd)
+        return None
+
+
+def read_regular(
+    path: str | os.PathLike[str],
+    max_bytes: int,
+    *,
+    tail: bool = False,
+    timeout: float = READ_TIMEOUT_S,
+) -> bytes | None:
+    """At most ``max_bytes`` of the regular file ``path``: its first bytes, or
+    with ``tail`` its last ones. None when :func:`open_regular` refuses the path
+    or reading takes longer than ``timeout`` seconds (a hung network mount).
+
+    Read-only; a file that grows meanwhile is read up to the cap, no further."""
+    handle = open_regular(path)
+    if handle is None:
+        return None
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    with handle:
+        try:
+            if tail:
+                size = os.fstat(handle.fileno()).st_size
+                handle.seek(max(0, size - max_bytes))
+            left = max_bytes
+            while left > 0:
+                chunk = handle.read(min(READ_CHUNK, left))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+                if time.monotonic() > deadline:
+                    return None
+        except OSError:
+            return None
+    return b"".join(chunks)
+
+
+def read_json(path: Path) -> Any | None:
+    """The file's JSON value; None when it is missing, not a regular file, too
+    big or not JSON."""
+    data = read_regular(path, MAX_STATE_BYTES + 1)
+    if data is None or len(data) > MAX_STATE_BYTES:
         return None
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None

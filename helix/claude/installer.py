@@ -41,12 +41,13 @@ def packaged_plugin() -> Path:
 
 
 def plugin_version(folder: Path) -> str | None:
-    """The version in a plugin folder's manifest, None if it has no readable one."""
-    try:
-        data = json.loads((folder / ".claude-plugin" / "plugin.json").read_text("utf-8"))
-        return str(data["version"])
-    except (OSError, ValueError, KeyError, TypeError):
+    """The version in a plugin folder's manifest, None if it has no readable one.
+    SessionStart asks with the folder the client names, so the read is bounded
+    (:func:`helix.files.read_json`): a FIFO or device there is no manifest."""
+    data = files.read_json(folder / ".claude-plugin" / "plugin.json")
+    if not isinstance(data, dict) or "version" not in data:
         return None
+    return str(data["version"])
 
 
 def find_claude() -> str | None:

@@ -6,6 +6,15 @@ back; agent output carries markers (``DELIVERED:``, ``BLOCKED:``, ``PLAN_SPEC:``
 fences, behind bullets or bold. Parsing is tolerant about form and strict about
 meaning: every parser returns a typed result whose ``problems`` say what was
 missing or malformed; no exception escapes for bad agent text.
+
+Agent text reaches these parsers from hooks, inside someone's session, so the
+work is bounded whatever the text: an agent message is read from its last
+:data:`MAX_MESSAGE_CHARS` (the markers close it), a prompt from its first
+:data:`MAX_PROMPT_CHARS`; every pattern matches within one line or from one
+marker, so time grows linearly with the text; a JSON value is decoded only where
+its marker counts (the last ``PLAN_SPEC``, the first :data:`MAX_INSIGHTS`
+``INSIGHT`` markers), and at most :data:`MAX_INSIGHTS` insights come out of one
+message.
 """
 
 from __future__ import annotations
@@ -16,6 +25,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helix.tasks import graph as taskgraph
+
+# A builder's final report is a few KB and its markers close it; a plan with a
+# hundred tasks is well under this. Anything before the last 256 KB of a message
+# is prose or pasted output, and parsing it would only cost time.
+MAX_MESSAGE_CHARS = 256 << 10
+# The orchestrator's prompts are a few KB of fields; a prompt is read from its start.
+MAX_PROMPT_CHARS = 1 << 20
+# Lessons worth keeping are few; an agent that reports more is flooding memory.
+MAX_INSIGHTS = 3
+# How much JSON parse_exploration may scan looking for its findings object.
+_SEARCH_BUDGET = 4 * MAX_MESSAGE_CHARS
+
+
+def _message_tail(text: str) -> str:
+    return text[-MAX_MESSAGE_CHARS:] if len(text) > MAX_MESSAGE_CHARS else text
+
 
 # ------------------------------------------------------------------ prompts
 EXPLORER_FIELDS = ("CONTEXT", "SCOPE", "FOCUS", "OBJECTIVE")
@@ -173,6 +198,11 @@ def parse_prompt(text: object) -> Prompt:
     if not isinstance(text, str):
         result.problems.append("prompt is not text")
         return result
+    if len(text) > MAX_PROMPT_CHARS:
+        result.problems.append(
+            f"prompt longer than {MAX_PROMPT_CHARS} characters; the rest is unread"
+        )
+        text = text[:MAX_PROMPT_CHARS]
     current: str | None = None
     buffer: list[str] = []
 
@@ -209,29 +239,47 @@ def parse_prompt(text: object) -> Prompt:
 
 
 # ------------------------------------------------------------------ outputs
-_MARK = r"^[\s>*_`#-]*\**{name}\**\s*:\**\s*"
+# A marker stands at the start of a line behind optional quote, bullet, emphasis
+# or heading characters. The prefix never crosses a line end and holds the only
+# star run before the name, so a match attempt costs the length of its line.
+_MARK = r"^[ \t>*_`#-]*{name}\**\s*:\**\s*"
 _STATUS = re.compile(_MARK.format(name="(DELIVERED|BLOCKED|PARTIAL)") + r"(.*)$", re.M)
 _SUB = {
     name: re.compile(_MARK.format(name=name) + r"(.*)$", re.M)
     for name in ("TRIED", "ERROR", "REMAINING")
 }
+_PLAN_COMPLETE = re.compile(_MARK.format(name="PLAN_COMPLETE"), re.M)
+_JSON_MARKS = {
+    name: re.compile(_MARK.format(name=name), re.M)
+    for name in ("INSIGHT", "INJECTED", "UTILIZED", "PLAN_SPEC")
+}
+_FENCE = re.compile(r"\s*(?:```[a-zA-Z]*)?\s*")
+_LISTED = 5  # outcome markers named in the problem about several of them
 
 
-def _json_after(text: str, marker: str) -> list[tuple[Any, str | None]]:
-    """Every JSON value that follows ``MARKER:`` (fences and spaces skipped), with
-    an error string instead when the value does not parse."""
-    out: list[tuple[Any, str | None]] = []
+def _json_at(text: str, marker: re.Match[str]) -> tuple[Any, str | None]:
+    """The JSON value that follows one ``MARKER:`` (a fence and spaces skipped),
+    or an error string when it does not parse. Decoded in place: nothing after
+    the marker is copied."""
+    name = marker.group(0).strip(" \t>*_`#-:\n\r")
     # strict=False: agents wrap long lines inside JSON strings; accept the newline.
     decoder = json.JSONDecoder(strict=False)
-    for match in re.finditer(_MARK.format(name=marker), text, re.M):
-        rest = text[match.end() :]
-        rest = re.sub(r"^\s*```[a-zA-Z]*\s*", "", rest)
-        try:
-            value, _ = decoder.raw_decode(rest.lstrip())
-            out.append((value, None))
-        except json.JSONDecodeError as exc:
-            out.append((None, f"{marker} is not valid JSON ({exc.msg})"))
-    return out
+    start = _FENCE.match(text, marker.end())
+    try:
+        value, _ = decoder.raw_decode(text, start.end() if start else marker.end())
+    except json.JSONDecodeError as exc:
+        return None, f"{name} is not valid JSON ({exc.msg})"
+    except RecursionError:
+        return None, f"{name} is not valid JSON (nested too deeply)"
+    return value, None
+
+
+def _last_json(text: str, name: str) -> tuple[Any, str | None] | None:
+    """The JSON after the last ``NAME:`` marker (the one that counts), or None."""
+    last = None
+    for last in _JSON_MARKS[name].finditer(text):  # noqa: B007 - the last one is kept
+        pass
+    return None if last is None else _json_at(text, last)
 
 
 @dataclass
@@ -255,21 +303,26 @@ class Outcome:
 
 
 def parse_outcome(text: Any) -> Outcome:
-    """Find the outcome markers in a builder's (or planner's) final message."""
+    """Find the outcome markers in a builder's (or planner's) final message (its
+    last :data:`MAX_MESSAGE_CHARS`). At most :data:`MAX_INSIGHTS` insights are
+    kept, the first ones; the rest are named in ``problems``, not returned."""
     result = Outcome()
     if not isinstance(text, str) or not text.strip():
         result.problems.append("no output")
         return result
-    statuses = list(_STATUS.finditer(text))
-    if statuses:
-        last = statuses[-1]
+    text = _message_tail(text)
+    matches = list(_STATUS.finditer(text))
+    if matches:
+        last = matches[-1]
+        statuses = [m.group(1) for m in matches]
         result.status = last.group(1).lower()
         result.summary = last.group(2).strip().strip("*_` ")
-        if len({m.group(1) for m in statuses}) > 1:
+        if len(set(statuses)) > 1:
+            shown = ", ".join(statuses[:_LISTED])
+            if len(statuses) > _LISTED:
+                shown += f", ... {len(statuses)} in all"
             result.problems.append(
-                "several outcome markers ("
-                + ", ".join(m.group(1) for m in statuses)
-                + f"); the last, {last.group(1)}, counts"
+                f"several outcome markers ({shown}); the last, {last.group(1)}, counts"
             )
     else:
         result.problems.append("no DELIVERED, BLOCKED or PARTIAL marker")
@@ -281,8 +334,28 @@ def parse_outcome(text: Any) -> Outcome:
         result.problems.append("BLOCKED without TRIED or ERROR")
     if result.status == "partial" and not result.remaining:
         result.problems.append("PARTIAL without REMAINING")
-    result.plan_complete = bool(re.search(_MARK.format(name="PLAN_COMPLETE"), text, re.M))
-    for value, error in _json_after(text, "INSIGHT"):
+    result.plan_complete = _PLAN_COMPLETE.search(text) is not None
+    _read_insights(text, result)
+    for name in ("INJECTED", "UTILIZED"):
+        found_json = _last_json(text, name)
+        if found_json is None:
+            continue
+        value, error = found_json
+        if error or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            result.problems.append(error or f"{name} must be a JSON list of names")
+            continue
+        setattr(result, name.lower(), list(dict.fromkeys(value)))
+    return result
+
+
+def _read_insights(text: str, result: Outcome) -> None:
+    """The first :data:`MAX_INSIGHTS` INSIGHT markers are read; any past them
+    are counted in ``problems`` and never decoded."""
+    markers = _JSON_MARKS["INSIGHT"].finditer(text)
+    read = 0
+    for marker in markers:
+        read += 1
+        value, error = _json_at(text, marker)
         if error:
             result.problems.append(error)
         elif not isinstance(value, dict) or not isinstance(value.get("content"), str):
@@ -294,16 +367,14 @@ def parse_outcome(text: Any) -> Outcome:
                 tags = []
             content = " ".join(value["content"].split())
             result.insights.append({"content": content, "tags": tags})
-    for name in ("INJECTED", "UTILIZED"):
-        found = _json_after(text, name)
-        if not found:
-            continue
-        value, error = found[-1]
-        if error or not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            result.problems.append(error or f"{name} must be a JSON list of names")
-            continue
-        setattr(result, name.lower(), list(dict.fromkeys(value)))
-    return result
+        if read >= MAX_INSIGHTS:
+            break
+    ignored = sum(1 for _ in markers)
+    if ignored:
+        result.problems.append(
+            f"{ignored} INSIGHT marker(s) past the first {MAX_INSIGHTS} ignored: "
+            f"at most {MAX_INSIGHTS} insights per message"
+        )
 
 
 _SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -321,18 +392,20 @@ class Plan:
 
 
 def parse_plan(text: Any) -> Plan:
-    """PLAN_SPEC: [...] from the planner: checked for unique seq numbers, known
-    and acyclic blocked_by references, and the fields a builder needs."""
+    """PLAN_SPEC: [...] from the planner (the last marker in the message's last
+    :data:`MAX_MESSAGE_CHARS`): checked for unique seq numbers, known and acyclic
+    blocked_by references, and the fields a builder needs."""
     plan = Plan()
     if not isinstance(text, str) or not text.strip():
         plan.problems.append("no output")
         return plan
+    text = _message_tail(text)
     plan.insights = parse_outcome(text).insights
-    found = _json_after(text, "PLAN_SPEC")
-    if not found:
+    found = _last_json(text, "PLAN_SPEC")
+    if found is None:
         plan.problems.append("no PLAN_SPEC marker")
         return plan
-    value, error = found[-1]
+    value, error = found
     if error:
         plan.problems.append(error)
         return plan
@@ -405,20 +478,12 @@ class Exploration:
 
 def parse_exploration(text: Any) -> Exploration:
     """The explorer's JSON findings: the last JSON object in the text (fenced or
-    bare) that has a ``findings`` list."""
+    bare, in its last :data:`MAX_MESSAGE_CHARS`) that has a ``findings`` list."""
     result = Exploration()
     if not isinstance(text, str) or not text.strip():
         result.problems.append("no output")
         return result
-    decoder = json.JSONDecoder()
-    best = None
-    for start in (m.start() for m in re.finditer(r"\{", text)):
-        try:
-            value, _ = decoder.raw_decode(text[start:])
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict) and isinstance(value.get("findings"), list):
-            best = value
+    best = _last_findings(_message_tail(text))
     if best is None:
         result.problems.append("no JSON object with a findings list")
         return result
@@ -438,3 +503,30 @@ def parse_exploration(text: Any) -> Exploration:
         "memories": [m for m in best.get("memories") or [] if isinstance(m, dict)],
     }
     return result
+
+
+def _last_findings(text: str) -> dict[str, Any] | None:
+    """The JSON object with a ``findings`` list that starts last in ``text``.
+
+    Only an opening brace before the last ``"findings"`` can start one, so the
+    search walks back from there, one brace at a time, and stops at the first
+    that decodes to such an object. Each attempt is charged the rest of the text
+    (what it copies, and what a failing decode may scan) against
+    :data:`_SEARCH_BUDGET`, so text full of braces costs a bounded amount of
+    work, not one decode per brace."""
+    decoder = json.JSONDecoder()
+    end = text.rfind('"findings"')
+    budget = _SEARCH_BUDGET
+    while end > 0 and budget > 0:
+        start = text.rfind("{", 0, end)
+        if start < 0:
+            return None
+        budget -= len(text) - start
+        try:  # a slice: a decode error counts lines up to its position, in what it is given
+            value, _ = decoder.raw_decode(text[start:])
+        except (json.JSONDecodeError, RecursionError):
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("findings"), list):
+            return value
+        end = start
+    return None

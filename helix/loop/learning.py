@@ -31,6 +31,7 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.files import file_id, read_json, write_json
 from helix.loop import injection
+from helix.loop.contracts import MAX_INSIGHTS
 from helix.loop.records import LearningCandidate, Settlement
 from helix.loop.verify import telling_line
 from helix.memory import db, insight
@@ -76,7 +77,9 @@ def candidates(
     """Candidates from one settled attempt (:func:`helix.loop.attribution.settle`).
 
     ``memory`` is needed only for systemic detection (similar recent failures);
-    pass None to skip it.
+    pass None to skip it. At most :data:`~helix.loop.contracts.MAX_INSIGHTS`
+    explicit INSIGHT candidates come from one attempt, whoever built the
+    settlement; the derived ones (failure, systemic, evolution) are apart.
     """
     task = task or {}
     task_id = settlement["task_id"]
@@ -84,7 +87,7 @@ def candidates(
     scope = _scope(task)
     proven = settlement["outcome"] == "delivered" and settlement["verified"]
     out: list[LearningCandidate] = []
-    for item in settlement.get("insights", []):
+    for item in settlement.get("insights", [])[:MAX_INSIGHTS]:
         out.append(
             candidate(
                 item["content"],
