@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
+
+from helix.memory.behaviour import behaviour_problem
 
 SCREEN_VERSION = 1
 
@@ -90,6 +93,13 @@ _TOKEN_PATTERNS = tuple(
         (r"eyJ(?<![A-Za-z0-9_-]...)[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
          "looks like a JWT", False),
         (r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----", "contains a private key block", False),
+        (r"AccountKey=[A-Za-z0-9+/]{20,}", "looks like an Azure storage key", False),
+        (r"SG\.(?<![A-Za-z0-9_]...)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "looks like a SendGrid key", False),
+        (r"SK(?<![A-Za-z0-9_]..)[0-9a-f]{32}(?![0-9a-fA-F])", "looks like a Twilio API key", False),
+        (r"do[opr]_v1_[a-f0-9]{40,}", "looks like a DigitalOcean token", False),
+        (r"key-(?<![A-Za-z0-9_]....)[0-9a-z]{32}(?![0-9a-z])", "looks like a Mailgun key", True),
+        (r"\"private_key(?:_id)?\"\s*:\s*\"[^\"]{12,}", "contains a service-account private key", False),
+        (r"A[KS]IA(?<![A-Z0-9]....)[A-Z0-9]{8,15}(?![a-z])", "looks like part of an AWS access key id", True),
         (r"bearer\s+[a-z0-9._~+/-]{20,}", "contains a literal bearer token", True, True),
         (r"authorization[\"']?\s*[:=]\s*[\"']?basic\s+[a-z0-9+/]{8,}",
          "contains literal basic-auth credentials", False, True),
@@ -148,6 +158,94 @@ def _literal_assignment(low: str) -> bool:
     return False
 
 
+# Credentials in prose and headers: "log in with the password hunter2",
+# "X-Api-Key: 4c9e...", "the unseal key is 3f9a...". The value must look like a
+# secret (letters and digits, or symbols), not a word, a reference or a path.
+_PROSE_SECRET = re.compile(
+    r"(?<![\w$.-])(?:pass(?:word|wd|phrase|code)?s?|pwd?|pin code|secret|token|api[ _-]?key|key|cookie"
+    r"|credentials?|login)(?![a-z])[\"'`]?"
+    r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+[^\s]{1,40}){1,4})?"
+    r"(?:[ \t]*(?:\n[ \t]*)?(?:is|was|=|:|are|reads|would be)(?![a-z]))?"
+    r"[ \t]*(?:\n[ \t]*)?(?:(?:set|changed)[ \t]+to[ \t]+)?[\"'`]?([^\s\"'`,;()<>{}$@\[\]][^\s\"'`,;()<>]{5,200})"
+)
+_HEADER = re.compile(
+    r"(?:authorization|x-[a-z0-9-]{0,30}|api-?key|private-token|[a-z-]{0,30}subscription-key"
+    r"|session(?:id)?|sid|cookie)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?"
+    r"(?:(?:token|bearer|basic|digest|apikey|api-key|key)[ \t]+)?([^\s\"'`,;()<>]{8,200})"
+)
+_COMMON_WORD = re.compile(r"^[a-z]+(?:[-'][a-z]+)*[.!]?$")
+_PATHLIKE = re.compile(
+    r"^(?:~|\.{0,2}/|[a-z]:\\)|://|^[\w.-]+\.(?:py|md|toml|ya?ml|json|txt"
+    r"|cfg|ini|env|pem|key|sh|js|ts|rs|go)$|^[\w-]+/[\w./-]+$"
+)
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$|^\d+(?:[.,]\d+)?[a-z%]{0,3}$")
+_SECRETISH_MIXED = re.compile(r"(?=.*[a-z])(?=.*\d)|(?=.*[a-z])(?=.*[A-Z])(?=.*[^A-Za-z0-9])")
+
+
+def _secretish(value: str, min_len: int) -> bool:
+    """Whether a word found after a password/key/header name is a literal secret."""
+    value = value.rstrip(".,:!?)]}>")
+    if len(value) < min_len or _is_placeholder(value):
+        return False
+    if _COMMON_WORD.match(value.lower()) or _PATHLIKE.search(value) or _VERSION.match(value):
+        return False
+    if "(" in value or _DOTTED.match(value) or value.isupper():
+        return False  # code (get_token()), settings.SECRET_KEY, or an env var name
+    if _SECRET_NAME.match(value) and _SECRET_WORD.search(value) and "_" in value:
+        return False  # db_password, api_key_name
+    return bool(_SECRETISH_MIXED.match(value))
+
+
+# "type admin / letmein123": a user name and a password written as a pair.
+_PAIR = re.compile(
+    r"\b(?:type|enter|use|with|login|log in|sign in|signin|credentials?|creds|account)\b"
+    r"[^.;\n]{0,30}?\s[a-z][\w.@-]{1,30}[ \t]?(?:/|:|and)[ \t]?(?:pass(?:word)?[ \t]+)?"
+    r"([^\s/\"'`,;()<>]{6,100})"
+)
+
+
+def _prose_secret(text: str) -> str | None:
+    low = text.lower()
+    for m in _PAIR.finditer(low):
+        if _secretish(text[m.start(1) : m.end(1)], 6):
+            return "contains a user name and password"
+    for m in _PROSE_SECRET.finditer(low):
+        raw = text[m.start(1) : m.end(1)]
+        if _secretish(raw, 6):
+            return "contains a literal password or key"
+    for m in _HEADER.finditer(low):
+        raw = text[m.start(1) : m.end(1)]
+        if _secretish(raw, 8):
+            return "contains a literal API key or token in a header"
+    return None
+
+
+# Incoming-webhook URLs carry their secret in the path: posting to one needs nothing else.
+_WEBHOOK = re.compile(
+    r"https?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|(?:[\w-]+\.)?discord(?:app)?\.com"
+    r"/api/webhooks/|[\w-]+\.webhook\.office\.com/|outlook\.office(?:365)?\.com/webhook"
+    r"|hooks\.zapier\.com/hooks/|maker\.ifttt\.com/trigger/|chat\.googleapis\.com/v1/spaces/"
+    r"|[^\s/]{1,100}/(?:[^\s/?#]{1,60}/){0,4}(?:web)?hooks?/)([^\s\"'`<>]{8,400})"
+)
+_SECRET_SEGMENT = re.compile(r"(?=[\w-]{0,200}\d)(?=[\w-]{0,200}[a-zA-Z])[\w-]{16,}")
+
+
+_KNOWN_HOOK = re.compile(r"slack|discord|office|zapier|ifttt|googleapis")
+_HOOK_SEGMENT = re.compile(r"(?=[\w-]{0,100}\d)[\w-]{6,}")
+
+
+def _webhook(text: str) -> bool:
+    for m in _WEBHOOK.finditer(text):
+        path = m.group(1)
+        if "..." in path or "{" in path or _is_placeholder(path.split("/")[0]):
+            continue
+        segments = path.split("/")
+        known = _KNOWN_HOOK.search(text[m.start() : m.start(1)].lower())
+        if any((_HOOK_SEGMENT if known else _SECRET_SEGMENT).fullmatch(s) for s in segments):
+            return True
+    return False
+
+
 def _secret_problem(text: str, low: str) -> str | None:
     for pattern, reason, needs_digit, lower in _TOKEN_PATTERNS:
         for m in pattern.finditer(low if lower else text):
@@ -158,43 +256,66 @@ def _secret_problem(text: str, low: str) -> str | None:
             return "contains a URL or connection string with an inline password"
     if _literal_assignment(low):
         return "assigns a literal password, token or key"
+    if _webhook(text):
+        return "contains a webhook URL with its secret"
+    return _prose_secret(text)
+
+
+def _maintained_detector(text: str) -> str | None:
+    """detect-secrets' regex plugins, beside ours (they know more vendors). Its
+    keyword and entropy plugins stay off: on prose they flag nearly every word."""
+    plugins = _detectors()
+    for line in text.splitlines() or [text]:
+        for plugin in plugins:
+            for _ in plugin.analyze_string(line):
+                return f"looks like a secret ({plugin.secret_type})"
     return None
 
 
-# --- prompt injection (all patterns run on folded, lower-cased text) --------
+_DETECTORS: list[Any] = []
+_DETECTOR_MODULES = (
+    "artifactory", "aws", "azure_storage_key", "cloudant", "discord", "github_token",
+    "gitlab_token", "ibm_cloud_iam", "ibm_cos_hmac", "jwt", "mailchimp", "npm", "openai",
+    "private_key", "pypi_token", "sendgrid", "slack", "softlayer", "square_oauth", "stripe",
+    "telegram_token", "twilio",
+)  # fmt: skip
+
+
+def _detectors() -> list[Any]:
+    """The plugin objects, imported on first use: detect-secrets takes ~0.15 s to
+    import, which only storing (never SessionStart or PreToolUse) should pay."""
+    if not _DETECTORS:
+        import importlib
+
+        from detect_secrets.plugins.base import RegexBasedDetector
+
+        for name in _DETECTOR_MODULES:
+            module = importlib.import_module(f"detect_secrets.plugins.{name}")
+            for value in vars(module).values():
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, RegexBasedDetector)
+                    and value.__module__ == module.__name__
+                ):
+                    _DETECTORS.append(value())
+    return _DETECTORS
+
+
+# --- chat markup and old-style injection (run on folded, lower-cased text) --
 
 # fmt: off
-_W = r"[\s_*`~-]+"  # word separator, tolerant of markdown emphasis and snake_case
-_VERB = r"(?:i(?<![a-z]i)gnor(?:e|ing)|d(?<![a-z]d)isregard(?:ing)?|f(?<![a-z]f)orget(?:ting)?)"
-_OVERRIDE = re.compile(
-    _VERB + r"((?:" + _W + r"(?:all|any|the|every|everything|in|of|these|those|this|that|my"
-    r"|your|previous|prior|above|earlier|preceding|former|original|initial|old|system"
-    r"|developer|safety|existing|current|other)){1,5})" + _W +
-    r"(instructions?|directives?|guidelines|prompts?|rules|context|messages|constraints)\b"
-)
-_STRONG_NOUN = re.compile(r"^(?:instructions?|directives?|guidelines)$")
-_QUALIFIER = re.compile(
-    r"\b(?:previous|prior|above|earlier|preceding|former|original|initial|system|developer"
-    r"|safety|your|my)\b"
-)
-_INJECTION_PATTERNS = tuple(
+_MARKUP = tuple(
     (re.compile(p, re.M), reason)
     for p, reason in (
-        (_VERB + _W + r"(?:all" + _W + r")?(?:of" + _W + r")?(?:the" + _W + r")?above"
-         r"(?=\s*(?:[.,;:!)]|$)|" + _W + r"(?:and|instead|then|text|prompt|content)\b)"
-         r"|" + _VERB + _W + r"everything" + _W + r"(?:above|before|prior|previously|you)\b",
-         "contains an instruction-override phrase"),
-        (r"you(?<![a-z]you)(?:\s+are|'re|\u2019re)\s+now\b"
-         r"|from(?<![a-z]from)\s+now\s+on,?\s+you\s+are\b",
-         "contains a role-reassignment phrase (\"you are now ...\")"),
-        (r"(?:new|updated|revised|real|actual|override)" + _W + r"(?:system" + _W +
-         r")?instructions?\s*:", "contains a \"new instructions:\" phrase"),
+        (r"(?:new|updated|revised|real|actual|override|hidden|secret)[\s_*`~-]+(?:system[\s_*`~-]+)?"
+         r"(?:instructions?|orders|directives?|task)\s*:", "contains a \"new instructions:\" phrase"),
         (r"<\s*/\s*(?:system|assistant|user|human|developer)\b[^<>\n]{0,80}>"
          r"|<\s*system(?:[-_ ]?(?:prompt|message|reminder|instructions?))?(?:\s[^<>\n]{0,80})?\s*>"
          r"|<(?<![a-z0-9_]<)\s*(?:assistant|user|human|developer)(?:\s[^<>\n]{0,80})?\s*>"
          r"|<\|\s*[a-z_][\w.-]{0,30}\s*\|>|\[/?inst\]|<</?sys>>",
          "contains a chat role tag"),
         (r"^[ >*#_]*(?:system|assistant|human)[ *_]*:", "starts a line with a chat role prefix"),
+        (r"(?:^|\n)[ >*#_]*(?:system|assistant|human)[ *_]*:", "starts a line with a chat role prefix"),
     )
 )
 
@@ -208,7 +329,7 @@ _SENSITIVE = re.compile(
     r"(?<![\w-])\.env(?:rc)?(?!\.(?:example|sample|template|dist))(?![\w-])"
     r"|\.ssh/(?![\w.-]*\.pub\b|known_hosts|config\b|authorized_keys)"
     r"|id_(?:rsa|dsa|ecdsa|ed25519)(?![\w.])"
-    r"|\.aws/(?:credentials|config)|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials"
+    r"|\.aws/(?:credentials|config)|\.aws\b|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials"
     r"|\.docker/config\.json|\.kube/config|\.gnupg/|/etc/(?:shadow|passwd)|/proc/\w+/environ"
     r"|\.(?:bash|zsh)_history|credentials\.json"
     r"|(?:\$\{?|\$env:|%)\w*(?:key|secret|token|pass|cred|auth|session|cookie|private)"
@@ -225,30 +346,88 @@ def _has_net_tool(clause: str) -> bool:
     return False
 
 
-def _exfiltration(folded: str) -> bool:
+def _net_exfiltration(folded: str) -> bool:
+    """A network tool in the same clause as a secret source, whatever the host:
+    a legitimate host cannot be told apart."""
     return _has_net_tool(folded) and any(
         _has_net_tool(c) and _SENSITIVE.search(c) for c in _CLAUSE_BREAK.split(folded)
     )
 
 
 def _injection_problem(folded: str) -> str | None:
-    for m in _OVERRIDE.finditer(folded):
-        if _STRONG_NOUN.match(m.group(2)) or _QUALIFIER.search(m.group(1)):
-            return "contains an instruction-override phrase"
-    for pattern, reason in _INJECTION_PATTERNS:
+    for pattern, reason in _MARKUP:
         if pattern.search(folded):
             return reason
-    if _exfiltration(folded):
+    if _net_exfiltration(folded):
         return "looks like a command that sends secrets to a remote host"
-    return None
+    return behaviour_problem(folded)
+
+
+# --- views of the text -------------------------------------------------------
+# An attacker splits words ("I g n o r e", "ig-nore"), lines ("ghp_abc\ndef") or
+# wraps a command in base64. Each view undoes one trick; every view is screened.
+
+_SPACED = re.compile(r"(?<![^\W_])(?:[^\W_] ){2,}[^\W_](?![^\W_])")
+_SOFT_HYPHEN = re.compile(r"(?<=[a-z])-(?=[a-z]{2,})")
+_LINE_JOIN = re.compile(r"[ \t]*(?:\\[ \t]*)?\n[ \t]*")
+_BLOB = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/=_-])")
+_HEX_BLOB = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]?){12,}(?![0-9A-Fa-f])")
+MAX_BLOBS = 16
+MAX_BLOB = 8192
+_HIDDEN_COMMAND = re.compile(
+    r"https?://|\|\s*(?:ba|z)?sh\b|\brm\s+-rf\b|\bcurl\b|\bwget\b|\biex\b|\beval\b|\bexec\("
+)
+
+
+def _unspaced(raw: str) -> str:
+    """Join letters spaced apart ("I g n o r e" -> "Ignore"), before whitespace collapses."""
+    return _SPACED.sub(lambda m: m.group(0).replace(" ", ""), raw)
+
+
+def _decoded_blobs(text: str) -> list[str]:
+    """Readable text hidden in base64 or hex blobs (bounded in number and size)."""
+    import base64
+    import binascii
+
+    found: list[str] = []
+    candidates = [m.group(0) for m in _BLOB.finditer(text)][:MAX_BLOBS]
+    hexes = [re.sub("[ :]", "", m.group(0)) for m in _HEX_BLOB.finditer(text)][:MAX_BLOBS]
+    for blob in candidates + hexes:
+        blob = blob[:MAX_BLOB]
+        raws: list[bytes] = []
+        if all(c in "0123456789abcdefABCDEF" for c in blob) and len(blob) % 2 == 0:
+            raws.append(binascii.unhexlify(blob))
+        try:
+            padded = blob + "=" * (-len(blob) % 4)
+            alt = "-_" if ("-" in blob or "_" in blob) else None
+            raws.append(base64.b64decode(padded, altchars=alt.encode() if alt else None))
+        except (binascii.Error, ValueError):
+            pass
+        for data in raws:
+            for encoding in ("utf-8", "utf-16-le"):
+                try:
+                    decoded = data.decode(encoding)
+                except UnicodeDecodeError:
+                    continue
+                printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
+                if decoded and printable / len(decoded) > 0.95 and " " in decoded.strip():
+                    found.append(decoded)
+                elif decoded and printable == len(decoded) and len(decoded) >= 16:
+                    found.append(decoded)  # a token without spaces: still screened
+                    break
+    return found
 
 
 # --- public API -------------------------------------------------------------
 
+MAX_SCREENED = 32_000  # an insight is at most 4,000 characters; its fields together less
 
-def _screen(text: object) -> str | None:
+
+def _screen(text: object, depth: int = 0) -> str | None:
     if not isinstance(text, str):
         return "not a text string"
+    if len(text) > MAX_SCREENED:
+        return f"too long to screen (over {MAX_SCREENED} characters)"
     if _BAD_UNICODE.search(text):
         return "contains invalid Unicode (unpaired surrogate)"
     if _TAG_CHARS.search(text):
@@ -256,20 +435,39 @@ def _screen(text: object) -> str | None:
     norm = _normalize(text)
     if not norm:
         return None
-    low = norm.lower()
-    problem = _secret_problem(norm, low)
-    if problem:
-        return problem
-    # For injection only: fold look-alike letters and strip combining accents.
+    joined = _LINE_JOIN.sub("", norm)
+    for view in dict.fromkeys((norm, joined)):
+        problem = _secret_problem(view, view.lower())
+        if problem:
+            return problem
+    # For behaviour: fold look-alike letters and strip combining accents, and
+    # undo letter spacing and hyphenation.
     folded = norm.translate(_LOOKALIKES).lower()
     if not folded.isascii():
         folded = _COMBINING.sub("", unicodedata.normalize("NFKD", folded))
-    return _injection_problem(folded)
+    spaced = _normalize(_unspaced(_INVISIBLE.sub("", unicodedata.normalize("NFKC", text))))
+    spaced = spaced.translate(_LOOKALIKES).lower()
+    for view in dict.fromkeys((folded, spaced, _SOFT_HYPHEN.sub("", folded))):
+        problem = _injection_problem(view)
+        if problem:
+            return problem
+    if depth == 0:
+        for decoded in _decoded_blobs(norm):
+            problem = _screen(decoded, depth + 1)
+            if problem:
+                return f"hides text that {problem} in an encoded blob"
+            if _HIDDEN_COMMAND.search(decoded.lower()) or len(decoded.split()) >= 5:
+                return "hides a command or instruction in an encoded blob"
+        for view in dict.fromkeys((norm, joined)):
+            problem = _maintained_detector(view)
+            if problem:
+                return problem
+    return None
 
 
 def find_problem(text: str) -> str | None:
     """Return a short human reason (e.g. "looks like an AWS access key") if `text`
-    must not be stored, else None. Pure, fast (< 1 ms for 4,000 chars), never raises."""
+    must not be stored, else None. Pure, fast (a few ms for 4,000 chars), never raises."""
     try:
         return _screen(text)
     except Exception:  # fail closed: text we cannot screen is not stored
