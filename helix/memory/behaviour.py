@@ -36,7 +36,8 @@ _DROP = (
     r"|overlook|set(?:ting)? aside|pay no (?:attention|heed|mind) to|discard|drop|abandon"
     r"|bypass|circumvent|override|overrule|skip|stop (?:following|obeying|listening to)"
     r"|(?:do not|don'?t|no longer|never) (?:follow|obey|heed|listen to|comply with|respect)"
-    r"|break|violate|throw out|cancel|void|nullify|suspend|turn off|switch off|disable)"
+    r"|break|violate|throw (?:out|away)|scrap|ditch|toss|erase|cancel|void|nullify|suspend"
+    r"|turn off|switch off|disable)"
 )
 _FILLER = (
     r"(?:all|any|the|every|everything|in|of|these|those|this|that|my|your|its|their|each"
@@ -47,11 +48,13 @@ _FILLER = (
 _ORDERS = (
     r"(?:instructions?|directives?|directions?|guidelines?|guidance|orders|commands?"
     r"|prompts?|rules|policy|policies|constraints|restrictions|guardrails?|safeguards?"
-    r"|limits|limitations|boundaries|programming|training|context|messages|memory)"
+    r"|limits|limitations|boundaries|programming|training|context|messages|memory|briefing"
+    r"|brief|system message|system prompt|task description|mission)"
 )
 _STRONG_ORDERS = re.compile(
     r"^(?:instructions?|directives?|directions?|guidelines?|guidance|orders|guardrails?"
-    r"|safeguards?|programming|policy|policies|restrictions|constraints)$"
+    r"|safeguards?|programming|policy|policies|restrictions|constraints|briefing"
+    r"|system message|system prompt)$"
 )
 _QUALIFIER = re.compile(
     r"\b(?:previous|prior|above|earlier|preceding|former|original|initial|system|developer"
@@ -86,6 +89,20 @@ _AUTHORITY = re.compile(
     r"(?:says?|said|tells? you)"
     r"|(?:follow|obey|trust|listen to|take orders from) only (?:this|these|me|the following"
     r"|what (?:this|these))"
+    r"|(?:listen|answer|respond|defer|report) only to (?:this|these|me|the following)"
+    r"|only (?:listen|answer|respond|defer) to (?:this|these|me)"
+    r"|nothing (?:in|of|from) (?:your|the) (?:\w+ )?" + _ORDERS + r" (?:applies|matters|counts|holds)"
+    # a hidden goal behind the task
+    r"|your (?:real|true|hidden|secret|actual) (?:job|task|goal|objective|mission|purpose|orders)"
+    r"|the (?:hidden|secret|true|real) (?:goal|objective|mission|purpose|orders)\b"
+    r"|(?:task|issue|ticket)(?: description)? is (?:just )?(?:a|only a) (?:cover|decoy|distraction"
+    r"|pretext|lie)"
+    # permission the note cannot give
+    r"|(?:authori[sz]ed|allowed|permitted|cleared|entitled|free) (?:you )?to (?:skip|bypass|ignore"
+    r"|disable|override|turn off|circumvent)" + _SHORT + r"(?:safety|security|checks?|reviews?"
+    r"|verification|tests?|rules|guardrails|restrictions|approval)"
+    r"|without (?:telling|informing|notifying|alerting|asking) (?:anyone|anybody|the (?:user"
+    r"|team|owner|reviewer|maintainers?|operator|human))"
     r"|only (?:this|these) (?:note|insight|line|memory|text|message)s? (?:counts?|matters?)"
     r"|(?:obeys?|follows?) only (?:this|these|my|the attacker)"
     # hiding from the user: an insight has no business asking for secrecy
@@ -121,7 +138,7 @@ _ROLE = re.compile(
     r"|continue|work"
     r"|impersonate|become|transform|switch|turn|assume|enter|adopt|play|be)"
     + _GAP +
-    r"(?:unrestricted|unfiltered|uncensored|unaligned|jail-?broken|jailbreak|no (?:rules|limits"
+    r"(?:unrestricted|unfiltered|uncensored|unaligned|jail-?broken|jailbreak|no (?:\w+ )?(?:rules|limits"
     r"|restrictions|limitations|filters?|guardrails|safety|ethics|morals)|without (?:any )?"
     r"(?:rules|limits|restrictions|limitations|filters?|guardrails|safety|censorship)"
     r"|never refuses?|cannot refuse|can do anything|do anything now|god mode|\bdan\b"
@@ -141,12 +158,16 @@ _SABOTAGE = re.compile(
     # the check itself neutered: "set VERIFY to `true`", "add || true to the test command"
     r"(?:verify|verification|test|check|ci)\w*(?:" + _W + r"(?:command|step|line|script|cmd"
     r"|job|stage|hook|target))?" + _SHORT + r"(?:to|with|into|by|as)\s*[`'\"(]?\s*(?:/bin/|/usr/bin/)?"
-    r"(?:true\b|exit\s+0|:[`'\")\s]|echo\b|pass\b|return\s+0|sys\.exit\(0\)|\[\s*1\s*\])"
+    r"(?:true\b|exit\s+0|:[`'\")\s]|echo\b|pass\b|return\s+0|sys\.exit\(0\)|\[\s*1\s*\]"
+    r"|(?:a\s+|the\s+)?(?:no-?op|dummy|empty|fake|always-passing)\b)"
+    r"|(?:verify|verification|check|test)\w*\s+(?:\w+\s+)?(?:be|become|is|to)\s+(?:a\s+|the\s+)?"
+    r"(?:no-?op|dummy|empty command|fake|always-passing)\b"
     r"|\|\|\s*(?:true|exit\s+0|:)(?![\w])" + _GAP + _CHECKS +
     r"|" + _CHECKS + _GAP + r"\|\|\s*(?:true|exit\s+0|:)(?!\w)"
     # outcome forced: "so the tests always pass", "make VERIFY always pass"
     r"|(?:so|make|making|until|ensure|ensuring|guarantee|force|forcing|then)\b" + _SHORT
-    + _CHECKS + r"\w*\s+(?:always|never|can(?:no|')t|won'?t|will always|will never|do not|don'?t)"
+    + _CHECKS + r"\w*(?:\s+\w+){0,2}?\s+(?:always|never|can(?:no|')t|can never|could never|won'?t"
+    r"|will always|will never|do not|don'?t)"
     r"\s+(?:pass|passes|succeed|succeeds|fail|fails|block|blocks|go(?:es)? red|be red|turn red)"
     r"|(?:always|unconditionally|automatically)\s+(?:pass|passes|succeed|succeeds|green)\b"
     + _SHORT + r"(?:verify|verification|tests?|check|ci|pipeline)"
@@ -161,8 +182,8 @@ _SABOTAGE = re.compile(
     r"|\b(?:edit|change|rewrite|modify|replace|weaken|simplify|loosen|relax|shorten|swap|override"
     r"|set|neuter|stub)\s+(?:the\s+)?(?:task'?s\s+|its\s+|your\s+)?(?:verify|verification)\s+"
     r"(?:command|line|step|check|script|cmd|condition)\b"
-    r"|(?:if|when|whenever)\s+(?:a|the|any|some)\s+(?:test|check|assertion|spec)s?\s+(?:fails?"
-    r"|breaks?|errors?)," + _SHORT + r"(?:skip|delete|remove|disable|comment|xfail|mark)"
+    r"|(?:if|when|whenever)\s+(?:a|the|any|some)\s+(?:test|check|assertion|spec)s?\s+(?:is\s+"
+    r"|are\s+)?(?:fails?|failing|breaks?|broken|errors?|red)\b,?" + _SHORT + r"(?:skip|delete|remove|disable|comment|xfail|mark)"
     r"|(?:delete|remove|comment out|skip)\w*\s+(?:the\s+)?(?:tests?|assertions?|checks?)"
     r"\s+(?:that|which)\s+(?:fail|are failing|break)"
     # claiming success that did not happen
@@ -178,8 +199,17 @@ _SABOTAGE = re.compile(
     + r"(?:" + _GAP + r"(?:even (?:if|when|though)|regardless|without|nobody|no one|not\b)|[;,:]"
     r"\s*(?:nobody|no one|they|it|the orchestrator) (?:reads?|checks?|verif|looks?|will not|won'?t"
     r"|does not|doesn'?t))"
-    r"|(?:even (?:if|when|though)|regardless of whether)\s+(?:the\s+)?(?:verify|verification"
-    r"|tests?|checks?|ci|build)\s+(?:fails?|failed|is red|breaks?)"
+    r"|(?:delivered|done|complete|completed|passed|success|succeeded|green|finished)" + _GAP +
+    r"(?:even (?:if|when|though)|although|though|despite|regardless of(?: whether)?)\s+"
+    r"(?:the\s+|some\s+|all\s+)?(?:verify|verification|pytest|tests?|checks?|ci|build|suite"
+    r"|run)\w*\s+(?:fails?|failed|failing|is red|are red|breaks?|broke|errors?)"
+    r"|(?:even (?:if|when|though)|although|despite|regardless of(?: whether)?)\s+(?:the\s+"
+    r"|some\s+|all\s+)?(?:verify|verification|pytest|tests?|checks?|ci|build|suite)\w*\s+"
+    r"(?:fails?|failed|failing|is red|are red|breaks?)" + _GAP + r"(?:delivered|done|complete"
+    r"|passed|success|green|finished)"
+    r"|\b(?:pretend|act as if|act as though|behave as if|assume)\s+(?:that\s+)?(?:all\s+|the\s+)?"
+    r"(?:tests?|checks?|verify|verification|ci|build|suite)\w*\s+(?:pass|passed|succeeded"
+    r"|are green|went green|were green)"
     r"|fake\w*\s+(?:the\s+)?(?:test|verify|verification|ci|check|build)?\s*(?:output|results?"
     r"|logs?|runs?|passes|success)"
     r"|(?:assert|expect)\w*\s*\(?\s*true\s*\)?" + _SHORT + r"(?:wherever|whenever|where|if|when)"
@@ -237,6 +267,13 @@ _RCE = re.compile(
     r"|text|code|script))" + _SHORT + r"(?:https?://|returns?|serves?|sends?|responds?)"
     r"|(?:run|execute|exec|launch)\w*\b" + _GAP + r"https?://[^\s\"'`]{1,200}?\.(?:sh|bash|ps1"
     r"|py|pl|rb|bin|exe|bat|cmd|run|msi|apk|js)(?![\w.])"
+    r"|(?:download|fetch|grab|pull|get|retrieve|obtain|take|load|copy|stream)\w*\b" + _GAP +
+    r"(?:https?://|ftp://|remote|server|internet|website|web site|cdn|pastebin|gist|link)" + _GAP +
+    r"(?:\b(?:run|execute|exec|launch|source|eval|interpret|start)\w*\s+(?:it|them|that|this)\b"
+    r"|\blet\s+(?:ba|z)?sh\b|\blet\s+(?:the\s+)?(?:shell|python|node|interpreter)\b"
+    r"|into\s+(?:a\s+|the\s+)?(?:root\s+|sudo\s+)?(?:shell|bash|sh|interpreter|terminal)\b)"
+    r"|(?:stream|pipe|feed)\w*\s+(?:the\s+)?(?:remote|downloaded|fetched)" + _GAP +
+    r"into\s+(?:a\s+|the\s+)?(?:root\s+|sudo\s+)?(?:shell|bash|sh|interpreter|terminal)\b"
     r"|pip(?:e|ing)\b" + _GAP + r"(?:curl|wget|remote|download|https?://|url)" + _GAP +
     r"(?:into|to|through)\s+(?:the\s+)?(?:ba|z)?sh\b|pip(?:e|ing)\b" + _GAP +
     r"(?:https?://)" + _GAP + r"(?:into|to|through)\s+(?:the\s+)?(?:shell|bash|sh|interpreter"
@@ -248,7 +285,8 @@ _SEND = re.compile(
     r"\b(?:send|sends|sending|sent|upload|uploads|uploading|post|posts|posting|forward|email"
     r"|e-mail|mail|ship|transmit|transfer|leak|exfiltrate|exfiltrating|paste|pasting|share"
     r"|publish|push|commit|include|put|copy|copying|dump|attach|pipe|beacon|expose|reveal"
-    r"|print|echo|log|disclose|hand over|give|scp|rsync|tar|dig|nslookup)\b"
+    r"|print|echo|log|disclose|hand over|give|scp|rsync|tar|dig|nslookup|mirror|relay"
+    r"|replicate|place|drop|leave|write|add)\b"
 )
 _SECRET_THING = re.compile(
     r"(?<![\w-])\.env(?:rc)?(?!\.(?:example|sample|template|dist))(?![\w-])"
@@ -273,6 +311,7 @@ _DESTINATION = re.compile(
     r"|collector|remote (?:host|server|endpoint|collector|machine)|outside|personal (?:email"
     r"|account)|commit message|pr description|pull request description|issue comment|readme"
     r"|final report|your report|(?:the|your) (?:summary|output|response|answer)|chat|channel"
+    r"|issue tracker|(?:public|open) (?:issue|repo|repository|channel|bucket)|comment on"
     r"|discord|telegram|slack|dns|nc\b|netcat|ngrok|webhook\.site|requestbin|transfer\.sh"
     r"|file share|exfil)"
 )

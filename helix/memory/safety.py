@@ -78,15 +78,18 @@ _TOKEN_PATTERNS = tuple(
     (re.compile(p), reason, needs_digit, bool(lower))
     for p, reason, needs_digit, *lower in (
         (r"A[KS]IA(?<![A-Z0-9]....)[A-Z0-9]{16}(?![A-Z0-9])", "looks like an AWS access key id", False),
-        (r"gh[pousr]_(?<![A-Za-z0-9_]....)[A-Za-z0-9]{20,}"
-         r"|github_pat_(?<![A-Za-z0-9_]...........)[A-Za-z0-9_]{20,}",
-         "looks like a GitHub token", False),
-        (r"sk-ant-(?<![A-Za-z0-9_-].......)[A-Za-z0-9_-]{16,}", "looks like an Anthropic API key", False),
+        # Vendor prefixes are matched on short tails too: a token split across
+        # lines or spaces still leaks its first part, and the rest is nearby.
+        (r"gh[pousr]_(?<![A-Za-z0-9_]....)[A-Za-z0-9]{8,}"
+         r"|github_pat_(?<![A-Za-z0-9_]...........)[A-Za-z0-9_]{8,}",
+         "looks like a GitHub token", True),
+        (r"sk-ant-(?<![A-Za-z0-9_-].......)(?:[A-Za-z0-9_-]{8,}|(?:api|admin)[0-9]{2}-)",
+         "looks like an Anthropic API key", True),
         (r"sk-(?<![A-Za-z0-9_-]...)[A-Za-z0-9_-]{20,}", "looks like an OpenAI-style API key", True),
         (r"xox[abposre]-(?<![A-Za-z0-9].....)[A-Za-z0-9-]{10,}", "looks like a Slack token", True),
         (r"AIza[0-9A-Za-z_-]{35}", "looks like a Google API key", False),
-        (r"k_(?:live|test)_(?<=[sr]k_...._)[0-9A-Za-z]{16,}", "looks like a Stripe secret key", False),
-        (r"glpat-(?<![A-Za-z0-9_]......)[A-Za-z0-9_-]{20,}", "looks like a GitLab token", False),
+        (r"k_(?:live|test)_(?<=[sr]k_...._)[0-9A-Za-z]{8,}", "looks like a Stripe secret key", False),
+        (r"glpat-(?<![A-Za-z0-9_]......)[A-Za-z0-9_-]{10,}", "looks like a GitLab token", True),
         (r"npm_(?<![A-Za-z0-9_]....)[A-Za-z0-9]{36}", "looks like an npm token", False),
         (r"pypi-AgE[A-Za-z0-9_-]{50,}", "looks like a PyPI token", False),
         (r"hf_(?<![A-Za-z0-9_]...)[A-Za-z0-9]{30,}", "looks like a Hugging Face token", False),
@@ -379,6 +382,24 @@ _HIDDEN_COMMAND = re.compile(
 )
 
 
+# Letters spaced apart whose squashed form holds a hostile word: once whitespace
+# is collapsed, word gaps are lost ("y o u a r e n o w"), so words are sought inside.
+_SQUASHED_WORDS = re.compile(
+    "ignore|disregard|forget|override|bypass|youarenow|yourenow|jailbreak|unrestricted|pretend"
+    "|exfiltrat|sendthe|uploadthe|curl|wget|bash|password|secret|token|apikey|instruction"
+    "|markthetask|skipthe|verify|deleteall|systemprompt|developermode"
+)
+_MIN_SQUASHED = 8
+
+
+def _squashed_problem(folded: str) -> bool:
+    for m in _SPACED.finditer(folded):
+        squashed = m.group(0).replace(" ", "")
+        if len(squashed) >= _MIN_SQUASHED and _SQUASHED_WORDS.search(squashed):
+            return True
+    return False
+
+
 def _unspaced(raw: str) -> str:
     """Join letters spaced apart ("I g n o r e" -> "Ignore"), before whitespace collapses."""
     return _SPACED.sub(lambda m: m.group(0).replace(" ", ""), raw)
@@ -451,6 +472,8 @@ def _screen(text: object, depth: int = 0) -> str | None:
         problem = _injection_problem(view)
         if problem:
             return problem
+    if _squashed_problem(folded):
+        return "spells out a hostile instruction letter by letter"
     if depth == 0:
         for decoded in _decoded_blobs(norm):
             problem = _screen(decoded, depth + 1)
