@@ -80,7 +80,7 @@ _AUTHORITY = re.compile(
     r"\s+(?:above|before|so far|given|from (?:the )?(?:user|operator|orchestrator|system)"
     r"|you (?:were|have been|'ve been) given))" + _SHORT +
     r"(?:no longer (?:apply|matter|count|bind|hold)|(?:do|does) not apply"
-    r"|don'?t apply|(?:are|is|were|was) (?:void|cancell?ed|revoked|a test|fake"
+    r"|don'?t apply|(?:are|is|were|was) (?:void|cancell?ed|revoked|retracted|rescinded|withdrawn|a test|fake"
     r"|invalid|null|lifted|suspended|superseded|replaced|over)|have been (?:lifted|revoked"
     r"|cancell?ed|replaced|superseded))"
     # "nothing you were told before matters", "whatever your system prompt says"
@@ -92,6 +92,8 @@ _AUTHORITY = re.compile(
     r"|(?:listen|answer|respond|defer|report) only to (?:this|these|me|the following)"
     r"|only (?:listen|answer|respond|defer) to (?:this|these|me)"
     r"|nothing (?:in|of|from) (?:your|the) (?:\w+ )?" + _ORDERS + r" (?:applies|matters|counts|holds)"
+    r"|even (?:if|when|though) (?:it|this|that) (?:conflicts?|contradicts?|disagrees?|clashes)"
+    r" with (?:your|the|any) (?:\w+ )?" + _ORDERS +
     # a hidden goal behind the task
     r"|your (?:real|true|hidden|secret|actual) (?:job|task|goal|objective|mission|purpose|orders)"
     r"|the (?:hidden|secret|true|real) (?:goal|objective|mission|purpose|orders)\b"
@@ -142,11 +144,19 @@ _ROLE = re.compile(
     r"|restrictions|limitations|filters?|guardrails|safety|ethics|morals)|without (?:any )?"
     r"(?:rules|limits|restrictions|limitations|filters?|guardrails|safety|censorship)"
     r"|never refuses?|cannot refuse|can do anything|do anything now|god mode|\bdan\b"
+    r"|free (?:of|from) (?:all |any )?(?:guidelines|rules|restrictions|limits|constraints|filters"
+    r"|policies)"
     r"|evil|malicious|the (?:system )?administrator with|root access|full admin"
     r"|admin(?:istrator)? (?:rights|privileges|access)|no (?:review|oversight|confirmation))"
     r"|(?:never|not) (?:refuse|decline|question|ask for (?:confirmation|permission|approval))"
     r"\b" + _SHORT + r"(?:request|command|instruction|order|anything|whatever)"
     r"|(?:approve|merge) (?:your|its) own (?:pull requests?|prs?|changes)"
+    r"|\byou(?:'re| are) (?:now )?(?:dan|an? (?:unrestricted|jailbroken|unfiltered|uncensored|evil"
+    r"|unaligned)|free (?:of|from))\b"
+    r"|\b(?:you|ai|assistant|model|agent|dan|bot|persona)\w*\s+(?:that\s+|who\s+)?(?:has|have"
+    r"|with|is free of|are free of)\s+no\s+(?:\w+\s+)?(?:restrictions|limits|limitations|filters"
+    r"|guardrails|rules|safety|guidelines)"
+    r"|(?:consider|regard|think of|imagine|see) yourself (?:as )?(?:the|an?)\b"
 )
 
 # --- verification sabotage ------------------------------------------------------
@@ -174,6 +184,19 @@ _SABOTAGE = re.compile(
     r"|(?:failing|failed|failures?|broken|red)\s+(?:tests?|checks?|assertions?)?\s*(?:are|is|get)?"
     r"\s*(?:treated|counted|reported|marked|recorded|shown)\s+as\s+(?:pass|passing|passed|success"
     r"|green|ok)"
+    r"|\b(?:make|turn|set|change|swap|replace)\w*\s+(?:the\s+)?(?:task'?s\s+)?(?:verify|verification"
+    r"|test|check)\w*(?:\s+(?:command|step|line|script|cmd|job))?\s+(?:(?:in)?to\s+|for\s+|with\s+)?"
+    r"[`'\"]?(?:a\s+|an\s+)?(?:no-?op|dummy|ls|true|exit 0|:|echo|pass)(?![\w-])"
+    # tests bent to the code instead of the code fixed
+    r"|(?:edit|change|modify|rewrite|adjust|tweak|update|loosen|weaken)\w*\s+(?:the\s+)?(?:tests?"
+    r"|them|assertions?|expectations?|expected \w+)\s+until\s+(?:they|it|the suite)\s+pass"
+    r"|(?:tests?|assertions?|expectations?|them)" + _GAP + r"instead of (?:fixing|touching|changing"
+    r"|correcting|repairing) the (?:code|implementation|bug|source|logic)"
+    r"|(?:verify|verification|tests?|ci|checks?)\w*" + _GAP + r"(?:results?|outcomes?|failures?"
+    r"|output) (?:does not|doesn'?t|do not|don'?t|never) matters?"
+    r"|(?:verify|verification|test)\w*(?:\s+command)?" + _GAP + r"\bso\b" + _GAP +
+    r"(?:never|not|doesn'?t|without) (?:actually )?(?:runs?|running|executes?|executing) (?:the |any )?"
+    r"tests"
     # skipping or deleting what fails
     r"|(?:skip|delete|remove|disable|deselect|xfail|comment(?:ing)? out|silence|suppress|drop"
     r"|mute|quarantine|rewrite|weaken|loosen|relax|stub out|mock out)\w*" + _SHORT +
@@ -184,8 +207,9 @@ _SABOTAGE = re.compile(
     r"(?:command|line|step|check|script|cmd|condition)\b"
     r"|(?:if|when|whenever)\s+(?:a|the|any|some)\s+(?:test|check|assertion|spec)s?\s+(?:is\s+"
     r"|are\s+)?(?:fails?|failing|breaks?|broken|errors?|red)\b,?" + _SHORT + r"(?:skip|delete|remove|disable|comment|xfail|mark)"
-    r"|(?:delete|remove|comment out|skip)\w*\s+(?:the\s+)?(?:tests?|assertions?|checks?)"
-    r"\s+(?:that|which)\s+(?:fail|are failing|break)"
+    r"|(?:delete|remove|comment out|skip|xfail|disable|ignore)\w*" + _GAP + r"(?:any|every|each"
+    r"|all|the)?\s*(?:tests?|assertions?|checks?)\s+(?:that|which)\s+(?:fails?|are failing"
+    r"|is failing|breaks?)"
     # claiming success that did not happen
     r"|(?:mark|declare|report|claim|say|state|announce|close|finish|set)\w*\b" + _GAP +
     r"(?:complete|completed|done|delivered|finished|passed|passing|green|success|resolved|closed)"
@@ -286,12 +310,14 @@ _SEND = re.compile(
     r"|e-mail|mail|ship|transmit|transfer|leak|exfiltrate|exfiltrating|paste|pasting|share"
     r"|publish|push|commit|include|put|copy|copying|dump|attach|pipe|beacon|expose|reveal"
     r"|print|echo|log|disclose|hand over|give|scp|rsync|tar|dig|nslookup|mirror|relay"
-    r"|replicate|place|drop|leave|write|add)\b"
+    r"|replicate|place|drop|leave|write|add|attach|sync|back up|backup|archive|export|move"
+    r"|upload)\b"
 )
 _SECRET_THING = re.compile(
     r"(?<![\w-])\.env(?:rc)?(?!\.(?:example|sample|template|dist))(?![\w-])"
     r"|\.ssh/(?![\w.-]*\.pub\b|known_hosts|config\b|authorized_keys)|\.ssh\b(?!/)"
     r"|id_(?:rsa|dsa|ecdsa|ed25519)(?![\w.])"
+    r"|~/\.[\w-]+|\$home/\.[\w-]+"
     r"|\.aws\b|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials|\.docker/config"
     r"|\.kube/config|kube ?config|docker config|\.gnupg|/etc/(?:shadow|passwd)|/proc/\w+/environ"
     r"|\.(?:bash|zsh)_history|credentials\.json|secrets?\.(?:ya?ml|json|toml|env)"
@@ -312,6 +338,7 @@ _DESTINATION = re.compile(
     r"|account)|commit message|pr description|pull request description|issue comment|readme"
     r"|final report|your report|(?:the|your) (?:summary|output|response|answer)|chat|channel"
     r"|issue tracker|(?:public|open) (?:issue|repo|repository|channel|bucket)|comment on"
+    r"|bug report|ticket|pull request|wiki|s3://|gs://|public-read|bucket"
     r"|discord|telegram|slack|dns|nc\b|netcat|ngrok|webhook\.site|requestbin|transfer\.sh"
     r"|file share|exfil)"
 )

@@ -4,32 +4,63 @@ Why: every stored insight is later pasted verbatim into the prompt of a future
 coding agent, so storing one is a trust boundary.  Two kinds of text must never
 cross it: secrets (API keys, tokens, passwords, private keys, credentialed
 URLs), which would be replayed into every prompt, log and transcript that
-retrieves the insight; and prompt-injection phrasing ("ignore previous
-instructions", chat role tags, "you are now ...", commands that ship secrets to
-a remote host), which would let one poisoned insight steer every later agent.
+retrieves the insight; and hostile instructions ("ignore previous
+instructions", chat role tags, "you are now ...", "curl ... | sh", "send .env to
+...", "set VERIFY to `true`"), which would let one poisoned insight steer every
+later agent.
 
-Design:
+Design: one verdict, two layers.
 
-* `find_problem` is pure and returns a short reason or None.  It never raises;
-  an internal failure returns a reason (fail closed).  Text with unpaired
-  surrogates or invisible Unicode tag characters (used to smuggle hidden
-  instructions to models) is refused outright.
-* Normalisation first: NFKC (fullwidth letters, ligatures), zero-width/BOM/bidi
-  format characters removed, other control characters turned into spaces,
-  whitespace runs collapsed with line breaks kept (role prefixes are
-  line-anchored).  Injection checks also fold Cyrillic/Greek look-alikes,
-  lower-case and drop combining accents.
+* `find_problem(text)` is the single verdict function: pure, returns a short
+  reason or None, never raises (an internal failure returns a reason: fail
+  closed). It is the pattern layer, cheap enough for every caller, including
+  the learning queue's propose-time check and hooks. At store time
+  (`helix.memory.writes`: `store`, `store_many`, hence import and
+  `learning.store`) the text's vector, computed for deduplication anyway, is
+  also compared with a bank of hostile exemplar sentences
+  (`helix.memory.exemplars`); that semantic layer is skipped under an
+  embedder other than the one the bank was made with.
+* Views. Obfuscation is undone before matching, and every view is screened:
+  NFKC (fullwidth letters, ligatures), zero-width/BOM/bidi/soft-hyphen
+  characters removed, control characters to spaces, whitespace collapsed with
+  line breaks kept (role prefixes are line-anchored); for behaviour rules also
+  Cyrillic/Greek look-alikes folded, accents dropped, lower-cased. Further
+  views: lines joined (a key or `password=` split over lines), letters spaced
+  apart joined ("I g n o r e"), words hyphenated apart rejoined ("ig-nore").
+  Base64 and hex blobs (at most 16, 8 KB each) are decoded and screened again
+  one level deep; a blob that decodes to a command or a sentence is refused.
+  Text over `MAX_SCREENED` characters is refused, unscreened.
 * Secrets: mentioning a password, token or env var is fine; a literal value is
-  not.  References (`$VAR`, `${VAR}`, `os.environ[...]`, `{{ var }}`) and
-  placeholders (`<your-password>`, `...`, `****`, `YOUR_API_KEY`) pass.
-* Injection: imperative phrasing, not topics.  "ignore all previous
-  instructions" is refused; "ruff: ignore all rules in migrations/" passes
-  (bare rules/prompts/context need a qualifier such as previous/above/your);
-  "act as" is allowed.  A network tool (curl, wget, nc, ...) in the same
-  sentence as a secret source (a secret-named $VAR, .env, ~/.ssh, `env |`) is
-  refused whatever the host, since a legitimate host cannot be told apart.
-* Patterns are compiled once, start with a literal where possible and use
-  bounded repetition, so screening stays linear (no catastrophic backtracking).
+  not. Vendor formats (AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic,
+  Google, npm, PyPI, Azure, SendGrid, Twilio...) match on a prefix and a short
+  tail, so half a token is still refused; `password=`/`api_key:` assignments,
+  prose ("log in with the password hunter2", "the unseal key is 3f9a..."),
+  header form ("X-Api-Key: ...", "Authorization: Token ..."), user/password
+  pairs, credentialed URLs and incoming-webhook URLs with their secret path are
+  refused. A value must look like a secret (letters and digits, or symbols);
+  references (`$VAR`, `${VAR}`, `os.environ[...]`, `{{ var }}`), placeholders
+  (`<your-password>`, `...`, `YOUR_API_KEY`), words, paths and versions pass.
+  detect-secrets' regex plugins run beside these (more vendors, maintained
+  elsewhere), imported on first use only: its import costs ~0.15 s, which
+  hooks that never screen (SessionStart, PreToolUse) do not pay. Its keyword
+  and entropy plugins stay off: on prose they flag nearly every sentence.
+* Behaviour (`helix.memory.behaviour`): orders aimed at the agent, not topics.
+  A rule pairs an action with its object in one clause: run remote or decoded
+  code, send secrets or data to a destination, fake or bypass verification,
+  drop or override instructions, take on another role, hide things from the
+  user. "ruff: ignore all rules in migrations/", "act as a reviewer" and
+  negated advice ("never mark a task complete without running its tests")
+  pass. Chat role tags and prefixes are refused wherever they stand. A network
+  tool in the same clause as a secret source ($SECRET_VAR, .env, ~/.ssh,
+  `env |`) is refused whatever the host: a legitimate host cannot be told
+  apart.
+* Linear time: patterns are compiled once, start with a literal or a small
+  alternation where possible and use bounded repetition and bounded gaps, so
+  there is no catastrophic backtracking; the views and decoded blobs are
+  bounded in number. A typical insight screens in well under a millisecond.
+* Measured on `tests/data/poisoning` (dev and held-out splits, per category):
+  `benchmarks/safety/poisoning.py`; every entry path is tested to give the same
+  verdict in `tests/test_poisoning.py`.
 """
 
 from __future__ import annotations
@@ -166,10 +197,10 @@ def _literal_assignment(low: str) -> bool:
 # secret (letters and digits, or symbols), not a word, a reference or a path.
 _PROSE_SECRET = re.compile(
     r"(?<![\w$.-])(?:pass(?:word|wd|phrase|code)?s?|pwd?|pin code|secret|token|api[ _-]?key|key|cookie"
-    r"|credentials?|login)(?![a-z])[\"'`]?"
+    r"|credentials?|login)(?![a-z_])[\"'`]?"
     r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+[^\s]{1,40}){1,4})?"
     r"(?:[ \t]*(?:\n[ \t]*)?(?:is|was|=|:|are|reads|would be)(?![a-z]))?"
-    r"[ \t]*(?:\n[ \t]*)?(?:(?:set|changed)[ \t]+to[ \t]+)?[\"'`]?([^\s\"'`,;()<>{}$@\[\]][^\s\"'`,;()<>]{5,200})"
+    r"[ \t]*(?:\n[ \t]*)?(?:(?:set|changed)[ \t]+to[ \t]+)?[\"'`]?([^\s\"'`,;()<>{}$@\[\]_.][^\s\"'`,;()<>]{5,200})"
 )
 _HEADER = re.compile(
     r"(?:authorization|x-[a-z0-9-]{0,30}|api-?key|private-token|[a-z-]{0,30}subscription-key"
@@ -182,6 +213,7 @@ _PATHLIKE = re.compile(
     r"|cfg|ini|env|pem|key|sh|js|ts|rs|go)$|^[\w-]+/[\w./-]+$"
 )
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$|^\d+(?:[.,]\d+)?[a-z%]{0,3}$")
+_DIGITS_CODE = re.compile(r"^\d[\d -]{4,30}\d$")  # a passcode or PIN written as digits
 _SECRETISH_MIXED = re.compile(r"(?=.*[a-z])(?=.*\d)|(?=.*[a-z])(?=.*[A-Z])(?=.*[^A-Za-z0-9])")
 
 
@@ -214,7 +246,7 @@ def _prose_secret(text: str) -> str | None:
             return "contains a user name and password"
     for m in _PROSE_SECRET.finditer(low):
         raw = text[m.start(1) : m.end(1)]
-        if _secretish(raw, 6):
+        if _secretish(raw, 6) or (low[m.start()] == "p" and _DIGITS_CODE.match(raw)):
             return "contains a literal password or key"
     for m in _HEADER.finditer(low):
         raw = text[m.start(1) : m.end(1)]
