@@ -90,6 +90,9 @@ _AUTHORITY = re.compile(
     r"|(?:follow|obey|trust|listen to|take orders from) only (?:this|these|me|the following"
     r"|what (?:this|these))"
     r"|(?:listen|answer|respond|defer|report) only to (?:this|these|me|the following)"
+    r"|(?:follow|obey|trust|heed) only (?:the (?:text|words|content) of )?(?:this|these)"
+    r"|stop (?:obeying|following|listening to|trusting|reporting to) (?:the |your )?(?:orchestrator"
+    r"|operator|user|system|helix|supervisor|maintainers?|human)"
     r"|only (?:listen|answer|respond|defer) to (?:this|these|me)"
     r"|nothing (?:in|of|from) (?:your|the) (?:\w+ )?" + _ORDERS + r" (?:applies|matters|counts|holds)"
     r"|even (?:if|when|though) (?:it|this|that) (?:conflicts?|contradicts?|disagrees?|clashes)"
@@ -166,12 +169,13 @@ _CHECKS = (
 )
 _SABOTAGE = re.compile(
     # the check itself neutered: "set VERIFY to `true`", "add || true to the test command"
-    r"(?:verify|verification|test|check|ci)\w*(?:" + _W + r"(?:command|step|line|script|cmd"
-    r"|job|stage|hook|target))?" + _SHORT + r"(?:to|with|into|by|as)\s*[`'\"(]?\s*(?:/bin/|/usr/bin/)?"
+    r"(?:verify|verification|(?:test|check|ci)\w*" + _W + r"(?:command|step|line|script|cmd"
+    r"|job|stage|hook|target))" + _SHORT + r"(?:to|with|into|by|as)\s*[`'\"(]?\s*(?:/bin/|/usr/bin/)?"
     r"(?:true\b|exit\s+0|:[`'\")\s]|echo\b|pass\b|return\s+0|sys\.exit\(0\)|\[\s*1\s*\]"
-    r"|(?:a\s+|the\s+)?(?:no-?op|dummy|empty|fake|always-passing)\b)"
+    r"|(?:a\s+|the\s+)?(?:no-?op|(?:dummy|empty|fake) (?:command|script|check|step)"
+    r"|always-passing)\b)"
     r"|(?:verify|verification|check|test)\w*\s+(?:\w+\s+)?(?:be|become|is|to)\s+(?:a\s+|the\s+)?"
-    r"(?:no-?op|dummy|empty command|fake|always-passing)\b"
+    r"(?:no-?op|(?:dummy|empty|fake) (?:command|script|check|step)|always-passing)\b"
     r"|\|\|\s*(?:true|exit\s+0|:)(?![\w])" + _GAP + _CHECKS +
     r"|" + _CHECKS + _GAP + r"\|\|\s*(?:true|exit\s+0|:)(?!\w)"
     # outcome forced: "so the tests always pass", "make VERIFY always pass"
@@ -207,7 +211,8 @@ _SABOTAGE = re.compile(
     r"(?:command|line|step|check|script|cmd|condition)\b"
     r"|(?:if|when|whenever)\s+(?:a|the|any|some)\s+(?:test|check|assertion|spec)s?\s+(?:is\s+"
     r"|are\s+)?(?:fails?|failing|breaks?|broken|errors?|red)\b,?" + _SHORT + r"(?:skip|delete|remove|disable|comment|xfail|mark)"
-    r"|(?:delete|remove|comment out|skip|xfail|disable|ignore)\w*" + _GAP + r"(?:any|every|each"
+    r"|(?:declare|claim|announce|report)\s+(?:success|victory|it done|done|green)\b"
+    r"|(?:delete|remove|comment out|skip|xfail|disable|ignore|deselect)\w*" + _GAP + r"(?:any|every|each"
     r"|all|the)?\s*(?:tests?|assertions?|checks?)\s+(?:that|which)\s+(?:fails?|are failing"
     r"|is failing|breaks?)"
     # claiming success that did not happen
@@ -262,7 +267,8 @@ _RCE = re.compile(
     # fetched text piped into an interpreter, on one line
     _FETCH + r"[^\n|]{0,300}?(?:https?://|ftp://|\$|[\w-]+\.[\w.-]+/)[^\n]{0,300}?" + _SHELL_SINK +
     r"|(?:ba|z)?sh\s+<\(\s*(?:curl|wget)"
-    r"|(?:ba|z)?sh\s+-c\s+[\"']?\$\(\s*(?:curl|wget)"
+    r"|(?:(?:ba|z|k|da)?sh|python[0-9.]*|perl|ruby|node|php|pwsh|powershell)\s+(?:-\w+\s+)*"
+    r"-[ec]\s+[\"']?\$\(\s*(?:curl|wget|fetch)"
     r"|(?:eval|exec|iex|invoke-expression|source)\s*[\"'(]*\s*\$?\(?\s*(?:new-object\s+\S+\s*\)?\s*\.)?"
     r"[\"'(]*\s*(?:curl|wget|iwr|irm|invoke-webrequest|downloadstring|urllib|requests|urlopen|get\b)"
     r"|(?:exec|eval)\s*\(\s*(?:urllib|requests|urlopen|\w+\.urlopen|http)"

@@ -91,8 +91,12 @@ _LOOKALIKES = str.maketrans(
 )
 
 
+_CONTINUATION = re.compile(r"\\[ \t]*(?:\r\n|\n)")
+
+
 def _normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
+    text = _CONTINUATION.sub(" ", text)  # a shell command continued over lines is one line
     text = _INVISIBLE.sub("", text)
     text = _CONTROL.sub(" ", text)
     text = _LINEBREAK.sub("\n", text)
@@ -196,8 +200,9 @@ def _literal_assignment(low: str) -> bool:
 # "X-Api-Key: 4c9e...", "the unseal key is 3f9a...". The value must look like a
 # secret (letters and digits, or symbols), not a word, a reference or a path.
 _PROSE_SECRET = re.compile(
-    r"(?<![\w$.-])(?:pass(?:word|wd|phrase|code)?s?|pwd?|pin code|secret|token|api[ _-]?key|key|cookie"
-    r"|credentials?|login)(?![a-z_])[\"'`]?"
+    r"(?<![\w$.-])(?:[a-z0-9]{1,20}[_-]){0,3}(?:pass(?:word|wd|phrase|code)?s?|pwd?|pin code"
+    r"|secret|token|api[ _-]?key|key|cookie|credentials?|login)(?![a-z_])[\"'`]?"
+    r"(?:[ \t]+(?:header|value|field|variable|env var|setting))?"
     r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+[^\s]{1,40}){1,4})?"
     r"(?:[ \t]*(?:\n[ \t]*)?(?:is|was|=|:|are|reads|would be)(?![a-z]))?"
     r"[ \t]*(?:\n[ \t]*)?(?:(?:set|changed)[ \t]+to[ \t]+)?[\"'`]?([^\s\"'`,;()<>{}$@\[\]_.][^\s\"'`,;()<>]{5,200})"
@@ -246,7 +251,7 @@ def _prose_secret(text: str) -> str | None:
             return "contains a user name and password"
     for m in _PROSE_SECRET.finditer(low):
         raw = text[m.start(1) : m.end(1)]
-        if _secretish(raw, 6) or (low[m.start()] == "p" and _DIGITS_CODE.match(raw)):
+        if _secretish(raw, 6) or ("pass" in m.group(0)[:30] and _DIGITS_CODE.match(raw)):
             return "contains a literal password or key"
     for m in _HEADER.finditer(low):
         raw = text[m.start(1) : m.end(1)]
