@@ -116,6 +116,11 @@ _AUTHORITY = re.compile(
     r"|(?:do not|don'?t|never) (?:mention|reveal|disclose|report) (?:this|it|these)"
     r"(?: note| insight| instruction)?" + _SHORT + r"(?:report|summary|output|response|user)"
     r"|keep (?:this|it) (?:secret|hidden|quiet) from"
+    r"|tell (?:the )?(?:user|operator|human|reviewer|orchestrator) nothing"
+    r"|(?:keep|hide) (?:this|these|it|them|that) (?:\w+ )?from (?:the )?(?:user|operator|human"
+    r"|reviewer|orchestrator|maintainers?)"
+    r"|only (?:with )?what (?:this|these) (?:memory|note|insight|line|text)s? (?:says?|said)"
+    r"|not what the (?:user|operator|human|orchestrator) (?:asks?|says?|wants?|requested|asked)"
     # "forget what the user told you", "treat every previous instruction as void"
     r"|" + _DROP + r" (?:what|everything|anything|whatever) (?:the |your )?(?:user|operator|human"
     r"|orchestrator|system|you|maintainers?|developers?)(?: \w+)? (?:told|said|asked|instructed"
@@ -209,6 +214,11 @@ _SABOTAGE = re.compile(
     r"|\b(?:edit|change|rewrite|modify|replace|weaken|simplify|loosen|relax|shorten|swap|override"
     r"|set|neuter|stub)\s+(?:the\s+)?(?:task'?s\s+|its\s+|your\s+)?(?:verify|verification)\s+"
     r"(?:command|line|step|check|script|cmd|condition)\b"
+    r"|\b(?:edit|change|rewrite|modify|replace|swap)\s+(?:the\s+)?(?:task'?s\s+)?"
+    r"(?:verify|verification)\s+(?:so\b|such that|to (?:always|make|just|only))"
+    r"|(?:verify|verification|checks?|tests?|suite|ci)\w*" + _GAP + r"(?:passes|pass|succeeds?"
+    r"|green) (?:trivially|automatically|regardless|no matter|unconditionally)"
+    r"|trivially (?:pass|passes|succeed|succeeds|green)\b"
     r"|(?:if|when|whenever)\s+(?:a|the|any|some)\s+(?:test|check|assertion|spec)s?\s+(?:is\s+"
     r"|are\s+)?(?:fails?|failing|breaks?|broken|errors?|red)\b,?" + _SHORT + r"(?:skip|delete|remove|disable|comment|xfail|mark)"
     r"|(?:declare|claim|announce|report)\s+(?:success|victory|it done|done|green)\b"
@@ -417,10 +427,25 @@ def _first_unnegated(pattern: re.Pattern[str], text: str) -> bool:
     return any(not _negated(text, m.start()) for m in pattern.finditer(text))
 
 
+_ABOUT_DOCS = re.compile(
+    r"\b(?:in|from|of) (?:the |our )?(?:old |outdated |legacy |previous )?(?:wiki|readme|docs?"
+    r"|documentation|guide|page|manual|comments?|changelog|[\w/.-]+\.(?:md|txt|rst))\b|\babout\b"
+)
+
+
+def _authority(text: str) -> bool:
+    """Self-asserted authority, unless it is about documents ("prior instructions
+    in the old wiki no longer apply")."""
+    return any(
+        not _negated(text, m.start()) and not _ABOUT_DOCS.search(m.group(0))
+        for m in _AUTHORITY.finditer(text)
+    )
+
+
 def behaviour_problem(text: str) -> str | None:
     """The reason ``text`` (normalised, folded, lower-cased) instructs a hostile
     behaviour, or None."""
-    if _override(text) or _first_unnegated(_AUTHORITY, text):
+    if _override(text) or _authority(text):
         return "contains an instruction-override phrase"
     if _first_unnegated(_ROLE, text):
         return "tries to reassign the agent's role"

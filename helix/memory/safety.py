@@ -65,8 +65,11 @@ Design: one verdict, two layers.
 
 from __future__ import annotations
 
+import html
+import math
 import re
 import unicodedata
+import urllib.parse
 from typing import Any
 
 from helix.memory.behaviour import behaviour_problem
@@ -135,6 +138,11 @@ _TOKEN_PATTERNS = tuple(
         (r"SG\.(?<![A-Za-z0-9_]...)[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}", "looks like a SendGrid key", False),
         (r"SK(?<![A-Za-z0-9_]..)[0-9a-f]{32}(?![0-9a-fA-F])", "looks like a Twilio API key", False),
         (r"do[opr]_v1_[a-f0-9]{40,}", "looks like a DigitalOcean token", False),
+        (r"shp(?:at|ss|ca|pa)_(?<![A-Za-z0-9_]......)[a-fA-F0-9]{16,}", "looks like a Shopify token", True),
+        (r"hv[sbr]\.(?<![A-Za-z0-9_.]....)[A-Za-z0-9_-]{16,}", "looks like a Vault token", False),
+        (r"dapi(?<![A-Za-z0-9_]....)[a-f0-9]{32}", "looks like a Databricks token", True),
+        (r"lin_(?:api|oauth)_(?<![A-Za-z0-9_]........)[A-Za-z0-9]{20,}", "looks like a Linear key", False),
+        (r"[?&]sig=[A-Za-z0-9%+/=]{16,}", "contains a signed URL's signature", True),
         (r"key-(?<![A-Za-z0-9_]....)[0-9a-z]{32}(?![0-9a-z])", "looks like a Mailgun key", True),
         (r"\"private_key(?:_id)?\"\s*:\s*\"[^\"]{12,}", "contains a service-account private key", False),
         (r"A[KS]IA(?<![A-Z0-9]....)[A-Z0-9]{8,15}(?![a-z])", "looks like part of an AWS access key id", True),
@@ -222,11 +230,27 @@ _DIGITS_CODE = re.compile(r"^\d[\d -]{4,30}\d$")  # a passcode or PIN written as
 _SECRETISH_MIXED = re.compile(r"(?=.*[a-z])(?=.*\d)|(?=.*[a-z])(?=.*[A-Z])(?=.*[^A-Za-z0-9])")
 
 
+_RANDOM_RUN = re.compile(r"(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/-]{30,400}={0,2}(?![A-Za-z0-9_+/=-])")
+_RANDOM_PARTS = (str.isupper, str.islower, str.isdigit)
+
+
+def _random_token(value: str) -> bool:
+    """A long run of upper- and lower-case letters and digits with high entropy:
+    the shape of a generated key (a hash is lower-case hex, a word has no digits)."""
+    if len(value) < 30 or any(sum(map(part, value)) < 2 for part in _RANDOM_PARTS):
+        return False
+    counts = [value.count(c) for c in set(value)]
+    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts)
+    return entropy >= 4.2
+
+
 def _secretish(value: str, min_len: int) -> bool:
     """Whether a word found after a password/key/header name is a literal secret."""
     value = value.rstrip(".,:!?)]}>")
     if len(value) < min_len or _is_placeholder(value):
         return False
+    if _random_token(value):
+        return True  # 30+ characters of mixed case and digits: no path or word is like that
     if _COMMON_WORD.match(value.lower()) or _PATHLIKE.search(value) or _VERSION.match(value):
         return False
     if "(" in value or _DOTTED.match(value) or value.isupper():
@@ -298,6 +322,8 @@ def _secret_problem(text: str, low: str) -> str | None:
         return "assigns a literal password, token or key"
     if _webhook(text):
         return "contains a webhook URL with its secret"
+    if any(_random_token(m.group(0)) for m in _RANDOM_RUN.finditer(text)):
+        return "contains a long random string that looks like a key"
     return _prose_secret(text)
 
 
@@ -478,6 +504,7 @@ def _decoded_blobs(text: str) -> list[str]:
 
 # --- public API -------------------------------------------------------------
 
+_ESCAPED = re.compile(r"%[0-9A-Fa-f]{2}|&#x?[0-9A-Fa-f]{1,6};")
 MAX_SCREENED = 32_000  # an insight is at most 4,000 characters; its fields together less
 
 
@@ -490,6 +517,10 @@ def _screen(text: object, depth: int = 0) -> str | None:
         return "contains invalid Unicode (unpaired surrogate)"
     if _TAG_CHARS.search(text):
         return "contains invisible Unicode tag characters"
+    if _ESCAPED.search(text):  # %69gnore, &#105;gnore: screen the unescaped text too
+        problem = _screen(html.unescape(urllib.parse.unquote(text)), depth)
+        if problem:
+            return problem
     norm = _normalize(text)
     if not norm:
         return None
