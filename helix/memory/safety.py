@@ -216,7 +216,7 @@ _PROSE_SECRET = re.compile(
     r"[ \t]*(?:\n[ \t]*)?(?:(?:set|changed)[ \t]+to[ \t]+)?[\"'`]?([^\s\"'`,;()<>{}$@\[\]_.][^\s\"'`,;()<>]{5,200})"
 )
 _HEADER = re.compile(
-    r"(?:authorization|x-[a-z0-9-]{0,30}|api-?key|private-token|[a-z-]{0,30}subscription-key"
+    r"(?<![\w-])(?:authorization|x-[a-z0-9-]{0,30}|api-?key|private-token|[a-z-]{0,30}subscription-key"
     r"|session(?:id)?|sid|cookie)[\"'`]?[ \t]*[:=][ \t]*[\"'`]?"
     r"(?:(?:token|bearer|basic|digest|apikey|api-key|key)[ \t]+)?([^\s\"'`,;()<>]{8,200})"
 )
@@ -227,7 +227,7 @@ _PATHLIKE = re.compile(
 )
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$|^\d+(?:[.,]\d+)?[a-z%]{0,3}$")
 _DIGITS_CODE = re.compile(r"^\d[\d -]{4,30}\d$")  # a passcode or PIN written as digits
-_SECRETISH_MIXED = re.compile(r"(?=.*[a-z])(?=.*\d)|(?=.*[a-z])(?=.*[A-Z])(?=.*[^A-Za-z0-9])")
+_SECRETISH_MIXED = re.compile(r"(?=.*[a-z])(?=.*\d)|(?=.*[a-z])(?=.*[A-Z])(?=.*[^A-Za-z0-9_])")
 
 
 _RANDOM_RUN = re.compile(r"(?<![A-Za-z0-9_+/=-])[A-Za-z0-9_+/-]{30,400}={0,2}(?![A-Za-z0-9_+/=-])")
@@ -264,7 +264,7 @@ def _secretish(value: str, min_len: int) -> bool:
 _PAIR = re.compile(
     r"\b(?:type|enter|use|with|login|log in|sign in|signin|credentials?|creds|account)\b"
     r"[^.;\n]{0,30}?\s[a-z][\w.@-]{1,30}[ \t]?(?:/|:|and)[ \t]?(?:pass(?:word)?[ \t]+)?"
-    r"([^\s/\"'`,;()<>]{6,100})"
+    r"([a-z0-9!#%&*+?^~][^\s/\"'`,;()<>]{5,100})"
 )
 
 
