@@ -11,7 +11,10 @@ The bank's vectors are precomputed with all-MiniLM-L6-v2 and shipped as float16
 (``hostile_exemplars.npz``, written by ``scripts/make_hostile_bank.py``, checked
 against a fresh embedding by the tests). They are only comparable with vectors
 of the same model: under another embedder (``HELIX_EMBEDDER``) this check is
-skipped and the pattern layer alone decides.
+skipped and the pattern layer alone decides. An imported line that ships its
+own vector of the current model is judged on that vector (import does not
+embed it again), so a forged vector can pass this check; the pattern layer
+still screens its text.
 
 The threshold was calibrated on ``tests/data/poisoning`` (hostile texts versus
 benign look-alikes about curl, tokens, verify commands, roles...): see
