@@ -558,7 +558,8 @@ def _screen(text: object, depth: int = 0) -> str | None:
 
 def find_problem(text: str) -> str | None:
     """Return a short human reason (e.g. "looks like an AWS access key") if `text`
-    must not be stored, else None. Pure, fast (a few ms for 4,000 chars), never raises."""
+    must not be stored, else None. Pure, never raises; linear time (under a millisecond
+    for a typical insight, tens of milliseconds for 4,000 adversarial characters)."""
     try:
         return _screen(text)
     except Exception:  # fail closed: text we cannot screen is not stored
