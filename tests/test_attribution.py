@@ -239,7 +239,7 @@ def simulate(memory: Memory, use_baseline: bool, seed: int = 7, tasks: int = 100
     names = {}
     for label, text in [
         (HELPFUL, "When the cache key changes, bump the schema version in cache.py"),
-        (HARMFUL, "When tests fail, delete the failing assertions to unblock the build"),
+        (HARMFUL, "When tests fail, clear the pip cache and reinstall every dependency first"),
         (USELESS[0], "The project logo is a blue hexagon designed in 2019"),
         (USELESS[1], "The team prefers tabs in Makefiles because make requires them"),
         (USELESS[2], "The staging server is named after a Norse deity"),

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, Rejected
-from helix.memory import db, insight
+from helix.memory import db, exemplars, insight
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 from helix.memory.vectors import VectorIndex
@@ -42,6 +42,9 @@ def store(
     """
     item = _prepare(memory, content, kind, tags, source, files)
     vector = memory.embed([item["content"]])[0]
+    problem = _hostile_meaning(memory, vector[None, :])[0]
+    if problem:
+        raise Rejected(problem)
     with memory.vector_write() as index:
         return _insert_or_merge(memory, item, vector, index)
 
@@ -234,7 +237,15 @@ def store_many(
             report["rejected"].append({"item": position, "reason": str(exc)})
     done = 0
     for chunk in db.chunks(prepared, batch_size):
+        size = len(chunk)
         vectors = _vectors_for(memory, chunk)
+        refused = _hostile_meaning(memory, vectors)
+        if any(refused):
+            for (position, _item, _extra), problem in zip(chunk, refused, strict=True):
+                if problem:
+                    report["rejected"].append({"item": position, "reason": problem})
+            keep = [n for n, problem in enumerate(refused) if not problem]
+            chunk, vectors = [chunk[n] for n in keep], vectors[keep]
         with memory.vector_write() as index:
             # One matrix product for the whole chunk instead of a scan per item
             # (compute-bound instead of memory-bound: 3 s less per 10,000).
@@ -254,10 +265,20 @@ def store_many(
                 report["names"].append(result["name"])
                 if result["status"] == "added" and evidence.get("effectiveness") is not None:
                     _log_import_evidence(memory, result["name"], evidence)
-        done += len(chunk)
+        done += size
         if on_progress:
             on_progress(done)
     return report
+
+
+def _hostile_meaning(memory: InsightRows, vectors: np.ndarray) -> list[str | None]:
+    """The semantic half of the safety screen, on vectors already computed: a
+    refusal per row whose meaning is too close to a hostile exemplar
+    (:mod:`helix.memory.exemplars`; skipped for models other than MiniLM)."""
+    return [
+        f"refused by the safety screen (content): {problem}" if problem else None
+        for problem in exemplars.problems(vectors, memory.model_id())
+    ]
 
 
 def _vectors_for(
