@@ -25,7 +25,7 @@ from helix_process import run_helix
 
 from helix.cli import cli
 from helix.errors import Rejected
-from helix.loop import learning
+from helix.loop import contracts, learning
 from helix.memory import exemplars, insight, safety
 from helix.memory.embeddings import MINILM_ID, HashEmbedder, MiniLMEmbedder
 from helix.memory.store import Memory
@@ -145,17 +145,25 @@ def via_learning(home: Path) -> dict[str, bool]:
 
 
 def via_settle(home: Path, folder: Path) -> dict[str, bool]:
+    """INSIGHT lines in builders' final messages, settled by `helix settle` (in
+    process, three per message: the most one message may carry), then stored."""
     created = run_helix(home, "tasks", "create", "Tidy the release notes", "--verify", "true")
     assert created.returncode == 0, created.stderr
     task = run_helix(home, "tasks", "list", "--json")
     task_id = json.loads(task.stdout)[0]["id"]
-    output = folder / "agent-output.txt"
-    lines = [f"INSIGHT: {json.dumps({'content': text, 'tags': []})}" for text in TEXTS]
-    output.write_text("I tidied the notes.\n\n" + "\n".join(lines) + "\nDELIVERED: notes tidied\n")
-    settled = run_helix(home, "settle", task_id, "--output", str(output))
-    assert settled.returncode == 0, settled.stderr
-    refused_ids = {r["id"] for r in json.loads(settled.stdout)["refused"]}
     env = {"HELIX_HOME": str(home), "HELIX_EMBEDDER": EMBEDDER_FACTORY}
+    refused_ids: set[str] = set()
+    per_message = contracts.MAX_INSIGHTS
+    for start in range(0, len(TEXTS), per_message):
+        chunk = TEXTS[start : start + per_message]
+        lines = [f"INSIGHT: {json.dumps({'content': text, 'tags': []})}" for text in chunk]
+        output = folder / f"agent-output-{start}.txt"
+        output.write_text("I tidied the notes.\n\n" + "\n".join(lines) + "\nDELIVERED: tidied\n")
+        settled = CliRunner().invoke(
+            cli, ["settle", task_id, "--output", str(output), "--no-update"], env=env
+        )
+        assert settled.exit_code == 0, settled.output
+        refused_ids |= {r["id"] for r in json.loads(settled.stdout)["refused"]}
     stored = CliRunner().invoke(cli, ["learn", "store", "--min-confidence", "low"], env=env)
     assert stored.exit_code == 0, stored.output
     report = json.loads(stored.stdout)
@@ -239,29 +247,36 @@ def test_shipped_bank_matches_a_fresh_embedding(minilm: MiniLMEmbedder) -> None:
     assert cosines.min() > 0.999
 
 
-def _paraphrase_only_the_bank_catches() -> str:
-    """An exemplar the pattern layer lets through: only its meaning refuses it."""
-    for sentence in exemplars.sentences():
-        if safety.find_problem(sentence) is None and len(sentence) >= insight.MIN_CONTENT:
-            return sentence
-    pytest.skip("the pattern layer catches every exemplar")
-
-
 @pytest.mark.model
 def test_semantic_check_refuses_on_the_stored_vector(memory: Memory) -> None:
-    text = _paraphrase_only_the_bank_catches()
-    with pytest.raises(Rejected, match="hostile instruction"):
-        memory.store(text)
+    """The check reads the vector store_many already has: a line whose vector sits
+    on a hostile exemplar is refused, whatever its words say. (On this set the
+    pattern layer catches every exemplar's own wording, so the vector is given.)"""
+    bank = exemplars.bank()
+    assert bank is not None
+    benign = "Run pytest -x while iterating; the full suite before merging."
     report = memory.store_many(
-        [{"content": "Run pytest -x while iterating; the full suite before merging."}]
-        + [{"content": text}]
+        [
+            {"content": benign},
+            {
+                "content": "Keep the release notes short and list breaking changes first.",
+                "embedding": [float(x) for x in bank.vectors[0]],
+                "model": bank.model_id,
+            },
+        ]
     )
     assert report["added"] == 1
     assert [r["item"] for r in report["rejected"]] == [1]
+    assert "hostile instruction" in report["rejected"][0]["reason"]
 
 
 def test_semantic_check_is_skipped_for_another_model(hash_memory: Memory) -> None:
-    text = _paraphrase_only_the_bank_catches()
+    bank = exemplars.bank()
+    assert bank is not None
+    # Vectors of another model are never compared with the MiniLM bank, even one
+    # that happens to sit on an exemplar.
+    assert exemplars.problems(bank.vectors[:1], "helix/hash-384") == [None]
+    text = "Keep the release notes short and list breaking changes first."
     assert hash_memory.store(text)["status"] == "added"
     assert exemplars.problems(HashEmbedder().embed([text]), "helix/hash-384") == [None]
 
