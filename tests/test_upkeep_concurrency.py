@@ -1,5 +1,5 @@
-"""Upkeep never starves writers: consolidate, prune, decay and reindex run in one
-process while other processes write feedback as fast as they can.
+"""Upkeep never starves writers: consolidate, prune, decay, reindex and a bulk
+import run in one process while other processes write feedback as fast as they can.
 
 The store (a few thousand rows, inserted with SQL into a store ``Memory`` created)
 holds near-duplicate pairs for consolidate, failing rows for prune and dormant
@@ -34,6 +34,7 @@ HOT = 16  # insights the feedback workers write to: half singles, half pair keep
 FEEDBACK_WORKERS = 2
 BUSY_TIMEOUT_MS = 1_000  # the feedback workers' patience, far below helix's 30 s
 MAX_HOLD_S = 0.5
+IMPORTED = 1500  # insights store_many adds at the end
 TIMEOUT = 120
 
 # Opens the store with a connection that times every write transaction, runs the
@@ -72,6 +73,9 @@ for verb, call in (
     ("prune", lambda: mem.prune(min_effectiveness=0.25, min_uses=3)),
     ("decay", lambda: mem.decay(unused_days=30)),
     ("reindex", lambda: mem.reindex(everything=True)),
+    ("import", lambda: mem.store_many(
+        [{"content": f"imported lesson {i}: check {i % 89} before {i % 97} in step {i}"}
+         for i in range(int(sys.argv[3]))])),
 ):
     start = time.perf_counter()
     results[verb] = call()
@@ -167,7 +171,7 @@ def test_upkeep_leaves_room_for_every_feedback_call(tmp_path: Path):
         spawn(FEEDBACK, str(done), str(w), json.dumps(store["hot"]), str(BUSY_TIMEOUT_MS))
         for w in range(FEEDBACK_WORKERS)
     ]
-    upkeep = spawn(UPKEEP)
+    upkeep = spawn(UPKEEP, str(IMPORTED))
     started = time.monotonic()
     out, err = upkeep.communicate(timeout=TIMEOUT)
     done.write_text("done")
@@ -193,6 +197,8 @@ def test_upkeep_leaves_room_for_every_feedback_call(tmp_path: Path):
     assert results["prune"]["names"] == [f"single-{i:05d}" for i in range(FAILING)]
     survivors = store["rows"] - PAIRS - FAILING
     assert results["reindex"]["reindexed"] == survivors
+    imported = results["import"]
+    assert imported["added"] + imported["merged"] == IMPORTED and imported["rejected"] == []
 
     calls: dict[str, int] = {}
     for f in fed:
@@ -217,9 +223,9 @@ def test_upkeep_leaves_room_for_every_feedback_call(tmp_path: Path):
                 assert abs((eff - delta) - before) < 2e-6, name
                 before = eff
         # The store is consistent: archived rows are gone, survivors re-embedded.
-        assert q("SELECT count(*) FROM insight").fetchone()[0] == survivors
+        assert q("SELECT count(*) FROM insight").fetchone()[0] == survivors + imported["added"]
         assert q("SELECT count(*) FROM archive").fetchone()[0] == PAIRS + FAILING
-        assert q("SELECT count(*) FROM merge_event").fetchone()[0] == PAIRS
+        assert q("SELECT count(*) FROM merge_event").fetchone()[0] == PAIRS + imported["merged"]
         assert q("SELECT count(*) FROM insight WHERE name LIKE 'twin-%'").fetchone()[0] == 0
         rows = q("SELECT content, embedding FROM insight ORDER BY id").fetchall()
         expected = HashEmbedder().embed([c for c, _ in rows])

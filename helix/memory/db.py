@@ -142,8 +142,7 @@ def write_batches(
     position = 0
     while position < len(items):
         if position:
-            # Jittered, so the batches never fall into step with a waiter's polling.
-            time.sleep(pause * random.uniform(1.0, 1.5))
+            give_way(pause)
         with write(conn):
             started = time.monotonic()
             while position < len(items):
@@ -151,6 +150,12 @@ def write_batches(
                 position += 1
                 if time.monotonic() - started >= budget:
                     break
+
+
+def give_way(pause: float = PAUSE_SECONDS) -> None:
+    """Leave the write lock free for about ``pause`` seconds between two batches.
+    Jittered, so the batches never fall into step with a waiter's polling."""
+    time.sleep(pause * random.uniform(1.0, 1.5))
 
 
 def inserted_id(cursor: sqlite3.Cursor) -> int:
