@@ -335,20 +335,28 @@ def store(
             os.rename(claimed, folder / f"{item['id']}.json")  # back in the queue
             skipped.append({"id": item["id"], "reason": str(exc)})
             continue
-        except BaseException:
-            # Not the candidate's fault (a database error, an interrupt): back in
-            # the queue rather than held by a claim of this live process.
+        except Exception:
+            # Not the candidate's fault (a database error): the write rolled back,
+            # so it goes back in the queue rather than held by this live process.
+            # (An interrupt leaves the claim: once this process is gone, the next
+            # store takes it over and first checks whether it was stored.)
             os.rename(claimed, folder / f"{item['id']}.json")
             raise
+        if item.get("kind") == "systemic":
+            # It merged into the failure it generalises (or, recovered, may have).
+            if result["status"] != "added":
+                memory.set_kind(result["name"], "systemic")
+                result["promoted"] = True
+            _link_systemic(memory, result["name"], item)
         stored.append({"id": item["id"], **result})
         claimed.unlink(missing_ok=True)
     return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
 
 
 def _store_claimed(memory: Memory, item: LearningCandidate, recovered: bool) -> dict[str, Any]:
-    """Store one claimed candidate. A claim taken over from a dead process is
-    first looked up: if that process stored it before dying, it is not stored
-    again (``status: "already stored"``)."""
+    """Store one claimed candidate in memory. A claim taken over from a dead
+    process is first looked up: if that process stored it before dying, it is
+    not stored again (``status: "already stored"``)."""
     earlier = _stored_before(memory, item) if recovered else None
     if earlier is not None:
         result: dict[str, Any] = {"status": "already stored", "name": earlier}
@@ -360,12 +368,6 @@ def _store_claimed(memory: Memory, item: LearningCandidate, recovered: bool) -> 
             source=item.get("source") or "",
             files=item.get("files") or [],
         )
-    if item.get("kind") == "systemic":
-        # It merged into the failure it generalises (or may have: a recovered one).
-        if result["status"] != "added":
-            memory.set_kind(result["name"], "systemic")
-            result["promoted"] = True
-        _link_systemic(memory, result["name"], item)
     if recovered:
         result["recovered"] = True
     return result
