@@ -175,7 +175,7 @@ def test_a_live_claim_is_left_alone(tmp_path: Path, hash_memory: Memory):
 
 def test_concurrent_stores_store_each_candidate_once(tmp_path: Path):
     ids = queue(24)
-    # Two abandoned claims as well, for both stores to race over.
+    # Two claims of a process that has exited, for the three stores to race over.
     folder = learning.queue_dir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
