@@ -208,7 +208,8 @@ def run(n: int, twin_every: int, tmp: Path) -> dict:
         "consolidate_s": round(upkeep["seconds"], 2),
         "merged": upkeep["merged"],
         "write_transactions": len(holds_ms),
-        "hold_ms": common.summary(holds_ms, 2),
+        # No merges to apply, no write transaction at all.
+        "hold_ms": common.summary(holds_ms or [0.0], 2),
         "longest_hold_ms": round(max(holds_ms, default=0.0), 1),
         # Which transaction it was (0 = the first), and the three longest.
         "longest_hold_at": holds_ms.index(max(holds_ms)) if holds_ms else None,
