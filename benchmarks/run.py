@@ -37,6 +37,7 @@ BENCHMARKS = {
     "bulk_import": (["--profile"], ["--quick"], 1200),
     "concurrent_hooks": ([], ["--quick"], 900),
     "concurrent_feedback": ([], ["--rounds", "1"], 600),
+    "upkeep_locks": ([], ["--insights", "10000"], 900),
 }
 LEARNING = common.BENCH_DIR / "learning"
 LEARNING_TIMEOUT = 1200

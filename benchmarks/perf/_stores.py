@@ -175,7 +175,7 @@ class Combinations:
 
     def __init__(self) -> None:
         from helix.memory import insight
-        from helix.memory.migrations import KINDS
+        from helix.vocab import KINDS
 
         self._insight = insight
         self._cache: dict[int, tuple[str, str, str, str, int]] = {}

@@ -6,6 +6,14 @@ twice is a no-op) until the orchestrator or the user stores or discards them.
 Storing goes through :meth:`Memory.store`, so the memory's own rules apply: the
 safety screen, and merging into a near-duplicate instead of adding a copy.
 
+Storing claims a candidate by renaming its file to a claim that names the
+claiming process (host, pid and the pid's start time), so of two concurrent
+stores exactly one gets it. A claim whose process died (killed mid-store) is
+stale: ``pending`` lists it again and the next ``store`` takes it over with the
+same atomic rename. If the dead process had already written the insight (it died
+between the memory's commit and removing the claim), the takeover finds the text
+in memory and does not store it a second time.
+
 Where candidates come from, with their confidence:
 
 - an explicit ``INSIGHT:`` from the agent: a pattern (high when the task's VERIFY
@@ -23,6 +31,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -55,6 +65,10 @@ _NOT_GENERAL = re.compile(
     re.IGNORECASE,
 )
 MAX_FILES_LISTED = 8
+CLAIM_SUFFIX = ".storing"
+# A claim made on another host (a shared folder) cannot be checked for a live
+# process; it counts as abandoned after this long (storing one takes seconds).
+STALE_CLAIM_S = 15 * 60
 
 
 def queue_dir(home: Path | None = None) -> Path:
@@ -226,7 +240,7 @@ def propose(
     added = []
     for item in candidates:
         path = folder / f"{file_id(item['id'], 'candidate id')}.json"
-        if path.exists():
+        if path.exists() or _claims(folder, item["id"]):  # queued, or being stored
             continue
         reason = _refusal(item)
         if reason:
@@ -258,13 +272,16 @@ def pending(home: Path | None = None) -> list[LearningCandidate]:
     if not folder.is_dir():
         return []
     items: list[LearningCandidate] = []
-    for path in sorted(folder.glob("lc-*.json")):
+    files = [(path.stem, path) for path in sorted(folder.glob("lc-*.json"))]
+    # A claim whose process died is queued again (see the module docstring).
+    files += [(_claimed_id(path), path) for path in _claims(folder) if _abandoned(path)]
+    for candidate_id, path in files:
         value = read_json(path)
         if not isinstance(value, dict) or not isinstance(value.get("content"), str):
             continue  # not a candidate helix wrote: left alone, never stored
         # The file name is the id; a hand-edited confidence or list is normalised
         # so one odd file cannot stop the rest of the queue.
-        value["id"] = path.stem
+        value["id"] = candidate_id
         if value.get("confidence") not in CONFIDENCE:
             value["confidence"] = "low"
         for key in ("tags", "files"):
@@ -287,7 +304,9 @@ def store(
     Each stored one leaves the queue. One the safety screen refuses is dropped
     (its text may be a secret) and reported; one that fails for another reason
     stays queued. Each candidate is claimed by renaming its file first, so
-    concurrent hooks never store the same one twice.
+    concurrent hooks never store the same one twice; a claim left by a process
+    that died is taken over (``recovered: true``), and stored only if the dead
+    process had not stored it already (else ``status: "already stored"``).
     """
     if min_confidence not in CONFIDENCE:
         raise InvalidInput(f"min_confidence must be one of: {', '.join(CONFIDENCE)}")
@@ -305,36 +324,164 @@ def store(
     stored, skipped = [], []
     folder = queue_dir(home)
     for item in chosen:
-        path = folder / f"{item['id']}.json"
-        claimed = folder / f".{item['id']}.storing"
-        try:  # claim it: two hooks storing the same queue must not both store it
-            os.rename(path, claimed)
-        except OSError:
-            continue
+        claim = _claim(folder, item["id"])
+        if claim is None:
+            continue  # another process has it
+        claimed, recovered = claim
         try:
-            result = memory.store(
-                item["content"],
-                kind=item.get("kind"),
-                tags=item.get("tags") or [],
-                source=item.get("source") or "",
-                files=item.get("files") or [],
-            )
+            result = _store_claimed(memory, item, recovered)
         except Rejected as exc:  # refused content is dropped, never kept on disk
             claimed.unlink(missing_ok=True)
             skipped.append({"id": item["id"], "reason": str(exc), "dropped": True})
             continue
         except HelixError as exc:
-            os.rename(claimed, path)  # back in the queue
+            os.rename(claimed, folder / f"{item['id']}.json")  # back in the queue
             skipped.append({"id": item["id"], "reason": str(exc)})
             continue
+        except Exception:
+            # Not the candidate's fault (a database error): the write rolled back,
+            # so it goes back in the queue rather than held by this live process.
+            # (An interrupt leaves the claim: once this process is gone, the next
+            # store takes it over and first checks whether it was stored.)
+            os.rename(claimed, folder / f"{item['id']}.json")
+            raise
         if item.get("kind") == "systemic":
-            if result["status"] == "merged":  # it merged into the failure it generalises
+            # It merged into the failure it generalises (or, recovered, may have).
+            if result["status"] != "added":
                 memory.set_kind(result["name"], "systemic")
                 result["promoted"] = True
             _link_systemic(memory, result["name"], item)
         stored.append({"id": item["id"], **result})
         claimed.unlink(missing_ok=True)
     return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
+
+
+def _store_claimed(memory: Memory, item: LearningCandidate, recovered: bool) -> dict[str, Any]:
+    """Store one claimed candidate in memory. A claim taken over from a dead
+    process is first looked up: if that process stored it before dying, it is
+    not stored again (``status: "already stored"``)."""
+    earlier = _stored_before(memory, item) if recovered else None
+    if earlier is not None:
+        result: dict[str, Any] = {"status": "already stored", "name": earlier}
+    else:
+        result = memory.store(
+            item["content"],
+            kind=item.get("kind"),
+            tags=item.get("tags") or [],
+            source=item.get("source") or "",
+            files=item.get("files") or [],
+        )
+    if recovered:
+        result["recovered"] = True
+    return result
+
+
+def _stored_before(memory: Memory, item: LearningCandidate) -> str | None:
+    """The insight a candidate's text went into, if it is in memory word for
+    word: added (or merged, keeping its wording) as an insight, or merged into
+    one (a merge event with its text and source)."""
+    try:
+        content = insight.clean_content(item["content"])
+        source = insight.clean_source(item.get("source") or "")
+    except HelixError:
+        return None
+    row = memory.conn.execute(
+        "SELECT name FROM insight WHERE content = ? ORDER BY id LIMIT 1", (content,)
+    ).fetchone()
+    if row is None:
+        row = memory.conn.execute(
+            "SELECT insight FROM merge_event WHERE merged_content = ? AND source = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (content, source),
+        ).fetchone()
+    return None if row is None else str(row[0])
+
+
+# ------------------------------------------------------------------ claims
+def _claim(folder: Path, candidate_id: str) -> tuple[Path, bool] | None:
+    """Claim a candidate for this process: its queue file, else an abandoned
+    claim. Returns the claim and whether it was taken over, or None when another
+    process has it. Each is one atomic rename: of two racing claimers, one wins."""
+    mine = claim_file(folder, candidate_id)
+    try:
+        os.rename(folder / f"{candidate_id}.json", mine)
+        return mine, False
+    except OSError:
+        pass
+    for claim in _claims(folder, candidate_id):
+        if not _abandoned(claim):
+            continue
+        try:
+            os.rename(claim, mine)
+            return mine, True
+        except OSError:
+            continue  # another process took it over first
+    return None
+
+
+def claim_file(folder: Path, candidate_id: str, pid: int | None = None) -> Path:
+    """The claim a process of this host (by default this one) makes on a candidate."""
+    pid = os.getpid() if pid is None else pid
+    return folder / f".{candidate_id}~{_host()}~{pid}~{_started(pid)}{CLAIM_SUFFIX}"
+
+
+def _claims(folder: Path, candidate_id: str | None = None) -> list[Path]:
+    """Claim files, of one candidate or of all. Claims are named
+    ``.ID~HOST~PID~START.storing``; ``.ID.storing`` is a claim of an older helix."""
+    if not folder.is_dir():
+        return []
+    if candidate_id is None:
+        return sorted(folder.glob(f".lc-*{CLAIM_SUFFIX}"))
+    owned = folder.glob(f".{candidate_id}~*{CLAIM_SUFFIX}")
+    return sorted([*owned, *folder.glob(f".{candidate_id}{CLAIM_SUFFIX}")])
+
+
+def _claimed_id(claim: Path) -> str:
+    return claim.name[1 : -len(CLAIM_SUFFIX)].split("~")[0]
+
+
+def _abandoned(claim: Path) -> bool:
+    """Whether a claim's process is gone: on this host, the pid is not running
+    (or is running another program since the pid was reused); a claim of another
+    host, or of an older helix (no owner), once it is older than STALE_CLAIM_S."""
+    owner = claim.name[1 : -len(CLAIM_SUFFIX)].split("~")
+    if len(owner) == 4 and owner[1] == _host() and owner[2].isdigit():
+        return not _running(int(owner[2]), owner[3])
+    try:
+        claimed_at = claim.stat().st_ctime  # a rename sets the ctime: when it was claimed
+    except OSError:
+        return False  # gone: taken or finished meanwhile
+    return time.time() - claimed_at > STALE_CLAIM_S
+
+
+def _running(pid: int, started: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # it exists, under another user
+    now = _started(pid)
+    if now == "zombie":
+        return False  # killed, not yet reaped
+    return started in ("", "0") or now in ("", started)
+
+
+def _started(pid: int) -> str:
+    """When ``pid`` started (clock ticks since boot, from /proc), "zombie" for a
+    process that exited and was not reaped yet, "" where /proc cannot tell."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces
+    if len(fields) < 20:
+        return ""
+    return "zombie" if fields[0] in ("Z", "X") else fields[19]
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
 
 
 def _link_systemic(memory: Memory, name: str, item: LearningCandidate) -> None:

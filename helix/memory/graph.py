@@ -43,11 +43,13 @@ def edges(
     memory: InsightRows, name: str | None = None, relation: str | None = None
 ) -> list[dict[str, Any]]:
     """Edges touching ``name`` (either end) and/or of one relation."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[int | str] = []
     if name is not None:
-        memory.id_of(name)
-        clauses.append("(f.name = ? OR t.name = ?)")
-        params += [name, name]
+        # By id, so both ends are index lookups (by name it scans every edge).
+        insight_id = memory.id_of(name)
+        clauses.append("(e.from_id = ? OR e.to_id = ?)")
+        params += [insight_id, insight_id]
     if relation is not None:
         clauses.append("e.relation = ?")
         params.append(insight.check_relation(relation))

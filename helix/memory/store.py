@@ -86,7 +86,8 @@ class Memory(InsightRows):
         Each item is a dict of store() arguments, optionally with ``effectiveness``,
         ``helped``, ``failed``, ``use_count``, ``created_at``, ``last_used``,
         ``embedding`` (list of floats) and ``model``. Invalid items are reported, not
-        fatal. One transaction per batch (embedding happens before it is opened).
+        fatal. Embedding happens outside any transaction; the writes go in short
+        transactions, so concurrent feedback is never starved.
         """
         return writes.store_many(self, items, batch_size, on_progress)
 

@@ -3,14 +3,24 @@ the code-assisted helpers that surface facts for the orchestrator to act on
 (similar_recent, suggest_edges), chunking and re-embedding.
 
 Each is a function of the rows (:class:`helix.memory.rows.InsightRows`); ``Memory`` exposes it as a
-method. Writes run in one ``BEGIN IMMEDIATE`` transaction, and nothing is deleted
-without a copy in the archive.
+method. Nothing is deleted without a copy in the archive.
+
+Bulk upkeep (decay, prune, consolidate, reindex) never holds the write lock for
+long, because hooks write feedback while it runs: it first works out what to do
+from a snapshot, outside any write transaction (a WAL reader blocks no writer;
+the similarity matrix is numpy work outside any transaction), then applies the
+plan in short batches (:func:`helix.memory.db.write_batches`). Each step re-reads
+its rows inside its batch and skips an insight that no longer is what the plan
+assumed (used, re-embedded or removed meanwhile), so a concurrent write is never
+clobbered, an interruption between batches leaves a consistent store, and a
+rerun does the rest.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +33,11 @@ from helix.memory.rows import InsightRows
 
 # Below this cosine two insights are too far apart to suggest linking them.
 SUGGEST_FLOOR = 0.30
+# Similarities computed at once while planning a consolidation (32 MB of float32).
+SIMILARITY_BLOCK = 1 << 23
+# A consolidation whose plan was overtaken by concurrent writes plans again, at most
+# this many times in all.
+MAX_ROUNDS = 5
 SUCCESS_WORDS = re.compile(r"\b(delivered|success|succeeded|passed|solved|done|fixed|ok)\b", re.I)
 
 
@@ -53,29 +68,43 @@ def suggest_edges(memory: InsightRows, name: str, limit: int = 5) -> list[dict[s
 
 def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
     """Halve the distance to neutral of insights unused for ``unused_days``:
-    old evidence fades, so a stale score cannot dominate forever."""
+    old evidence fades, so a stale score cannot dominate forever.
+
+    Applied in short batches; an insight used meanwhile is no longer dormant and
+    is left alone."""
     if unused_days < 0:
         raise InvalidInput("unused_days must be >= 0")
     cutoff = db.stamp(memory.clock() - timedelta(days=unused_days))
     now = memory.now()
-    decayed = []
-    with db.write(memory.conn):
-        rows = memory.conn.execute(
-            "SELECT name, effectiveness FROM insight WHERE coalesce(last_used, created_at) < ? "
-            "AND abs(effectiveness - 0.5) > 1e-6",
-            (cutoff,),
-        ).fetchall()
-        for name, eff in rows:
-            after = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2
-            memory.conn.execute(
-                "UPDATE insight SET effectiveness = ? WHERE name = ?", (after, name)
-            )
-            memory.conn.execute(
-                "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-                "effectiveness, created_at) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?)",
-                (name, round(after - eff, 6), after, now),
-            )
-            decayed.append(name)
+    dormant = "coalesce(last_used, created_at) < ? AND abs(effectiveness - 0.5) > 1e-6"
+    ids = [
+        r[0]
+        for r in memory.conn.execute(
+            f"SELECT id FROM insight WHERE {dormant} ORDER BY id", (cutoff,)
+        )
+    ]
+    decayed: list[str] = []
+
+    def fade(insight_id: int) -> None:
+        row = memory.conn.execute(
+            f"SELECT name, effectiveness FROM insight WHERE id = ? AND {dormant}",
+            (insight_id, cutoff),
+        ).fetchone()
+        if row is None:  # used, reset or removed since the plan
+            return
+        name, eff = row
+        after = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2
+        memory.conn.execute(
+            "UPDATE insight SET effectiveness = ? WHERE id = ?", (after, insight_id)
+        )
+        memory.conn.execute(
+            "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+            "effectiveness, created_at) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?)",
+            (name, round(after - eff, 6), after, now),
+        )
+        decayed.append(name)
+
+    db.write_batches(memory.conn, ids, fade)
     return {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
 
 
@@ -83,22 +112,32 @@ def prune(
     memory: InsightRows, min_effectiveness: float = 0.25, min_uses: int = 3
 ) -> dict[str, Any]:
     """Archive insights that kept failing (effectiveness below the bar after at
-    least ``min_uses`` uses). Archived insights can be restored."""
-    with db.write(memory.conn):
-        names = [
-            r[0]
-            for r in memory.conn.execute(
-                "SELECT name FROM insight WHERE effectiveness < ? AND use_count >= ? ORDER BY name",
-                (min_effectiveness, min_uses),
-            )
-        ]
-        for name in names:
-            _archive(
-                memory,
-                name,
-                f"pruned: effectiveness < {min_effectiveness} after >= {min_uses} uses",
-            )
-    return {"pruned": len(names), "names": names}
+    least ``min_uses`` uses). Archived insights can be restored.
+
+    Applied in short batches; an insight whose feedback lifted it above the bar
+    meanwhile is kept."""
+    failing = "effectiveness < ? AND use_count >= ?"
+    bar = (min_effectiveness, min_uses)
+    names = [
+        r[0]
+        for r in memory.conn.execute(f"SELECT name FROM insight WHERE {failing} ORDER BY name", bar)
+    ]
+    pruned: list[str] = []
+
+    def archive(name: str) -> None:
+        if not memory.conn.execute(
+            f"SELECT 1 FROM insight WHERE name = ? AND {failing}", (name, *bar)
+        ).fetchone():
+            return  # lifted or removed since the plan
+        _archive(
+            memory,
+            name,
+            f"pruned: effectiveness < {min_effectiveness} after >= {min_uses} uses",
+        )
+        pruned.append(name)
+
+    db.write_batches(memory.conn, names, archive)
+    return {"pruned": len(pruned), "names": pruned}
 
 
 def _archive(memory: InsightRows, name: str, reason: str) -> None:
@@ -186,27 +225,110 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
 def consolidate(memory: InsightRows, threshold: float = 0.9) -> dict[str, Any]:
     """Merge insights whose vectors are at least ``threshold`` similar. The one
     with more evidence absorbs the other (tags, files, counts, edges); the
-    absorbed one is archived, so nothing is lost."""
+    absorbed one is archived, so nothing is lost.
+
+    Pairs are taken in index order, each row against the later ones, and a row
+    once absorbed takes part in no further merge. The merges are planned from a
+    snapshot, outside the write lock, and applied in short batches; a merge whose
+    rows were removed or re-embedded meanwhile is skipped, and then the remaining
+    pairs are planned again from a fresh snapshot. Concurrent feedback is never
+    lost: the keeper's counts grow by the absorbed row's counts as they are at
+    the moment of the merge."""
     if not 0.5 <= threshold <= 1.0:
         raise InvalidInput("threshold must be between 0.5 and 1.0")
-    merges = []
-    with db.write(memory.conn):
-        index = memory.vectors()
-        absorbed: set[int] = set()
-        ids = [int(i) for i in index.ids]
-        for position, insight_id in enumerate(ids):
-            if insight_id in absorbed:
-                continue
-            vector = index.vector(insight_id)
-            sims = index.matrix[position + 1 :] @ vector if vector is not None else []
-            for offset in np.nonzero(np.asarray(sims) >= threshold)[0]:
-                other = ids[position + 1 + int(offset)]
-                if other in absorbed or insight_id in absorbed:
-                    continue
-                keeper, gone = _keeper(memory, insight_id, other)
-                merges.append(_absorb(memory, keeper, gone, float(sims[offset])))
-                absorbed.add(gone)
+    merges: list[dict[str, Any]] = []
+    for _round in range(MAX_ROUNDS):
+        plan = _plan_merges(memory, threshold)
+        overtaken = False
+
+        def merge(step: _Merge) -> None:
+            nonlocal overtaken
+            model = memory.model_id()
+            for insight_id, blob in ((step.keeper, step.keeper_blob), (step.gone, step.gone_blob)):
+                row = memory.conn.execute(
+                    "SELECT embedding FROM insight WHERE id = ? AND model = ?", (insight_id, model)
+                ).fetchone()
+                if row is None or row[0] != blob:  # removed or re-embedded since the plan
+                    overtaken = True
+                    return
+            keeper, gone = _keeper(memory, step.keeper, step.gone)
+            if (keeper, gone) != (step.keeper, step.gone):
+                overtaken = True  # feedback changed which is stronger: replan the rest
+            merges.append(_absorb(memory, keeper, gone, step.similarity))
+
+        db.write_batches(memory.conn, plan, merge)
+        if not overtaken:
+            break
     return {"merged": len(merges), "merges": merges, "threshold": threshold}
+
+
+@dataclass(frozen=True)
+class _Merge:
+    """One planned merge, with the vectors the plan saw (to re-check them)."""
+
+    keeper: int
+    gone: int
+    similarity: float
+    keeper_blob: bytes
+    gone_blob: bytes
+
+
+def _plan_merges(memory: InsightRows, threshold: float) -> list[_Merge]:
+    """The merges ``consolidate`` makes on a snapshot of the store, in order.
+
+    Reads the vectors and the evidence in one read transaction (WAL: no writer
+    waits for it), then works on them in memory: the similarities come a block
+    of rows at a time, and the keeper of each pair is chosen with the evidence
+    the earlier merges of the plan will have added to it."""
+    conn = memory.conn
+    conn.execute("BEGIN")
+    try:
+        index = memory.vectors()
+        ids = index.ids.copy()
+        matrix = index.matrix.copy()
+        evidence = {
+            i: [helped, failed, uses, length]
+            for i, helped, failed, uses, length in conn.execute(
+                "SELECT id, helped, failed, use_count, length(content) FROM insight"
+            )
+        }
+    finally:
+        conn.execute("COMMIT")
+
+    def strength(i: int) -> tuple:
+        helped, failed, uses, length = evidence[i]
+        return (helped + failed, uses, length, -i)
+
+    plan: list[_Merge] = []
+    absorbed: set[int] = set()
+    count = len(ids)
+    block = max(1, SIMILARITY_BLOCK // max(count, 1))
+    for start in range(0, count, block):
+        # Each row against itself and every later row; pairs come out row by row.
+        sims = matrix[start : start + block] @ matrix[start:].T
+        rows, cols = np.nonzero(sims >= threshold)
+        later = cols > rows
+        for r, c in zip(rows[later].tolist(), cols[later].tolist(), strict=True):
+            a, b = int(ids[start + r]), int(ids[start + c])
+            if a in absorbed or b in absorbed:
+                continue
+            keeper, gone = (a, b) if strength(a) >= strength(b) else (b, a)
+            kept, lost = evidence[keeper], evidence[gone]
+            kept[0] += lost[0]
+            kept[1] += lost[1]
+            kept[2] += lost[2]
+            absorbed.add(gone)
+            position = {a: start + r, b: start + c}
+            plan.append(
+                _Merge(
+                    keeper,
+                    gone,
+                    float(sims[r, c]),
+                    to_blob(matrix[position[keeper]]),
+                    to_blob(matrix[position[gone]]),
+                )
+            )
+    return plan
 
 
 def _keeper(memory: InsightRows, a: int, b: int) -> tuple[int, int]:
@@ -329,7 +451,9 @@ def reindex(
     memory: InsightRows, everything: bool = False, batch_size: int = 1024
 ) -> dict[str, Any]:
     """Re-embed rows of another model or width (or every row) with the current
-    embedder; rows are updated in batches, each batch one transaction."""
+    embedder. Texts are embedded outside any transaction and written in short
+    batches; a row whose text changed meanwhile is skipped (its new text came
+    with its own vector; a rerun catches one that still needs it)."""
     model, dim = memory.model_id(), memory.embedder.dim
     where = (
         "" if everything else "WHERE model IS NOT ? OR embedding IS NULL OR length(embedding) != ?"
@@ -338,14 +462,19 @@ def reindex(
     rows = memory.conn.execute(
         f"SELECT id, content FROM insight {where} ORDER BY id", params
     ).fetchall()
+    written = [0]
+
+    def rewrite(update: tuple[bytes, str, int, str]) -> None:
+        cursor = memory.conn.execute(
+            "UPDATE insight SET embedding = ?, model = ? WHERE id = ? AND content = ?", update
+        )
+        written[0] += cursor.rowcount
+
     for chunk in db.chunks(rows, batch_size):
         vectors = memory.embed([c for _, c in chunk])
-        with db.write(memory.conn):
-            memory.conn.executemany(
-                "UPDATE insight SET embedding = ?, model = ? WHERE id = ?",
-                [(to_blob(v), model, i) for (i, _), v in zip(chunk, vectors, strict=True)],
-            )
-    return {"reindexed": len(rows), "model": model, "dim": dim}
+        updates = [(to_blob(v), model, i, c) for (i, c), v in zip(chunk, vectors, strict=True)]
+        db.write_batches(memory.conn, updates, rewrite)
+    return {"reindexed": written[0], "model": model, "dim": dim}
 
 
 def _suggested_relation(name: str, kind: str, other: str, other_kind: str) -> tuple[str, str, str]:

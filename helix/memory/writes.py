@@ -2,13 +2,15 @@
 
 An insight closer than ``DUPLICATE_THRESHOLD`` (cosine) to one already stored is
 merged into it instead of added; one above ``LINK_THRESHOLD`` gets a ``similar``
-edge. Each write is one transaction whose vector changes are mirrored into the
-cached index (:meth:`helix.memory.rows.InsightRows.vector_write`).
+edge. Each write is one transaction (``store_many`` writes in short ones, a few
+dozen items each) whose vector changes are mirrored into the cached index
+(:meth:`helix.memory.rows.InsightRows.vector_write`).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -216,7 +218,8 @@ def store_many(
     Each item is a dict of store() arguments, optionally with ``effectiveness``,
     ``helped``, ``failed``, ``use_count``, ``created_at``, ``last_used``,
     ``embedding`` (list of floats) and ``model``. Invalid items are reported, not
-    fatal. One transaction per batch (embedding happens before it is opened).
+    fatal. Embedding happens outside any transaction, and the writes go in short
+    transactions (:func:`_store_part`); each item is written whole or not at all.
     """
     report: dict[str, Any] = {"added": 0, "merged": 0, "rejected": [], "names": []}
     prepared: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
@@ -237,7 +240,7 @@ def store_many(
             report["rejected"].append({"item": position, "reason": str(exc)})
     done = 0
     for chunk in db.chunks(prepared, batch_size):
-        size = len(chunk)
+        chunk_items = len(chunk)  # progress counts refused items too
         vectors = _vectors_for(memory, chunk)
         refused = _hostile_meaning(memory, vectors)
         if any(refused):
@@ -246,16 +249,52 @@ def store_many(
                     report["rejected"].append({"item": position, "reason": problem})
             keep = [n for n, problem in enumerate(refused) if not problem]
             chunk, vectors = [chunk[n] for n in keep], vectors[keep]
+        first = 0
+        while first < len(chunk):
+            # Bounds the score matrix's memory (the cosines of a part to every row).
+            part_size = max(1, SCORE_BLOCK // max(len(memory.vectors()), 1))
+            part = chunk[first : first + part_size]
+            _store_part(memory, part, vectors[first : first + len(part)], report)
+            first += len(part)
+        done += chunk_items
+        if on_progress:
+            on_progress(done)
+    return report
+
+
+def _store_part(
+    memory: InsightRows,
+    part: Sequence[tuple[int, dict[str, Any], dict[str, Any]]],
+    vectors: np.ndarray,
+    report: dict[str, Any],
+) -> None:
+    """Write one part of a ``store_many`` chunk in short write transactions.
+
+    The part's cosines to every stored row come from one matrix product (compute-
+    bound instead of a memory-bound scan per item: 3 s less per 10,000), taken
+    outside the write lock; each transaction writes items for about
+    ``db.BATCH_SECONDS`` and the lock is then left free for ``db.PAUSE_SECONDS``,
+    so feedback from hooks is never starved by an import. If another process
+    changed the vectors in between, the rest of the part is scored again inside
+    the transaction, so dedup always sees what is stored."""
+    index = memory.vectors()
+    known, seen, offset = len(index), index.generation, 0
+    before = index.matrix[:known] @ vectors.T
+    rewritten: set[int] = set()  # rows a merge gave the incoming vector
+    j = 0
+    while j < len(part):
+        if j:
+            db.give_way()
         with memory.vector_write() as index:
-            # One matrix product for the whole chunk instead of a scan per item
-            # (compute-bound instead of memory-bound: 3 s less per 10,000).
-            known = len(index)
-            block = max(1, SCORE_BLOCK // max(known, 1))  # bounds the product's memory
-            rewritten: set[int] = set()  # rows a merge gave the incoming vector
-            for j, ((_pos, item, evidence), vector) in enumerate(zip(chunk, vectors, strict=True)):
-                if j % block == 0:
-                    before = index.matrix[:known] @ vectors[j : j + block].T
-                sims = np.concatenate([before[:, j % block], index.matrix[known:] @ vector])
+            if index.generation != seen:
+                known, offset = len(index), j
+                before = index.matrix[:known] @ vectors[j:].T
+                rewritten = set()
+            started = time.monotonic()
+            while j < len(part):
+                _pos, item, evidence = part[j]
+                vector = vectors[j]
+                sims = np.concatenate([before[:, j - offset], index.matrix[known:] @ vector])
                 for row in rewritten:
                     sims[row] = index.matrix[row] @ vector
                 result = _insert_or_merge(memory, item, vector, index, evidence, sims)
@@ -265,10 +304,10 @@ def store_many(
                 report["names"].append(result["name"])
                 if result["status"] == "added" and evidence.get("effectiveness") is not None:
                     _log_import_evidence(memory, result["name"], evidence)
-        done += size
-        if on_progress:
-            on_progress(done)
-    return report
+                j += 1
+                if time.monotonic() - started >= db.BATCH_SECONDS:
+                    break
+        seen = index.generation  # includes this process's own writes
 
 
 def _hostile_meaning(memory: InsightRows, vectors: np.ndarray) -> list[str | None]:
