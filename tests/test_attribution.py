@@ -283,3 +283,20 @@ def test_without_the_baseline_the_same_lies_would_lift_them(memory: Memory):
     anyway. If this stopped holding, the test above would prove nothing."""
     means = simulate(memory, use_baseline=False)
     assert min(means[u] for u in USELESS) > 0.58, means
+
+
+def test_a_task_credits_an_insight_once_even_over_new_work(memory: Memory):
+    a, b, _ = store_three(memory)
+    begin(memory, "hx-0000000c", [a])
+    settle(memory, "hx-0000000c", output("DELIVERED", [a]))
+    after_first = memory.get(a)["effectiveness"]
+    (home().parent / "project" / "more.txt").write_text("new work")  # the tree changed
+    begin(memory, "hx-0000000c", [a, b])
+    again = settle(memory, "hx-0000000c", output("DELIVERED", [a, b]))
+    assert again["verified"] is True
+    assert {r["name"]: r["effect"] for r in again["effects"]} == {
+        a: "credited before",
+        b: "helped",
+    }
+    assert memory.get(a)["effectiveness"] == after_first
+    assert memory.get(b)["effectiveness"] > 0.5

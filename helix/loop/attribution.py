@@ -176,11 +176,12 @@ def settle(
         problems.append(f"repeat: {repeat}")
     if attempt is None or tampered or repeat:
         verified = False
-    # Repeated passes of one task say nothing new about the insights they credited.
-    causal = [n for n in utilized if not (verified and outcome == "delivered" and n in earlier)]
-    rows = effects(injected, causal, outcome, verified)
+    # Another verified pass of a task says nothing new about the insights an
+    # earlier one already credited: they are left as they are.
+    again = {n for n in injected if verified and outcome == "delivered" and n in earlier}
+    rows = effects(injected, utilized, outcome, verified)
     for row in rows:
-        if row["name"] in earlier and row["name"] in utilized and row["name"] not in causal:
+        if row["name"] in again:
             row["effect"] = "credited before"
     now = db.stamp(memory.clock())
     result: Settlement = {
@@ -221,11 +222,21 @@ def settle(
             checked,
             evidence=verified or (attempt is not None and not tampered and not repeat),
         )
-        if injected:
+        # Tampered or repeated work is no evidence either way: nothing moves.
+        judged = [] if tampered or repeat else [n for n in injected if n not in again]
+        if judged:
             try:
-                applied = feedback.apply(memory, injected, outcome, causal, task_id, verified, rate)
+                applied = feedback.apply(
+                    memory,
+                    judged,
+                    outcome,
+                    [n for n in utilized if n in judged],
+                    task_id,
+                    verified,
+                    rate,
+                )
             except NotFound:
-                applied = {"updated": [], "missing": injected}  # all pruned since injection
+                applied = {"updated": [], "missing": judged}  # all pruned since injection
             result["feedback"] = applied.get("updated", [])
             result["missing"] = applied.get("missing", [])
     _log(home, result)
