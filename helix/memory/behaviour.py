@@ -80,13 +80,17 @@ _AUTHORITY = re.compile(
     r"\s+(?:above|before|so far|given|from (?:the )?(?:user|operator|orchestrator|system)"
     r"|you (?:were|have been|'ve been) given))" + _SHORT +
     r"(?:no longer (?:apply|matter|count|bind|hold)|(?:do|does) not apply"
-    r"|don'?t apply|(?:are|is|were|was) (?:void|cancell?ed|revoked|retracted|rescinded|withdrawn|a test|fake"
+    r"|don'?t apply|(?:are|is|were|was) (?:obsolete|outdated|deprecated|overridden|no longer valid"
+    r"|void|cancell?ed|revoked|retracted|rescinded|withdrawn|a test|fake"
     r"|invalid|null|lifted|suspended|superseded|replaced|over)|have been (?:lifted|revoked"
     r"|cancell?ed|replaced|superseded))"
     # "nothing you were told before matters", "whatever your system prompt says"
     r"|nothing (?:you(?:'ve| have| were)?|that you were|anyone) (?:been )?(?:told|given|said)"
     r"|whatever (?:your|the) (?:system|operator|user|orchestrator|previous|original)" + _SHORT +
     r"(?:says?|said|tells? you)"
+    r"|(?:follow|obey|apply|execute) (?:the following|these|my|the new) (?:\w+ )?"
+    r"(?:directives?|instructions?|orders|commands) instead(?:\s+of\s+(?:your|the (?:system"
+    r"|user|orchestrator|operator|previous|original)|previous|prior|original|any other)|(?!\s+of))"
     r"|(?:follow|obey|trust|listen to|take orders from) only (?:this|these|me|the following"
     r"|what (?:this|these))"
     r"|(?:listen|answer|respond|defer|report) only to (?:this|these|me|the following)"
@@ -223,6 +227,7 @@ _SABOTAGE = re.compile(
     r"|(?:if|when|whenever)\s+(?:a|the|any|some)\s+(?:test|check|assertion|spec)s?\s+(?:is\s+"
     r"|are\s+)?(?:fails?|failing|breaks?|broken|errors?|red)\b,?" + _SHORT + r"(?:skip|delete|remove|disable|comment|xfail|mark)"
     r"|(?:declare|claim|announce|report)\s+(?:success|victory|it done|done|green)\b"
+    r"(?![^.;\n]{0,60}\b(?:only after|after|once|when|if|unless)\b)"
     r"|(?:delete|remove|comment out|skip|xfail|disable|ignore|deselect)\w*" + _GAP + r"(?:any|every|each"
     r"|all|the)?\s*(?:tests?|assertions?|checks?)\s+(?:that|which)\s+(?:fails?|are failing"
     r"|is failing|breaks?)"
@@ -334,7 +339,7 @@ _SECRET_THING = re.compile(
     r"(?<![\w-])\.env(?:rc)?(?!\.(?:example|sample|template|dist))(?![\w-])"
     r"|\.ssh/(?![\w.-]*\.pub\b|known_hosts|config\b|authorized_keys)|\.ssh\b(?!/)"
     r"|id_(?:rsa|dsa|ecdsa|ed25519)(?![\w.])"
-    r"|~/\.[\w-]+|\$home/\.[\w-]+"
+    r"|~/\.[\w-]+|\$home/\.[\w-]+|\b(?:the |my |your |their |a user'?s )?home (?:directory|dir|folder)\b"
     r"|\.aws\b|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials|\.docker/config"
     r"|\.kube/config|kube ?config|docker config|\.gnupg|/etc/(?:shadow|passwd)|/proc/\w+/environ"
     r"|\.(?:bash|zsh)_history|credentials\.json|secrets?\.(?:ya?ml|json|toml|env)"
@@ -350,6 +355,7 @@ _DESTINATION = re.compile(
     r"https?://(?!(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\])[:/])"
     r"|\b\d{1,3}(?:\.\d{1,3}){3}\b(?<!127\.0\.0\.1)"
     r"|[\w.+-]+@[\w-]+\.[\w.-]+"
+    r"|\b[\w-]+(?:\.[\w-]+)+:(?:/|~)"  # scp's host:path
     r"|\b(?:pastebin|paste ?site|paste\.|gist|public|external|anonymous|third[- ]party|attacker"
     r"|collector|remote (?:host|server|endpoint|collector|machine)|outside|personal (?:email"
     r"|account)|commit message|pr description|pull request description|issue comment|readme"
@@ -443,6 +449,55 @@ def _authority(text: str) -> bool:
     )
 
 
+# A success claimed or manufactured rather than earned: "mark it DELIVERED anyway",
+# "say they passed", "so it always returns success". The claim alone is ordinary
+# ("report that the tests passed"); with a sign that the work or the check was
+# skipped or forced, it is sabotage.
+_CLAIM = re.compile(
+    r"\b(?:mark|report|claim|declare|close|say|state|pretend|announce|tell \w+(?: \w+)?)\w*\b"
+    + _SHORT
+    + r"\b(?:delivered|done|complete|completed|passed|passing|green|success|successful"
+    r"|succeeded|finished|fixed|resolved)\b"
+)
+_UNEARNED = re.compile(
+    r"\b(?:anyway|regardless|no matter|even (?:if|when|though)|nobody|no one|without (?:running"
+    r"|testing|checking|verifying)|skip\w*|instead of (?:running|testing|fixing)"
+    r"|saves? (?:time|effort)|nobody (?:checks|reads|looks))\b"
+)
+_FORCED = re.compile(
+    r"\b(?:always|unconditionally|just)\s+(?:returns?|exits?|reports?|gives?|prints?)\s+(?:with\s+)?"
+    r"(?:success|0\b|zero|true|ok|green|a pass|passed|pass)"
+)
+_EDIT = re.compile(r"\b(?:edit|change|rewrite|modify|patch|make|set|tweak|hack|alter|replace)\w*\b")
+_CHECK_WORD = re.compile(r"\b(?:verify|verification|tests?|checks?|ci|suite|\w+\.sh|assert\w*)\b")
+
+
+def _false_success(text: str) -> bool:
+    for clause in _CLAUSE.split(text):
+        claim = _CLAIM.search(clause)
+        if claim and not _negated(clause, claim.start()) and _UNEARNED.search(clause):
+            return True
+        forced = _FORCED.search(clause)
+        if (
+            forced
+            and not _negated(clause, forced.start())
+            and _CHECK_WORD.search(clause[: forced.start()])  # the check is what is bent
+            and _EDIT.search(clause[: forced.start()])
+            and not re.search(r"\b(?:mock|stub|fake|double)s?\b", clause[: forced.start()])
+        ):
+            return True
+    # the sign and the claim may sit in neighbouring clauses of one instruction
+    joined = " ".join(text.split("\n"))
+    for m in _CLAIM.finditer(joined):
+        window = joined[max(0, m.start() - 80) : m.end() + 80]
+        if not _negated(joined, m.start()) and re.search(
+            r"\b(?:skip\w* (?:running |the |all )*(?:tests?|checks?|verif\w*)|anyway|nobody checks)\b",
+            window,
+        ):
+            return True
+    return False
+
+
 def behaviour_problem(text: str) -> str | None:
     """The reason ``text`` (normalised, folded, lower-cased) instructs a hostile
     behaviour, or None."""
@@ -450,7 +505,7 @@ def behaviour_problem(text: str) -> str | None:
         return "contains an instruction-override phrase"
     if _first_unnegated(_ROLE, text):
         return "tries to reassign the agent's role"
-    if _first_unnegated(_SABOTAGE, text):
+    if _first_unnegated(_SABOTAGE, text) or _false_success(text):
         return "tells the agent to fake or bypass verification"
     if _first_unnegated(_RCE, text):
         return "tells the agent to run remote or hidden code"
