@@ -16,7 +16,15 @@ own vector of the current model is judged on that vector (import does not
 embed it again), so a forged vector can pass this check; the pattern layer
 still screens its text.
 
-The threshold was calibrated on ``tests/data/poisoning`` (hostile texts versus
+Nearness to one exemplar catches close paraphrases only. Beside it sits a linear
+classifier on the same vectors (logistic regression, trained by the same script on
+the exemplars and the dev split of ``tests/data/poisoning`` against its benign
+look-alikes): it learns the direction that separates an order to do harm from
+advice that merely mentions the same things, and refuses a text whose probability
+of being hostile reaches :data:`CLASSIFIER_THRESHOLD`. The threshold is set high:
+on the held-out split and on 1,088 ordinary insights it refused no benign text.
+
+The thresholds were calibrated on ``tests/data/poisoning`` (hostile texts versus
 benign look-alikes about curl, tokens, verify commands, roles...): see
 ``benchmarks/safety/poisoning.py``.
 """
@@ -33,16 +41,20 @@ import numpy as np
 from helix.memory.embeddings import MINILM_ID
 
 THRESHOLD = 0.80
+CLASSIFIER_THRESHOLD = 0.80
 BANK_TEXT = "hostile_exemplars.txt"
 BANK_VECTORS = "hostile_exemplars.npz"
 
 
 class Bank(NamedTuple):
-    """The exemplar sentences, their unit vectors and the model that made them."""
+    """The exemplar sentences, their unit vectors and the model that made them;
+    the classifier's weights and bias (None in a file that predates it)."""
 
     sentences: list[str]
     vectors: np.ndarray
     model_id: str
+    weights: np.ndarray | None = None
+    bias: float = 0.0
 
 
 def sentences(text: str | None = None) -> list[str]:
@@ -66,11 +78,25 @@ def bank() -> Bank | None:
             data = np.load(fh)
             vectors = data["vectors"].astype(np.float32)
             model_id, made_from = str(data["model"]), str(data["digest"])
+            weights = data["weights"].astype(np.float64) if "weights" in data else None
+            bias = float(data["bias"]) if "bias" in data else 0.0
     except (FileNotFoundError, KeyError, ValueError):
         return None
     if made_from != digest(items) or len(vectors) != len(items):
         return None
-    return Bank(items, vectors, model_id)
+    return Bank(items, vectors, model_id, weights, bias)
+
+
+def hostility(vectors: np.ndarray, model_id: str) -> np.ndarray | None:
+    """The classifier's probability that each row is a hostile instruction; None
+    when there is no classifier for this model."""
+    shipped = bank()
+    if shipped is None or shipped.weights is None or model_id != shipped.model_id:
+        return None
+    if model_id != MINILM_ID:
+        return None
+    vectors = np.asarray(vectors, dtype=np.float64).reshape(-1, len(shipped.weights))
+    return np.asarray(1.0 / (1.0 + np.exp(-(vectors @ shipped.weights + shipped.bias))))
 
 
 def nearest(vectors: np.ndarray, model_id: str) -> list[tuple[float, str]] | None:
@@ -91,9 +117,13 @@ def problems(vectors: np.ndarray, model_id: str) -> list[str | None]:
     found = nearest(vectors, model_id)
     if found is None:
         return [None] * len(vectors)
-    return [
-        f"reads like a hostile instruction (cosine {sim:.2f} to: {sentence!r})"
-        if sim >= THRESHOLD
-        else None
-        for sim, sentence in found
-    ]
+    odds = hostility(vectors, model_id)
+    out: list[str | None] = []
+    for i, (sim, sentence) in enumerate(found):
+        if sim >= THRESHOLD:
+            out.append(f"reads like a hostile instruction (cosine {sim:.2f} to: {sentence!r})")
+        elif odds is not None and odds[i] >= CLASSIFIER_THRESHOLD:
+            out.append(f"reads like a hostile instruction (classifier {odds[i]:.2f})")
+        else:
+            out.append(None)
+    return out
