@@ -178,9 +178,8 @@ def record_failure(
     }
     if remaining:
         fields["helix-remaining"] = remaining[:2000]
-    tracker.update(task_id, **fields)
-    if task.get("status") == "in_progress":
-        return tracker.unclaim(task_id)
-    if task.get("status") == "closed" and task.get("outcome") == "delivered":
-        return tracker.reopen(task_id)  # a later attempt (a resumed agent) undid it
-    return tracker.get(task_id)
+    # One write: counting the attempt and releasing the task in two would leave a
+    # task in progress with its failure counted after a crash between them, and
+    # finishing it again (which re-applies the recorded settlement) counts it twice.
+    # A delivery an earlier attempt closed is reopened (a resumed agent undid it).
+    return tracker.release(task_id, **fields)
