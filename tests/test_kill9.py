@@ -44,7 +44,7 @@ from typing import Any
 import pytest
 
 from helix import config
-from helix.loop import learning, ledger, outcomes
+from helix.loop import learning, ledger, outcomes, results
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
@@ -136,8 +136,10 @@ for n in itertools.count():
     objective = text(f"settle {n}")
     started = injection.batch_inject(memory, [objective], [task["id"]], 3,
                                      judges=[(verify, None)])["results"][0]
-    say(begin="settle", task=task["id"], attempt=started["attempt"], names=started["names"])
-    output = f"DELIVERED: did {n}\nUTILIZED: {json.dumps(started['names'][:2])}\n"
+    lesson = {"content": text(f"lesson of settle {n}"), "tags": ["kill"]}
+    output = (f"DELIVERED: did {n}\nUTILIZED: {json.dumps(started['names'][:2])}\n"
+              f"INSIGHT: {json.dumps(lesson)}\n")
+    say(begin="settle", task=task["id"], attempt=started["attempt"], output=output)
     settled = outcomes.finish(memory, tracker, task["id"], output, paths.home, 10)
     say(done="settle", task=task["id"], attempt=started["attempt"],
         outcome=settled["outcome"], status=settled["task"]["status"])
@@ -535,12 +537,23 @@ def check_settle_kind(run: Run) -> None:
         # attempt still open, or applies the settlement recorded before the kill.
         for task in tracker.list(status="in_progress"):
             attempt = ledger.latest(memory, task["id"])
-            names = attempt.names if attempt else []
-            output = f"DELIVERED: retried\nUTILIZED: {json.dumps(names[:2])}\n"
+            if run.in_flight and run.in_flight["task"] == task["id"]:
+                output = run.in_flight["output"]  # the same message again
+            else:  # killed before it got as far as settling
+                lesson = {"content": f"lesson of {task['title']}: retried after a kill"}
+                output = f"DELIVERED: retried\nINSIGHT: {json.dumps(lesson)}\n"
             settled = outcomes.finish(memory, tracker, task["id"], output, run.home, 10)
             assert settled["task"]["status"] != "in_progress"
             if attempt is not None:
                 assert not ledger.get(memory, attempt.id).open
+        # What a settlement does after its transaction happened too, retried or
+        # not: its outcome is in the task-status log (``helix wait builders``
+        # waits for it), and the agent's INSIGHT is queued as a candidate.
+        reported = results.scan_task_statuses(run.home).latest
+        queued = {c["source"] for c in learning.pending(run.home)}
+        for (task_id,) in memory.conn.execute("SELECT task_id FROM task_outcome").fetchall():
+            assert task_id in reported, (run.folder, task_id)
+            assert f"task:{task_id}" in queued, (run.folder, task_id)
         check_settlements_whole(memory)
         for task in tracker.list():
             assert task["status"] != "in_progress", task
