@@ -26,6 +26,7 @@ a candidate's claim leaves the candidate unstorable.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -272,6 +273,7 @@ class Zygote:
             text=True,
         )
         self.lock = threading.Lock()
+        self.forks: set[int] = set()  # children started and not yet killed
         assert self._line() == "ready"
 
     def _line(self) -> str:
@@ -286,9 +288,38 @@ class Zygote:
             self.process.stdin.write(json.dumps([str(folder), PRELUDE + CHILDREN[kind], seed]))
             self.process.stdin.write("\n")
             self.process.stdin.flush()
-            return int(self._line())
+            pid = int(self._line())
+            self.forks.add(pid)
+            return pid
+
+    def kill(self, pid: int, folder: Path) -> None:
+        """SIGKILL the child ``pid``, which must still be working, and wait until
+        it is gone (the zygote ignores SIGCHLD, so the kernel reaps it)."""
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            self.forks.discard(pid)
+            said(folder)  # a crash is reported with its traceback
+            raise AssertionError(f"the child in {folder} stopped before the kill") from None
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                self.forks.discard(pid)
+                return
+            assert time.monotonic() < deadline, f"{pid} outlived SIGKILL"
+            time.sleep(0.002)
 
     def close(self) -> None:
+        """Stop the zygote, and any child a failed test left running."""
+        for pid in self.forks:
+            # Only a process that is still the zygote's child: a pid that died
+            # unnoticed may have been reused by now.
+            with contextlib.suppress(OSError, ValueError):
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.process.pid:
+                    os.kill(pid, signal.SIGKILL)
         assert self.process.stdin is not None
         self.process.stdin.close()
         self.process.wait(timeout=30)
@@ -320,25 +351,12 @@ def wait_ready(folder: Path, pid: int) -> dict[str, Any]:
     return lines[0]
 
 
-def kill(pid: int) -> None:
-    """SIGKILL ``pid``, which must still be working, and wait until it is gone."""
-    os.kill(pid, signal.SIGKILL)  # ProcessLookupError: it had stopped by itself
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        assert time.monotonic() < deadline, f"{pid} outlived SIGKILL"
-        time.sleep(0.002)
-
-
 def kill_midway(zygote: Zygote, kind: str, folder: Path, seed: int, delay: float) -> Run:
     """Run the child of ``kind``, SIGKILL it ``delay`` s after it is ready."""
     pid = zygote.fork(kind, folder, seed)
     ready = wait_ready(folder, pid)
     time.sleep(delay)
-    kill(pid)
+    zygote.kill(pid, folder)
     lines = said(folder)
     done = [line for line in lines if "done" in line]
     begun = [line for line in lines if "begin" in line]
@@ -674,7 +692,7 @@ def test_kill_9_while_a_claim_is_held_leaves_the_candidate_storable(
             assert time.monotonic() < deadline, "the child never claimed a candidate"
             time.sleep(0.002)
         time.sleep(0.2)  # long enough to be waiting in BEGIN IMMEDIATE
-        kill(pid)
+        zygote.kill(pid, folder)
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
