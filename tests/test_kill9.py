@@ -148,7 +148,7 @@ for n in itertools.count():
     "learn": r"""
 proposed = [
     learning.candidate(text(f"lesson {n}"), "pattern", ["kill"], f"hx-{n:08x}", [], "high", "t")
-    for n in range(60)
+    for n in range(40)
 ]
 learning.propose(proposed, paths.home)
 say(ready=True, candidates={c["id"]: c["content"] for c in proposed})
@@ -444,7 +444,7 @@ def check_store_kind(run: Run) -> None:
 
 
 def test_kill_9_during_store_and_store_many(zygote: Zygote, tmp_path: Path) -> None:
-    trials(zygote, "store", 12, tmp_path, check_store_kind)
+    trials(zygote, "store", 15, tmp_path, check_store_kind)
 
 
 # ------------------------------------------------------------------ import
@@ -475,7 +475,7 @@ def check_import_kind(run: Run) -> None:
 
 
 def test_kill_9_during_import(zygote: Zygote, tmp_path: Path) -> None:
-    trials(zygote, "import", 10, tmp_path, check_import_kind)
+    trials(zygote, "import", 12, tmp_path, check_import_kind)
 
 
 # ---------------------------------------------------------------- feedback
@@ -514,7 +514,7 @@ def check_feedback_kind(run: Run) -> None:
 
 
 def test_kill_9_during_feedback(zygote: Zygote, tmp_path: Path) -> None:
-    trials(zygote, "feedback", 10, tmp_path, check_feedback_kind)
+    trials(zygote, "feedback", 12, tmp_path, check_feedback_kind)
 
 
 # ------------------------------------------------------------------ settle
@@ -581,7 +581,7 @@ def check_settle_kind(run: Run) -> None:
 
 
 def test_kill_9_during_settle(zygote: Zygote, tmp_path: Path) -> None:
-    runs = trials(zygote, "settle", 20, tmp_path, check_settle_kind)
+    runs = trials(zygote, "settle", 30, tmp_path, check_settle_kind)
     assert any(r.in_flight for r in runs)  # some kills landed inside a settlement
 
 
@@ -630,7 +630,7 @@ def check_tracker_kind(run: Run) -> None:
 
 
 def test_kill_9_during_tracker_writes(zygote: Zygote, tmp_path: Path) -> None:
-    trials(zygote, "tracker", 10, tmp_path, check_tracker_kind)
+    trials(zygote, "tracker", 12, tmp_path, check_tracker_kind)
 
 
 # -------------------------------------------------------------- learn store
@@ -663,7 +663,7 @@ def check_learn_kind(run: Run) -> list[str]:
 def test_kill_9_during_learn_store(zygote: Zygote, tmp_path: Path) -> None:
     # A kill between claiming a candidate and storing it leaves it claimed and
     # unstored: test_kill_9_while_a_claim_is_held_* below shows it deterministically.
-    trials(zygote, "learn", 10, tmp_path, check_learn_kind)
+    trials(zygote, "learn", 12, tmp_path, check_learn_kind)
 
 
 @pytest.mark.xfail(
