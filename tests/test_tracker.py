@@ -93,6 +93,21 @@ def test_claim_and_unclaim_semantics(tracker: Tracker):
     assert "claimed-pid" not in after
 
 
+def test_release_sets_fields_and_gives_the_task_back_in_one_write(tracker: Tracker):
+    t = tracker.create("work")["id"]
+    tracker.claim(t, "builder-1")
+    released = tracker.release(t, **{"helix-attempts": 1})
+    assert (released["status"], released["helix-attempts"]) == ("open", 1)
+    assert "owner" not in tracker.get(t)
+    tracker.close(t, outcome="delivered", summary="done it")
+    reopened = tracker.release(t, **{"helix-attempts": 2})  # a later attempt undid it
+    assert (reopened["status"], reopened["helix-attempts"]) == ("open", 2)
+    assert "outcome" not in reopened and "summary" not in reopened
+    tracker.close(t, outcome="blocked")
+    kept = tracker.release(t, **{"helix-attempts": 3})
+    assert (kept["status"], kept["outcome"], kept["helix-attempts"]) == ("closed", "blocked", 3)
+
+
 def test_close_and_reopen(tracker: Tracker):
     t = tracker.create("work")["id"]
     closed = tracker.close(t, outcome="blocked", summary="missing fixture")

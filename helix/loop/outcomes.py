@@ -45,7 +45,8 @@ def finish(
     one); return everything that was applied.
 
     If that attempt was settled before but the tracker never heard (a crash
-    between the two), the recorded settlement is applied to the task now and
+    between the two), the rest of that finish is done now with the recorded
+    settlement (candidates queued, status logged, the task updated) and it is
     returned with ``recovered``; otherwise a settled attempt raises Rejected."""
     task = tracker.get(task_id)
     try:
@@ -56,9 +57,15 @@ def finish(
         recorded = done.attempt.result
         if not update_tracker or task.get("status") != "in_progress" or not recorded:
             raise
-        settled = cast(Settlement, {**recorded, "insights": [], "recovered": True})
-        cause = verification.Verification(**settled["verification"]).cause()
-        settled["task"] = apply(tracker, task, settled, cause)
+        # The rest of the interrupted finish: what it does after the settling
+        # transaction (both idempotent: a candidate is queued once, and the status
+        # log keeps each task's latest line), then the tracker. The INSIGHTs come
+        # from the message again: the ledger does not keep agent-written text.
+        report = contracts.parse_outcome(agent_output)
+        settled = cast(Settlement, {**recorded, "insights": report.insights, "recovered": True})
+        checked = verification.Verification(**settled["verification"])
+        _follow_up(memory, task, settled, checked, home, files_changed, agent_id)
+        settled["task"] = apply(tracker, task, settled, checked.cause())
         return settled
     if update_tracker:
         settled["task"] = apply(tracker, task, settled, checked.cause())
@@ -94,8 +101,8 @@ def _attempt(
     attempt_id: str | None,
     tracked: bool = True,
 ) -> tuple[Settlement, verification.Verification]:
-    """Steps 1, 2 and 4 of the module docstring, for one attempt at ``task``.
-    Everything is checked before anything is written."""
+    """Step 1 of the module docstring for one attempt at ``task``, then steps 3
+    and 5 (:func:`_follow_up`). Everything is checked before anything is written."""
     if not isinstance(agent_output, str):
         raise InvalidInput("the agent output must be text")
     if files_changed is not None and (
@@ -113,12 +120,28 @@ def _attempt(
         task.get("verify") if tracked else attribution.UNKNOWN,
         timeout,
     )
+    _follow_up(memory, task, settled, checked, home, files_changed, agent_id)
+    return settled, checked
+
+
+def _follow_up(
+    memory: Memory,
+    task: TaskRecord,
+    settled: Settlement,
+    checked: verification.Verification,
+    home: Path,
+    files_changed: list[str] | None,
+    agent_id: str,
+) -> None:
+    """Step 3 and 5 of the module docstring, after the settling transaction:
+    queue learning candidates and append the outcome to the task-status log."""
+    task_id = task["id"]
     proposed = learning.candidates(memory, settled, task, files_changed)
     settled["refused"] = []
     settled["candidates"] = learning.propose(
         proposed, home, settled["settled_at"], settled["refused"]
     )
-    status = "crashed" if report.status == "unknown" else settled["outcome"]
+    status = "crashed" if settled["claimed"] == "unknown" else settled["outcome"]
     try:
         results.record_task_status(
             home,
@@ -132,13 +155,12 @@ def _attempt(
                 "verify_exit": checked.exit_code,
                 "injected": settled["injected"],
                 "utilized": settled["utilized"],
-                "insights_emitted": len(report.insights),
+                "insights_emitted": len(settled["insights"]),
                 "agent_id": agent_id,
             },
         )
     except (HelixError, OSError) as exc:
         settled["problems"].append(f"task status not recorded: {exc}")
-    return settled, checked
 
 
 def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -> TaskRecord:
@@ -178,9 +200,8 @@ def record_failure(
     }
     if remaining:
         fields["helix-remaining"] = remaining[:2000]
-    tracker.update(task_id, **fields)
-    if task.get("status") == "in_progress":
-        return tracker.unclaim(task_id)
-    if task.get("status") == "closed" and task.get("outcome") == "delivered":
-        return tracker.reopen(task_id)  # a later attempt (a resumed agent) undid it
-    return tracker.get(task_id)
+    # One write: counting the attempt and releasing the task in two would leave a
+    # task in progress with its failure counted after a crash between them, and
+    # finishing it again (which re-applies the recorded settlement) counts it twice.
+    # A delivery an earlier attempt closed is reopened (a resumed agent undid it).
+    return tracker.release(task_id, **fields)

@@ -387,6 +387,26 @@ class Tracker:
             task["updated_at"] = now_rfc3339(self._clock)
         return cast(TaskRecord, task)
 
+    def release(self, task_id: str, **fields: Any) -> TaskRecord:
+        """Set ``fields`` and give the task back for another attempt, in one write
+        (atomic: a crash leaves both or neither). in_progress goes back to open and
+        a delivered task is reopened, both without their claim; any other status
+        keeps the task as it is, with the fields set."""
+        with self._editing() as snap:
+            task = snap.find(task_id)
+            task.update(_clean_fields(fields))
+            status = task.get("status")
+            if status == "in_progress" or (
+                status == "closed" and task.get("outcome") == "delivered"
+            ):
+                if status == "closed":
+                    task.pop("outcome", None)
+                    task.pop("summary", None)
+                task["status"] = "open"
+                _clear_claim(task)
+            task["updated_at"] = now_rfc3339(self._clock)
+        return cast(TaskRecord, task)
+
     def dep_add(self, task_id: str, depends_on: str) -> dict[str, Any]:
         with self._editing() as snap:
             task = snap.find(task_id)

@@ -1,0 +1,704 @@
+"""kill -9 at random moments of every kind of write: nothing acknowledged is lost.
+
+For each kind of write (store and store_many, import, feedback, settle, learn
+store, tracker writes) a child process sets up one project, says ``ready``, then
+performs operations in a loop, writing a JSON line before each one (``begin``)
+and after it returned (``done``), each in one unbuffered ``write``. The parent
+SIGKILLs it after a seeded random delay, then checks what the dead writer left:
+
+1. the database passes ``PRAGMA integrity_check`` and ``foreign_key_check``, opens
+   as a :class:`Memory` whose health works, and its full-text index agrees with
+   the insight table;
+2. every acknowledged write is there, and the one in flight is all there or not
+   at all (a settlement's outcome row, closed attempt and feedback rows together);
+3. retrying the interrupted operation completes it, once;
+4. the tracker file reads cleanly and holds every acknowledged task write.
+
+Children are forked from one process that imported helix once (:class:`Zygote`),
+so a trial costs milliseconds to start instead of a second of imports; trials of
+one kind run a few at a time in threads.
+
+Found this way: a failed settlement was counted twice when a crash fell between
+the tracker's two writes and the task was finished again (fixed by
+``Tracker.release``). Known and marked xfail: a learn store killed while it holds
+a candidate's claim leaves the candidate unstorable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helix import config
+from helix.loop import learning, ledger, outcomes, results
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
+
+WORKERS = 3  # children alive at once
+MAX_DELAY = 0.6  # seconds between "ready" and the kill
+
+PRELUDE = r"""
+import itertools, json, os, random, time
+from helix import config
+from helix.loop import injection, learning, outcomes
+from helix.memory.store import Memory
+from helix.tasks.tracker import Tracker
+
+WORDS = (
+    "apple branch cable dance eagle fabric garden harbor island jacket kettle ladder "
+    "magnet needle orange pencil quartz river saddle tunnel umbrella velvet window "
+    "yellow zipper anchor basket candle desert engine feather glacier hammer insect "
+    "jungle kitchen lantern meadow number oyster planet quiver rocket shadow thunder "
+    "valley walnut canyon marble copper silver violet bronze cotton linen"
+).split()
+rng = random.Random(SEED)
+paths = config.resolve()
+memory = Memory.open()
+tracker = Tracker(paths.tasks)
+
+
+def say(**fields):
+    os.write(ACKS, json.dumps(fields).encode() + b"\n")  # one write: whole, or not at all
+
+
+def text(label):
+    return f"{label}: " + " ".join(rng.sample(WORDS, 8))
+
+
+def seed(count):
+    return memory.store_many([{"content": text(f"seed {i}")} for i in range(count)])["names"]
+
+"""
+
+CHILDREN = {
+    "store": r"""
+say(ready=True)
+for n in itertools.count():
+    if n % 2:
+        contents = [text(f"batch {n} item {k}") for k in range(3)]
+        say(begin="store_many", n=n, contents=contents)
+        report = memory.store_many([{"content": c, "files": ["src/a.py"]} for c in contents])
+        say(done="store_many", n=n, contents=contents, names=report["names"])
+    else:
+        contents = [text(f"single {n}")]
+        say(begin="store", n=n, contents=contents)
+        result = memory.store(contents[0], tags=["kill"], files=["src/b.py"])
+        say(done="store", n=n, contents=contents, names=[result["name"]])
+""",
+    "import": r"""
+say(ready=True)
+for n in itertools.count():
+    lines = [
+        json.dumps({"content": text(f"import {n} line {k}"), "tags": ["imported"],
+                    "effectiveness": round(rng.uniform(0.2, 0.9), 2), "helped": 1})
+        for k in range(4)
+    ]
+    say(begin="import", n=n, lines=lines)
+    report = memory.import_lines(lines, source_label=f"batch-{n}")
+    say(done="import", n=n, lines=lines, added=report["added"])
+""",
+    "feedback": r"""
+names = seed(12)
+say(ready=True, names=names)
+for n in itertools.count():
+    chosen = rng.sample(names, 3)
+    outcome = rng.choice(["blocked", "partial", "skipped", "delivered"])
+    causal = chosen[: rng.randint(0, 3)]
+    args = {"task": f"fb-{n}", "names": chosen, "outcome": outcome, "causal": causal}
+    say(begin="feedback", **args)
+    memory.feedback(chosen, outcome, causal, task_id=args["task"])
+    say(done="feedback", **args)
+""",
+    "settle": r"""
+seed(10)
+(paths.project / "present").write_text("here")
+say(ready=True)
+for n in itertools.count():
+    verify = rng.choice(["true", "test -f present", "test -f absent", "sleep 0.1"])
+    task = tracker.create(f"settle {n}", verify=verify)
+    say(created=task["id"])
+    tracker.claim(task["id"], "kill9")
+    objective = text(f"settle {n}")
+    started = injection.batch_inject(memory, [objective], [task["id"]], 3,
+                                     judges=[(verify, None)])["results"][0]
+    lesson = {"content": text(f"lesson of settle {n}"), "tags": ["kill"]}
+    output = (f"DELIVERED: did {n}\nUTILIZED: {json.dumps(started['names'][:2])}\n"
+              f"INSIGHT: {json.dumps(lesson)}\n")
+    say(begin="settle", task=task["id"], attempt=started["attempt"], output=output)
+    settled = outcomes.finish(memory, tracker, task["id"], output, paths.home, 10)
+    say(done="settle", task=task["id"], attempt=started["attempt"],
+        outcome=settled["outcome"], status=settled["task"]["status"])
+""",
+    "learn": r"""
+proposed = [
+    learning.candidate(text(f"lesson {n}"), "pattern", ["kill"], f"hx-{n:08x}", [], "high", "t")
+    for n in range(40)
+]
+learning.propose(proposed, paths.home)
+say(ready=True, candidates={c["id"]: c["content"] for c in proposed})
+while os.path.exists("hold"):  # a test taking the store's lock first says when to go
+    time.sleep(0.005)
+while True:
+    queued = [c["id"] for c in learning.pending(paths.home)]
+    if not queued:
+        break
+    ids = queued[: rng.randint(1, 2)]
+    say(begin="learn", ids=ids)
+    report = learning.store(memory, ids=ids, home=paths.home)
+    say(done="learn", ids=ids, names=[s["name"] for s in report["stored"]])
+while True:  # all stored before the kill: wait for it
+    time.sleep(1)
+""",
+    "tracker": r"""
+ids = [tracker.create(f"seed {n}")["id"] for n in range(20)]
+say(ready=True, ids=ids)
+for n in itertools.count():
+    op = rng.choice(["create", "update", "close", "claim", "unclaim"])
+    if op == "create":
+        say(begin="create", title=f"task {n}")
+        task = tracker.create(f"task {n}")
+        ids.append(task["id"])
+        say(done="create", task=task["id"], title=f"task {n}")
+        continue
+    target, value = rng.choice(ids), rng.randint(0, 4)
+    status = tracker.get(target)["status"]
+    if op == "claim" and status != "open":
+        continue
+    say(begin=op, task=target, value=value)
+    if op == "update":
+        tracker.update(target, priority=value)
+    elif op == "close":
+        tracker.close(target, summary=f"s{value}")
+    elif op == "claim":
+        tracker.claim(target, f"owner{value}")
+    else:
+        tracker.unclaim(target)
+    say(done=op, task=target, value=value)
+""",
+}
+
+
+@dataclass
+class Run:
+    """What one killed child said: its ``ready`` line, the operations it
+    acknowledged, and the one it began but did not finish (if any)."""
+
+    folder: Path
+    ready: dict[str, Any]
+    done: list[dict[str, Any]]
+    in_flight: dict[str, Any] | None
+
+    @property
+    def home(self) -> Path:
+        return self.folder / ".helix"
+
+    @property
+    def db(self) -> Path:
+        return config.Paths.at(self.home).db
+
+    @property
+    def tasks(self) -> Path:
+        return config.Paths.at(self.home).tasks
+
+
+ZYGOTE = r"""
+import json, os, signal, sys, traceback
+from helix.loop import injection, learning, outcomes  # loaded once, shared by every fork
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import Memory
+
+with Memory(None, embedder=HashEmbedder()) as warm:  # loads what a first write loads
+    warm.store("warm up the lazy imports of a first store")
+    warm.store_many([{"content": "warm up the lazy imports of store many"}])
+    warm.recall("warm up")
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the killed children
+print("ready", flush=True)
+for line in sys.stdin:
+    folder, source, seed = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # VERIFY's exit code is needed
+        os.chdir(folder)
+        os.environ["HELIX_HOME"] = os.path.join(folder, ".helix")
+        log = os.open("child.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        acks = os.open("acks.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            exec(compile(source, "child", "exec"), {"ACKS": acks, "SEED": seed})
+        except BaseException:
+            os.write(acks, json.dumps({"crashed": traceback.format_exc()}).encode() + b"\n")
+        os._exit(1)
+    print(pid, flush=True)
+"""
+
+
+class Zygote:
+    """A process that has imported helix once and forks a child per trial.
+
+    Starting a fresh interpreter costs a second of CPU (numpy, helix's modules,
+    a first store's lazy loads); a fork costs milliseconds, so the trials fit
+    in the time budget on a busy machine. Each child is a real process with its
+    own database connections, killed with SIGKILL like any other. It writes its
+    lines to ``acks.jsonl`` in its folder, one ``write`` each: a line is there
+    whole once the call returned, whatever happens to the process after.
+    """
+
+    def __init__(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in ("HELIX_DB", "HELIX_DEBUG")}
+        env.update(HELIX_EMBEDDER="hash", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", ZYGOTE],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.lock = threading.Lock()
+        self.forks: set[int] = set()  # children started and not yet killed
+        assert self._line() == "ready"
+
+    def _line(self) -> str:
+        assert self.process.stdout is not None
+        return self.process.stdout.readline().strip()
+
+    def fork(self, kind: str, folder: Path, seed: int) -> int:
+        """Start the child of ``kind`` in ``folder`` (its project); its pid."""
+        folder.mkdir(parents=True, exist_ok=True)
+        assert self.process.stdin is not None
+        with self.lock:
+            self.process.stdin.write(json.dumps([str(folder), PRELUDE + CHILDREN[kind], seed]))
+            self.process.stdin.write("\n")
+            self.process.stdin.flush()
+            pid = int(self._line())
+            self.forks.add(pid)
+            return pid
+
+    def kill(self, pid: int, folder: Path) -> None:
+        """SIGKILL the child ``pid``, which must still be working, and wait until
+        it is gone (the zygote ignores SIGCHLD, so the kernel reaps it)."""
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            self.forks.discard(pid)
+            said(folder)  # a crash is reported with its traceback
+            raise AssertionError(f"the child in {folder} stopped before the kill") from None
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                self.forks.discard(pid)
+                return
+            assert time.monotonic() < deadline, f"{pid} outlived SIGKILL"
+            time.sleep(0.002)
+
+    def close(self) -> None:
+        """Stop the zygote, and any child a failed test left running."""
+        for pid in self.forks:
+            # Only a process that is still the zygote's child: a pid that died
+            # unnoticed may have been reused by now.
+            with contextlib.suppress(OSError, ValueError):
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == self.process.pid:
+                    os.kill(pid, signal.SIGKILL)
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[Zygote]:
+    forks = Zygote()
+    yield forks
+    forks.close()
+
+
+def said(folder: Path) -> list[dict[str, Any]]:
+    """The child's complete lines (a last one cut short is no acknowledgement)."""
+    path = folder / "acks.jsonl"
+    lines = path.read_text().split("\n")[:-1] if path.exists() else []
+    out = [json.loads(line) for line in lines]
+    crashed = [line["crashed"] for line in out if "crashed" in line]
+    assert crashed == [], crashed[0] if crashed else ""
+    return out
+
+
+def wait_ready(folder: Path, pid: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while not (lines := said(folder)):
+        assert time.monotonic() < deadline, "the child never got ready"
+        time.sleep(0.002)
+    assert "ready" in lines[0], lines[0]
+    return lines[0]
+
+
+def kill_midway(zygote: Zygote, kind: str, folder: Path, seed: int, delay: float) -> Run:
+    """Run the child of ``kind``, SIGKILL it ``delay`` s after it is ready."""
+    pid = zygote.fork(kind, folder, seed)
+    ready = wait_ready(folder, pid)
+    time.sleep(delay)
+    zygote.kill(pid, folder)
+    lines = said(folder)
+    done = [line for line in lines if "done" in line]
+    begun = [line for line in lines if "begin" in line]
+    in_flight = begun[-1] if len(begun) > len(done) else None
+    return Run(folder, ready, done, in_flight)
+
+
+def trials(
+    zygote: Zygote, kind: str, count: int, tmp_path: Path, check: Callable[[Run], None]
+) -> list[Run]:
+    """``count`` seeded trials of ``kind``, each killed and then checked."""
+    rng = random.Random(f"kill9-{kind}")
+    plans = [
+        (tmp_path / f"{kind}-{n}", rng.randrange(1 << 30), rng.uniform(0.02, MAX_DELAY))
+        for n in range(count)
+    ]
+
+    def one(plan: tuple[Path, int, float]) -> Run:
+        run = kill_midway(zygote, kind, *plan)
+        check_store(run.db)
+        check(run)
+        check_store(run.db)  # the retries left it sound too
+        assert Tracker(run.tasks).read().problems == []
+        return run
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        runs = list(pool.map(one, plans))
+    # The kills landed while the children were working, not before they began.
+    assert sum(len(r.done) for r in runs) >= count, [len(r.done) for r in runs]
+    return runs
+
+
+def open_memory(run: Run) -> Memory:
+    return Memory(run.db, embedder=HashEmbedder())
+
+
+def check_store(path: Path) -> None:
+    """Check 1: SQLite's and helix's own view of the store after the kill."""
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        conn.execute("INSERT INTO insight_fts(insight_fts) VALUES ('integrity-check')")
+        rows = conn.execute("SELECT id, content FROM insight").fetchall()
+        indexed = {r[0] for r in conn.execute("SELECT id FROM insight_fts_docsize")}
+        assert indexed == {r[0] for r in rows}
+        for insight_id, content in rows:  # every insight is found by its own words
+            phrase = '"' + content.replace('"', '""') + '"'
+            found = conn.execute(
+                "SELECT rowid FROM insight_fts WHERE insight_fts MATCH ? AND rowid = ?",
+                (phrase, insight_id),
+            ).fetchall()
+            assert found == [(insight_id,)], content
+    finally:
+        conn.close()
+    with Memory(path, embedder=HashEmbedder()) as memory:
+        health = memory.health()
+        assert health["total_insights"] == len(rows)
+
+
+def count_content(memory: Memory, content: str) -> int:
+    return memory.conn.execute(
+        "SELECT count(*) FROM insight WHERE content = ?", (content,)
+    ).fetchone()[0]
+
+
+# ------------------------------------------------------------------- store
+def check_store_kind(run: Run) -> None:
+    with open_memory(run) as memory:
+        for op in run.done:
+            for content, name in zip(op["contents"], op["names"], strict=True):
+                assert memory.get(name)["content"] == content, (run.folder, op)
+        if run.in_flight is None:
+            return
+        contents = run.in_flight["contents"]
+        landed = [count_content(memory, c) for c in contents]
+        assert set(landed) <= {0, 1} and len(set(landed)) <= 1, (run.folder, landed)
+        # The retry: the same write again ends with each text stored exactly once
+        # (merged into itself if it had landed).
+        if run.in_flight["begin"] == "store":
+            memory.store(contents[0], tags=["kill"], files=["src/b.py"])
+        else:
+            memory.store_many([{"content": c, "files": ["src/a.py"]} for c in contents])
+        assert [count_content(memory, c) for c in contents] == [1] * len(contents)
+
+
+def test_kill_9_during_store_and_store_many(zygote: Zygote, tmp_path: Path) -> None:
+    trials(zygote, "store", 15, tmp_path, check_store_kind)
+
+
+# ------------------------------------------------------------------ import
+def imported(memory: Memory, batch: int) -> tuple[int, int]:
+    """Insights and import events of one imported batch."""
+    insights = memory.conn.execute(
+        "SELECT count(*) FROM insight WHERE content LIKE ?", (f"import {batch} line %",)
+    ).fetchone()[0]
+    events = memory.conn.execute(
+        "SELECT count(*) FROM feedback_event WHERE task_id = ? AND outcome = 'import'",
+        (f"batch-{batch}",),
+    ).fetchone()[0]
+    return insights, events
+
+
+def check_import_kind(run: Run) -> None:
+    with open_memory(run) as memory:
+        for op in run.done:
+            assert imported(memory, op["n"]) == (4, 4), (run.folder, op["n"])
+            for line in op["lines"]:
+                assert count_content(memory, json.loads(line)["content"]) == 1
+        if run.in_flight is None:
+            return
+        batch = run.in_flight["n"]
+        assert imported(memory, batch) in ((0, 0), (4, 4)), run.folder  # one transaction
+        memory.import_lines(run.in_flight["lines"], source_label=f"batch-{batch}")
+        assert imported(memory, batch) == (4, 4)  # the retry adds what was missing, once
+
+
+def test_kill_9_during_import(zygote: Zygote, tmp_path: Path) -> None:
+    trials(zygote, "import", 12, tmp_path, check_import_kind)
+
+
+# ---------------------------------------------------------------- feedback
+def events_of(memory: Memory, task_id: str) -> int:
+    return memory.conn.execute(
+        "SELECT count(*) FROM feedback_event WHERE task_id = ?", (task_id,)
+    ).fetchone()[0]
+
+
+def check_feedback_kind(run: Run) -> None:
+    with open_memory(run) as memory:
+        for op in run.done:
+            assert events_of(memory, op["task"]) == len(op["names"]), (run.folder, op)
+        # Every insight's score and use count are exactly what its events say:
+        # no event without its update, no update without its event.
+        for name in run.ready["names"]:
+            row = memory.conn.execute(
+                "SELECT effectiveness, use_count FROM insight WHERE name = ?", (name,)
+            ).fetchone()
+            last = memory.conn.execute(
+                "SELECT effectiveness FROM feedback_event WHERE insight = ? ORDER BY id DESC",
+                (name,),
+            ).fetchone()
+            uses = memory.conn.execute(
+                "SELECT count(*) FROM feedback_event WHERE insight = ? AND outcome != 'skipped'",
+                (name,),
+            ).fetchone()[0]
+            assert row[0] == (last[0] if last else 0.5) and row[1] == uses, (run.folder, name)
+        op = run.in_flight
+        if op is None:
+            return
+        assert events_of(memory, op["task"]) in (0, len(op["names"])), run.folder
+        if events_of(memory, op["task"]) == 0:  # the retry: apply what did not land
+            memory.feedback(op["names"], op["outcome"], op["causal"], task_id=op["task"])
+        assert events_of(memory, op["task"]) == len(op["names"])
+
+
+def test_kill_9_during_feedback(zygote: Zygote, tmp_path: Path) -> None:
+    trials(zygote, "feedback", 12, tmp_path, check_feedback_kind)
+
+
+# ------------------------------------------------------------------ settle
+def check_settlements_whole(memory: Memory) -> None:
+    """All or none, for every attempt, acknowledged or not: closed exactly when
+    its outcome row exists, and feedback only for a recorded outcome, one row per
+    insight it was given."""
+    torn = memory.conn.execute(
+        "SELECT a.id FROM attempt a LEFT JOIN task_outcome o "
+        "ON o.task_id = a.task_id AND o.attempt = a.id "
+        "WHERE (a.settled_at IS NULL) != (o.id IS NULL)"
+    ).fetchall()
+    assert torn == []
+    orphans = memory.conn.execute(
+        "SELECT DISTINCT task_id FROM feedback_event "
+        "WHERE task_id NOT IN (SELECT task_id FROM task_outcome)"
+    ).fetchall()
+    assert orphans == []
+    for task_id, names in memory.conn.execute(
+        "SELECT task_id, names FROM attempt WHERE settled_at IS NOT NULL"
+    ).fetchall():
+        assert events_of(memory, task_id) == len(json.loads(names)), task_id
+    twice = memory.conn.execute(
+        "SELECT task_id FROM task_outcome GROUP BY task_id HAVING count(*) > 1"
+    ).fetchall()
+    assert twice == []  # one attempt per task in these trials
+
+
+def check_settle_kind(run: Run) -> None:
+    tracker = Tracker(run.tasks)
+    with open_memory(run) as memory:
+        check_settlements_whole(memory)
+        for op in run.done:
+            attempt = ledger.get(memory, op["attempt"])
+            assert not attempt.open and attempt.outcome == op["outcome"], run.folder
+            assert tracker.get(op["task"])["status"] == op["status"], run.folder
+        # The retry: finishing every task left in progress again settles the
+        # attempt still open, or applies the settlement recorded before the kill.
+        for task in tracker.list(status="in_progress"):
+            attempt = ledger.latest(memory, task["id"])
+            if run.in_flight and run.in_flight["task"] == task["id"]:
+                output = run.in_flight["output"]  # the same message again
+            else:  # killed before it got as far as settling
+                lesson = {"content": f"lesson of {task['title']}: retried after a kill"}
+                output = f"DELIVERED: retried\nINSIGHT: {json.dumps(lesson)}\n"
+            settled = outcomes.finish(memory, tracker, task["id"], output, run.home, 10)
+            assert settled["task"]["status"] != "in_progress"
+            if attempt is not None:
+                assert not ledger.get(memory, attempt.id).open
+        # What a settlement does after its transaction happened too, retried or
+        # not: its outcome is in the task-status log (``helix wait builders``
+        # waits for it), and the agent's INSIGHT is queued as a candidate.
+        reported = results.scan_task_statuses(run.home).latest
+        queued = {c["source"] for c in learning.pending(run.home)}
+        for (task_id,) in memory.conn.execute("SELECT task_id FROM task_outcome").fetchall():
+            assert task_id in reported, (run.folder, task_id)
+            assert f"task:{task_id}" in queued, (run.folder, task_id)
+        check_settlements_whole(memory)
+        for task in tracker.list():
+            assert task["status"] != "in_progress", task
+            if task.get("outcome") != "delivered" and task.get("helix-attempts"):
+                assert task["helix-attempts"] == 1, task  # a failure counted once
+        assert tracker.read().problems == []
+
+
+def test_kill_9_during_settle(zygote: Zygote, tmp_path: Path) -> None:
+    runs = trials(zygote, "settle", 30, tmp_path, check_settle_kind)
+    assert any(r.in_flight for r in runs)  # some kills landed inside a settlement
+
+
+# ----------------------------------------------------------------- tracker
+def replay(states: dict[str, dict[str, Any]], op: dict[str, Any], verb: str) -> None:
+    """Apply one tracker write to the expected (status, priority) of its task."""
+    if verb == "create":
+        return
+    task = states[op["task"]]
+    if verb == "update":
+        task["priority"] = op["value"]
+    elif verb == "close":
+        task["status"] = "closed"
+    elif verb == "claim":
+        task["status"] = "in_progress"
+    elif verb == "unclaim" and task["status"] == "in_progress":
+        task["status"] = "open"
+
+
+def check_tracker_kind(run: Run) -> None:
+    snap = Tracker(run.tasks).read()
+    assert snap.problems == [] and run.tasks.read_bytes().endswith(b"\n")
+    by_id = {t["id"]: t for t in snap.tasks}
+    assert len(by_id) == len(snap.tasks)  # no record written twice
+    states = {task_id: {"status": "open", "priority": 2} for task_id in run.ready["ids"]}
+    for op in run.done:
+        if op["done"] == "create":
+            assert by_id[op["task"]]["title"] == op["title"], run.folder
+            states[op["task"]] = {"status": "open", "priority": 2}
+        replay(states, op, op["done"])
+    landed = {}
+    flight = run.in_flight
+    if flight is not None and flight["begin"] != "create":
+        landed = {k: dict(v) for k, v in states.items()}
+        replay(landed, flight, flight["begin"])
+    for task_id, expected in states.items():
+        found = {"status": by_id[task_id]["status"], "priority": by_id[task_id]["priority"]}
+        assert found == expected or found == landed.get(task_id), (run.folder, task_id)
+    extra = set(by_id) - set(states)
+    assert len(extra) <= (1 if flight is not None and flight["begin"] == "create" else 0)
+    # The retry: the next write is quick, and sweeps away the dead writer's temp file.
+    before = time.monotonic()
+    Tracker(run.tasks).create("after the kill")
+    assert time.monotonic() - before < 5
+    assert [p for p in run.tasks.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_kill_9_during_tracker_writes(zygote: Zygote, tmp_path: Path) -> None:
+    trials(zygote, "tracker", 12, tmp_path, check_tracker_kind)
+
+
+# -------------------------------------------------------------- learn store
+def check_learn_kind(run: Run) -> list[str]:
+    """Checks one trial; returns the candidates a left claim keeps from the queue."""
+    candidates: dict[str, str] = run.ready["candidates"]
+    folder = learning.queue_dir(run.home)
+    with open_memory(run) as memory:
+        for op in run.done:
+            for candidate_id in op["ids"]:
+                assert not (folder / f"{candidate_id}.json").exists()
+                assert count_content(memory, candidates[candidate_id]) == 1, run.folder
+        # The retry stores whatever is still queued.
+        learning.store(memory, min_confidence="low", home=run.home)
+        stuck = []
+        for candidate_id, content in candidates.items():
+            merged = memory.conn.execute(
+                "SELECT count(*) FROM merge_event WHERE merged_content = ?", (content,)
+            ).fetchone()[0]
+            assert merged == 0, candidate_id  # never stored twice
+            if count_content(memory, content) == 0:
+                assert (folder / f".{candidate_id}.storing").exists(), candidate_id
+                stuck.append(candidate_id)
+            else:
+                assert count_content(memory, content) == 1
+        assert learning.pending(run.home) == []
+    return stuck
+
+
+def test_kill_9_during_learn_store(zygote: Zygote, tmp_path: Path) -> None:
+    # A kill between claiming a candidate and storing it leaves it claimed and
+    # unstored: test_kill_9_while_a_claim_is_held_* below shows it deterministically.
+    trials(zygote, "learn", 12, tmp_path, check_learn_kind)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="learning.store claims a candidate by renaming it to .<id>.storing; a writer "
+    "killed before storing it leaves the claim, which no later store recovers",
+)
+def test_kill_9_while_a_claim_is_held_leaves_the_candidate_storable(
+    zygote: Zygote, tmp_path: Path
+) -> None:
+    folder = tmp_path / "claim"
+    folder.mkdir()
+    (folder / "hold").write_text("")
+    pid = zygote.fork("learn", folder, 7)
+    ready = wait_ready(folder, pid)
+    home = folder / ".helix"
+    # Take the store's write lock, then let the child go: it claims a candidate,
+    # then waits for the lock inside Memory.store, where it is killed.
+    blocker = sqlite3.connect(config.Paths.at(home).db, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        (folder / "hold").unlink()
+        queue = learning.queue_dir(home)
+        deadline = time.monotonic() + 30
+        while not list(queue.glob(".*.storing")):
+            assert time.monotonic() < deadline, "the child never claimed a candidate"
+            time.sleep(0.002)
+        time.sleep(0.2)  # long enough to be waiting in BEGIN IMMEDIATE
+        zygote.kill(pid, folder)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert not any("done" in line for line in said(folder))  # nothing was stored
+    candidates: dict[str, str] = ready["candidates"]
+    with Memory(config.Paths.at(home).db, embedder=HashEmbedder()) as memory:
+        learning.store(memory, min_confidence="low", home=home)
+        missing = [c for c, text in candidates.items() if count_content(memory, text) != 1]
+    assert missing == []
