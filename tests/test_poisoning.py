@@ -291,6 +291,19 @@ def test_screening_never_imports_detect_secrets_for_hooks_that_only_read() -> No
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.slow
+def test_no_helix_process_compiles_the_screen_until_it_screens() -> None:
+    """The screen's patterns cost 50-100 ms to compile: a hook or command that never
+    stores text (SessionStart, PreToolUse, SubagentStart, recall) must not pay it."""
+    code = (
+        "import sys, helix.cli, helix.claude.hooks, helix.memory.store, helix.loop.outcomes;"
+        "print(sorted(m for m in ('helix.memory.safety', 'helix.memory.behaviour',"
+        " 'detect_secrets') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 # Paraphrases with none of the pattern layer's shapes: only their meaning gives them
 # away (written after the screen was built; not in any training set).
 PARAPHRASES = [

@@ -40,7 +40,6 @@ from helix.claude import transcripts
 from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
 from helix.loop.records import Settlement
-from helix.memory import safety
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
     from helix.loop.spawns import Records
@@ -650,6 +649,8 @@ def _store_learning(memory: Memory, home: Path, refused: Sequence[Mapping[str, s
     at once, through the safety screen; low-confidence ones stay queued. What the
     screen refused (when proposed or when stored) is logged by reason only: its
     text may hold a secret."""
+    from helix.memory import safety  # only when something was stored: see insight.py
+
     done = learning.store(memory, None, "medium", home)
     for item in done["stored"]:
         log(home, "learning", f"stored {item['id']} as {item['name']} ({item['status']})")

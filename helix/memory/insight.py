@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
 from helix.errors import InvalidInput, Rejected
-from helix.memory.safety import find_problem
 from helix.vocab import KINDS, RELATIONS
 
 MIN_CONTENT = 20
@@ -128,6 +127,10 @@ def screen(content: str, tags: Sequence[str], source: str, files: Sequence[str] 
         ("source", source),
         ("files", "\n".join(files)),
     )
+    # Imported here: the screen compiles hundreds of patterns, which every helix
+    # process (each hook included) would pay at start-up otherwise.
+    from helix.memory.safety import find_problem
+
     for label, text in fields:
         problem = find_problem(text)
         if problem:
