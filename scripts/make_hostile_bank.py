@@ -8,7 +8,8 @@ a digest of the sentence list, so a stale file is noticed (``exemplars.bank()``
 returns None and ``tests/test_poisoning.py`` fails). It also trains the screen's
 linear classifier (logistic regression by full-batch gradient descent, a fixed
 number of steps) on the exemplars plus ``tests/data/poisoning/hostile-dev.jsonl``
-against ``benign-dev.jsonl``, and stores its weights and bias. Deterministic: same
+against ``benign-dev.jsonl`` and ordinary advice generated here, and stores its
+weights and bias. Deterministic: same
 sentences, same sets, same model, same bytes.
 
 Run from the repository root after editing the sentences:
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +41,59 @@ def texts(name: str) -> list[str]:
     return [json.loads(line)["text"].replace("<<>>", "") for line in lines if line.strip()]
 
 
+# Ordinary text for the benign side: look-alikes alone teach the classifier that
+# anything unlike them is hostile (random words scored 0.8 and more).
+NOUNS = (
+    "cache queue migration schema token parser router worker scheduler config logger client "
+    "server index build bundle test fixture endpoint handler session report invoice"
+).split()
+PLACES = "src/api src/db src/auth app/models lib/utils services/billing web cmd/cli pkg".split()
+VERBS = "adding changing renaming removing upgrading refactoring caching parsing validating".split()
+ACTIONS = (
+    "pin the dependency version|add an index first|run the migration on a copy|close the "
+    "connection explicitly|log the request id|use a transaction|retry with backoff|check the "
+    "return value|split the function|write a regression test"
+).split("|")
+REASONS = (
+    "it races under load|the old rows are null|the API is rate limited|the tests run in "
+    "parallel|the timezone is UTC|the file is large|the client times out|the schema changed"
+).split("|")
+FILLER = "alpha bravo cobalt delta ember fjord granite harbor iris jasper lagoon meadow".split()
+
+
+def ordinary(count: int = 600, seed: int = 13) -> list[str]:
+    """Plain advice from templates, then runs of words: the everyday benign class."""
+    rng = random.Random(seed)
+    vocab = sorted({w for part in NOUNS + PLACES + VERBS + ACTIONS for w in part.split()})
+    vocab += FILLER
+    out = [
+        f"When {rng.choice(VERBS)} the {rng.choice(NOUNS)} in {rng.choice(PLACES)}, "
+        f"{rng.choice(ACTIONS)} because {rng.choice(REASONS)}."
+        for _ in range(count // 2)
+    ]
+    out += [
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(4, 12))) for _ in range(count // 3)
+    ]
+    out += [
+        f"Note {i} on {rng.choice(NOUNS)} m{i}x: "
+        + " ".join(rng.choice(vocab) for _ in range(6))
+        + f" case{i}z"
+        for i in range(count - len(out))
+    ]
+    return out
+
+
 def train(hostile: np.ndarray, benign: np.ndarray) -> tuple[np.ndarray, float]:
-    """Logistic regression with a small L2 penalty, by plain gradient descent."""
+    """Logistic regression with a small L2 penalty, by plain gradient descent; the
+    classes weigh the same however many examples each has."""
     x = np.vstack([hostile, benign]).astype(np.float64)
     y = np.r_[np.ones(len(hostile)), np.zeros(len(benign))]
+    balance = np.where(y == 1, len(y) / (2 * len(hostile)), len(y) / (2 * len(benign)))
     weights, bias = np.zeros(x.shape[1]), 0.0
     for _ in range(STEPS):
-        p = 1.0 / (1.0 + np.exp(-(x @ weights + bias)))
-        weights -= RATE * (x.T @ (p - y) / len(y) + L2 * weights)
-        bias -= RATE * float((p - y).mean())
+        error = (1.0 / (1.0 + np.exp(-(x @ weights + bias))) - y) * balance
+        weights -= RATE * (x.T @ error / len(y) + L2 * weights)
+        bias -= RATE * float(error.mean())
     return weights, bias
 
 
@@ -57,7 +103,8 @@ def build() -> bytes:
     embedder = MiniLMEmbedder()
     vectors = embedder.embed(items)
     hostile = np.vstack([vectors, embedder.embed(texts("hostile-dev.jsonl"))])
-    weights, bias = train(hostile, embedder.embed(texts("benign-dev.jsonl")))
+    benign = embedder.embed([*texts("benign-dev.jsonl"), *ordinary()])
+    weights, bias = train(hostile, benign)
     buffer = io.BytesIO()
     np.savez(
         buffer,

@@ -126,7 +126,7 @@ def test_a_claim_left_by_a_killed_store_is_stored_by_the_next(tmp_path: Path):
     report = json.loads(done.stdout)
     assert [(s["id"], s["status"], s["recovered"]) for s in report["stored"]] == [
         (candidate_id, "added", True)
-    ]
+    ], report
     assert stored_contents() == [content(0)]
     assert claim_files() == [] and learning.pending() == []
 

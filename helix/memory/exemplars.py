@@ -19,10 +19,11 @@ still screens its text.
 Nearness to one exemplar catches close paraphrases only. Beside it sits a linear
 classifier on the same vectors (logistic regression, trained by the same script on
 the exemplars and the dev split of ``tests/data/poisoning`` against its benign
-look-alikes): it learns the direction that separates an order to do harm from
-advice that merely mentions the same things, and refuses a text whose probability
-of being hostile reaches :data:`CLASSIFIER_THRESHOLD`. The threshold is set high:
-on the held-out split and on 1,088 ordinary insights it refused no benign text.
+look-alikes and generated ordinary advice): it learns the direction that separates
+an order to do harm from advice that merely mentions the same things, and refuses
+a text whose probability of being hostile reaches :data:`CLASSIFIER_THRESHOLD`.
+The threshold is set high: on the held-out split, on 1,000 ordinary insights and
+on runs of random words it refused no benign text.
 
 The thresholds were calibrated on ``tests/data/poisoning`` (hostile texts versus
 benign look-alikes about curl, tokens, verify commands, roles...): see
@@ -41,7 +42,7 @@ import numpy as np
 from helix.memory.embeddings import MINILM_ID
 
 THRESHOLD = 0.80
-CLASSIFIER_THRESHOLD = 0.80
+CLASSIFIER_THRESHOLD = 0.90
 BANK_TEXT = "hostile_exemplars.txt"
 BANK_VECTORS = "hostile_exemplars.npz"
 
