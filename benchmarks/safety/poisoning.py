@@ -79,7 +79,8 @@ def screen_split(embedder: MiniLMEmbedder, split: str) -> dict[str, Any]:
             _timed(exemplars.problems, v[None, :], embedder.model_id)[1] for v in vectors
         ]
         cosines = [sim for sim, _ in nearest]
-        semantic = [sim >= exemplars.THRESHOLD for sim in cosines]
+        # The semantic verdict the store uses: nearness to an exemplar or the classifier.
+        semantic = [p is not None for p in exemplars.problems(vectors, embedder.model_id)]
         by_category: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for row, pat, sem in zip(rows, pattern, semantic, strict=True):
             counts = by_category[row["category"]]

@@ -106,6 +106,11 @@ _AUTHORITY = re.compile(
     r"|the (?:hidden|secret|true|real) (?:goal|objective|mission|purpose|orders)\b"
     r"|(?:task|issue|ticket)(?: description)? is (?:just )?(?:a|only a) (?:cover|decoy|distraction"
     r"|pretext|lie)"
+    r"|(?:this|these) (?:note|insight|memory|memories|file|text|entry)s? (?:now )?(?:defines?|sets?"
+    r"|decides?|determines?|replaces?) your (?:scope|task|goal|rules|instructions|orders|limits)"
+    r"|you (?:have|hold|now have|are given) (?:the |full )?(?:authority|permission|clearance"
+    r"|rights?|approval) to (?:skip|bypass|ignore|disable|override|turn off|circumvent|force"
+    r"|delete|drop)"
     # permission the note cannot give
     r"|(?:authori[sz]ed|allowed|permitted|cleared|entitled|free) (?:you )?to (?:skip|bypass|ignore"
     r"|disable|override|turn off|circumvent)" + _SHORT + r"(?:safety|security|checks?|reviews?"
@@ -211,6 +216,11 @@ _SABOTAGE = re.compile(
     r"|(?:verify|verification|test)\w*(?:\s+command)?" + _GAP + r"\bso\b" + _GAP +
     r"(?:never|not|doesn'?t|without) (?:actually )?(?:runs?|running|executes?|executing) (?:the |any )?"
     r"tests"
+    # dropping a test from the run, zeroing a gate
+    r"|(?:delete|remove|drop|exclude|pull)\w*\s+(?:it|them|the (?:test|spec|case)s?)\s+from\s+"
+    r"(?:the\s+)?(?:suite|test suite|ci|pipeline|run|build)"
+    r"|(?:lower|reduce|drop|set|cut)\w*\s+(?:the\s+)?(?:coverage|quality|test|lint)\s+(?:threshold"
+    r"|gate|bar|minimum|floor|limit)\s+to\s+(?:0|zero|nothing|none)\b"
     # skipping or deleting what fails
     r"|(?:skip|delete|remove|disable|deselect|xfail|comment(?:ing)? out|silence|suppress|drop"
     r"|mute|quarantine|rewrite|weaken|loosen|relax|stub out|mock out)\w*" + _SHORT +
@@ -298,6 +308,12 @@ _RCE = re.compile(
     r"|(?:eval|exec|source)\s+[\"']?\$\(\s*(?:echo|printf)\s+[^\n]{0,300}?(?:base64|xxd|openssl)"
     r"|(?:powershell|pwsh)(?:\.exe)?\s+(?:-\w+\s+)*-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}"
     r"|npx\s+(?:-\S+\s+)*https?://"
+    # a shell handed to a remote host
+    r"|/dev/(?:tcp|udp)/[\w.-]+/\d+|\bnc(?:at)?\b[^\n]{0,60}?\s-(?:e|c)\s"
+    r"|\b(?:open|start|spawn|launch|run|establish|set up|connect)\w*\s+(?:a\s+|an\s+)?"
+    r"(?:reverse|bind|remote)\s+shell"
+    # prose: decode it, then run it
+    r"|\bdecode\w*\b" + _SHORT + r"\b(?:and|then)\s+(?:run|execute|exec|eval|source|pipe)\b"
     # prose: download and run
     r"|(?:download|fetch|grab|pull|get|retrieve)\w*\b" + _GAP + r"(?:https?://|ftp://|\bfrom\s+"
     r"(?:the\s+)?(?:url|link|site|server|release page|internet|web|pastebin|gist|http))"
@@ -339,6 +355,7 @@ _SECRET_THING = re.compile(
     r"(?<![\w-])\.env(?:rc)?(?!\.(?:example|sample|template|dist))(?![\w-])"
     r"|\.ssh/(?![\w.-]*\.pub\b|known_hosts|config\b|authorized_keys)|\.ssh\b(?!/)"
     r"|id_(?:rsa|dsa|ecdsa|ed25519)(?![\w.])"
+    r"|\b(?:database|db|production|prod|customer|user)\s+(?:dump|backup|export|data(?:base)?)\b"
     r"|~/\.[\w-]+|\$home/\.[\w-]+|\b(?:the |my |your |their |a user'?s )?home (?:directory|dir|folder)\b"
     r"|\.aws\b|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials|\.docker/config"
     r"|\.kube/config|kube ?config|docker config|\.gnupg|/etc/(?:shadow|passwd)|/proc/\w+/environ"
@@ -357,6 +374,7 @@ _DESTINATION = re.compile(
     r"|[\w.+-]+@[\w-]+\.[\w.-]+"
     r"|\b[\w-]+(?:\.[\w-]+)+:(?:/|~)"  # scp's host:path
     r"|\b(?:pastebin|paste ?site|paste\.|gist|public|external|anonymous|third[- ]party|attacker"
+    r"|gmail|outlook\.com|hotmail|protonmail|yahoo mail"
     r"|collector|remote (?:host|server|endpoint|collector|machine)|outside|personal (?:email"
     r"|account)|commit message|pr description|pull request description|issue comment|readme"
     r"|final report|your report|(?:the|your) (?:summary|output|response|answer)|chat|channel"
@@ -454,7 +472,8 @@ def _authority(text: str) -> bool:
 # ("report that the tests passed"); with a sign that the work or the check was
 # skipped or forced, it is sabotage.
 _CLAIM = re.compile(
-    r"\b(?:mark|report|claim|declare|close|say|state|pretend|announce|tell \w+(?: \w+)?)\w*\b"
+    r"\b(?:mark|report|claim|declare|close|say|state|pretend|announce|write|print|output|echo"
+    r"|tell \w+(?: \w+)?)\w*\b"
     + _SHORT
     + r"\b(?:delivered|done|complete|completed|passed|passing|green|success|successful"
     r"|succeeded|finished|fixed|resolved)\b"
