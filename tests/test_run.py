@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -442,7 +443,9 @@ def _wait_for(predicate, timeout: float = 60) -> None:
 
 def test_second_run_refused_then_ctrl_c_releases_the_claim(world: World) -> None:
     task = world.task("slow", "--verify", "true")
-    world.script([{"kind": "build", "run": ["sleep 60"], "reply": delivered()}, stop_rule()])
+    # A duration no other process on the machine uses, so pgrep finds only ours.
+    sleeper = f"sleep 60.{os.getpid() % 1000:03d}{random.randrange(1000):03d}"
+    world.script([{"kind": "build", "run": [sleeper], "reply": delivered()}, stop_rule()])
     first = subprocess.Popen(
         [sys.executable, "-m", "helix", *world.run_args("-s")],
         cwd=world.project,
@@ -471,7 +474,7 @@ def test_second_run_refused_then_ctrl_c_releases_the_claim(world: World) -> None
     state = world.state()
     assert state["lifecycle"] == "stopped" and state["stop_reason"].startswith("interrupted")
     # the agent's process group died with it
-    assert subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).stdout.strip() == b""
+    assert subprocess.run(["pgrep", "-f", sleeper], capture_output=True).stdout.strip() == b""
     # and the lock is free again
     world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
     assert world.run().returncode == 0
