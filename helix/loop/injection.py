@@ -60,11 +60,6 @@ _STOP = frozenset(
 )
 
 
-def open_attempt(memory: Memory, task_id: str) -> ledger.Attempt | None:
-    """The attempt at ``task_id`` waiting to be settled, or None."""
-    return ledger.latest(memory, task_id, open_only=True)
-
-
 def task_objective(task: Mapping[str, Any]) -> str:
     """What a task is about, for recall: its title, description and acceptance,
     and for a retry the last attempt's error, so memory about that error surfaces."""

@@ -123,23 +123,11 @@ def _inside(word: str, project: Path) -> str | None:
 
 
 def digest(paths: Iterable[str], project: Path) -> str:
-    """A digest of the named project paths: file contents, a directory's files
-    (bounded), and the absence of a missing one, so creating it counts as a change."""
+    """A digest of the named project files (the judge's, expanded by :func:`fix`):
+    their contents, and the absence of a missing one, so creating it counts as a
+    change."""
     h = hashlib.sha256()
-    budget = [MAX_BYTES]
-    for rel in sorted(set(paths)):
-        path = project / rel
-        h.update(b"\x00path\x00" + rel.encode("utf-8", "surrogateescape"))
-        try:
-            info = path.lstat()
-        except OSError:
-            h.update(b"\x00missing")
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            for sub in _walk(path, project):
-                _add_file(h, project / sub, sub, budget)
-        else:
-            _add_file(h, path, rel, budget)
+    _hash_files(h, paths, project)
     return h.hexdigest()
 
 
@@ -156,10 +144,7 @@ def tree(project: Path, timeout: float = 30.0) -> str:
     else:
         head, names = listed
         h.update(b"git\x00" + head.encode())
-    budget = [MAX_BYTES]
-    for rel in sorted(set(names)):
-        h.update(b"\x00path\x00" + rel.encode("utf-8", "surrogateescape"))
-        _add_file(h, project / rel, rel, budget)
+    _hash_files(h, names, project)
     return h.hexdigest()
 
 
@@ -207,7 +192,16 @@ def _walk(root: Path, project: Path) -> Iterator[str]:
             yield os.path.relpath(os.path.join(folder, name), project)
 
 
-def _add_file(h: Any, path: Path, rel: str, budget: list[int]) -> None:
+def _hash_files(h: Any, names: Iterable[str], project: Path) -> None:
+    """Each file's name and content (or what it is instead), in name order, reading
+    at most MAX_BYTES of content in all."""
+    budget = [MAX_BYTES]
+    for rel in sorted(set(names)):
+        h.update(b"\x00path\x00" + rel.encode("utf-8", "surrogateescape"))
+        _add_file(h, project / rel, budget)
+
+
+def _add_file(h: Any, path: Path, budget: list[int]) -> None:
     try:
         info = path.lstat()
     except OSError:

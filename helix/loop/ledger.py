@@ -92,7 +92,7 @@ def start(
     stamp = db.stamp(now)
     attempt_id = f"{stamp}-{secrets.token_hex(6)}"
     with db.write(memory.conn):
-        earlier = _latest(memory, task_id, open_only=False)
+        earlier = latest(memory, task_id)
         suspect = earlier is not None and (earlier.open or bool(earlier.tampered))
         if earlier is not None and suspect and _recent(earlier, memory):
             why = earlier.judge.changes(judge.verify, project)
@@ -180,10 +180,6 @@ def get(memory: Store, attempt_id: str) -> Attempt:
 
 def latest(memory: Store, task_id: str, open_only: bool = False) -> Attempt | None:
     """The newest attempt at ``task_id`` (only an unsettled one with ``open_only``)."""
-    return _latest(memory, task_id, open_only)
-
-
-def _latest(memory: Store, task_id: str, open_only: bool) -> Attempt | None:
     sql = f"SELECT {_COLUMNS} FROM attempt WHERE task_id = ?"
     if open_only:
         sql += " AND settled_at IS NULL"
