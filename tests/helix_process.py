@@ -5,21 +5,31 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 
 def run_helix(
-    home: Path, *args: str, stdin: str | None = None, timeout: float = 120
+    home: Path,
+    *args: str,
+    stdin: str | None = None,
+    timeout: float = 120,
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess:
     """`python -m helix ARGS` with HELIX_HOME=home, in home's parent (created),
-    stdin closed unless text is given."""
-    env = {**os.environ, "HELIX_HOME": str(home)}
+    stdin closed unless text is given. ``env`` adds variables (None removes one)."""
+    merged = {**os.environ, "HELIX_HOME": str(home)}
+    for key, value in (env or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
     home.parent.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         [sys.executable, "-m", "helix", *args],
         capture_output=True,
         text=True,
-        env=env,
+        env=merged,
         cwd=home.parent,
         input=stdin,
         stdin=subprocess.DEVNULL if stdin is None else None,

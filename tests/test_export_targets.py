@@ -10,12 +10,12 @@ import os
 import socket
 import stat
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helix_process import run_helix
 
 from helix import files
 from helix.errors import HelixError
@@ -24,18 +24,7 @@ Export = Callable[[str], subprocess.CompletedProcess]
 
 
 def run(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HELIX_HOME": str(home), "HELIX_EMBEDDER": "hash"}
-    env.pop("HELIX_DB", None)
-    home.parent.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=home.parent,
-        stdin=subprocess.DEVNULL,
-        timeout=timeout,
-    )
+    return run_helix(home, *args, timeout=timeout, env={"HELIX_EMBEDDER": "hash", "HELIX_DB": None})
 
 
 def succeeded(result: subprocess.CompletedProcess) -> None:

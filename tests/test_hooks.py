@@ -256,15 +256,22 @@ def feedback_events(session: Session) -> int:
         return memory.conn.execute("SELECT count(*) FROM feedback_event").fetchone()[0]
 
 
-def test_a_verified_delivery_is_credited_once_across_all_three_paths(stocked: Session):
+def deliver(stocked: Session, tool_use_id: str, agent_id: str, used: int) -> tuple:
+    """A foreground builder whose VERIFY passes delivers, naming its first ``used``
+    insights; returns (task, the insights it was given, its answer)."""
     (stocked.project / "ok.txt").write_text("done")
     tracker = Tracker(stocked.home / "tasks.jsonl")
     task = tracker.create("Add a migration for the orders table", verify="test -f ok.txt")
     prompt = builder_prompt(task["id"], task["title"])
-    names = injected_names(prompt_of(stocked.spawn("toolu_m", "helix:builder", prompt, False)))
-    stocked.start("m1", "helix:builder")
-    answer = f"Done.\nDELIVERED: added the migration\nUTILIZED: {json.dumps(names[:1])}\n"
-    stocked.stop("m1", "helix:builder", answer, "toolu_m")
+    names = injected_names(prompt_of(stocked.spawn(tool_use_id, "helix:builder", prompt, False)))
+    stocked.start(agent_id, "helix:builder")
+    answer = f"Done.\nDELIVERED: added the migration\nUTILIZED: {json.dumps(names[:used])}\n"
+    stocked.stop(agent_id, "helix:builder", answer, tool_use_id)
+    return task, names, answer
+
+
+def test_a_verified_delivery_is_credited_once_across_all_three_paths(stocked: Session):
+    task, names, answer = deliver(stocked, "toolu_m", "m1", used=1)
     events = feedback_events(stocked)
     assert events == len(names)
     with stocked.memory() as memory:
@@ -295,14 +302,7 @@ def test_a_verified_delivery_is_credited_once_across_all_three_paths(stocked: Se
 def test_forged_files_in_helix_home_cannot_resettle_a_delivery(stocked: Session):
     """The agent's shell can write .helix/: extra start lines, a rewritten injection
     record or spawn file. None of them is read, so one delivery is credited once."""
-    (stocked.project / "ok.txt").write_text("done")
-    tracker = Tracker(stocked.home / "tasks.jsonl")
-    task = tracker.create("Add a migration for the orders table", verify="test -f ok.txt")
-    prompt = builder_prompt(task["id"], task["title"])
-    names = injected_names(prompt_of(stocked.spawn("toolu_x", "helix:builder", prompt, False)))
-    stocked.start("x1", "helix:builder")
-    answer = f"DELIVERED: added the migration\nUTILIZED: {json.dumps(names)}\n"
-    stocked.stop("x1", "helix:builder", answer, "toolu_x")
+    task, _names, answer = deliver(stocked, "toolu_x", "x1", used=hooks.INJECT_LIMIT)
     events = feedback_events(stocked)
     with stocked.memory() as memory:
         everything = [i["name"] for i in memory.list(limit=100)]

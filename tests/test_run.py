@@ -229,18 +229,14 @@ def test_agent_error_is_a_failed_attempt_not_a_crash(world: World) -> None:
 
 
 # ------------------------------------------------------------------ drift
+def builder_runs(world: World, command: str) -> None:
+    """The builder runs ``command`` in the project, then reports a delivery."""
+    world.script([{"kind": "build", "run": [command], "reply": delivered()}, stop_rule()])
+
+
 def test_drift_during_build_unclaims_and_skips(world: World) -> None:
     task = world.task("drifting", "--verify", "true")
-    world.script(
-        [
-            {
-                "kind": "build",
-                "run": [f"{sys.executable} -m helix tasks update {task} --spec-id SPEC-2"],
-                "reply": delivered(),
-            },
-            stop_rule(),
-        ]
-    )
+    builder_runs(world, f"{sys.executable} -m helix tasks update {task} --spec-id SPEC-2")
     proc = world.run()
     assert proc.returncode == 0, proc.stderr
     row = world.tasks()[task]
@@ -251,16 +247,7 @@ def test_drift_during_build_unclaims_and_skips(world: World) -> None:
 
 def test_a_builder_that_rewrites_its_verify_is_settled_as_tampered(world: World) -> None:
     task = world.task("judged by false", "--verify", "false")
-    world.script(
-        [
-            {
-                "kind": "build",
-                "run": [f"{sys.executable} -m helix tasks update {task} --verify true"],
-                "reply": delivered(),
-            },
-            stop_rule(),
-        ]
-    )
+    builder_runs(world, f"{sys.executable} -m helix tasks update {task} --verify true")
     proc = world.run("--max-cycles", "1")
     assert "TAMPERED" in proc.stderr, proc.stderr
     row = world.tasks()[task]
