@@ -111,12 +111,6 @@ def _judge_of(task_id: str) -> tuple[Any, Any]:
         return None, None
 
 
-def _paths(value: list[Any] | None) -> list[str] | None:
-    if value is not None and not all(isinstance(v, str) for v in value):
-        raise InvalidInput("--files-changed must be a JSON list of paths (strings)")
-    return value
-
-
 def _batch_items(text: str) -> list[dict[str, Any]]:
     try:
         items = json.loads(text)
@@ -208,7 +202,7 @@ def settle_command(
                 text,
                 paths.home,
                 timeout,
-                _paths(json_list(files_changed, "--files-changed")),
+                json_list(files_changed, "--files-changed"),
                 update_tracker=not no_update,
                 attempt_id=attempt_id,
             )
