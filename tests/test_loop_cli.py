@@ -302,6 +302,10 @@ def test_settle_reads_stdin(home: Path):
     "args, code, message",
     [
         (["settle", "TASK", "--output", "missing.txt"], 2, "no such file"),
+        (["settle", "TASK", "--output", "/dev/zero"], 2, "not a readable regular file"),
+        (["settle", "TASK", "--output", "."], 2, "not a readable regular file"),
+        (["settle", "TASK", "--output", "huge.txt"], 2, "larger than 1 MB"),
+        (["settle", "TASK", "--output", "-", "--files-changed", '["a.py", 1]'], 2, "paths"),
         (["settle", "hx-00000000", "--output", "-"], 1, "hx-00000000"),
         (["settle", "TASK", "--output", "-", "--files-changed", "nope"], 2, "not valid JSON"),
         (["learn", "store", "--id", "lc-nope"], 1, "lc-nope"),
@@ -309,6 +313,7 @@ def test_settle_reads_stdin(home: Path):
 )
 def test_settle_and_learn_misuse(home: Path, args, code, message):
     task = create(home, "Something to settle", "--verify", "true")
+    (home.parent / "huge.txt").write_bytes(b"x" * (3 << 20))
     args = [task if a == "TASK" else a for a in args]
     line = refused(run(home, *args, stdin="DELIVERED: done\n"), code)
     assert message in line

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from helix import config
+from helix import config, files
 from helix.cli.common import emit, guarded, json_list, open_memory, read_text
 from helix.errors import InvalidInput, NotFound
 from helix.vocab import CONFIDENCE_LEVELS
@@ -28,15 +28,21 @@ def _tracker():
     return Tracker(config.resolve().tasks)
 
 
+MAX_SOURCE = 1 << 20  # an agent's output or a batch file
+
+
 def read_source(value: str, what: str) -> str:
     """``-`` is stdin; anything else is a file path."""
     if value == "-":
         return read_text("-", what)
     path = Path(value)
-    if not path.is_file():
+    if not path.exists():
         raise InvalidInput(f"{what}: no such file: {value}")
-    data = path.read_bytes()
-    if len(data) > 1 << 20:
+    # Bounded: one byte past the limit says it is too large without reading it all.
+    data = files.read_regular(path, MAX_SOURCE + 1)
+    if data is None:
+        raise InvalidInput(f"{what}: not a readable regular file: {value}")
+    if len(data) > MAX_SOURCE:
         raise InvalidInput(f"{what} is larger than 1 MB")
     return data.decode("utf-8")
 
