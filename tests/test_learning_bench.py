@@ -59,7 +59,7 @@ def test_pass_probability_follows_the_advice():
 
 
 def test_the_results_have_every_field_the_report_needs(results):
-    assert set(results["arms"]) == set(simulation.ARMS)
+    assert set(results["arms"]) == set(simulation.DEFAULT_ARMS)
     assert results["seeds"] == [7]
     for entry in results["arms"].values():
         assert len(entry["curve"]) == TINY.tasks // TINY.block

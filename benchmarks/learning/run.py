@@ -53,18 +53,43 @@ LABELS = {
 }
 
 
-def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
-    """Run the benchmark and return the results dict (nothing is written)."""
+def choose_arms(names: str | None, ablation: bool, log=common.log) -> list[str]:
+    """The arms to run: ``names`` (comma-separated) or the default set, plus the
+    ablation arms when asked for and the installed helix has them."""
+    arms = (
+        [a.strip() for a in names.split(",") if a.strip()]
+        if names
+        else list(simulation.DEFAULT_ARMS)
+    )
+    if ablation:
+        extra = simulation.ablation_arms()
+        if not extra:
+            log(f"no {simulation.UPLIFT_MODULE} in this helix: the ablation arms are skipped")
+        arms += [a for a in extra if a not in arms]
+    return arms
+
+
+def measure(
+    quick: bool,
+    seed_set: str,
+    arms: list[str] | None = None,
+    log=common.log,
+    pool: int = 0,
+    seed_count: int | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark and return the results dict (nothing is written).
+    ``pool`` generated distractors are stored at t=0; ``seed_count`` runs only
+    the first seeds of the set (for the slow large-pool configuration)."""
     from threadpoolctl import threadpool_limits
 
-    cfg = simulation.Config.quick() if quick else simulation.Config()
-    seeds = SEED_SETS[seed_set][:2] if quick else SEED_SETS[seed_set]
+    cfg = (simulation.Config.quick if quick else simulation.Config)(distractor_pool=pool)
+    seeds = SEED_SETS[seed_set][: seed_count or (2 if quick else None)]
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     # One BLAS thread: the run embeds texts one at a time, where more threads
     # only contend with each other (and with the other jobs of a shared machine).
     with threadpool_limits(1):
-        results = simulation.run(cfg, seeds, log=log)
+        results = simulation.run(cfg, seeds, arms or simulation.DEFAULT_ARMS, log=log)
     results.update(
         {
             "name": "learning_curve",
@@ -74,7 +99,9 @@ def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
             "held_out_seeds": list(simulation.HELD_OUT_SEEDS),
             "command": "python benchmarks/learning/run.py"
             + (" --quick" if quick else "")
-            + (" --seeds dev" if seed_set == "dev" else ""),
+            + (" --seeds dev" if seed_set == "dev" else "")
+            + (f" --pool {pool}" if pool else "")
+            + (f" --seed-count {seed_count}" if seed_count else ""),
             "total_s": round(time.perf_counter() - t0, 1),
             "measured_at": started.isoformat(timespec="seconds"),
             "machine": common.machine_info(),
@@ -147,12 +174,37 @@ def main() -> int:
         default="heldout",
         help="development seeds (for tuning) or held-out seeds (reported; the default)",
     )
+    parser.add_argument(
+        "--arms",
+        help="comma-separated arms to run (default: "
+        + ",".join(simulation.DEFAULT_ARMS)
+        + "; ablation arms are named ablate_<switch>)",
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="add one arm per switch of helix.memory.uplift.MODEL (slow; skipped when absent)",
+    )
+    parser.add_argument(
+        "--pool",
+        type=int,
+        default=0,
+        help="store this many generated look-alike distractors at t=0 (2000: ~10x slower)",
+    )
+    parser.add_argument(
+        "--seed-count", type=int, help="run only the first N seeds of the set (default: all)"
+    )
     parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
     parser.add_argument("--plot", type=Path, default=PLOT, help="where to write the PNG")
     args = parser.parse_args()
+    arms = choose_arms(args.arms, args.ablation)
+    known = set(simulation.DEFAULT_ARMS) | set(simulation.ablation_arms())
+    unknown = [a for a in arms if a not in known]
+    if unknown:
+        parser.error(f"unknown arm(s): {', '.join(unknown)}")
 
-    results = measure(args.quick, args.seeds)
+    results = measure(args.quick, args.seeds, arms, pool=args.pool, seed_count=args.seed_count)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     plot(results, args.plot)

@@ -80,6 +80,8 @@ it exists, because helix fsyncs every state file.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -87,8 +89,9 @@ import random
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -112,8 +115,16 @@ NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE = (
     "helix_adversarial",
     "oracle",
 )
+CEILING, BEST_IN_POOL = "true_usefulness", "best_in_pool"
 ARMS = (NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
+CEILING_ARMS = (CEILING, BEST_IN_POOL)
+DEFAULT_ARMS = ARMS + CEILING_ARMS
 FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
+# Ablation arms run helix with one switch of helix.memory.uplift.MODEL flipped.
+ABLATION_PREFIX = "ablate_"
+UPLIFT_MODULE = "helix.memory.uplift"
+# The relevance-gated candidate pool the ceiling arms choose from.
+CEILING_POOL, CEILING_FLOOR = 20, 0.35
 
 DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # the only seeds any parameter was looked at on
 HELD_OUT_SEEDS = tuple(range(1001, 1013))  # 12 seeds, reported, never tuned on
@@ -130,10 +141,15 @@ class Config:
     hours_per_wave: float = 12.0
     honest_claim_rate: float = 0.9
     overclaim: float = 0.2
+    # Generated look-alike distractors stored at t=0. Off by default: with 2,000
+    # the full held-out run takes ~30 min on 2 cores (``run.py --pool 2000``).
+    distractor_pool: int = 0
+    difficulty: float = 0.2  # each title's base pass rate: family's +- up to this
+    drift: bool = True  # one helpful insight per seed turns harmful at DRIFT_AT
 
     @classmethod
-    def quick(cls) -> Config:
-        return cls(tasks=80)
+    def quick(cls, **changes: Any) -> Config:
+        return cls(tasks=80, **changes)
 
 
 # ------------------------------------------------------------------ the draws
@@ -154,10 +170,21 @@ class Task:
     u_cause: float
     u_error: float
     u_utilized: tuple[float, ...]
+    base: float = 0.5  # this title's pass rate without advice
+    tests: int = 12  # how many tests its VERIFY runs
 
 
 def tasks_for(seed: int, cfg: Config) -> list[Task]:
     rng = random.Random(f"tasks-{seed}")
+    # Difficulty and test counts come from their own stream, so the draws above
+    # stay what they were before titles had a difficulty.
+    hard = random.Random(f"difficulty-{seed}")
+    base = {
+        title: min(0.9, max(0.1, fam.base_pass + hard.uniform(-cfg.difficulty, cfg.difficulty)))
+        for fam in world.FAMILIES
+        for title in fam.titles
+    }
+    tests = {title: hard.randint(6, 30) for fam in world.FAMILIES for title in fam.titles}
     out = []
     for i in range(cfg.tasks):
         fam = rng.choice(world.FAMILIES)
@@ -174,18 +201,54 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
                 u_cause=rng.random(),
                 u_error=rng.random(),
                 u_utilized=tuple(rng.random() for _ in range(cfg.limit)),
+                base=base[title],
+                tests=tests[title],
             )
         )
     return out
 
 
-def initial_pool(seed: int) -> list[world.Advice]:
+def failed_tests(task: Task, p: float) -> int:
+    """How many of the task's tests fail when its builder did not pass: from the
+    same draw as the verdict, more of them the further the draw fell beyond the
+    pass chance ``p`` (so more, on average, when ``p`` was lower)."""
+    share = (task.u_pass - p) / (1.0 - p) if p < 1.0 else 1.0
+    return max(1, min(task.tests, math.ceil(task.tests * share)))
+
+
+def verify_output(passed: bool, passed_tests: int, failed: int, error: str = "") -> str:
+    """What a task's VERIFY prints: a pytest-like summary line (``12 passed in
+    0.8s``, ``3 failed, 9 passed in 0.8s``) and, on failure, the error after it,
+    so that the last line naming an error (which helix derives a failure from)
+    stays the error itself."""
+    seconds = f"{0.2 + 0.05 * (passed_tests + failed):.1f}s"
+    if passed:
+        return f"{passed_tests} passed in {seconds}\n"
+    summary = f"{failed} failed, {passed_tests} passed" if passed_tests else f"{failed} failed"
+    return f"{summary} in {seconds}\nFAILED: {error}\n"
+
+
+def drift_for(seed: int, cfg: Config) -> world.Drift | None:
+    """Which helpful insight this seed's "upgrade" turns harmful, if drift is on."""
+    return random.Random(f"drift-{seed}").choice(world.DRIFTS) if cfg.drift else None
+
+
+def initial_pool(seed: int, drift: world.Drift | None = None) -> list[world.Advice]:
+    """What the team's store holds at t=0: per family ``world.INITIAL``, half of
+    the cross-family advice, and the insight that will drift (it must be known
+    to go stale)."""
     rng = random.Random(f"pool-{seed}")
     out: list[world.Advice] = []
     for fam in world.FAMILIES:
         advice = fam.advice()
         for cls, count in world.INITIAL.items():
-            out += rng.sample([a for a in advice if a.cls == cls], count)
+            chosen = rng.sample([a for a in advice if a.cls == cls], count)
+            if drift and cls == world.HELPFUL and fam.slug == drift.family:
+                chosen = [drift.old]
+            out += chosen
+    out += random.Random(f"cross-{seed}").sample(
+        world.CROSS_ADVICE, len(world.CROSS_ADVICE) // 2 + 1
+    )
     rng.shuffle(out)
     return out
 
@@ -238,20 +301,20 @@ class TokenCounter:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def texts_to_warm(failures: bool = True) -> list[str]:
+def texts_to_warm(failures: bool = True, pool: int = 0) -> list[str]:
     """Texts the runs will embed that are known in advance: the written advice,
     every task objective, and (``failures``) every failure helix can derive from
     a pitfall or noise error (worded by :func:`helix.loop.learning.candidates` itself,
     from an ERROR line and from VERIFY output). One batch embeds them several
     times faster than one call each as they first appear."""
-    texts = world.all_texts()
+    texts = world.all_texts(pool)
     for fam in world.FAMILIES:
         for title in fam.titles:
             texts.append(injection.task_objective({"title": title, "description": fam.description}))
             if not failures:
                 continue
             for error in (*fam.pitfalls, *world.NOISE_ERRORS):
-                for said, shown in ((error, ""), ("", f"1 failed: {error}\n")):
+                for said, shown in ((error, ""), ("", verify_output(False, 9, 3, error))):
                     settled = {
                         "task_id": "warm-up",
                         "outcome": "blocked",
@@ -290,6 +353,11 @@ class Arm:
         root: Path,
     ):
         self.arm, self.seed, self.cfg, self.tokens = arm, seed, cfg, tokens
+        # An ablation arm behaves as helix does; only the learning model differs.
+        self.kind = HELIX if arm.startswith(ABLATION_PREFIX) else arm
+        self.drift = drift_for(seed, cfg)
+        self.flip_at = int(world.DRIFT_AT * cfg.tasks)
+        self.flipped: dict[str, Any] | None = None  # the drift's bookkeeping once it happened
         self.clock = Clock()
         self.project = root
         paths = config.resolve(env={"HELIX_HOME": str(root / ".helix")})
@@ -316,8 +384,32 @@ class Arm:
         if report["rejected"] or len(report["names"]) != len(advice):
             raise RuntimeError(f"the initial pool did not store cleanly: {report['rejected']}")
         for name, a in zip(report["names"], advice, strict=True):
+            # A generated distractor merged into a near-duplicate keeps the first meaning.
             self.says.setdefault(name, a)
             self.entered.add(a.key)
+
+    def flip(self) -> None:
+        """The "upgrade": the drifting insight now harms its family, and its
+        replacement is stored the way the team's pool was."""
+        assert self.drift is not None
+        old, new = self.drift.old, self.drift.new
+        stale = [name for name, a in self.says.items() if a.key == old.key]
+        for name in stale:
+            self.says[name] = replace(self.says[name], cls=world.HARMFUL)
+        self.seed_pool([new])
+        fresh = [name for name, a in self.says.items() if a.key == new.key]
+        fam = world.family(self.drift.family)
+        self.flipped = {
+            "family": fam.slug,
+            "stale": stale,
+            "fresh": fresh,
+            "objective": injection.task_objective(
+                {"title": fam.titles[0], "description": fam.description}
+            ),
+            "uses": 0,  # tasks the stale insight was injected into since the flip
+            "recovered_after": None,  # uses when it first ranked below its replacement
+            "ranks": [],
+        }
 
     def _learn(self, settled: dict[str, Any], shared: world.Advice | None, failure: Any) -> None:
         """Store the settlement's candidates as the SubagentStop hook does, and
@@ -360,8 +452,15 @@ class Arm:
         """The initial pool, then the tasks wave by wave, the clock moving and a
         session ending every ``session_waves`` waves."""
         if self.arm != NO_MEMORY:
-            self.seed_pool(initial_pool(self.seed))
+            self.seed_pool(initial_pool(self.seed, self.drift))
+            if self.cfg.distractor_pool:
+                self.seed_pool(world.distractor_pool(self.cfg.distractor_pool))
         for w, start in enumerate(range(0, len(tasks), self.cfg.wave)):
+            if self.drift and self.flipped is None and start >= self.flip_at:
+                if self.arm == NO_MEMORY:
+                    self.flipped = {}
+                else:
+                    self.flip()
             self.wave(tasks[start : start + self.cfg.wave])
             self.clock.now += timedelta(hours=self.cfg.hours_per_wave)
             if self.arm != NO_MEMORY and (w + 1) % self.cfg.session_waves == 0:
@@ -383,7 +482,10 @@ class Arm:
         # it reports what the builder's work left in work/ (an edited judge would
         # settle as tampered).
         script, result = self._script(task), f"work/{self._result(task)}"
-        (self.project / "verify" / script).write_text(f"cat {result}\ngrep -q PASS {result}\n")
+        # Exit 0 on pass, 1 on fail, like pytest; the summary line is the graded evidence.
+        (self.project / "verify" / script).write_text(
+            f"cat {result}\nif grep -q '^FAILED' {result}; then exit 1; fi\n"
+        )
         record = self.tracker.create(
             task.title,
             description=fam.description,
@@ -401,11 +503,16 @@ class Arm:
     def _inject(self, tasks: list[Task], ids: list[str]) -> list[tuple[list[str], str]]:
         if self.arm == ORACLE:
             return [self._oracle(task) for task in tasks]
+        if self.arm in CEILING_ARMS:
+            return [
+                self._ceiling(task, injection.task_objective(self.tracker.get(i)))
+                for task, i in zip(tasks, ids, strict=True)
+            ]
         batch = injection.batch_inject(
             self.memory,
             [injection.task_objective(self.tracker.get(i)) for i in ids],
             # No injection record, no feedback: the no-learning baseline.
-            ids if self.arm in FEEDBACK_ARMS else None,
+            ids if self.kind in FEEDBACK_ARMS else None,
             self.cfg.limit,
             project=self.project,
             relevance_only=self.arm == RELEVANCE,
@@ -416,12 +523,11 @@ class Arm:
     def _oracle(self, task: Task) -> tuple[list[str], str]:
         best: dict[str, tuple[float, str]] = {}
         for name, advice in self.says.items():
-            if advice.family != task.family or advice.effect <= 0:
-                continue
-            if advice.cls not in (world.HELPFUL, world.LESSON):
+            effect = advice.effect_on(task.family)
+            if effect <= 0:
                 continue
             if advice.key not in best or name < best[advice.key][1]:
-                best[advice.key] = (advice.effect, name)
+                best[advice.key] = (effect, name)
         ranked = sorted(best.values(), key=lambda item: (-item[0], item[1]))
         names = []
         for _effect, name in ranked:
@@ -433,39 +539,95 @@ class Arm:
                 break
         return [n["name"] for n in names], contracts.insight_lines(names)
 
+    def _ceiling(self, task: Task, objective: str) -> tuple[list[str], str]:
+        """The ceiling arms choose from the candidates relevance alone would
+        offer (top ``CEILING_POOL`` above ``CEILING_FLOOR``), knowing each one's
+        true effect on this task. ``true_usefulness`` ranks every candidate by
+        that effect and injects those that help, as a perfect per-insight score
+        would (two insights saying the same thing both get in); ``best_in_pool``
+        injects the best distinct pieces of advice, the best any choice from
+        this pool can do."""
+        hits = self.memory.recall(
+            objective, limit=CEILING_POOL, min_relevance=CEILING_FLOOR, relevance_only=True
+        )
+        scored = []
+        for rank, hit in enumerate(hits):
+            advice = self.says.get(hit["name"])
+            effect = advice.effect_on(task.family) if advice else 0.0
+            if effect > 0:
+                scored.append((-effect, rank, hit["name"], advice))
+        scored.sort(key=lambda item: item[:2])
+        names: list[str] = []
+        keys: set[str] = set()
+        for _e, _r, name, advice in scored:
+            if self.arm == BEST_IN_POOL:
+                if advice.key in keys:
+                    continue
+                keys.add(advice.key)
+            names.append(name)
+            if len(names) == self.cfg.limit:
+                break
+        rows = [self.memory.get(n) for n in names]
+        return names, contracts.insight_lines(rows)
+
     def _build(self, task: Task, task_id: str, names: list[str], block: str) -> None:
-        fam = world.family(task.family)
         followed = [
             (slot, name, self.says[name])
             for slot, name in enumerate(names)
-            if name in self.says and self.says[name].family == task.family
+            if name in self.says and self.says[name].applies(task.family)
         ]
-        p = world.pass_probability(fam.base_pass, [a for _s, _n, a in followed])
+        p = world.pass_probability(task.base, [a for _s, _n, a in followed], task.family)
         passed = task.u_pass < p
+        effects = [a.effect_on(task.family) for _s, _n, a in followed]
         record = {
             "i": task.index,
             "family": task.family,
             "passed": passed,
             "p": round(p, 4),
             "injected": len(names),
-            "helpful": sum(a.cls in (world.HELPFUL, world.LESSON) for _s, _n, a in followed),
-            "harmful": sum(a.cls == world.HARMFUL for _s, _n, a in followed),
+            "helpful": sum(e > 0 for e in effects),
+            "harmful": sum(e < 0 for e in effects),
             "tokens": self.tokens(block),
         }
         self.records.append(record)
         if self.arm == NO_MEMORY:
             return
+        fam = world.family(task.family)
         failure = None if passed else self._failure(task, fam)
         shared = self._shared(task, fam) if passed else None
         output = self._output(task, names, followed, passed, failure, shared)
         # The builder's work: what VERIFY will find when helix runs it.
+        failed = 0 if passed else failed_tests(task, p)
         (self.project / "work" / self._result(task)).write_text(
-            "12 passed PASS\n" if passed else f"1 failed: {failure.text}\n"  # type: ignore[union-attr]
+            verify_output(passed, task.tests - failed, failed, failure.text if failure else "")
         )
         settled = outcomes.finish(self.memory, self.tracker, task_id, output, self.home, 60)
         if settled["verification"]["passed"] is not passed:
             raise RuntimeError(f"VERIFY disagreed with the world: {settled['verification']}")
         self._learn(settled, shared, failure)
+        self._track_drift(task, names)
+
+    def _track_drift(self, task: Task, names: list[str]) -> None:
+        """After the flip, on each task of the drifting family: count the stale
+        insight's uses, and whether it now ranks below its replacement in this
+        arm's own recall for a fixed objective of that family."""
+        state = self.flipped
+        if not state or task.family != state["family"] or state["recovered_after"] is not None:
+            return
+        if set(names) & set(state["stale"]):
+            state["uses"] += 1
+        hits = self.memory.recall(
+            state["objective"], limit=50, relevance_only=self.arm == RELEVANCE
+        )
+        order = [h["name"] for h in hits]
+
+        def rank(group: list[str]) -> int:
+            return min((order.index(n) for n in group if n in order), default=len(order) + 1)
+
+        stale, fresh = rank(state["stale"]), rank(state["fresh"])
+        state["ranks"].append((stale, fresh))
+        if stale > fresh or stale > len(order):
+            state["recovered_after"] = state["uses"]
 
     def _failure(self, task: Task, fam: world.Family) -> world.Advice:
         """What blocked the builder; the failure helix derives from it says this."""
@@ -480,7 +642,7 @@ class Arm:
         written insights the pool has not seen yet."""
         if task.u_insight >= world.INSIGHT_RATE:
             return None
-        unseen = [a for a in fam.advice() if a.key not in self.entered]
+        unseen = [a for a in world.written(fam.slug) if a.key not in self.entered]
         if not unseen:
             return None
         weights = [world.INSIGHT_WEIGHTS[a.cls] for a in unseen]
@@ -504,13 +666,13 @@ class Arm:
         shared: world.Advice | None,
     ) -> str:
         """The builder's final message, in the contract helix parses."""
-        if self.arm == ADVERSARIAL:
+        if self.kind == ADVERSARIAL:
             utilized = list(names)
         else:
             rate = self.cfg.honest_claim_rate
             utilized = [n for slot, n, _a in followed if task.u_utilized[slot] < rate]
         lines = []
-        if passed or self.arm == ADVERSARIAL or task.u_claim < self.cfg.overclaim:
+        if passed or self.kind == ADVERSARIAL or task.u_claim < self.cfg.overclaim:
             lines.append(f"DELIVERED: {task.title}")
         else:
             lines += [f"BLOCKED: {task.title}", f"ERROR: {failure.text}"]  # type: ignore[union-attr]
@@ -545,7 +707,118 @@ class Arm:
             "discredited": {c: share(v, lambda e, _u: e < 0.45) for c, v in ordered},
             "never_used": {c: share(v, lambda _e, u: u == 0) for c, v in ordered},
             "pruned_by_class": dict(sorted(self.pruned.items())),
+            "diagnostics": self.diagnostics(),
         }
+
+    def diagnostics(self) -> dict[str, Any]:
+        """How well the store's learned scores separate helpful advice from
+        distractors at the end of the run (see :func:`diagnose`)."""
+        rows = {
+            name: (eff, uses)
+            for name, eff, uses in self.memory.conn.execute(
+                "SELECT name, effectiveness, use_count FROM insight"
+            )
+        }
+        by_family: dict[str, dict[str, list[tuple[str, float, int]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        for name, (eff, uses) in rows.items():
+            advice = self.says.get(name)
+            if advice and advice.cls in (world.HELPFUL, world.DISTRACTOR):
+                by_family[advice.family][advice.cls].append((name, eff, uses))
+        auc, auc_recall = [], []
+        for fam in world.FAMILIES:
+            helpful = by_family[fam.slug][world.HELPFUL]
+            distractors = by_family[fam.slug][world.DISTRACTOR]
+            if not helpful or not distractors:
+                continue
+            auc.append(_auc([e for _n, e, _u in helpful], [e for _n, e, _u in distractors]))
+            objective = injection.task_objective(
+                {"title": fam.titles[0], "description": fam.description}
+            )
+            hits = self.memory.recall(objective, limit=100, relevance_only=self.arm == RELEVANCE)
+            place = {h["name"]: -k for k, h in enumerate(hits)}
+            missing = -len(hits) - 1  # not recalled: below every hit, tied with each other
+            auc_recall.append(
+                _auc(
+                    [place.get(n, missing) for n, _e, _u in helpful],
+                    [place.get(n, missing) for n, _e, _u in distractors],
+                )
+            )
+        pass_rate: dict[str, list[bool]] = defaultdict(list)
+        for record in self.records:
+            pass_rate[record["family"]].append(record["passed"])
+        pairs = [
+            (eff, sum(pass_rate[fam]) / len(pass_rate[fam]))
+            for fam, classes in by_family.items()
+            for _n, eff, _u in classes[world.DISTRACTOR]
+            if pass_rate.get(fam)
+        ]
+        helpful = [u for classes in by_family.values() for _n, _e, u in classes[world.HELPFUL]]
+        distractor_eff = [e for c in by_family.values() for _n, e, _u in c[world.DISTRACTOR]]
+        drift = self.flipped or {}
+        return {
+            "auc": sum(auc) / len(auc) if auc else None,
+            "auc_recall": sum(auc_recall) / len(auc_recall) if auc_recall else None,
+            "distractor_corr": _pearson([a for a, _b in pairs], [b for _a, b in pairs]),
+            "never_tried": sum(u == 0 for u in helpful) / len(helpful) if helpful else None,
+            "distractor_eff": (
+                sum(distractor_eff) / len(distractor_eff) if distractor_eff else None
+            ),
+            "distractor_eff_max": max(distractor_eff, default=None),
+            "drift_family": drift.get("family"),
+            "drift_uses": drift.get("uses"),
+            "drift_recovered": drift.get("recovered_after") is not None if drift else None,
+        }
+
+
+def _auc(positives: Sequence[float], negatives: Sequence[float]) -> float:
+    """The probability that a positive scores above a negative; ties count half."""
+    wins = 0.0
+    for p in positives:
+        for n in negatives:
+            wins += 1.0 if p > n else 0.5 if p == n else 0.0
+    return wins / (len(positives) * len(negatives))
+
+
+def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson's correlation; None when either side does not vary."""
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    if sxx <= 1e-12 or syy <= 1e-12:
+        return None
+    return sxy / math.sqrt(sxx * syy)
+
+
+def ablation_arms() -> list[str]:
+    """One arm per switch of the learning model, or none when the installed helix
+    has no switchable model (``helix.memory.uplift``)."""
+    if importlib.util.find_spec(UPLIFT_MODULE) is None:
+        return []
+    uplift = importlib.import_module(UPLIFT_MODULE)
+    return [ABLATION_PREFIX + f.name for f in fields(uplift.MODEL)]
+
+
+@contextmanager
+def _switched(arm: str) -> Iterator[None]:
+    """For an ablation arm, the learning model with that arm's switch flipped, for
+    the length of the arm only; any other arm runs the model as installed."""
+    if not arm.startswith(ABLATION_PREFIX):
+        yield
+        return
+    uplift = importlib.import_module(UPLIFT_MODULE)
+    switch = arm[len(ABLATION_PREFIX) :]
+    saved = uplift.MODEL
+    uplift.MODEL = replace(saved, **{switch: not getattr(saved, switch)})
+    try:
+        yield
+    finally:
+        uplift.MODEL = saved
 
 
 def run_arm(
@@ -556,7 +829,10 @@ def run_arm(
     tokens: Callable[[str], int],
 ) -> dict[str, Any]:
     """One arm over one seed's task sequence; the per-task records and the end state."""
-    with tempfile.TemporaryDirectory(prefix="helix-learning-", dir=scratch_root()) as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="helix-learning-", dir=scratch_root()) as tmp,
+        _switched(arm),
+    ):
         sim = Arm(arm, seed, cfg, embedder, tokens, Path(tmp))
         try:
             sim.run(tasks_for(seed, cfg))
@@ -613,6 +889,7 @@ def per_seed(run: dict[str, Any], cfg: Config) -> dict[str, Any]:
         "overall": _rate(rec),
         "final_block": _rate(blocks[-1]),
         "second_half": _rate(rec[len(rec) // 2 :]),
+        "last_quarter": _rate(rec[len(rec) - len(rec) // 4 :]),
         "helpful_share": sum(r["helpful"] for r in rec) / injected if injected else None,
         "harmful_share": sum(r["harmful"] for r in rec) / injected if injected else None,
         "injected_per_task": injected / len(rec),
@@ -630,7 +907,9 @@ def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
         if run["end"]:
             ends[run["arm"]].append(run["end"])
     arms: dict[str, Any] = {}
-    for arm in [a for a in ARMS if a in figures]:
+    ordered = [a for a in DEFAULT_ARMS if a in figures]
+    ordered += sorted(a for a in figures if a not in DEFAULT_ARMS)
+    for arm in ordered:
         seeds = sorted(figures[arm])
         rows = [figures[arm][s] for s in seeds]
         n_blocks = len(rows[0]["blocks"])
@@ -643,6 +922,7 @@ def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
         for key in (
             "final_block",
             "second_half",
+            "last_quarter",
             "overall",
             "helpful_share",
             "harmful_share",
@@ -684,7 +964,136 @@ def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
                 for k in range(len(figures[a][common[0]]["blocks"]))
             ]
             paired[f"{a} - {b}"] = pair
-    return {"arms": arms, "paired": paired}
+    diags = {
+        arm: {run["seed"]: run["end"]["diagnostics"] for run in runs if run["arm"] == arm}
+        for arm in ordered
+        if arm != NO_MEMORY
+    }
+    return {"arms": arms, "paired": paired, "diagnostics": diagnose(figures, diags)}
+
+
+# Arms whose figures say how well a learner chose; the others are baselines or ceilings.
+LEARNERS = (UNLEARNED, HELIX, ADVERSARIAL)
+
+
+def gap_closed(
+    figures: dict[str, dict[int, dict[str, Any]]], arm: str, key: str, top: str = ORACLE
+) -> dict[str, Any] | None:
+    """The share of the gap between relevance-only and ``top`` that ``arm``
+    closes: the mean of per-seed differences (arm - relevance) over the mean
+    per-seed gap (top - relevance), with a 95% percentile bootstrap over seeds
+    (fixed resampling seed) and each seed's own ratio."""
+    if not all(a in figures for a in (arm, RELEVANCE, top)):
+        return None
+    seeds = sorted(set(figures[arm]) & set(figures[RELEVANCE]) & set(figures[top]))
+    gains = [figures[arm][s][key] - figures[RELEVANCE][s][key] for s in seeds]
+    gaps = [figures[top][s][key] - figures[RELEVANCE][s][key] for s in seeds]
+    if sum(gaps) <= 0:
+        return {"mean": None, "lo": None, "hi": None, "n": len(seeds), "per_seed": {}}
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(2000):
+        picks = [rng.randrange(len(seeds)) for _ in seeds]
+        gap = sum(gaps[i] for i in picks)
+        if gap > 0:
+            ratios.append(sum(gains[i] for i in picks) / gap)
+    ratios.sort()
+    several = len(seeds) > 1 and ratios
+    return {
+        "mean": round(sum(gains) / sum(gaps), 4),
+        "lo": round(ratios[int(0.025 * len(ratios))], 4) if several else None,
+        "hi": round(ratios[int(0.975 * len(ratios)) - 1], 4) if several else None,
+        "n": len(seeds),
+        "mean_gain": round(sum(gains) / len(seeds), 4),
+        "mean_gap": round(sum(gaps) / len(seeds), 4),
+        "per_seed": {
+            str(s): round(g / d, 4) if d > 0 else None
+            for s, g, d in zip(seeds, gains, gaps, strict=True)
+        },
+    }
+
+
+def diagnose(
+    figures: dict[str, dict[int, dict[str, Any]]],
+    diags: dict[str, dict[int, dict[str, Any]]],
+) -> dict[str, Any]:
+    """The diagnostic figures: the gap to the oracle each learner closes
+    (overall and in the last quarter), and per arm, across seeds, the AUC of
+    helpful vs distractor by learned effectiveness and by recall rank, the
+    correlation of distractors' effectiveness with their family's pass rate,
+    the share of stored helpful advice never tried, the drift recovery (uses of
+    the stale insight until it ranked below its replacement) and the adversary's
+    effect on distractors (paired by seed with helix)."""
+    learners = [a for a in (*LEARNERS, *sorted(figures)) if a in figures]
+    learners = [
+        a for a in dict.fromkeys(learners) if a in LEARNERS or a.startswith(ABLATION_PREFIX)
+    ]
+    out: dict[str, Any] = {"gap_closed": {}, "gap_closed_best_in_pool": {}, "arms": {}}
+    for arm in learners:
+        for target, top in (("gap_closed", ORACLE), ("gap_closed_best_in_pool", BEST_IN_POOL)):
+            entry = {key: gap_closed(figures, arm, key, top) for key in ("overall", "last_quarter")}
+            if any(entry.values()):
+                out[target][arm] = entry
+    for arm, by_seed in diags.items():
+        row: dict[str, Any] = {}
+        for key, bounds in (
+            ("auc", (0.0, 1.0)),
+            ("auc_recall", (0.0, 1.0)),
+            ("distractor_corr", (-1.0, 1.0)),
+            ("never_tried", (0.0, 1.0)),
+            ("distractor_eff", (0.0, 1.0)),
+        ):
+            values = [d[key] for d in by_seed.values() if d.get(key) is not None]
+            row[key] = interval(values, bounds) if values else None
+        drifts = [d for d in by_seed.values() if d.get("drift_uses") is not None]
+        if drifts:
+            uses = sorted(d["drift_uses"] for d in drifts)
+            row["drift"] = {
+                "median_uses": uses[len(uses) // 2]
+                if len(uses) % 2
+                else (uses[len(uses) // 2 - 1] + uses[len(uses) // 2]) / 2,
+                "recovered": sum(bool(d["drift_recovered"]) for d in drifts),
+                "seeds": len(drifts),
+                "per_seed": {
+                    str(s): {
+                        "family": d["drift_family"],
+                        "uses": d["drift_uses"],
+                        "recovered": d["drift_recovered"],
+                    }
+                    for s, d in sorted(by_seed.items())
+                    if d.get("drift_uses") is not None
+                },
+            }
+        maxima = [d["distractor_eff_max"] for d in by_seed.values() if d.get("distractor_eff_max")]
+        row["distractor_eff_max"] = max(maxima) if maxima else None
+        out["arms"][arm] = row
+    if ADVERSARIAL in diags and HELIX in diags:
+        common = sorted(set(diags[ADVERSARIAL]) & set(diags[HELIX]))
+        pairs = [
+            (diags[ADVERSARIAL][s], diags[HELIX][s])
+            for s in common
+            if diags[ADVERSARIAL][s].get("distractor_eff") is not None
+            and diags[HELIX][s].get("distractor_eff") is not None
+        ]
+        out["adversary"] = {
+            "distractor_eff_diff": interval(
+                [a["distractor_eff"] - h["distractor_eff"] for a, h in pairs], (-1.0, 1.0)
+            )
+            if pairs
+            else None,
+            # Seeds where some distractor ended above every distractor of the honest run.
+            "seeds_lifted_above_honest": sum(
+                (a["distractor_eff_max"] or 0) > (h["distractor_eff_max"] or 0) for a, h in pairs
+            ),
+            "seeds": len(pairs),
+            "pass_diff": interval(
+                [figures[ADVERSARIAL][s]["overall"] - figures[HELIX][s]["overall"] for s in common],
+                (-1.0, 1.0),
+            )
+            if common
+            else None,
+        }
+    return out
 
 
 def _merge_ends(ends: list[dict[str, Any]]) -> dict[str, Any]:
@@ -759,7 +1168,7 @@ def world_facts(embedder: Embedder) -> dict[str, Any]:
 def run(
     cfg: Config,
     seeds: Sequence[int],
-    arms: Sequence[str] = ARMS,
+    arms: Sequence[str] = DEFAULT_ARMS,
     log: Callable[[str], None] = lambda message: None,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
@@ -768,21 +1177,25 @@ def run(
     started = time.perf_counter()
     if embedder is None:
         embedder = CachingEmbedder(get_embedder("minilm"))
-        embedder.embed(texts_to_warm())
+        embedder.embed(texts_to_warm(pool=cfg.distractor_pool))
         log(f"embedded {len(embedder._cache)} known texts ({time.perf_counter() - started:.1f} s)")
     tokens = TokenCounter()
     runs = []
+    timings: dict[str, list[float]] = defaultdict(list)
     for seed in seeds:
         for arm in arms:
             t0 = time.perf_counter()
             result = run_arm(arm, seed, cfg, embedder, tokens)
             figures = per_seed(result, cfg)
+            elapsed = time.perf_counter() - t0
+            timings[arm].append(elapsed)
             log(
                 f"seed {seed} {arm:18s} success {figures['overall']:.3f} "
-                f"final {figures['final_block']:.3f} ({time.perf_counter() - t0:.1f} s)"
+                f"final {figures['final_block']:.3f} ({elapsed:.1f} s)"
             )
             runs.append(result)
     out = aggregate(runs, cfg)
+    out["seconds_per_seed"] = {a: round(sum(t) / len(t), 1) for a, t in timings.items()}
     out["config"] = asdict(cfg)
     out["seeds"] = list(seeds)
     out["world"] = world_facts(embedder)
