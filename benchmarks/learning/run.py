@@ -42,6 +42,8 @@ COLOURS = {
     simulation.HELIX: "#d62728",
     simulation.ADVERSARIAL: "#ff7f0e",
     simulation.ORACLE: "#2ca02c",
+    simulation.CEILING: "#8c564b",
+    simulation.BEST_IN_POOL: "#17becf",
 }
 LABELS = {
     simulation.NO_MEMORY: "no memory",
@@ -50,6 +52,8 @@ LABELS = {
     simulation.HELIX: "helix",
     simulation.ADVERSARIAL: "helix, adversarial builder",
     simulation.ORACLE: "oracle (injects the helpful ones)",
+    simulation.CEILING: "true-usefulness ceiling (relevance pool)",
+    simulation.BEST_IN_POOL: "best in relevance pool",
 }
 
 
@@ -122,7 +126,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig, (ax, diff_ax) = plt.subplots(
         1, 2, figsize=(12, 5), dpi=120, gridspec_kw={"width_ratios": [3, 2]}
     )
-    for arm in simulation.ARMS:
+    for arm in simulation.DEFAULT_ARMS:
         entry = results["arms"].get(arm)
         if entry:
             _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm])

@@ -761,7 +761,12 @@ class Arm:
             "auc": sum(auc) / len(auc) if auc else None,
             "auc_recall": sum(auc_recall) / len(auc_recall) if auc_recall else None,
             "distractor_corr": _pearson([a for a, _b in pairs], [b for _a, b in pairs]),
-            "never_tried": sum(u == 0 for u in helpful) / len(helpful) if helpful else None,
+            # use_count grows only with an injection record, so only where feedback is on.
+            "never_tried": (
+                sum(u == 0 for u in helpful) / len(helpful)
+                if helpful and self.kind in FEEDBACK_ARMS
+                else None
+            ),
             "distractor_eff": (
                 sum(distractor_eff) / len(distractor_eff) if distractor_eff else None
             ),
