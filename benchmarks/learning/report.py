@@ -100,7 +100,9 @@ def markdown(results: dict[str, Any]) -> str:
         "SubagentStop hook stores them, decay and prune at every session end). Ten task "
         "families each have helpful advice, distractors written to read as relevant, and "
         "harmful advice; a simulated builder's chance to pass rises with helpful advice "
-        "and falls with harmful advice. Insights enter over time from blocked tasks "
+        "and falls with harmful advice; some advice helps one family and harms another, "
+        "one helpful insight per seed turns harmful part-way (an upgrade) and is replaced, "
+        "and each title has its own difficulty. Insights enter over time from blocked tasks "
         "(derived failures) and from explicit INSIGHTs of builders that passed. Every arm "
         "faces the same tasks and the same random draws. The model is described in "
         "`benchmarks/learning/simulation.py` and `benchmarks/learning/world.py`.",
@@ -600,7 +602,8 @@ def _limits(results: dict[str, Any]) -> list[str]:
         "helpful advice is also the most relevant, relevance alone does well and there is "
         "less to learn.",
         "- The simulated builder follows every injected insight of its task's family and "
-        "nothing else; blocked tasks are not retried; one project with ten families.",
+        "the cross-family advice that concerns it, and nothing else; blocked tasks are not "
+        "retried; one project with ten families.",
         "- The honest builder claims (UTILIZED) what it followed, which is nearly "
         "everything of its family that it was given: it cannot know which advice made "
         "VERIFY pass, so its claims carry little more information than the adversary's. "

@@ -1,7 +1,8 @@
-"""The learning-curve benchmark: success rate per block of tasks for six arms
+"""The learning-curve benchmark: success rate per block of tasks for eight arms
 (no memory, relevance-only retrieval, helix's ranking without feedback, helix,
-helix with an adversarial builder, an oracle) in a simulated world that runs the
-real helix library.
+helix with an adversarial builder, an oracle, and two ceilings that choose from
+the relevance pool knowing the truth) in a simulated world that runs the real
+helix library, with diagnostics of what helix learned.
 
 Writes ``benchmarks/learning/results.json`` and ``docs/learning-curve.png`` and
 prints the markdown report (``--json``: the results JSON on stdout; progress
@@ -9,11 +10,16 @@ always goes to stderr). The reported figures come from the held-out seeds; the
 development seeds are the only ones any parameter was looked at on.
 
     python benchmarks/learning/run.py [--quick] [--seeds dev|heldout] [--json]
+        [--arms a,b,...] [--ablation] [--pool N] [--seed-count N]
 
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
 the full held-out run (240 tasks x 12 seeds x 6 arms) takes 2.5 min on an idle
-2-core machine and up to ~7 min when other jobs load it. The model and the world are described in
-``simulation.py`` and ``world.py``.
+2-core machine and up to ~7 min when other jobs load it. ``--pool 2000``
+stores 2,000 generated look-alike distractors in every store: several times
+slower, so it is off by default and meant for fewer seeds (``--seed-count``).
+``--ablation`` adds one arm per switch of helix's learning model (slow; skipped
+when helix has no ``helix.memory.uplift``). The model and the world are
+described in ``simulation.py`` and ``world.py``.
 """
 
 from __future__ import annotations

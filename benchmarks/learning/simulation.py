@@ -14,13 +14,17 @@ The loop (one wave of ``Config.wave`` tasks at a time, like the BUILD phase):
    (:func:`helix.loop.injection.task_objective`), against a real SQLite store in a
    temp directory, with the real MiniLM model.
 2. **Build.** A simulated builder follows the injected advice of its own task's
-   family (other families' advice does not apply). Its chance to pass VERIFY is
-   :func:`world.pass_probability`; the draw is fixed per (seed, task), so arms
-   differ only through what they inject.
+   family and cross-family advice that concerns it (other advice does not
+   apply). Its chance to pass VERIFY is :func:`world.pass_probability` from its
+   title's own base rate (the family's, moved by up to ``Config.difficulty``
+   per seed); the draw is fixed per (seed, task), so arms differ only through
+   what they inject.
 3. **Verify and settle.** The task's VERIFY runs a script written when the task
    was planned (``verify/tNNNN.sh``); the builder's work is the file it reads
-   (``work/tNNNN.txt``): it exits 0 when the simulated builder passed, else 1
-   after printing the error. The builder's
+   (``work/tNNNN.txt``). It prints a pytest-like summary (``12 passed in
+   0.8s``, or ``3 failed, 9 passed in 0.8s`` and the error; the number failed
+   comes from the same draw, more when the pass chance was lower) and exits 0
+   when the simulated builder passed, else 1. The builder's
    final message (DELIVERED/BLOCKED, ERROR, UTILIZED, INSIGHT markers) goes
    through :func:`helix.loop.outcomes.finish`, the path the SubagentStop hook and
    ``helix settle`` take for a tracked task: helix runs VERIFY itself, settles
@@ -39,7 +43,12 @@ How insights enter the pool (as helix's design has them arrive: explicit
 INSIGHTs and failures derived from blocked work), per seed:
 
 * at t=0 the store holds, per family, 1 helpful, 3 distractor and 1 harmful
-  insight drawn at random (what a team's store already has);
+  insight drawn at random, 3 of the 5 cross-family insights, and, with
+  ``Config.distractor_pool``, that many generated look-alike distractors
+  (what a team's store already has);
+* at ``world.DRIFT_AT`` of the run (``Config.drift``) one helpful insight per
+  seed, always in the initial pool, turns harmful, and its replacement is
+  stored as the team's pool was;
 * a builder that passes shares, with probability ``world.INSIGHT_RATE``, one of
   its family's not-yet-known written insights as an ``INSIGHT:`` (helpful ones
   twice as likely as distractors, harmful ones half as likely);
@@ -66,7 +75,22 @@ injection record, so nothing is learned: it separates what feedback adds from
 what the rest of the score does); ``helix`` (as designed);
 ``helix_adversarial``; ``oracle`` (injects the helpful insights of the task's
 family that are in its store, best first, up to ``limit``; no feedback). The
-oracle is bounded by the same pool: it measures choosing, not knowing.
+oracle is bounded by the same pool: it measures choosing, not knowing. Two
+ceilings choose from what relevance alone offers (``recall(objective,
+limit=20, relevance_only=True)`` above 0.35) knowing each candidate's true
+effect, without feedback: ``true_usefulness`` (every candidate that helps, best
+first, as a perfect per-insight score would) and ``best_in_pool`` (the best
+distinct advice). Ablation arms (``ablate_<switch>``, only on request, only when
+helix has ``helix.memory.uplift``) run helix with one switch of its learning
+model flipped.
+
+Diagnostics (:func:`diagnose`): the share of the relevance-to-oracle gap helix
+closes (overall and in the last quarter of tasks); at the end of a run, per
+family, the AUC of helpful against distractor insights by learned
+effectiveness and by recall order; the correlation of distractors'
+effectiveness with their family's pass rate; the share of stored helpful advice
+never tried; after the drift, the stale insight's uses until it ranks below its
+replacement in the arm's own recall; the adversary's effect on distractors.
 
 Tokens of injected context are counted with the MiniLM WordPiece tokenizer on
 the exact INSIGHTS block a builder prompt would carry (``batch_inject``'s
@@ -1135,7 +1159,7 @@ def _round(value: Any) -> Any:
 # ------------------------------------------------------------- the world, described
 
 
-def world_facts(embedder: Embedder) -> dict[str, Any]:
+def world_facts(embedder: Embedder, pool: int = 0) -> dict[str, Any]:
     """What the world is like, for the report: sizes, base rates, effects, and
     how relevant each class of written advice is to its own family's tasks
     (mean cosine of task objective and advice), so a reader can see that
@@ -1150,7 +1174,19 @@ def world_facts(embedder: Embedder) -> dict[str, Any]:
         sims = embedder.embed(objectives) @ embedder.embed([a.text for a in advice]).T
         for k, a in enumerate(advice):
             cosines[a.cls].extend(float(x) for x in sims[:, k])
+    generated = world.distractor_pool(pool)
+    for fam in world.FAMILIES:
+        texts = [a.text for a in generated if a.family == fam.slug]
+        if not texts:
+            continue
+        objectives = [
+            injection.task_objective({"title": t, "description": fam.description})
+            for t in fam.titles
+        ]
+        sims = embedder.embed(objectives) @ embedder.embed(texts).T
+        cosines["generated distractor"].extend(float(x) for x in sims.ravel())
     counts = Counter(a.cls for fam in world.FAMILIES for a in fam.advice())
+    counts[world.CROSS] = len(world.CROSS_ADVICE)
     return {
         "families": [f.slug for f in world.FAMILIES],
         "base_pass": {f.slug: f.base_pass for f in world.FAMILIES},
@@ -1165,6 +1201,9 @@ def world_facts(embedder: Embedder) -> dict[str, Any]:
         "insight_rate": world.INSIGHT_RATE,
         "insight_weights": world.INSIGHT_WEIGHTS,
         "pitfall_share": world.PITFALL_SHARE,
+        "generated_distractors": pool,
+        "drift_at": world.DRIFT_AT,
+        "drifts": [d.family for d in world.DRIFTS],
         "initial_pool_per_family": world.INITIAL,
         "mean_cosine_to_own_tasks": {c: round(sum(v) / len(v), 4) for c, v in cosines.items()},
     }
@@ -1203,6 +1242,6 @@ def run(
     out["seconds_per_seed"] = {a: round(sum(t) / len(t), 1) for a, t in timings.items()}
     out["config"] = asdict(cfg)
     out["seeds"] = list(seeds)
-    out["world"] = world_facts(embedder)
+    out["world"] = world_facts(embedder, cfg.distractor_pool)
     out["runtime_s"] = round(time.perf_counter() - started, 1)
     return out
