@@ -15,8 +15,9 @@ development seeds are the only ones any parameter was looked at on.
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
 the full held-out run (240 tasks x 12 seeds x 8 arms) takes ~5-7 min on a
 2-core machine (the 4 development seeds: 2.4 min). ``--pool 2000``
-stores 2,000 generated look-alike distractors in every store: several times
-slower, so it is off by default and meant for fewer seeds (``--seed-count``).
+stores 2,000 generated look-alike distractors in every store: about twice as
+slow (~70 s per seed for the eight arms), so it is off by default and meant for
+fewer seeds (``--seed-count``).
 ``--ablation`` adds one arm per switch of helix's learning model (slow; skipped
 when helix has no ``helix.memory.uplift``). The model and the world are
 described in ``simulation.py`` and ``world.py``.
@@ -199,7 +200,7 @@ def main() -> int:
         "--pool",
         type=int,
         default=0,
-        help="store this many generated look-alike distractors at t=0 (2000: ~10x slower)",
+        help="store this many generated look-alike distractors at t=0 (2000: ~2x slower)",
     )
     parser.add_argument(
         "--seed-count", type=int, help="run only the first N seeds of the set (default: all)"

@@ -166,7 +166,8 @@ class Config:
     honest_claim_rate: float = 0.9
     overclaim: float = 0.2
     # Generated look-alike distractors stored at t=0. Off by default: with 2,000
-    # the full held-out run takes ~30 min on 2 cores (``run.py --pool 2000``).
+    # every arm takes about twice as long, ~14 min for the 12 held-out seeds on
+    # 2 cores (``run.py --pool 2000``), over the ~10 min the full run may take.
     distractor_pool: int = 0
     difficulty: float = 0.2  # each title's base pass rate: family's +- up to this
     drift: bool = True  # one helpful insight per seed turns harmful at DRIFT_AT
