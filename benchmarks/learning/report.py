@@ -112,7 +112,13 @@ def markdown(results: dict[str, Any]) -> str:
         f"{len(seeds)} {results.get('seed_set', '')} seeds ({', '.join(map(str, seeds))}); "
         f"{cfg['tasks']} tasks per seed in waves of {cfg['wave']}, {cfg['limit']} insights "
         f"per task, blocks of {cfg['block']} tasks, a session (decay + prune) every "
-        f"{cfg['session_waves']} waves. Development seeds "
+        f"{cfg['session_waves']} waves"
+        + (
+            f", {cfg['distractor_pool']:,} generated look-alike distractors in every store"
+            if cfg.get("distractor_pool")
+            else ""
+        )
+        + ". Development seeds "
         f"{', '.join(map(str, results.get('development_seeds', [])))} are the only ones any "
         "parameter was looked at on"
         + (
