@@ -633,14 +633,17 @@ class Arm:
         self._track_drift(task, names)
 
     def _track_drift(self, task: Task, names: list[str]) -> None:
-        """After the flip, on each task of the drifting family: count the stale
-        insight's uses, and whether it now ranks below its replacement in this
-        arm's own recall for a fixed objective of that family."""
+        """After the flip, count the stale insight's uses (the tasks of any family
+        it was injected into) and, after each task of the drifting family,
+        whether it now ranks below its replacement in this arm's own recall for
+        a fixed objective of that family."""
         state = self.flipped
-        if not state or task.family != state["family"] or state["recovered_after"] is not None:
+        if not state or state["recovered_after"] is not None:
             return
         if set(names) & set(state["stale"]):
             state["uses"] += 1
+        if task.family != state["family"]:
+            return
         hits = self.memory.recall(
             state["objective"], limit=50, relevance_only=self.arm == RELEVANCE
         )
@@ -799,6 +802,8 @@ class Arm:
             "drift_family": drift.get("family"),
             "drift_uses": drift.get("uses"),
             "drift_recovered": drift.get("recovered_after") is not None if drift else None,
+            # (stale, replacement) recall ranks after each task of the family, 0 = top.
+            "drift_ranks": drift.get("ranks"),
         }
 
 
@@ -1089,6 +1094,7 @@ def diagnose(
                         "family": d["drift_family"],
                         "uses": d["drift_uses"],
                         "recovered": d["drift_recovered"],
+                        "ranks": d.get("drift_ranks"),
                     }
                     for s, d in sorted(by_seed.items())
                     if d.get("drift_uses") is not None
