@@ -1059,10 +1059,8 @@ def diagnose(
     the share of stored helpful advice never tried, the drift recovery (uses of
     the stale insight until it ranked below its replacement) and the adversary's
     effect on distractors (paired by seed with helix)."""
-    learners = [a for a in (*LEARNERS, *sorted(figures)) if a in figures]
-    learners = [
-        a for a in dict.fromkeys(learners) if a in LEARNERS or a.startswith(ABLATION_PREFIX)
-    ]
+    ablations = sorted(a for a in figures if a.startswith(ABLATION_PREFIX))
+    learners = [a for a in LEARNERS if a in figures] + ablations
     out: dict[str, Any] = {"gap_closed": {}, "gap_closed_best_in_pool": {}, "arms": {}}
     for arm in learners:
         for target, top in (("gap_closed", ORACLE), ("gap_closed_best_in_pool", BEST_IN_POOL)):
