@@ -12,7 +12,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from learning import report, simulation, world  # noqa: E402
+from learning import arms, figures, report, simulation, world  # noqa: E402
 
 pytestmark = pytest.mark.model
 
@@ -59,7 +59,7 @@ def test_pass_probability_follows_the_advice():
 
 
 def test_the_results_have_every_field_the_report_needs(results):
-    assert set(results["arms"]) == set(simulation.DEFAULT_ARMS)
+    assert set(results["arms"]) == set(arms.DEFAULT_ARMS)
     assert results["seeds"] == [7]
     for entry in results["arms"].values():
         assert len(entry["curve"]) == TINY.tasks // TINY.block
@@ -91,7 +91,7 @@ def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Pa
     and every failed claim is settled as blocked."""
     tasks = simulation.tasks_for(7, TINY)
     arm = simulation.Arm(
-        simulation.ADVERSARIAL, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "adv"
+        arms.ADVERSARIAL, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "adv"
     )
     try:
         arm.run(tasks)
@@ -115,7 +115,7 @@ def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Pa
         arm.close()
 
 
-@pytest.mark.parametrize("arm", [simulation.RELEVANCE, simulation.UNLEARNED, simulation.ORACLE])
+@pytest.mark.parametrize("arm", [arms.RELEVANCE, arms.UNLEARNED, arms.ORACLE])
 def test_the_no_feedback_arms_learn_nothing_but_still_grow(embedder, tmp_path: Path, arm: str):
     baseline = simulation.Arm(arm, 7, TINY, embedder, simulation.TokenCounter(), tmp_path)
     try:
@@ -163,7 +163,7 @@ def test_the_distractor_pool_is_deterministic_and_spread_over_families():
 
 
 def test_the_drift_flips_once_and_stores_its_replacement(embedder, tmp_path: Path):
-    arm = simulation.Arm(simulation.HELIX, 7, TINY, embedder, simulation.TokenCounter(), tmp_path)
+    arm = simulation.Arm(arms.HELIX, 7, TINY, embedder, simulation.TokenCounter(), tmp_path)
     try:
         arm.run(simulation.tasks_for(7, TINY))
         state, drift = arm.flipped, simulation.drift_for(7, TINY)
@@ -175,12 +175,12 @@ def test_the_drift_flips_once_and_stores_its_replacement(embedder, tmp_path: Pat
 
 
 def test_gap_closed_is_the_mean_gain_over_the_mean_gap():
-    figures = {
-        simulation.RELEVANCE: {1: {"overall": 0.5}, 2: {"overall": 0.4}},
-        simulation.HELIX: {1: {"overall": 0.6}, 2: {"overall": 0.5}},
-        simulation.ORACLE: {1: {"overall": 0.9}, 2: {"overall": 0.6}},
+    by_arm = {
+        arms.RELEVANCE: {1: {"overall": 0.5}, 2: {"overall": 0.4}},
+        arms.HELIX: {1: {"overall": 0.6}, 2: {"overall": 0.5}},
+        arms.ORACLE: {1: {"overall": 0.9}, 2: {"overall": 0.6}},
     }
-    stat = simulation.gap_closed(figures, simulation.HELIX, "overall")
+    stat = figures.gap_closed(by_arm, arms.HELIX, "overall")
     assert stat["mean"] == pytest.approx(0.2 / 0.6, abs=1e-4)
     assert stat["per_seed"] == {"1": 0.25, "2": 0.5}
 
@@ -197,13 +197,13 @@ def test_an_ablation_arm_flips_one_switch_and_restores_the_model(monkeypatch):
         graded: bool = True
         explore: bool = False
 
-    module = types.ModuleType(simulation.UPLIFT_MODULE)
-    module.__spec__ = importlib.machinery.ModuleSpec(simulation.UPLIFT_MODULE, None)
+    module = types.ModuleType(arms.UPLIFT_MODULE)
+    module.__spec__ = importlib.machinery.ModuleSpec(arms.UPLIFT_MODULE, None)
     module.MODEL = Switches()
-    monkeypatch.setitem(sys.modules, simulation.UPLIFT_MODULE, module)
-    assert simulation.ablation_arms() == ["ablate_graded", "ablate_explore"]
-    with simulation._switched("ablate_graded"):
+    monkeypatch.setitem(sys.modules, arms.UPLIFT_MODULE, module)
+    assert arms.ablation_arms() == ["ablate_graded", "ablate_explore"]
+    with arms.switched("ablate_graded"):
         assert module.MODEL == Switches(graded=False)
     assert module.MODEL == Switches()
-    with simulation._switched(simulation.HELIX):
+    with arms.switched(arms.HELIX):
         assert module.MODEL == Switches()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .simulation import (
+from .arms import (
     ABLATION_PREFIX,
     ADVERSARIAL,
     BEST_IN_POOL,

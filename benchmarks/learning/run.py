@@ -37,53 +37,51 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as common  # noqa: E402
 
-from learning import report, simulation  # noqa: E402
+from learning import arms, report, simulation  # noqa: E402
 
 RESULTS = common.BENCH_DIR / "learning" / "results.json"
 PLOT = common.REPO_DIR / "docs" / "learning-curve.png"
 SEED_SETS = {"dev": simulation.DEVELOPMENT_SEEDS, "heldout": simulation.HELD_OUT_SEEDS}
 COLOURS = {
-    simulation.NO_MEMORY: "#7f7f7f",
-    simulation.RELEVANCE: "#1f77b4",
-    simulation.UNLEARNED: "#9467bd",
-    simulation.HELIX: "#d62728",
-    simulation.ADVERSARIAL: "#ff7f0e",
-    simulation.ORACLE: "#2ca02c",
-    simulation.CEILING: "#8c564b",
-    simulation.BEST_IN_POOL: "#17becf",
+    arms.NO_MEMORY: "#7f7f7f",
+    arms.RELEVANCE: "#1f77b4",
+    arms.UNLEARNED: "#9467bd",
+    arms.HELIX: "#d62728",
+    arms.ADVERSARIAL: "#ff7f0e",
+    arms.ORACLE: "#2ca02c",
+    arms.CEILING: "#8c564b",
+    arms.BEST_IN_POOL: "#17becf",
 }
 LABELS = {
-    simulation.NO_MEMORY: "no memory",
-    simulation.RELEVANCE: "relevance-only retrieval",
-    simulation.UNLEARNED: "helix ranking, no feedback",
-    simulation.HELIX: "helix",
-    simulation.ADVERSARIAL: "helix, adversarial builder",
-    simulation.ORACLE: "oracle (injects the helpful ones)",
-    simulation.CEILING: "true-usefulness ceiling (relevance pool)",
-    simulation.BEST_IN_POOL: "best in relevance pool",
+    arms.NO_MEMORY: "no memory",
+    arms.RELEVANCE: "relevance-only retrieval",
+    arms.UNLEARNED: "helix ranking, no feedback",
+    arms.HELIX: "helix",
+    arms.ADVERSARIAL: "helix, adversarial builder",
+    arms.ORACLE: "oracle (injects the helpful ones)",
+    arms.CEILING: "true-usefulness ceiling (relevance pool)",
+    arms.BEST_IN_POOL: "best in relevance pool",
 }
 
 
 def choose_arms(names: str | None, ablation: bool, log=common.log) -> list[str]:
     """The arms to run: ``names`` (comma-separated) or the default set, plus the
     ablation arms when asked for and the installed helix has them."""
-    arms = (
-        [a.strip() for a in names.split(",") if a.strip()]
-        if names
-        else list(simulation.DEFAULT_ARMS)
+    chosen = (
+        [a.strip() for a in names.split(",") if a.strip()] if names else list(arms.DEFAULT_ARMS)
     )
     if ablation:
-        extra = simulation.ablation_arms()
+        extra = arms.ablation_arms()
         if not extra:
-            log(f"no {simulation.UPLIFT_MODULE} in this helix: the ablation arms are skipped")
-        arms += [a for a in extra if a not in arms]
-    return arms
+            log(f"no {arms.UPLIFT_MODULE} in this helix: the ablation arms are skipped")
+        chosen += [a for a in extra if a not in chosen]
+    return chosen
 
 
 def measure(
     quick: bool,
     seed_set: str,
-    arms: list[str] | None = None,
+    chosen: list[str] | None = None,
     log=common.log,
     pool: int = 0,
     seed_count: int | None = None,
@@ -100,7 +98,7 @@ def measure(
     # One BLAS thread: the run embeds texts one at a time, where more threads
     # only contend with each other (and with the other jobs of a shared machine).
     with threadpool_limits(1):
-        results = simulation.run(cfg, seeds, arms or simulation.DEFAULT_ARMS, log=log)
+        results = simulation.run(cfg, seeds, chosen or arms.DEFAULT_ARMS, log=log)
     results.update(
         {
             "name": "learning_curve",
@@ -133,7 +131,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig, (ax, diff_ax) = plt.subplots(
         1, 2, figsize=(12, 5), dpi=120, gridspec_kw={"width_ratios": [3, 2]}
     )
-    for arm in simulation.DEFAULT_ARMS:
+    for arm in arms.DEFAULT_ARMS:
         entry = results["arms"].get(arm)
         if entry:
             _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm])
@@ -149,11 +147,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
 
-    pair = results["paired"].get(f"{simulation.HELIX} - {simulation.RELEVANCE}")
+    pair = results["paired"].get(f"{arms.HELIX} - {arms.RELEVANCE}")
     if pair:
-        _band(
-            diff_ax, pair["curve"], block, COLOURS[simulation.HELIX], "helix minus relevance-only"
-        )
+        _band(diff_ax, pair["curve"], block, COLOURS[arms.HELIX], "helix minus relevance-only")
     diff_ax.axhline(0, color="black", linewidth=0.8)
     diff_ax.set_title(
         "helix minus relevance-only, paired by seed,\nmean and 95% t-interval", fontsize=9
@@ -188,7 +184,7 @@ def main() -> int:
     parser.add_argument(
         "--arms",
         help="comma-separated arms to run (default: "
-        + ",".join(simulation.DEFAULT_ARMS)
+        + ",".join(arms.DEFAULT_ARMS)
         + "; ablation arms are named ablate_<switch>)",
     )
     parser.add_argument(
@@ -209,13 +205,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
     parser.add_argument("--plot", type=Path, default=PLOT, help="where to write the PNG")
     args = parser.parse_args()
-    arms = choose_arms(args.arms, args.ablation)
-    known = set(simulation.DEFAULT_ARMS) | set(simulation.ablation_arms())
-    unknown = [a for a in arms if a not in known]
+    chosen = choose_arms(args.arms, args.ablation)
+    known = set(arms.DEFAULT_ARMS) | set(arms.ablation_arms())
+    unknown = [a for a in chosen if a not in known]
     if unknown:
         parser.error(f"unknown arm(s): {', '.join(unknown)}")
 
-    results = measure(args.quick, args.seeds, arms, pool=args.pool, seed_count=args.seed_count)
+    results = measure(args.quick, args.seeds, chosen, pool=args.pool, seed_count=args.seed_count)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     plot(results, args.plot)
