@@ -385,6 +385,7 @@ class Arm:
         self.home.mkdir(parents=True)
         (root / "verify").mkdir()
         (root / "work").mkdir()
+        self.embedder = embedder
         self.memory = Memory(paths.db, embedder=embedder, clock=self.clock)
         self.tracker = Tracker(paths.tasks, clock=self.clock)
         self.says: dict[str, world.Advice] = {}  # stored insight name -> what it says
@@ -419,13 +420,17 @@ class Arm:
         self.seed_pool([new])
         fresh = [name for name, a in self.says.items() if a.key == new.key]
         fam = world.family(self.drift.family)
+        # The family's task the stale advice is most relevant to: where it matters.
+        objectives = [
+            injection.task_objective({"title": t, "description": fam.description})
+            for t in fam.titles
+        ]
+        sims = self.embedder.embed(objectives) @ self.embedder.embed([old.text])[0]
         self.flipped = {
             "family": fam.slug,
             "stale": stale,
             "fresh": fresh,
-            "objective": injection.task_objective(
-                {"title": fam.titles[0], "description": fam.description}
-            ),
+            "objective": objectives[int(np.argmax(sims))],
             "uses": 0,  # tasks the stale insight was injected into since the flip
             "recovered_after": None,  # uses when it first ranked below its replacement
             "ranks": [],
@@ -639,17 +644,20 @@ class Arm:
             state["uses"] += 1
         if task.family != state["family"]:
             return
+        # No relevance floor: both must have a rank even when the objective is
+        # far from them, or "ranks below" would be true of two absent insights.
         hits = self.memory.recall(
-            state["objective"], limit=50, relevance_only=self.arm == RELEVANCE
+            state["objective"], limit=50, min_relevance=0.0, relevance_only=self.arm == RELEVANCE
         )
         order = [h["name"] for h in hits]
 
-        def rank(group: list[str]) -> int:
-            return min((order.index(n) for n in group if n in order), default=len(order) + 1)
+        def rank(group: list[str]) -> int | None:
+            return min((order.index(n) for n in group if n in order), default=None)
 
         stale, fresh = rank(state["stale"]), rank(state["fresh"])
         state["ranks"].append((stale, fresh))
-        if stale > fresh or stale > len(order):
+        # Recovered once the replacement is ranked and the stale one is not, or lower.
+        if fresh is not None and (stale is None or stale > fresh):
             state["recovered_after"] = state["uses"]
 
     def _failure(self, task: Task, fam: world.Family) -> world.Advice:
