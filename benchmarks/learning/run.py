@@ -13,8 +13,8 @@ development seeds are the only ones any parameter was looked at on.
         [--arms a,b,...] [--ablation] [--pool N] [--seed-count N]
 
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
-the full held-out run (240 tasks x 12 seeds x 8 arms) takes ~5-7 min on a
-2-core machine (the 4 development seeds: 2.4 min). ``--pool 2000``
+the full held-out run (240 tasks x 12 seeds x 8 arms) takes ~7-9 min on a
+2-core machine (35-45 s per seed; the 4 development seeds: 2.5-3 min). ``--pool 2000``
 stores 2,000 generated look-alike distractors in every store: about twice as
 slow (~70 s per seed for the eight arms), so it is off by default and meant for
 fewer seeds (``--seed-count``).
