@@ -134,7 +134,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
     for arm in arms.DEFAULT_ARMS:
         entry = results["arms"].get(arm)
         if entry:
-            _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm])
+            # Dashed: the ceilings, which choose by the world's truth.
+            style = "--" if arm in arms.CEILING_ARMS else "-"
+            _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm], style)
     seeds = results["seeds"]
     ax.set_title(
         f"VERIFY pass rate per block of {block} tasks: {len(seeds)} {results['seed_set']} "
@@ -164,9 +166,19 @@ def plot(results: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _band(ax: Any, curve: list[dict[str, Any]], block: int, colour: str, label: str) -> None:
+def _band(
+    ax: Any, curve: list[dict[str, Any]], block: int, colour: str, label: str, style: str = "-"
+) -> None:
     x = [point["block"] * block for point in curve]
-    ax.plot(x, [p["mean"] for p in curve], marker="o", markersize=3, color=colour, label=label)
+    ax.plot(
+        x,
+        [p["mean"] for p in curve],
+        marker="o",
+        markersize=3,
+        color=colour,
+        label=label,
+        linestyle=style,
+    )
     if all(point["lo"] is not None for point in curve):
         lo, hi = [p["lo"] for p in curve], [p["hi"] for p in curve]
         ax.fill_between(x, lo, hi, color=colour, alpha=0.15, linewidth=0)
