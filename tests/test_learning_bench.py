@@ -12,7 +12,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from learning import report, simulation, world  # noqa: E402
+from learning import arms, figures, report, simulation, world  # noqa: E402
 
 pytestmark = pytest.mark.model
 
@@ -59,7 +59,7 @@ def test_pass_probability_follows_the_advice():
 
 
 def test_the_results_have_every_field_the_report_needs(results):
-    assert set(results["arms"]) == set(simulation.ARMS)
+    assert set(results["arms"]) == set(arms.DEFAULT_ARMS)
     assert results["seeds"] == [7]
     for entry in results["arms"].values():
         assert len(entry["curve"]) == TINY.tasks // TINY.block
@@ -91,7 +91,7 @@ def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Pa
     and every failed claim is settled as blocked."""
     tasks = simulation.tasks_for(7, TINY)
     arm = simulation.Arm(
-        simulation.ADVERSARIAL, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "adv"
+        arms.ADVERSARIAL, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "adv"
     )
     try:
         arm.run(tasks)
@@ -115,7 +115,7 @@ def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Pa
         arm.close()
 
 
-@pytest.mark.parametrize("arm", [simulation.RELEVANCE, simulation.UNLEARNED, simulation.ORACLE])
+@pytest.mark.parametrize("arm", [arms.RELEVANCE, arms.UNLEARNED, arms.ORACLE])
 def test_the_no_feedback_arms_learn_nothing_but_still_grow(embedder, tmp_path: Path, arm: str):
     baseline = simulation.Arm(arm, 7, TINY, embedder, simulation.TokenCounter(), tmp_path)
     try:
@@ -134,3 +134,76 @@ def test_the_draws_are_the_same_for_every_arm():
     assert simulation.tasks_for(3, TINY) != simulation.tasks_for(4, TINY)
     assert not set(simulation.DEVELOPMENT_SEEDS) & set(simulation.HELD_OUT_SEEDS)
     assert len(simulation.HELD_OUT_SEEDS) >= 10
+
+
+def test_cross_family_advice_helps_one_family_and_harms_the_other():
+    cross = world.CROSS_ADVICE[0]
+    assert cross.applies(cross.family) and cross.applies(cross.hurts)
+    helped, hurt = world.family(cross.family), world.family(cross.hurts)
+    assert world.pass_probability(0.5, [cross], helped.slug) > 0.5
+    assert world.pass_probability(0.5, [cross], hurt.slug) < 0.5
+    assert not cross.applies(next(f.slug for f in world.FAMILIES if not cross.applies(f.slug)))
+
+
+def test_verify_prints_a_graded_summary_and_keeps_the_verdict_in_the_exit_code():
+    task = simulation.tasks_for(3, TINY)[0]
+    low = simulation.Task(**{**task.__dict__, "u_pass": 0.99, "tests": 20})
+    assert simulation.failed_tests(low, 0.1) > simulation.failed_tests(low, 0.9) >= 1
+    assert simulation.verify_output(True, 12, 0) == "12 passed in 0.8s\n"
+    out = simulation.verify_output(False, 9, 3, "the disk was full")
+    assert out.splitlines() == ["3 failed, 9 passed in 0.8s", "FAILED: the disk was full"]
+
+
+def test_the_distractor_pool_is_deterministic_and_spread_over_families():
+    pool = world.distractor_pool(2000)
+    assert pool == world.distractor_pool(2000)
+    assert len({a.text for a in pool}) == 2000
+    assert {a.family for a in pool} == {f.slug for f in world.FAMILIES}
+    assert all(a.cls == world.DISTRACTOR for a in pool)
+
+
+def test_the_drift_flips_once_and_stores_its_replacement(embedder, tmp_path: Path):
+    arm = simulation.Arm(arms.HELIX, 7, TINY, embedder, simulation.TokenCounter(), tmp_path)
+    try:
+        arm.run(simulation.tasks_for(7, TINY))
+        state, drift = arm.flipped, simulation.drift_for(7, TINY)
+        assert state and drift and state["family"] == drift.family
+        assert all(arm.says[n].cls == world.HARMFUL for n in state["stale"])
+        assert [arm.says[n].key for n in state["fresh"]] == [drift.new.key]
+    finally:
+        arm.close()
+
+
+def test_gap_closed_is_the_mean_gain_over_the_mean_gap():
+    by_arm = {
+        arms.RELEVANCE: {1: {"overall": 0.5}, 2: {"overall": 0.4}},
+        arms.HELIX: {1: {"overall": 0.6}, 2: {"overall": 0.5}},
+        arms.ORACLE: {1: {"overall": 0.9}, 2: {"overall": 0.6}},
+    }
+    stat = figures.gap_closed(by_arm, arms.HELIX, "overall")
+    assert stat["mean"] == pytest.approx(0.2 / 0.6, abs=1e-4)
+    assert stat["per_seed"] == {"1": 0.25, "2": 0.5}
+
+
+def test_an_ablation_arm_flips_one_switch_and_restores_the_model(monkeypatch):
+    """With a stand-in for the learning model's switches: the arm sees the
+    switch flipped, and the model is restored afterwards."""
+    import dataclasses
+    import importlib.machinery
+    import types
+
+    @dataclasses.dataclass(frozen=True)
+    class Switches:
+        graded: bool = True
+        explore: bool = False
+
+    module = types.ModuleType(arms.UPLIFT_MODULE)
+    module.__spec__ = importlib.machinery.ModuleSpec(arms.UPLIFT_MODULE, None)
+    module.MODEL = Switches()
+    monkeypatch.setitem(sys.modules, arms.UPLIFT_MODULE, module)
+    assert arms.ablation_arms() == ["ablate_graded", "ablate_explore"]
+    with arms.switched("ablate_graded"):
+        assert module.MODEL == Switches(graded=False)
+    assert module.MODEL == Switches()
+    with arms.switched(arms.HELIX):
+        assert module.MODEL == Switches()

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .simulation import ADVERSARIAL, HELIX, NO_MEMORY, ORACLE, RELEVANCE, UNLEARNED
+from .arms import (
+    ABLATION_PREFIX,
+    ADVERSARIAL,
+    BEST_IN_POOL,
+    CEILING,
+    HELIX,
+    NO_MEMORY,
+    ORACLE,
+    RELEVANCE,
+    UNLEARNED,
+)
 
 NAMES = {
     NO_MEMORY: "no memory",
@@ -18,8 +28,17 @@ NAMES = {
     HELIX: "helix",
     ADVERSARIAL: "helix, adversarial builder",
     ORACLE: "oracle",
+    CEILING: "true-usefulness ceiling",
+    BEST_IN_POOL: "best in relevance pool",
 }
-CLASSES = ("helpful", "lesson", "distractor", "noise", "harmful")
+CLASSES = ("helpful", "lesson", "cross", "distractor", "noise", "harmful")
+
+# The headline targets the diagnostics are read against (the issue that asked
+# for them set these; they are goals for the learning model, not claims).
+GAP_OVERALL, GAP_LAST_QUARTER = 0.40, 0.55
+MAX_DISTRACTOR_CORR = 0.10
+MAX_DRIFT_USES = 15
+MAX_ADVERSARY_POINTS = 0.02
 
 
 def _pct(value: float | None, digits: int = 1) -> str:
@@ -81,7 +100,9 @@ def markdown(results: dict[str, Any]) -> str:
         "SubagentStop hook stores them, decay and prune at every session end). Ten task "
         "families each have helpful advice, distractors written to read as relevant, and "
         "harmful advice; a simulated builder's chance to pass rises with helpful advice "
-        "and falls with harmful advice. Insights enter over time from blocked tasks "
+        "and falls with harmful advice; some advice helps one family and harms another, "
+        "one helpful insight per seed turns harmful part-way (an upgrade) and is replaced, "
+        "and each title has its own difficulty. Insights enter over time from blocked tasks "
         "(derived failures) and from explicit INSIGHTs of builders that passed. Every arm "
         "faces the same tasks and the same random draws. The model is described in "
         "`benchmarks/learning/simulation.py` and `benchmarks/learning/world.py`.",
@@ -91,7 +112,13 @@ def markdown(results: dict[str, Any]) -> str:
         f"{len(seeds)} {results.get('seed_set', '')} seeds ({', '.join(map(str, seeds))}); "
         f"{cfg['tasks']} tasks per seed in waves of {cfg['wave']}, {cfg['limit']} insights "
         f"per task, blocks of {cfg['block']} tasks, a session (decay + prune) every "
-        f"{cfg['session_waves']} waves. Development seeds "
+        f"{cfg['session_waves']} waves"
+        + (
+            f", {cfg['distractor_pool']:,} generated look-alike distractors in every store"
+            if cfg.get("distractor_pool")
+            else ""
+        )
+        + ". Development seeds "
         f"{', '.join(map(str, results.get('development_seeds', [])))} are the only ones any "
         "parameter was looked at on"
         + (
@@ -171,6 +198,7 @@ def markdown(results: dict[str, Any]) -> str:
                     f"| {end['pruned_by_class'].get(c, 0):g} |"
                 )
         lines.append("")
+    lines += _diagnostics(results)
     lines += ["### What it means", "", *_meaning(results), ""]
     lines += ["### Where helix did not win", "", *_shortfalls(results), ""]
     lines += [
@@ -193,6 +221,171 @@ def markdown(results: dict[str, Any]) -> str:
         *_limits(results),
     ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _ratio(stat: dict[str, Any] | None) -> str:
+    """A share of a gap, ``43% [21, 60]``, or ``-`` when there was no gap."""
+    if not stat or stat.get("mean") is None:
+        return "-"
+    text = f"{100 * stat['mean']:.0f}%"
+    if stat.get("lo") is not None:
+        text += f" [{100 * stat['lo']:.0f}, {100 * stat['hi']:.0f}]"
+    return text
+
+
+def _number(stat: dict[str, Any] | None, digits: int = 3) -> str:
+    if not stat:
+        return "-"
+    text = f"{stat['mean']:.{digits}f}"
+    if stat.get("lo") is not None:
+        text += f" [{stat['lo']:.{digits}f}, {stat['hi']:.{digits}f}]"
+    return text
+
+
+def _met(ok: bool | None) -> str:
+    return "-" if ok is None else ("met" if ok else "**not met**")
+
+
+def _diagnostics(results: dict[str, Any]) -> list[str]:
+    """The headline targets, the ceilings, the per-arm diagnostics and, when the
+    run had them, the ablation arms."""
+    diag = results.get("diagnostics")
+    if not diag:
+        return []
+    arms = results["arms"]
+    gap = diag.get("gap_closed", {}).get(HELIX, {})
+    rows = diag.get("arms", {})
+    helix = rows.get(HELIX, {})
+    lines = [
+        "### Diagnostics and targets",
+        "",
+        "Gap closed is (helix - relevance-only) / (oracle - relevance-only): the mean of "
+        "per-seed differences over the mean per-seed gap, with a 95% percentile bootstrap "
+        "over seeds in brackets. Other intervals are 95% t-intervals across seeds.",
+        "",
+        "| target | measured (helix) | goal | |",
+        "| --- | --- | --- | --- |",
+    ]
+    for key, label, goal in (
+        ("overall", "gap closed, overall", GAP_OVERALL),
+        ("last_quarter", "gap closed, last quarter of tasks", GAP_LAST_QUARTER),
+    ):
+        stat = gap.get(key)
+        ok = None if not stat or stat.get("mean") is None else stat["mean"] >= goal
+        lines.append(f"| {label} | {_ratio(stat)} | >= {100 * goal:.0f}% | {_met(ok)} |")
+    corr = helix.get("distractor_corr")
+    lines.append(
+        "| distractors' effectiveness vs their family's pass rate (Pearson) | "
+        f"{_number(corr)} | abs <= {MAX_DISTRACTOR_CORR} | "
+        f"{_met(None if not corr else abs(corr['mean']) <= MAX_DISTRACTOR_CORR)} |"
+    )
+    drift = helix.get("drift")
+    if drift:
+        lines.append(
+            f"| drift: uses of the stale insight until it ranks below its replacement "
+            f"(median) | {drift['median_uses']:g} (recovered on {drift['recovered']} of "
+            f"{drift['seeds']} seeds; the others count the uses they got) | <= "
+            f"{MAX_DRIFT_USES} | "
+            + _met(
+                drift["median_uses"] <= MAX_DRIFT_USES and 2 * drift["recovered"] >= drift["seeds"]
+            )
+            + " |"
+        )
+    adversary = diag.get("adversary") or {}
+    if adversary.get("pass_diff"):
+        diff = adversary["pass_diff"]
+        lines.append(
+            f"| adversarial minus honest builder, pass rate | {_points(diff)} | within "
+            f"{100 * MAX_ADVERSARY_POINTS:.0f} points | "
+            f"{_met(abs(diff['mean']) <= MAX_ADVERSARY_POINTS)} |"
+        )
+        lines.append(
+            "| seeds where the adversary lifted a distractor above every distractor of "
+            f"the honest run | {adversary['seeds_lifted_above_honest']} of "
+            f"{adversary['seeds']} | 0 | {_met(adversary['seeds_lifted_above_honest'] == 0)} |"
+        )
+        if adversary.get("distractor_eff_diff"):
+            lines.append(
+                "| adversarial minus honest, mean distractor effectiveness | "
+                f"{_number(adversary['distractor_eff_diff'])} | about 0 | - |"
+            )
+    lines += [
+        "",
+        "Ceilings (no feedback): the oracle injects the helpful advice in its store; the "
+        "other two choose from the candidates relevance alone offers (top 20 above 0.35), "
+        "knowing each candidate's true effect on the task: the true-usefulness ceiling "
+        "ranks candidates one by one (duplicates included), best-in-pool takes the best "
+        "distinct advice.",
+        "",
+        "| arm | overall | last quarter | gap closed by helix against it (overall / last "
+        "quarter) |",
+        "| --- | --- | --- | --- |",
+    ]
+    versus = {ORACLE: gap, BEST_IN_POOL: diag.get("gap_closed_best_in_pool", {}).get(HELIX, {})}
+    for arm in (RELEVANCE, CEILING, BEST_IN_POOL, ORACLE):
+        if arm not in arms:
+            continue
+        against = versus.get(arm)
+        closed = (
+            f"{_ratio(against.get('overall'))} / {_ratio(against.get('last_quarter'))}"
+            if against
+            else "-"
+        )
+        lines.append(
+            f"| {NAMES[arm]} | {_cell(arms[arm]['overall'])} | "
+            f"{_cell(arms[arm].get('last_quarter'))} | {closed} |"
+        )
+    lines += [
+        "",
+        "Per arm at the end of the run: AUC is the probability that a stored helpful "
+        "insight of a family outranks a stored distractor of the same family, by learned "
+        "effectiveness and by recall order for one objective of the family (ties count "
+        "half; averaged over families); never tried is the share of stored helpful "
+        "insights with no use (use_count 0; only arms with feedback record uses); drift "
+        "uses are the median over seeds, with how many seeds recovered before the end.",
+        "",
+        "| arm | AUC (effectiveness) | AUC (recall order) | distractor corr | helpful never "
+        "tried | mean distractor effectiveness | drift uses (recovered) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for arm, row in rows.items():
+        if arm in (ORACLE, CEILING, BEST_IN_POOL):
+            continue  # they choose by the world's truth; their store learns nothing
+        d = row.get("drift")
+        lines.append(
+            f"| {NAMES.get(arm, arm)} | {_number(row.get('auc'))} | "
+            f"{_number(row.get('auc_recall'))} | {_number(row.get('distractor_corr'))} | "
+            f"{_cell(row.get('never_tried'))} | {_number(row.get('distractor_eff'))} | "
+            + (f"{d['median_uses']:g} ({d['recovered']}/{d['seeds']})" if d else "-")
+            + " |"
+        )
+    ablations = [a for a in arms if a.startswith(ABLATION_PREFIX)]
+    if ablations:
+        lines += [
+            "",
+            "Ablations: helix with one switch of its learning model flipped "
+            "(`helix.memory.uplift.MODEL`).",
+            "",
+            "| arm | overall | last quarter | gap closed overall | gap closed last quarter | AUC |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        for arm in [HELIX, *ablations]:
+            closed = diag.get("gap_closed", {}).get(arm, {})
+            lines.append(
+                f"| {arm} | {_cell(arms[arm]['overall'])} | "
+                f"{_cell(arms[arm].get('last_quarter'))} | {_ratio(closed.get('overall'))} | "
+                f"{_ratio(closed.get('last_quarter'))} | "
+                f"{_number(rows.get(arm, {}).get('auc'))} |"
+            )
+    timing = results.get("seconds_per_seed")
+    if timing:
+        lines += [
+            "",
+            "Seconds per seed and arm: "
+            + ", ".join(f"{NAMES.get(a, a)} {t:g}" for a, t in timing.items())
+            + ".",
+        ]
+    return [*lines, ""]
 
 
 def _compare(paired: dict[str, Any], a: str, b: str) -> str | None:
@@ -415,7 +608,8 @@ def _limits(results: dict[str, Any]) -> list[str]:
         "helpful advice is also the most relevant, relevance alone does well and there is "
         "less to learn.",
         "- The simulated builder follows every injected insight of its task's family and "
-        "nothing else; blocked tasks are not retried; one project with ten families.",
+        "the cross-family advice that concerns it, and nothing else; blocked tasks are not "
+        "retried; one project with ten families.",
         "- The honest builder claims (UTILIZED) what it followed, which is nearly "
         "everything of its family that it was given: it cannot know which advice made "
         "VERIFY pass, so its claims carry little more information than the adversary's. "

@@ -1,7 +1,8 @@
-"""The learning-curve benchmark: success rate per block of tasks for six arms
+"""The learning-curve benchmark: success rate per block of tasks for eight arms
 (no memory, relevance-only retrieval, helix's ranking without feedback, helix,
-helix with an adversarial builder, an oracle) in a simulated world that runs the
-real helix library.
+helix with an adversarial builder, an oracle, and two ceilings that choose from
+the relevance pool knowing the truth) in a simulated world that runs the real
+helix library, with diagnostics of what helix learned.
 
 Writes ``benchmarks/learning/results.json`` and ``docs/learning-curve.png`` and
 prints the markdown report (``--json``: the results JSON on stdout; progress
@@ -9,11 +10,17 @@ always goes to stderr). The reported figures come from the held-out seeds; the
 development seeds are the only ones any parameter was looked at on.
 
     python benchmarks/learning/run.py [--quick] [--seeds dev|heldout] [--json]
+        [--arms a,b,...] [--ablation] [--pool N] [--seed-count N]
 
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
-the full held-out run (240 tasks x 12 seeds x 6 arms) takes 2.5 min on an idle
-2-core machine and up to ~7 min when other jobs load it. The model and the world are described in
-``simulation.py`` and ``world.py``.
+the full held-out run (240 tasks x 12 seeds x 8 arms) takes ~7-9 min on a
+2-core machine (35-45 s per seed; the 4 development seeds: 2.5-3 min). ``--pool 2000``
+stores 2,000 generated look-alike distractors in every store: about twice as
+slow (~70 s per seed for the eight arms), so it is off by default and meant for
+fewer seeds (``--seed-count``).
+``--ablation`` adds one arm per switch of helix's learning model (slow; skipped
+when helix has no ``helix.memory.uplift``). The model and the world are
+described in ``simulation.py`` and ``world.py``.
 """
 
 from __future__ import annotations
@@ -30,41 +37,68 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as common  # noqa: E402
 
-from learning import report, simulation  # noqa: E402
+from learning import arms, report, simulation  # noqa: E402
 
 RESULTS = common.BENCH_DIR / "learning" / "results.json"
 PLOT = common.REPO_DIR / "docs" / "learning-curve.png"
 SEED_SETS = {"dev": simulation.DEVELOPMENT_SEEDS, "heldout": simulation.HELD_OUT_SEEDS}
 COLOURS = {
-    simulation.NO_MEMORY: "#7f7f7f",
-    simulation.RELEVANCE: "#1f77b4",
-    simulation.UNLEARNED: "#9467bd",
-    simulation.HELIX: "#d62728",
-    simulation.ADVERSARIAL: "#ff7f0e",
-    simulation.ORACLE: "#2ca02c",
+    arms.NO_MEMORY: "#7f7f7f",
+    arms.RELEVANCE: "#1f77b4",
+    arms.UNLEARNED: "#9467bd",
+    arms.HELIX: "#d62728",
+    arms.ADVERSARIAL: "#ff7f0e",
+    arms.ORACLE: "#2ca02c",
+    arms.CEILING: "#8c564b",
+    arms.BEST_IN_POOL: "#17becf",
 }
 LABELS = {
-    simulation.NO_MEMORY: "no memory",
-    simulation.RELEVANCE: "relevance-only retrieval",
-    simulation.UNLEARNED: "helix ranking, no feedback",
-    simulation.HELIX: "helix",
-    simulation.ADVERSARIAL: "helix, adversarial builder",
-    simulation.ORACLE: "oracle (injects the helpful ones)",
+    arms.NO_MEMORY: "no memory",
+    arms.RELEVANCE: "relevance-only retrieval",
+    arms.UNLEARNED: "helix ranking, no feedback",
+    arms.HELIX: "helix",
+    arms.ADVERSARIAL: "helix, adversarial builder",
+    arms.ORACLE: "oracle (injects the helpful ones)",
+    arms.CEILING: "true-usefulness ceiling (relevance pool)",
+    arms.BEST_IN_POOL: "best in relevance pool",
 }
 
 
-def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
-    """Run the benchmark and return the results dict (nothing is written)."""
+def choose_arms(names: str | None, ablation: bool, log=common.log) -> list[str]:
+    """The arms to run: ``names`` (comma-separated) or the default set, plus the
+    ablation arms when asked for and the installed helix has them."""
+    chosen = (
+        [a.strip() for a in names.split(",") if a.strip()] if names else list(arms.DEFAULT_ARMS)
+    )
+    if ablation:
+        extra = arms.ablation_arms()
+        if not extra:
+            log(f"no {arms.UPLIFT_MODULE} in this helix: the ablation arms are skipped")
+        chosen += [a for a in extra if a not in chosen]
+    return chosen
+
+
+def measure(
+    quick: bool,
+    seed_set: str,
+    chosen: list[str] | None = None,
+    log=common.log,
+    pool: int = 0,
+    seed_count: int | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark and return the results dict (nothing is written).
+    ``pool`` generated distractors are stored at t=0; ``seed_count`` runs only
+    the first seeds of the set (for the slow large-pool configuration)."""
     from threadpoolctl import threadpool_limits
 
-    cfg = simulation.Config.quick() if quick else simulation.Config()
-    seeds = SEED_SETS[seed_set][:2] if quick else SEED_SETS[seed_set]
+    cfg = (simulation.Config.quick if quick else simulation.Config)(distractor_pool=pool)
+    seeds = SEED_SETS[seed_set][: seed_count or (2 if quick else None)]
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     # One BLAS thread: the run embeds texts one at a time, where more threads
     # only contend with each other (and with the other jobs of a shared machine).
     with threadpool_limits(1):
-        results = simulation.run(cfg, seeds, log=log)
+        results = simulation.run(cfg, seeds, chosen or arms.DEFAULT_ARMS, log=log)
     results.update(
         {
             "name": "learning_curve",
@@ -74,7 +108,9 @@ def measure(quick: bool, seed_set: str, log=common.log) -> dict[str, Any]:
             "held_out_seeds": list(simulation.HELD_OUT_SEEDS),
             "command": "python benchmarks/learning/run.py"
             + (" --quick" if quick else "")
-            + (" --seeds dev" if seed_set == "dev" else ""),
+            + (" --seeds dev" if seed_set == "dev" else "")
+            + (f" --pool {pool}" if pool else "")
+            + (f" --seed-count {seed_count}" if seed_count else ""),
             "total_s": round(time.perf_counter() - t0, 1),
             "measured_at": started.isoformat(timespec="seconds"),
             "machine": common.machine_info(),
@@ -95,10 +131,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig, (ax, diff_ax) = plt.subplots(
         1, 2, figsize=(12, 5), dpi=120, gridspec_kw={"width_ratios": [3, 2]}
     )
-    for arm in simulation.ARMS:
+    for arm in arms.DEFAULT_ARMS:
         entry = results["arms"].get(arm)
         if entry:
-            _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm])
+            # Dashed: the ceilings, which choose by the world's truth.
+            style = "--" if arm in arms.CEILING_ARMS else "-"
+            _band(ax, entry["curve"], block, COLOURS[arm], LABELS[arm], style)
     seeds = results["seeds"]
     ax.set_title(
         f"VERIFY pass rate per block of {block} tasks: {len(seeds)} {results['seed_set']} "
@@ -111,11 +149,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
 
-    pair = results["paired"].get(f"{simulation.HELIX} - {simulation.RELEVANCE}")
+    pair = results["paired"].get(f"{arms.HELIX} - {arms.RELEVANCE}")
     if pair:
-        _band(
-            diff_ax, pair["curve"], block, COLOURS[simulation.HELIX], "helix minus relevance-only"
-        )
+        _band(diff_ax, pair["curve"], block, COLOURS[arms.HELIX], "helix minus relevance-only")
     diff_ax.axhline(0, color="black", linewidth=0.8)
     diff_ax.set_title(
         "helix minus relevance-only, paired by seed,\nmean and 95% t-interval", fontsize=9
@@ -130,9 +166,19 @@ def plot(results: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _band(ax: Any, curve: list[dict[str, Any]], block: int, colour: str, label: str) -> None:
+def _band(
+    ax: Any, curve: list[dict[str, Any]], block: int, colour: str, label: str, style: str = "-"
+) -> None:
     x = [point["block"] * block for point in curve]
-    ax.plot(x, [p["mean"] for p in curve], marker="o", markersize=3, color=colour, label=label)
+    ax.plot(
+        x,
+        [p["mean"] for p in curve],
+        marker="o",
+        markersize=3,
+        color=colour,
+        label=label,
+        linestyle=style,
+    )
     if all(point["lo"] is not None for point in curve):
         lo, hi = [p["lo"] for p in curve], [p["hi"] for p in curve]
         ax.fill_between(x, lo, hi, color=colour, alpha=0.15, linewidth=0)
@@ -147,12 +193,37 @@ def main() -> int:
         default="heldout",
         help="development seeds (for tuning) or held-out seeds (reported; the default)",
     )
+    parser.add_argument(
+        "--arms",
+        help="comma-separated arms to run (default: "
+        + ",".join(arms.DEFAULT_ARMS)
+        + "; ablation arms are named ablate_<switch>)",
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="add one arm per switch of helix.memory.uplift.MODEL (slow; skipped when absent)",
+    )
+    parser.add_argument(
+        "--pool",
+        type=int,
+        default=0,
+        help="store this many generated look-alike distractors at t=0 (2000: ~2x slower)",
+    )
+    parser.add_argument(
+        "--seed-count", type=int, help="run only the first N seeds of the set (default: all)"
+    )
     parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
     parser.add_argument("--plot", type=Path, default=PLOT, help="where to write the PNG")
     args = parser.parse_args()
+    chosen = choose_arms(args.arms, args.ablation)
+    known = set(arms.DEFAULT_ARMS) | set(arms.ablation_arms())
+    unknown = [a for a in chosen if a not in known]
+    if unknown:
+        parser.error(f"unknown arm(s): {', '.join(unknown)}")
 
-    results = measure(args.quick, args.seeds)
+    results = measure(args.quick, args.seeds, chosen, pool=args.pool, seed_count=args.seed_count)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     plot(results, args.plot)

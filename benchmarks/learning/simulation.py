@@ -14,13 +14,17 @@ The loop (one wave of ``Config.wave`` tasks at a time, like the BUILD phase):
    (:func:`helix.loop.injection.task_objective`), against a real SQLite store in a
    temp directory, with the real MiniLM model.
 2. **Build.** A simulated builder follows the injected advice of its own task's
-   family (other families' advice does not apply). Its chance to pass VERIFY is
-   :func:`world.pass_probability`; the draw is fixed per (seed, task), so arms
-   differ only through what they inject.
+   family and cross-family advice that concerns it (other advice does not
+   apply). Its chance to pass VERIFY is :func:`world.pass_probability` from its
+   title's own base rate (the family's, moved by up to ``Config.difficulty``
+   per seed); the draw is fixed per (seed, task), so arms differ only through
+   what they inject.
 3. **Verify and settle.** The task's VERIFY runs a script written when the task
    was planned (``verify/tNNNN.sh``); the builder's work is the file it reads
-   (``work/tNNNN.txt``): it exits 0 when the simulated builder passed, else 1
-   after printing the error. The builder's
+   (``work/tNNNN.txt``). It prints a pytest-like summary (``12 passed in
+   0.8s``, or ``3 failed, 9 passed in 0.8s`` and the error; the number failed
+   comes from the same draw, more when the pass chance was lower) and exits 0
+   when the simulated builder passed, else 1. The builder's
    final message (DELIVERED/BLOCKED, ERROR, UTILIZED, INSIGHT markers) goes
    through :func:`helix.loop.outcomes.finish`, the path the SubagentStop hook and
    ``helix settle`` take for a tracked task: helix runs VERIFY itself, settles
@@ -39,7 +43,12 @@ How insights enter the pool (as helix's design has them arrive: explicit
 INSIGHTs and failures derived from blocked work), per seed:
 
 * at t=0 the store holds, per family, 1 helpful, 3 distractor and 1 harmful
-  insight drawn at random (what a team's store already has);
+  insight drawn at random, 3 of the 5 cross-family insights, and, with
+  ``Config.distractor_pool``, that many generated look-alike distractors
+  (what a team's store already has);
+* at ``world.DRIFT_AT`` of the run (``Config.drift``) one helpful insight per
+  seed, always in the initial pool, turns harmful, and its replacement is
+  stored as the team's pool was;
 * a builder that passes shares, with probability ``world.INSIGHT_RATE``, one of
   its family's not-yet-known written insights as an ``INSIGHT:`` (helpful ones
   twice as likely as distractors, harmful ones half as likely);
@@ -66,7 +75,22 @@ injection record, so nothing is learned: it separates what feedback adds from
 what the rest of the score does); ``helix`` (as designed);
 ``helix_adversarial``; ``oracle`` (injects the helpful insights of the task's
 family that are in its store, best first, up to ``limit``; no feedback). The
-oracle is bounded by the same pool: it measures choosing, not knowing.
+oracle is bounded by the same pool: it measures choosing, not knowing. Two
+ceilings choose from what relevance alone offers (``recall(objective,
+limit=20, relevance_only=True)`` above 0.35) knowing each candidate's true
+effect, without feedback: ``true_usefulness`` (every candidate that helps, best
+first, as a perfect per-insight score would) and ``best_in_pool`` (the best
+distinct advice). Ablation arms (``ablate_<switch>``, only on request, only when
+helix has ``helix.memory.uplift``) run helix with one switch of its learning
+model flipped.
+
+Diagnostics (:func:`figures.diagnose`): the share of the relevance-to-oracle gap helix
+closes (overall and in the last quarter of tasks); at the end of a run, per
+family, the AUC of helpful against distractor insights by learned
+effectiveness and by recall order; the correlation of distractors'
+effectiveness with their family's pass rate; the share of stored helpful advice
+never tried; after the drift, the stale insight's uses until it ranks below its
+replacement in the arm's own recall; the adversary's effect on distractors.
 
 Tokens of injected context are counted with the MiniLM WordPiece tokenizer on
 the exact INSIGHTS block a builder prompt would carry (``batch_inject``'s
@@ -88,7 +112,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -103,17 +127,23 @@ from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
 from . import world
-
-NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE = (
-    "no_memory",
-    "relevance_only",
-    "helix_no_feedback",
-    "helix",
-    "helix_adversarial",
-    "oracle",
+from .arms import (
+    ABLATION_PREFIX,
+    ADVERSARIAL,
+    BEST_IN_POOL,
+    CEILING_ARMS,
+    DEFAULT_ARMS,
+    FEEDBACK_ARMS,
+    HELIX,
+    NO_MEMORY,
+    ORACLE,
+    RELEVANCE,
+    switched,
 )
-ARMS = (NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
-FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
+from .figures import aggregate, auc, pearson, per_seed
+
+# The relevance-gated candidate pool the ceiling arms choose from.
+CEILING_POOL, CEILING_FLOOR = 20, 0.35
 
 DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # the only seeds any parameter was looked at on
 HELD_OUT_SEEDS = tuple(range(1001, 1013))  # 12 seeds, reported, never tuned on
@@ -130,10 +160,16 @@ class Config:
     hours_per_wave: float = 12.0
     honest_claim_rate: float = 0.9
     overclaim: float = 0.2
+    # Generated look-alike distractors stored at t=0. Off by default: with 2,000
+    # every arm takes about twice as long, ~14 min for the 12 held-out seeds on
+    # 2 cores (``run.py --pool 2000``), over the ~10 min the full run may take.
+    distractor_pool: int = 0
+    difficulty: float = 0.2  # each title's base pass rate: family's +- up to this
+    drift: bool = True  # one helpful insight per seed turns harmful at DRIFT_AT
 
     @classmethod
-    def quick(cls) -> Config:
-        return cls(tasks=80)
+    def quick(cls, **changes: Any) -> Config:
+        return cls(tasks=80, **changes)
 
 
 # ------------------------------------------------------------------ the draws
@@ -154,10 +190,21 @@ class Task:
     u_cause: float
     u_error: float
     u_utilized: tuple[float, ...]
+    base: float = 0.5  # this title's pass rate without advice
+    tests: int = 12  # how many tests its VERIFY runs
 
 
 def tasks_for(seed: int, cfg: Config) -> list[Task]:
     rng = random.Random(f"tasks-{seed}")
+    # Difficulty and test counts come from their own stream, so the draws above
+    # stay what they were before titles had a difficulty.
+    hard = random.Random(f"difficulty-{seed}")
+    base = {
+        title: min(0.9, max(0.1, fam.base_pass + hard.uniform(-cfg.difficulty, cfg.difficulty)))
+        for fam in world.FAMILIES
+        for title in fam.titles
+    }
+    tests = {title: hard.randint(6, 30) for fam in world.FAMILIES for title in fam.titles}
     out = []
     for i in range(cfg.tasks):
         fam = rng.choice(world.FAMILIES)
@@ -174,18 +221,54 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
                 u_cause=rng.random(),
                 u_error=rng.random(),
                 u_utilized=tuple(rng.random() for _ in range(cfg.limit)),
+                base=base[title],
+                tests=tests[title],
             )
         )
     return out
 
 
-def initial_pool(seed: int) -> list[world.Advice]:
+def failed_tests(task: Task, p: float) -> int:
+    """How many of the task's tests fail when its builder did not pass: from the
+    same draw as the verdict, more of them the further the draw fell beyond the
+    pass chance ``p`` (so more, on average, when ``p`` was lower)."""
+    share = (task.u_pass - p) / (1.0 - p) if p < 1.0 else 1.0
+    return max(1, min(task.tests, math.ceil(task.tests * share)))
+
+
+def verify_output(passed: bool, passed_tests: int, failed: int, error: str = "") -> str:
+    """What a task's VERIFY prints: a pytest-like summary line (``12 passed in
+    0.8s``, ``3 failed, 9 passed in 0.8s``) and, on failure, the error after it,
+    so that the last line naming an error (which helix derives a failure from)
+    stays the error itself."""
+    seconds = f"{0.2 + 0.05 * (passed_tests + failed):.1f}s"
+    if passed:
+        return f"{passed_tests} passed in {seconds}\n"
+    summary = f"{failed} failed, {passed_tests} passed" if passed_tests else f"{failed} failed"
+    return f"{summary} in {seconds}\nFAILED: {error}\n"
+
+
+def drift_for(seed: int, cfg: Config) -> world.Drift | None:
+    """Which helpful insight this seed's "upgrade" turns harmful, if drift is on."""
+    return random.Random(f"drift-{seed}").choice(world.DRIFTS) if cfg.drift else None
+
+
+def initial_pool(seed: int, drift: world.Drift | None = None) -> list[world.Advice]:
+    """What the team's store holds at t=0: per family ``world.INITIAL``, half of
+    the cross-family advice, and the insight that will drift (it must be known
+    to go stale)."""
     rng = random.Random(f"pool-{seed}")
     out: list[world.Advice] = []
     for fam in world.FAMILIES:
         advice = fam.advice()
         for cls, count in world.INITIAL.items():
-            out += rng.sample([a for a in advice if a.cls == cls], count)
+            chosen = rng.sample([a for a in advice if a.cls == cls], count)
+            if drift and cls == world.HELPFUL and fam.slug == drift.family:
+                chosen = [drift.old]
+            out += chosen
+    out += random.Random(f"cross-{seed}").sample(
+        world.CROSS_ADVICE, len(world.CROSS_ADVICE) // 2 + 1
+    )
     rng.shuffle(out)
     return out
 
@@ -238,20 +321,20 @@ class TokenCounter:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def texts_to_warm(failures: bool = True) -> list[str]:
+def texts_to_warm(failures: bool = True, pool: int = 0) -> list[str]:
     """Texts the runs will embed that are known in advance: the written advice,
     every task objective, and (``failures``) every failure helix can derive from
     a pitfall or noise error (worded by :func:`helix.loop.learning.candidates` itself,
     from an ERROR line and from VERIFY output). One batch embeds them several
     times faster than one call each as they first appear."""
-    texts = world.all_texts()
+    texts = world.all_texts(pool)
     for fam in world.FAMILIES:
         for title in fam.titles:
             texts.append(injection.task_objective({"title": title, "description": fam.description}))
             if not failures:
                 continue
             for error in (*fam.pitfalls, *world.NOISE_ERRORS):
-                for said, shown in ((error, ""), ("", f"1 failed: {error}\n")):
+                for said, shown in ((error, ""), ("", verify_output(False, 9, 3, error))):
                     settled = {
                         "task_id": "warm-up",
                         "outcome": "blocked",
@@ -290,6 +373,11 @@ class Arm:
         root: Path,
     ):
         self.arm, self.seed, self.cfg, self.tokens = arm, seed, cfg, tokens
+        # An ablation arm behaves as helix does; only the learning model differs.
+        self.kind = HELIX if arm.startswith(ABLATION_PREFIX) else arm
+        self.drift = drift_for(seed, cfg)
+        self.flip_at = int(world.DRIFT_AT * cfg.tasks)
+        self.flipped: dict[str, Any] | None = None  # the drift's bookkeeping once it happened
         self.clock = Clock()
         self.project = root
         paths = config.resolve(env={"HELIX_HOME": str(root / ".helix")})
@@ -297,6 +385,7 @@ class Arm:
         self.home.mkdir(parents=True)
         (root / "verify").mkdir()
         (root / "work").mkdir()
+        self.embedder = embedder
         self.memory = Memory(paths.db, embedder=embedder, clock=self.clock)
         self.tracker = Tracker(paths.tasks, clock=self.clock)
         self.says: dict[str, world.Advice] = {}  # stored insight name -> what it says
@@ -316,8 +405,36 @@ class Arm:
         if report["rejected"] or len(report["names"]) != len(advice):
             raise RuntimeError(f"the initial pool did not store cleanly: {report['rejected']}")
         for name, a in zip(report["names"], advice, strict=True):
+            # A generated distractor merged into a near-duplicate keeps the first meaning.
             self.says.setdefault(name, a)
             self.entered.add(a.key)
+
+    def flip(self) -> None:
+        """The "upgrade": the drifting insight now harms its family, and its
+        replacement is stored the way the team's pool was."""
+        assert self.drift is not None
+        old, new = self.drift.old, self.drift.new
+        stale = [name for name, a in self.says.items() if a.key == old.key]
+        for name in stale:
+            self.says[name] = replace(self.says[name], cls=world.HARMFUL)
+        self.seed_pool([new])
+        fresh = [name for name, a in self.says.items() if a.key == new.key]
+        fam = world.family(self.drift.family)
+        # The family's task the stale advice is most relevant to: where it matters.
+        objectives = [
+            injection.task_objective({"title": t, "description": fam.description})
+            for t in fam.titles
+        ]
+        sims = self.embedder.embed(objectives) @ self.embedder.embed([old.text])[0]
+        self.flipped = {
+            "family": fam.slug,
+            "stale": stale,
+            "fresh": fresh,
+            "objective": objectives[int(np.argmax(sims))],
+            "uses": 0,  # tasks the stale insight was injected into since the flip
+            "recovered_after": None,  # uses when it first ranked below its replacement
+            "ranks": [],
+        }
 
     def _learn(self, settled: dict[str, Any], shared: world.Advice | None, failure: Any) -> None:
         """Store the settlement's candidates as the SubagentStop hook does, and
@@ -360,8 +477,15 @@ class Arm:
         """The initial pool, then the tasks wave by wave, the clock moving and a
         session ending every ``session_waves`` waves."""
         if self.arm != NO_MEMORY:
-            self.seed_pool(initial_pool(self.seed))
+            self.seed_pool(initial_pool(self.seed, self.drift))
+            if self.cfg.distractor_pool:
+                self.seed_pool(world.distractor_pool(self.cfg.distractor_pool))
         for w, start in enumerate(range(0, len(tasks), self.cfg.wave)):
+            if self.drift and self.flipped is None and start >= self.flip_at:
+                if self.arm == NO_MEMORY:
+                    self.flipped = {}
+                else:
+                    self.flip()
             self.wave(tasks[start : start + self.cfg.wave])
             self.clock.now += timedelta(hours=self.cfg.hours_per_wave)
             if self.arm != NO_MEMORY and (w + 1) % self.cfg.session_waves == 0:
@@ -383,7 +507,10 @@ class Arm:
         # it reports what the builder's work left in work/ (an edited judge would
         # settle as tampered).
         script, result = self._script(task), f"work/{self._result(task)}"
-        (self.project / "verify" / script).write_text(f"cat {result}\ngrep -q PASS {result}\n")
+        # Exit 0 on pass, 1 on fail, like pytest; the summary line is the graded evidence.
+        (self.project / "verify" / script).write_text(
+            f"cat {result}\nif grep -q '^FAILED' {result}; then exit 1; fi\n"
+        )
         record = self.tracker.create(
             task.title,
             description=fam.description,
@@ -401,11 +528,16 @@ class Arm:
     def _inject(self, tasks: list[Task], ids: list[str]) -> list[tuple[list[str], str]]:
         if self.arm == ORACLE:
             return [self._oracle(task) for task in tasks]
+        if self.arm in CEILING_ARMS:
+            return [
+                self._ceiling(task, injection.task_objective(self.tracker.get(i)))
+                for task, i in zip(tasks, ids, strict=True)
+            ]
         batch = injection.batch_inject(
             self.memory,
             [injection.task_objective(self.tracker.get(i)) for i in ids],
             # No injection record, no feedback: the no-learning baseline.
-            ids if self.arm in FEEDBACK_ARMS else None,
+            ids if self.kind in FEEDBACK_ARMS else None,
             self.cfg.limit,
             project=self.project,
             relevance_only=self.arm == RELEVANCE,
@@ -416,12 +548,11 @@ class Arm:
     def _oracle(self, task: Task) -> tuple[list[str], str]:
         best: dict[str, tuple[float, str]] = {}
         for name, advice in self.says.items():
-            if advice.family != task.family or advice.effect <= 0:
-                continue
-            if advice.cls not in (world.HELPFUL, world.LESSON):
+            effect = advice.effect_on(task.family)
+            if effect <= 0:
                 continue
             if advice.key not in best or name < best[advice.key][1]:
-                best[advice.key] = (advice.effect, name)
+                best[advice.key] = (effect, name)
         ranked = sorted(best.values(), key=lambda item: (-item[0], item[1]))
         names = []
         for _effect, name in ranked:
@@ -433,39 +564,101 @@ class Arm:
                 break
         return [n["name"] for n in names], contracts.insight_lines(names)
 
+    def _ceiling(self, task: Task, objective: str) -> tuple[list[str], str]:
+        """The ceiling arms choose from the candidates relevance alone would
+        offer (top ``CEILING_POOL`` above ``CEILING_FLOOR``), knowing each one's
+        true effect on this task. ``true_usefulness`` ranks every candidate by
+        that effect and injects those that help, as a perfect per-insight score
+        would (two insights saying the same thing both get in); ``best_in_pool``
+        injects the best distinct pieces of advice, the best any choice from
+        this pool can do."""
+        hits = self.memory.recall(
+            objective, limit=CEILING_POOL, min_relevance=CEILING_FLOOR, relevance_only=True
+        )
+        scored = []
+        for rank, hit in enumerate(hits):
+            advice = self.says.get(hit["name"])
+            effect = advice.effect_on(task.family) if advice else 0.0
+            if effect > 0:
+                scored.append((-effect, rank, hit["name"], advice))
+        scored.sort(key=lambda item: item[:2])
+        names: list[str] = []
+        keys: set[str] = set()
+        for _e, _r, name, advice in scored:
+            if self.arm == BEST_IN_POOL:
+                if advice.key in keys:
+                    continue
+                keys.add(advice.key)
+            names.append(name)
+            if len(names) == self.cfg.limit:
+                break
+        rows = [self.memory.get(n) for n in names]
+        return names, contracts.insight_lines(rows)
+
     def _build(self, task: Task, task_id: str, names: list[str], block: str) -> None:
-        fam = world.family(task.family)
         followed = [
             (slot, name, self.says[name])
             for slot, name in enumerate(names)
-            if name in self.says and self.says[name].family == task.family
+            if name in self.says and self.says[name].applies(task.family)
         ]
-        p = world.pass_probability(fam.base_pass, [a for _s, _n, a in followed])
+        p = world.pass_probability(task.base, [a for _s, _n, a in followed], task.family)
         passed = task.u_pass < p
+        effects = [a.effect_on(task.family) for _s, _n, a in followed]
         record = {
             "i": task.index,
             "family": task.family,
             "passed": passed,
             "p": round(p, 4),
             "injected": len(names),
-            "helpful": sum(a.cls in (world.HELPFUL, world.LESSON) for _s, _n, a in followed),
-            "harmful": sum(a.cls == world.HARMFUL for _s, _n, a in followed),
+            "helpful": sum(e > 0 for e in effects),
+            "harmful": sum(e < 0 for e in effects),
             "tokens": self.tokens(block),
         }
         self.records.append(record)
         if self.arm == NO_MEMORY:
             return
+        fam = world.family(task.family)
         failure = None if passed else self._failure(task, fam)
         shared = self._shared(task, fam) if passed else None
         output = self._output(task, names, followed, passed, failure, shared)
         # The builder's work: what VERIFY will find when helix runs it.
+        failed = 0 if passed else failed_tests(task, p)
         (self.project / "work" / self._result(task)).write_text(
-            "12 passed PASS\n" if passed else f"1 failed: {failure.text}\n"  # type: ignore[union-attr]
+            verify_output(passed, task.tests - failed, failed, failure.text if failure else "")
         )
         settled = outcomes.finish(self.memory, self.tracker, task_id, output, self.home, 60)
         if settled["verification"]["passed"] is not passed:
             raise RuntimeError(f"VERIFY disagreed with the world: {settled['verification']}")
         self._learn(settled, shared, failure)
+        self._track_drift(task, names)
+
+    def _track_drift(self, task: Task, names: list[str]) -> None:
+        """After the flip, count the stale insight's uses (the tasks of any family
+        it was injected into) and, after each task of the drifting family,
+        whether it now ranks below its replacement in this arm's own recall for
+        a fixed objective of that family."""
+        state = self.flipped
+        if not state or state["recovered_after"] is not None:
+            return
+        if set(names) & set(state["stale"]):
+            state["uses"] += 1
+        if task.family != state["family"]:
+            return
+        # No relevance floor: both must have a rank even when the objective is
+        # far from them, or "ranks below" would be true of two absent insights.
+        hits = self.memory.recall(
+            state["objective"], limit=50, min_relevance=0.0, relevance_only=self.arm == RELEVANCE
+        )
+        order = [h["name"] for h in hits]
+
+        def rank(group: list[str]) -> int | None:
+            return min((order.index(n) for n in group if n in order), default=None)
+
+        stale, fresh = rank(state["stale"]), rank(state["fresh"])
+        state["ranks"].append((stale, fresh))
+        # Recovered once the replacement is ranked and the stale one is not, or lower.
+        if fresh is not None and (stale is None or stale > fresh):
+            state["recovered_after"] = state["uses"]
 
     def _failure(self, task: Task, fam: world.Family) -> world.Advice:
         """What blocked the builder; the failure helix derives from it says this."""
@@ -480,7 +673,7 @@ class Arm:
         written insights the pool has not seen yet."""
         if task.u_insight >= world.INSIGHT_RATE:
             return None
-        unseen = [a for a in fam.advice() if a.key not in self.entered]
+        unseen = [a for a in world.written(fam.slug) if a.key not in self.entered]
         if not unseen:
             return None
         weights = [world.INSIGHT_WEIGHTS[a.cls] for a in unseen]
@@ -504,13 +697,13 @@ class Arm:
         shared: world.Advice | None,
     ) -> str:
         """The builder's final message, in the contract helix parses."""
-        if self.arm == ADVERSARIAL:
+        if self.kind == ADVERSARIAL:
             utilized = list(names)
         else:
             rate = self.cfg.honest_claim_rate
             utilized = [n for slot, n, _a in followed if task.u_utilized[slot] < rate]
         lines = []
-        if passed or self.arm == ADVERSARIAL or task.u_claim < self.cfg.overclaim:
+        if passed or self.kind == ADVERSARIAL or task.u_claim < self.cfg.overclaim:
             lines.append(f"DELIVERED: {task.title}")
         else:
             lines += [f"BLOCKED: {task.title}", f"ERROR: {failure.text}"]  # type: ignore[union-attr]
@@ -545,6 +738,75 @@ class Arm:
             "discredited": {c: share(v, lambda e, _u: e < 0.45) for c, v in ordered},
             "never_used": {c: share(v, lambda _e, u: u == 0) for c, v in ordered},
             "pruned_by_class": dict(sorted(self.pruned.items())),
+            "diagnostics": self.diagnostics(),
+        }
+
+    def diagnostics(self) -> dict[str, Any]:
+        """How well the store's learned scores separate helpful advice from
+        distractors at the end of the run (see :func:`diagnose`)."""
+        rows = {
+            name: (eff, uses)
+            for name, eff, uses in self.memory.conn.execute(
+                "SELECT name, effectiveness, use_count FROM insight"
+            )
+        }
+        by_family: dict[str, dict[str, list[tuple[str, float, int]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        for name, (eff, uses) in rows.items():
+            advice = self.says.get(name)
+            if advice and advice.cls in (world.HELPFUL, world.DISTRACTOR):
+                by_family[advice.family][advice.cls].append((name, eff, uses))
+        by_score, by_rank = [], []
+        for fam in world.FAMILIES:
+            helpful = by_family[fam.slug][world.HELPFUL]
+            distractors = by_family[fam.slug][world.DISTRACTOR]
+            if not helpful or not distractors:
+                continue
+            by_score.append(auc([e for _n, e, _u in helpful], [e for _n, e, _u in distractors]))
+            objective = injection.task_objective(
+                {"title": fam.titles[0], "description": fam.description}
+            )
+            hits = self.memory.recall(objective, limit=100, relevance_only=self.arm == RELEVANCE)
+            place = {h["name"]: -k for k, h in enumerate(hits)}
+            missing = -len(hits) - 1  # not recalled: below every hit, tied with each other
+            by_rank.append(
+                auc(
+                    [place.get(n, missing) for n, _e, _u in helpful],
+                    [place.get(n, missing) for n, _e, _u in distractors],
+                )
+            )
+        pass_rate: dict[str, list[bool]] = defaultdict(list)
+        for record in self.records:
+            pass_rate[record["family"]].append(record["passed"])
+        pairs = [
+            (eff, sum(pass_rate[fam]) / len(pass_rate[fam]))
+            for fam, classes in by_family.items()
+            for _n, eff, _u in classes[world.DISTRACTOR]
+            if pass_rate.get(fam)
+        ]
+        helpful = [u for classes in by_family.values() for _n, _e, u in classes[world.HELPFUL]]
+        distractor_eff = [e for c in by_family.values() for _n, e, _u in c[world.DISTRACTOR]]
+        drift = self.flipped or {}
+        return {
+            "auc": sum(by_score) / len(by_score) if by_score else None,
+            "auc_recall": sum(by_rank) / len(by_rank) if by_rank else None,
+            "distractor_corr": pearson([a for a, _b in pairs], [b for _a, b in pairs]),
+            # use_count grows only with an injection record, so only where feedback is on.
+            "never_tried": (
+                sum(u == 0 for u in helpful) / len(helpful)
+                if helpful and self.kind in FEEDBACK_ARMS
+                else None
+            ),
+            "distractor_eff": (
+                sum(distractor_eff) / len(distractor_eff) if distractor_eff else None
+            ),
+            "distractor_eff_max": max(distractor_eff, default=None),
+            "drift_family": drift.get("family"),
+            "drift_uses": drift.get("uses"),
+            "drift_recovered": drift.get("recovered_after") is not None if drift else None,
+            # (stale, replacement) recall ranks after each task of the family, 0 = top.
+            "drift_ranks": drift.get("ranks"),
         }
 
 
@@ -556,7 +818,10 @@ def run_arm(
     tokens: Callable[[str], int],
 ) -> dict[str, Any]:
     """One arm over one seed's task sequence; the per-task records and the end state."""
-    with tempfile.TemporaryDirectory(prefix="helix-learning-", dir=scratch_root()) as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="helix-learning-", dir=scratch_root()) as tmp,
+        switched(arm),
+    ):
         sim = Arm(arm, seed, cfg, embedder, tokens, Path(tmp))
         try:
             sim.run(tasks_for(seed, cfg))
@@ -566,162 +831,10 @@ def run_arm(
     return {"arm": arm, "seed": seed, "records": sim.records, "end": end}
 
 
-# ------------------------------------------------------------- statistics
-
-# Two-sided 95% quantiles of Student's t by degrees of freedom (1.96 beyond 30).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-
-
-def interval(
-    values: Sequence[float], bounds: tuple[float, float] | None = (0.0, 1.0)
-) -> dict[str, Any]:
-    """Mean with a 95% t-interval across seeds (each seed one observation),
-    clipped to ``bounds`` (a rate cannot leave [0, 1])."""
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return {"mean": round(mean, 4), "lo": None, "hi": None, "sd": None, "n": n}
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = (_T975[n - 2] if n - 1 <= len(_T975) else 1.96) * sd / math.sqrt(n)
-    lo, hi = mean - half, mean + half
-    if bounds is not None:
-        lo, hi = max(bounds[0], lo), min(bounds[1], hi)
-    return {
-        "mean": round(mean, 4),
-        "lo": round(lo, 4),
-        "hi": round(hi, 4),
-        "sd": round(sd, 4),
-        "n": n,
-    }
-
-
-def _rate(records: list[dict[str, Any]], key: str = "passed") -> float:
-    return sum(bool(r[key]) for r in records) / len(records) if records else 0.0
-
-
-def per_seed(run: dict[str, Any], cfg: Config) -> dict[str, Any]:
-    """The figures of one (arm, seed) run."""
-    rec = run["records"]
-    blocks = [rec[i : i + cfg.block] for i in range(0, len(rec), cfg.block)]
-    injected = sum(r["injected"] for r in rec)
-    return {
-        "blocks": [_rate(b) for b in blocks],
-        "overall": _rate(rec),
-        "final_block": _rate(blocks[-1]),
-        "second_half": _rate(rec[len(rec) // 2 :]),
-        "helpful_share": sum(r["helpful"] for r in rec) / injected if injected else None,
-        "harmful_share": sum(r["harmful"] for r in rec) / injected if injected else None,
-        "injected_per_task": injected / len(rec),
-        "tokens_per_task": sum(r["tokens"] for r in rec) / len(rec),
-    }
-
-
-def aggregate(runs: list[dict[str, Any]], cfg: Config) -> dict[str, Any]:
-    """Per arm: the curve (mean and 95% interval per block) and the headline
-    figures across seeds; paired differences between arms, seed by seed."""
-    figures: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
-    ends: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for run in runs:
-        figures[run["arm"]][run["seed"]] = per_seed(run, cfg)
-        if run["end"]:
-            ends[run["arm"]].append(run["end"])
-    arms: dict[str, Any] = {}
-    for arm in [a for a in ARMS if a in figures]:
-        seeds = sorted(figures[arm])
-        rows = [figures[arm][s] for s in seeds]
-        n_blocks = len(rows[0]["blocks"])
-        entry: dict[str, Any] = {
-            "curve": [
-                {"block": b + 1, **interval([r["blocks"][b] for r in rows])}
-                for b in range(n_blocks)
-            ]
-        }
-        for key in (
-            "final_block",
-            "second_half",
-            "overall",
-            "helpful_share",
-            "harmful_share",
-            "injected_per_task",
-            "tokens_per_task",
-        ):
-            values = [r[key] for r in rows if r[key] is not None]
-            unbounded = key in ("injected_per_task", "tokens_per_task")
-            entry[key] = interval(values, None if unbounded else (0.0, 1.0)) if values else None
-        entry["per_seed"] = {
-            str(s): {k: _round(v) for k, v in figures[arm][s].items()} for s in seeds
-        }
-        if ends[arm]:
-            entry["end_state"] = _merge_ends(ends[arm])
-        arms[arm] = entry
-    paired = {}
-    for a, b in (
-        (HELIX, RELEVANCE),
-        (HELIX, UNLEARNED),
-        (UNLEARNED, RELEVANCE),
-        (HELIX, NO_MEMORY),
-        (ADVERSARIAL, HELIX),
-        (ORACLE, HELIX),
-    ):
-        if a in figures and b in figures:
-            common = sorted(set(figures[a]) & set(figures[b]))
-            pair = {
-                key: interval([figures[a][s][key] - figures[b][s][key] for s in common], (-1, 1))
-                for key in ("final_block", "second_half", "overall")
-            }
-            pair["curve"] = [
-                {
-                    "block": k + 1,
-                    **interval(
-                        [figures[a][s]["blocks"][k] - figures[b][s]["blocks"][k] for s in common],
-                        (-1, 1),
-                    ),
-                }
-                for k in range(len(figures[a][common[0]]["blocks"]))
-            ]
-            paired[f"{a} - {b}"] = pair
-    return {"arms": arms, "paired": paired}
-
-
-def _merge_ends(ends: list[dict[str, Any]]) -> dict[str, Any]:
-    """End-of-run store state averaged over seeds."""
-    classes = sorted({c for e in ends for c in e["stored_by_class"]} | {"unknown"})
-    out: dict[str, Any] = {"store_size": round(sum(e["store_size"] for e in ends) / len(ends), 1)}
-    out["stored_by_class"] = {
-        c: round(sum(e["stored_by_class"].get(c, 0) for e in ends) / len(ends), 2)
-        for c in classes
-        if any(c in e["stored_by_class"] for e in ends)
-    }
-    for key in ("mean_effectiveness", "credited", "discredited", "never_used"):
-        out[key] = {}
-        for c in classes:
-            values = [e[key][c] for e in ends if c in e[key]]
-            if values:
-                out[key][c] = round(sum(values) / len(values), 4)
-    pruned = {c for e in ends for c in e["pruned_by_class"]}
-    out["pruned_by_class"] = {
-        c: round(sum(e["pruned_by_class"].get(c, 0) for e in ends) / len(ends), 2)
-        for c in sorted(pruned)
-    }
-    return out
-
-
-def _round(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 4)
-    if isinstance(value, list):
-        return [_round(v) for v in value]
-    return value
-
-
 # ------------------------------------------------------------- the world, described
 
 
-def world_facts(embedder: Embedder) -> dict[str, Any]:
+def world_facts(embedder: Embedder, pool: int = 0) -> dict[str, Any]:
     """What the world is like, for the report: sizes, base rates, effects, and
     how relevant each class of written advice is to its own family's tasks
     (mean cosine of task objective and advice), so a reader can see that
@@ -736,7 +849,19 @@ def world_facts(embedder: Embedder) -> dict[str, Any]:
         sims = embedder.embed(objectives) @ embedder.embed([a.text for a in advice]).T
         for k, a in enumerate(advice):
             cosines[a.cls].extend(float(x) for x in sims[:, k])
+    generated = world.distractor_pool(pool)
+    for fam in world.FAMILIES:
+        texts = [a.text for a in generated if a.family == fam.slug]
+        if not texts:
+            continue
+        objectives = [
+            injection.task_objective({"title": t, "description": fam.description})
+            for t in fam.titles
+        ]
+        sims = embedder.embed(objectives) @ embedder.embed(texts).T
+        cosines["generated distractor"].extend(float(x) for x in sims.ravel())
     counts = Counter(a.cls for fam in world.FAMILIES for a in fam.advice())
+    counts[world.CROSS] = len(world.CROSS_ADVICE)
     return {
         "families": [f.slug for f in world.FAMILIES],
         "base_pass": {f.slug: f.base_pass for f in world.FAMILIES},
@@ -751,6 +876,9 @@ def world_facts(embedder: Embedder) -> dict[str, Any]:
         "insight_rate": world.INSIGHT_RATE,
         "insight_weights": world.INSIGHT_WEIGHTS,
         "pitfall_share": world.PITFALL_SHARE,
+        "generated_distractors": pool,
+        "drift_at": world.DRIFT_AT,
+        "drifts": [d.family for d in world.DRIFTS],
         "initial_pool_per_family": world.INITIAL,
         "mean_cosine_to_own_tasks": {c: round(sum(v) / len(v), 4) for c, v in cosines.items()},
     }
@@ -759,7 +887,7 @@ def world_facts(embedder: Embedder) -> dict[str, Any]:
 def run(
     cfg: Config,
     seeds: Sequence[int],
-    arms: Sequence[str] = ARMS,
+    arms: Sequence[str] = DEFAULT_ARMS,
     log: Callable[[str], None] = lambda message: None,
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
@@ -768,23 +896,27 @@ def run(
     started = time.perf_counter()
     if embedder is None:
         embedder = CachingEmbedder(get_embedder("minilm"))
-        embedder.embed(texts_to_warm())
+        embedder.embed(texts_to_warm(pool=cfg.distractor_pool))
         log(f"embedded {len(embedder._cache)} known texts ({time.perf_counter() - started:.1f} s)")
     tokens = TokenCounter()
     runs = []
+    timings: dict[str, list[float]] = defaultdict(list)
     for seed in seeds:
         for arm in arms:
             t0 = time.perf_counter()
             result = run_arm(arm, seed, cfg, embedder, tokens)
-            figures = per_seed(result, cfg)
+            figures = per_seed(result, cfg.block)
+            elapsed = time.perf_counter() - t0
+            timings[arm].append(elapsed)
             log(
                 f"seed {seed} {arm:18s} success {figures['overall']:.3f} "
-                f"final {figures['final_block']:.3f} ({time.perf_counter() - t0:.1f} s)"
+                f"final {figures['final_block']:.3f} ({elapsed:.1f} s)"
             )
             runs.append(result)
-    out = aggregate(runs, cfg)
+    out = aggregate(runs, cfg.block)
+    out["seconds_per_seed"] = {a: round(sum(t) / len(t), 1) for a, t in timings.items()}
     out["config"] = asdict(cfg)
     out["seeds"] = list(seeds)
-    out["world"] = world_facts(embedder)
+    out["world"] = world_facts(embedder, cfg.distractor_pool)
     out["runtime_s"] = round(time.perf_counter() - started, 1)
     return out

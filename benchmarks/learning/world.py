@@ -27,6 +27,21 @@ from them read as relevant (they name the task) and help nobody.
 Effects count once per piece of advice: two insights that say the same thing (two
 failures derived from the same pitfall) help no more than one.
 
+Four things make the world harder than one family, one kind of advice:
+
+* **cross-family advice** (:data:`CROSS_ADVICE`): reads as relevant to two
+  families, helps one (``HELPFUL_EFFECT``) and harms the other
+  (``HARMFUL_EFFECT``). A builder of either family follows it, so a learner
+  that scores an insight once, whatever the task, must get one of them wrong;
+* **drift** (:data:`DRIFTS`): a helpful insight that an "upgrade" turns harmful
+  part-way through a run, and the advice that replaces it, which enters the
+  store at that moment;
+* **look-alike distractors at scale** (:func:`distractor_pool`): thousands of
+  true, on-topic, useless statements generated from templates per family, so
+  the helpful few must be found among many that read as relevant;
+* **task difficulty**: each title's base pass rate varies around its family's
+  (drawn per seed by the simulation), so some tasks pass without any help.
+
 All texts were written for this benchmark as realistic developer advice about a
 fictional Python web service; none is copied from elsewhere.
 """
@@ -41,7 +56,8 @@ HARMFUL_EFFECT = 0.5  # share of the chance to pass that harmful advice takes aw
 MIN_PASS, MAX_PASS = 0.02, 0.98
 
 HELPFUL, DISTRACTOR, HARMFUL, LESSON, NOISE = "helpful", "distractor", "harmful", "lesson", "noise"
-CLASSES = (HELPFUL, DISTRACTOR, HARMFUL, LESSON, NOISE)
+CROSS = "cross"  # helps ``family``, harms ``hurts``
+CLASSES = (HELPFUL, DISTRACTOR, HARMFUL, LESSON, NOISE, CROSS)
 
 
 @dataclass(frozen=True)
@@ -53,12 +69,30 @@ class Advice:
     family: str
     cls: str  # one of CLASSES
     text: str = ""
+    hurts: str = ""  # cross-family advice: the family it harms
 
     @property
     def effect(self) -> float:
-        return {HELPFUL: HELPFUL_EFFECT, LESSON: LESSON_EFFECT, HARMFUL: HARMFUL_EFFECT}.get(
-            self.cls, 0.0
-        )
+        """The size of the effect on its own family (see :meth:`effect_on` for the sign)."""
+        return {
+            HELPFUL: HELPFUL_EFFECT,
+            LESSON: LESSON_EFFECT,
+            HARMFUL: HARMFUL_EFFECT,
+            CROSS: HELPFUL_EFFECT,
+        }.get(self.cls, 0.0)
+
+    def applies(self, family: str) -> bool:
+        """Whether a builder of ``family`` follows it when it is injected."""
+        return family in (self.family, self.hurts)
+
+    def effect_on(self, family: str) -> float:
+        """The signed effect on a task of ``family``: above 0 helps (share of the
+        chance to fail removed), below 0 harms (share of the chance to pass taken)."""
+        if family == self.family:
+            return -self.effect if self.cls == HARMFUL else self.effect
+        if family == self.hurts:
+            return -HARMFUL_EFFECT
+        return 0.0
 
 
 @dataclass(frozen=True)
@@ -87,16 +121,18 @@ class Family:
         return out
 
 
-def pass_probability(base: float, given: list[Advice]) -> float:
-    """The chance that VERIFY passes for a builder of base pass rate ``base`` who
-    follows ``given`` (advice of its own family; each key counts once)."""
+def pass_probability(base: float, given: list[Advice], family: str | None = None) -> float:
+    """The chance that VERIFY passes for a builder of ``family`` with base pass
+    rate ``base`` who follows ``given`` (each key counts once). Without
+    ``family`` each piece of advice acts on its own family."""
     fail = 1.0 - base
     keep = 1.0
     for advice in {a.key: a for a in given}.values():
-        if advice.cls in (HELPFUL, LESSON):
-            fail *= 1.0 - advice.effect
-        elif advice.cls == HARMFUL:
-            keep *= 1.0 - advice.effect
+        effect = advice.effect_on(family or advice.family)
+        if effect > 0:
+            fail *= 1.0 - effect
+        elif effect < 0:
+            keep *= 1.0 + effect
     return min(MAX_PASS, max(MIN_PASS, (1.0 - fail) * keep))
 
 
@@ -555,6 +591,225 @@ FAMILIES: tuple[Family, ...] = (
     ),
 )
 
+# Advice that reads as relevant to two families and helps only the first: it
+# harms the second (``Advice.hurts``).
+CROSS_ADVICE: tuple[Advice, ...] = tuple(
+    Advice(f"cross/{n}", helps, CROSS, text, hurts)
+    for n, (helps, hurts, text) in enumerate(
+        (
+            (
+                "migrations",
+                "dependency",
+                "Never regenerate requirements.lock in a pull request that touches Alembic "
+                "migrations or SQLAlchemy models; the migration tests depend on the exact "
+                "autogenerate behaviour of the pinned versions.",
+            ),
+            (
+                "flaky-async",
+                "datetime",
+                "Freeze time with the frozen_clock fixture at a naive local datetime in tests "
+                "of timers, reminders and date cut-offs; it removes the race with the event "
+                "loop that makes async tests flaky.",
+            ),
+            (
+                "endpoint",
+                "validation",
+                "When an API test posts a payload the new endpoint rejects with 422, relax the "
+                "pydantic request model in api/schemas.py to accept it and check the fields "
+                "later in the service layer.",
+            ),
+            (
+                "background-job",
+                "caching",
+                "Background jobs store their results in Redis under the job name and argument "
+                "id, without a tenant prefix, so a retried job finds its earlier result and "
+                "the web app reads the same cache entry.",
+            ),
+            (
+                "cli-option",
+                "observability",
+                "Write diagnostics with print(..., file=sys.stderr) instead of the structured "
+                "logger in command-line tools and request handlers; the logger's JSON lines "
+                "on stdout break the tests that parse output.",
+            ),
+        )
+    )
+)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """An "upgrade" that turns a family's helpful insight harmful, and the advice
+    that replaces it (helpful from then on)."""
+
+    family: str
+    helpful: int  # index into the family's helpful advice
+    replacement: str
+
+    @property
+    def old(self) -> Advice:
+        fam = family(self.family)
+        return Advice(
+            f"{self.family}/{HELPFUL}/{self.helpful}",
+            self.family,
+            HELPFUL,
+            fam.helpful[self.helpful],
+        )
+
+    @property
+    def new(self) -> Advice:
+        return Advice(f"{self.family}/{HELPFUL}/drift", self.family, HELPFUL, self.replacement)
+
+
+# One of these happens per seed (the simulation draws which), at DRIFT_AT of the run.
+DRIFT_AT = 0.4
+DRIFTS: tuple[Drift, ...] = (
+    Drift(
+        "dependency",
+        0,
+        "Since the move to uv, regenerate the lock after bumping a dependency with uv lock "
+        "--upgrade-package NAME; pip-compile no longer reads pyproject.toml and writes a lock "
+        "file CI rejects.",
+    ),
+    Drift(
+        "observability",
+        1,
+        "Since the logging upgrade, log with log = structlog.get_logger() and "
+        "log.info('event', key=value); get_logger from app.logging is deprecated and its "
+        "events never reach the log tests.",
+    ),
+    Drift(
+        "endpoint",
+        0,
+        "Since the router upgrade, new endpoints are registered by the @api.route decorator in "
+        "the module that defines them and the OpenAPI snapshot is regenerated with make "
+        "api-snapshot; api/routes.py is gone and importing it fails.",
+    ),
+    Drift(
+        "flaky-async",
+        1,
+        "Since the pytest upgrade, tests that depend on time use the time_machine fixture; "
+        "frozen_clock from tests/conftest.py no longer patches the event loop's clock and "
+        "makes the async tests hang.",
+    ),
+)
+
+# Look-alike distractors at scale: true, on-topic, useless statements, made by
+# filling sentence templates with each family's own subjects. Enough templates
+# and subjects that few pairs are near-duplicates (which helix would merge).
+_POOL_SUBJECTS: dict[str, tuple[str, ...]] = {
+    "migrations": (
+        "the invoices table migration", "Alembic revision files", "the users.fullname rename",
+        "the orders.customer_id index", "the address column split", "the legacy_tokens table",
+        "the accounts.email unique constraint", "schema migrations on Postgres",
+    ),
+    "flaky-async": (
+        "test_websocket_reconnect", "the async order event tests", "test_cache_expiry",
+        "the pytest-xdist workers", "test_background_sync", "test_notification_batching",
+        "the asyncio event loop in tests", "flaky async tests in CI",
+    ),
+    "endpoint": (
+        "the invoice PDF endpoint", "the user preferences PATCH endpoint",
+        "GET /api/v1/orders", "the webhook test endpoint", "the session revoke endpoint",
+        "the product bulk import endpoint", "FastAPI request models", "the /api/v1 routes",
+    ),
+    "dependency": (
+        "the SQLAlchemy 2.0 upgrade", "the requests security bump", "the pydantic v2 upgrade",
+        "the Django LTS upgrade", "the numpy 2 bump", "the celery 5.4 upgrade",
+        "pinned dependencies", "requirements.lock",
+    ),
+    "cli-option": (
+        "the export command", "the report command's --format option", "the audit log command",
+        "the sync command", "the list command's --limit option", "the --config option",
+        "click commands", "the command-line tool",
+    ),
+    "caching": (
+        "the product catalogue cache", "the exchange-rate cache", "permission check caching",
+        "cached user profiles", "the search facets cache", "the geocoding cache",
+        "the Redis cache", "cache TTLs",
+    ),
+    "datetime": (
+        "invoice due dates", "the daily report cut-off", "partner feed timestamps",
+        "datetimes in the CSV export", "the DST reminder email", "the orders created_after filter",
+        "timezone handling", "zoneinfo conversions",
+    ),
+    "background-job": (
+        "the weekly digest job", "PDF rendering in Celery", "the nightly audit log archive",
+        "webhook delivery retries", "the search ranking task", "asynchronous image resizing",
+        "Celery workers", "scheduled background jobs",
+    ),
+    "validation": (
+        "phone number validation", "the address form", "avatar upload limits",
+        "IBAN validation in payout settings", "password strength rules",
+        "email normalisation on signup", "server-side validation", "validation error messages",
+    ),
+    "observability": (
+        "the checkout latency metric", "request ids in error logs", "payment worker logging",
+        "the failed logins counter", "the queue depth gauge", "search tracing spans",
+        "Prometheus metrics", "structured logging",
+    ),
+}  # fmt: skip
+_POOL_TEMPLATES: tuple[str, ...] = (
+    "{s} was last changed in {month} by the {team} team; the pull request explains the history.",
+    "Questions about {s} go to the #{channel} channel, where the {team} team answers within a day.",
+    "{s} is documented on the wiki page '{S} overview', last reviewed in {month}.",
+    "The {team} team owns {s} and lists it in CODEOWNERS.",
+    "{s} came up in the {month} retrospective; the notes are in the team drive.",
+    "There is a design document for {s} from {month}, linked from the {team} team's README.",
+    "Work on {s} is tracked on the {team} team's board under the '{channel}' epic.",
+    "{s} has {n} open tickets in the backlog, none of them urgent.",
+    "The original author of {s} moved to the {team} team but still answers questions about it.",
+    "Pair with someone from the {team} team the first time you work on {s}; it is a good way "
+    "to learn the codebase.",
+    "{s} was demoed at the {month} engineering all-hands.",
+    "The naming conventions used around {s} follow the company style guide, section {n}.",
+    "{s} is mentioned in the onboarding checklist for new {team} engineers.",
+    "A conference talk from {month} about {s} is on the internal video site.",
+    "{s} shows up in the {team} team's quarterly goals as 'keep healthy'.",
+    "Pull requests touching {s} get two reviewers from the {team} team by default.",
+    "The changelog entry for {s} should be written in the past tense, like every entry.",
+    "{s} was renamed once in {month}; old branches may still use the previous name.",
+    "Screenshots and diagrams about {s} live in docs/images/{channel}/.",
+    "The {team} team holds office hours on Thursdays for anything about {s}.",
+    "{s} was estimated at {n} story points when it was first planned.",
+    "Before {month}, {s} was handled by a contractor; their notes are archived.",
+    "Slack reminders about {s} are posted in #{channel} every Monday morning.",
+    "{s} is part of the {team} team's on-call handbook, chapter {n}.",
+    "The glossary on the wiki defines the terms used in {s}.",
+)
+_TEAMS = ("platform", "payments", "growth", "core API", "data", "developer experience")
+_CHANNELS = ("backend", "dev-help", "eng-questions", "platform-team", "code-review", "releases")
+_MONTHS = ("January", "March", "May", "July", "September", "November")
+
+
+def distractor_pool(size: int) -> list[Advice]:
+    """``size`` generated look-alike distractors, spread evenly over the families,
+    the same list for every seed (deterministic, no randomness)."""
+    out: list[Advice] = []
+    per_family = -(-size // len(FAMILIES)) if size else 0
+    for f, fam in enumerate(FAMILIES):
+        subjects = _POOL_SUBJECTS[fam.slug]
+        for k in range(per_family):
+            if len(out) == size:
+                break
+            s = subjects[k % len(subjects)]
+            j = k // len(subjects)
+            template = _POOL_TEMPLATES[j % len(_POOL_TEMPLATES)]
+            text = template.format(
+                s=s,
+                S=s[0].upper() + s[1:],
+                team=_TEAMS[(k + f) % len(_TEAMS)],
+                channel=_CHANNELS[(j + f) % len(_CHANNELS)],
+                month=_MONTHS[(k + 2 * f) % len(_MONTHS)],
+                n=2 + (k * 7 + f) % 11,
+            )
+            text = text[0].upper() + text[1:]
+            if j >= len(_POOL_TEMPLATES):  # past one round of templates: still distinct
+                text += f" (See also note {j // len(_POOL_TEMPLATES)}.)"
+            out.append(Advice(f"{fam.slug}/pool/{k}", fam.slug, DISTRACTOR, text))
+    return out
+
+
 # Causes of failure that have nothing to do with the task's family: what helix
 # derives from them reads as relevant (it names the task) and helps nobody.
 NOISE_ERRORS: tuple[str, ...] = (
@@ -572,7 +827,7 @@ NOISE_ERRORS: tuple[str, ...] = (
 # this probability, as an explicit INSIGHT; helpful ones are likelier, because
 # what it just did is what worked.
 INSIGHT_RATE = 0.35
-INSIGHT_WEIGHTS = {HELPFUL: 2.0, DISTRACTOR: 1.0, HARMFUL: 0.5}
+INSIGHT_WEIGHTS = {HELPFUL: 2.0, DISTRACTOR: 1.0, HARMFUL: 0.5, CROSS: 1.0}
 # A failure is caused by one of the family's pitfalls with this probability,
 # otherwise by a noise error.
 PITFALL_SHARE = 0.6
@@ -587,9 +842,19 @@ def family(slug: str) -> Family:
     raise KeyError(slug)
 
 
-def all_texts() -> list[str]:
-    """Every written text of the world (for a one-time embedding warm-up)."""
+def written(slug: str) -> list[Advice]:
+    """The written insights a builder of ``slug`` may share: its family's and the
+    cross-family advice that helps it."""
+    return family(slug).advice() + [a for a in CROSS_ADVICE if a.family == slug]
+
+
+def all_texts(pool: int = 0) -> list[str]:
+    """Every written text of the world (for a one-time embedding warm-up), with
+    the first ``pool`` generated distractors."""
     out: list[str] = []
     for fam in FAMILIES:
         out += [a.text for a in fam.advice()]
+    out += [a.text for a in CROSS_ADVICE]
+    out += [d.replacement for d in DRIFTS]
+    out += [a.text for a in distractor_pool(pool)]
     return out
