@@ -37,7 +37,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        );
+        , vector BLOB);
 
 -- table edge
 CREATE TABLE edge (
@@ -82,7 +82,7 @@ CREATE TABLE insight (
             created_at TEXT NOT NULL,
             last_used TEXT,
             last_feedback_at TEXT
-        );
+        , uplift REAL NOT NULL DEFAULT 0, uplift_sd REAL, uplift_prior REAL NOT NULL DEFAULT 0, uplift_fit REAL NOT NULL DEFAULT 0, evidence REAL NOT NULL DEFAULT 0);
 
 -- table insight_file
 CREATE TABLE insight_file (
@@ -139,6 +139,30 @@ CREATE TABLE task_outcome (
             created_at TEXT NOT NULL
         , tampered TEXT);
 
+-- table trial
+CREATE TABLE trial (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT,
+            attempt TEXT,
+            value REAL NOT NULL,
+            passed INTEGER,
+            verified INTEGER NOT NULL,
+            vector BLOB,
+            baseline REAL,
+            explained REAL NOT NULL DEFAULT 0,
+            alpha REAL NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+
+-- table trial_insight
+CREATE TABLE trial_insight (
+            trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE,
+            insight TEXT NOT NULL,
+            exposure REAL NOT NULL,
+            share REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (insight, trial_id)
+        );
+
 -- index archive_name
 CREATE INDEX archive_name ON archive(name);
 
@@ -168,6 +192,9 @@ CREATE INDEX spawn_agent ON spawn(agent_id);
 
 -- index task_outcome_attempt
 CREATE UNIQUE INDEX task_outcome_attempt ON task_outcome(task_id, attempt);
+
+-- index trial_insight_trial
+CREATE INDEX trial_insight_trial ON trial_insight(trial_id);
 
 -- trigger attempt_settled_once
 CREATE TRIGGER attempt_settled_once BEFORE UPDATE OF settled_at ON attempt

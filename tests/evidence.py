@@ -21,8 +21,9 @@ def credit(
     outcome: str,
     causal_names: Sequence[str] | None = None,
     task_id: str | None = None,
-    baseline: float | None = None,
+    vector: bytes | None = None,
 ) -> dict[str, Any]:
-    """Apply ``outcome`` as verified feedback, as a settled attempt would."""
+    """Apply ``outcome`` as verified feedback, as a settled attempt would (no
+    context unless ``vector``, the task objective's embedding, is given)."""
     with db.write(memory.conn):
-        return feedback.apply(memory, names, outcome, causal_names, task_id, True, baseline)
+        return feedback.apply(memory, names, outcome, causal_names, task_id, True, vector=vector)

@@ -7,7 +7,6 @@ import random
 from pathlib import Path
 
 import pytest
-from evidence import credit
 
 from helix.errors import InvalidInput, Rejected
 from helix.loop import attribution, ledger
@@ -74,13 +73,13 @@ def test_decide_rejects_an_unknown_claim():
     ("outcome", "verified", "used", "effect"),
     [
         ("delivered", True, True, "helped"),
-        ("delivered", True, False, "eroded"),
+        ("delivered", True, False, "present"),
         ("blocked", True, True, "failed"),
-        ("blocked", True, False, "eroded"),
+        ("blocked", True, False, "present"),
         ("partial", True, True, "failed"),
         ("delivered", False, True, "none"),
         ("blocked", False, True, "lowered"),
-        ("blocked", False, False, "eroded"),
+        ("blocked", False, False, "present"),
     ],
 )
 def test_effects_table(outcome, verified, used, effect):
@@ -112,9 +111,9 @@ def test_settle_credits_only_what_verify_proved(memory: Memory):
     assert result["utilized"] == [a]
     assert result["ignored_claims"] == [c]  # claimed but never injected: ignored
     effects = {r["name"]: r["effect"] for r in result["effects"]}
-    assert effects == {a: "helped", b: "eroded"}
-    assert memory.get(a)["effectiveness"] > 0.5
-    assert memory.get(b)["effectiveness"] == 0.5  # erosion toward neutral from neutral
+    assert effects == {a: "helped", b: "present"}
+    # Both were there when VERIFY passed; the one the builder named carries more of it.
+    assert memory.get(a)["effectiveness"] > memory.get(b)["effectiveness"] > 0.5
     assert memory.get(c)["effectiveness"] == 0.5  # not injected: untouched
     events = memory.history(a)
     assert events[0]["task_id"] == "hx-00000001" and events[0]["verified"]
@@ -218,32 +217,36 @@ def test_baseline_starts_neutral_and_follows_verified_outcomes(memory: Memory):
     for i in range(30):
         begin(memory, f"hx-b{i:07d}", [])
         settle(memory, f"hx-b{i:07d}", "DELIVERED: ok")
-    # 30 passes + 10 pseudo-outcomes at 0.5 -> 35/40
-    assert attribution.baseline(memory) == pytest.approx(35 / 40)
+    # 30 passes with no insight present: tasks pass without help.
+    high = attribution.baseline(memory)
+    assert 0.8 < high < 1.0
+    assert memory.conn.execute("SELECT count(*) FROM trial").fetchone()[0] == 30
     begin(memory, "hx-bnone", [], "none")
     settle(memory, "hx-bnone", "DELIVERED: ok")  # no verdict: not counted
     settle(memory, "hx-bnever", "DELIVERED: ok")  # no recorded attempt: not evidence
-    assert attribution.baseline(memory) == pytest.approx(35 / 40)
+    assert attribution.baseline(memory) == high
+    assert memory.conn.execute("SELECT count(*) FROM trial").fetchone()[0] == 30
 
 
 # ----------------------------------------------------------- the adversary
 HELPFUL, HARMFUL = "helpful", "harmful"
 USELESS = ("useless-1", "useless-2", "useless-3")
+TEXTS = {
+    HELPFUL: "When the cache key changes, bump the schema version in cache.py",
+    HARMFUL: "When tests fail, clear the pip cache and reinstall every dependency first",
+    USELESS[0]: "The project logo is a blue hexagon designed in 2019",
+    USELESS[1]: "The team prefers tabs in Makefiles because make requires them",
+    USELESS[2]: "The staging server is named after a Norse deity",
+}
 
 
-def simulate(memory: Memory, use_baseline: bool, seed: int = 7, tasks: int = 1000) -> dict:
+def simulate(memory: Memory, seed: int = 7, tasks: int = 1000) -> dict:
     """Every task gets 3 of the 5 insights at random. VERIFY passes with a base
     rate of 0.75, +0.2 when the helpful insight is injected, -0.4 with the
     harmful one. The agent claims DELIVERED and that it used everything, always.
     Returns each insight's effectiveness averaged over the second half."""
     names = {}
-    for label, text in [
-        (HELPFUL, "When the cache key changes, bump the schema version in cache.py"),
-        (HARMFUL, "When tests fail, clear the pip cache and reinstall every dependency first"),
-        (USELESS[0], "The project logo is a blue hexagon designed in 2019"),
-        (USELESS[1], "The team prefers tabs in Makefiles because make requires them"),
-        (USELESS[2], "The staging server is named after a Norse deity"),
-    ]:
+    for label, text in TEXTS.items():
         names[label] = memory.store(text)["name"]
     rng = random.Random(seed)
     totals = dict.fromkeys(names, 0.0)
@@ -254,13 +257,9 @@ def simulate(memory: Memory, use_baseline: bool, seed: int = 7, tasks: int = 100
         passed = rng.random() < p
         injected = [names[c] for c in chosen]
         task_id = f"hx-{i:08x}"
-        if use_baseline:
-            begin(memory, task_id, injected, "pass" if passed else "fail")
-            lie = f"DELIVERED: done\nUTILIZED: {json.dumps(injected)}\n"
-            settle(memory, task_id, lie)
-        else:  # the plain rule: outcome value as the target, whatever tasks usually do
-            outcome = "delivered" if passed else "blocked"
-            credit(memory, injected, outcome, task_id=task_id)
+        begin(memory, task_id, injected, "pass" if passed else "fail")
+        lie = f"DELIVERED: done\nUTILIZED: {json.dumps(injected)}\n"
+        settle(memory, task_id, lie)
         if i >= tasks // 2:
             counted += 1
             for label, name in names.items():
@@ -269,7 +268,7 @@ def simulate(memory: Memory, use_baseline: bool, seed: int = 7, tasks: int = 100
 
 
 def test_an_agent_claiming_everything_cannot_lift_useless_insights(memory: Memory):
-    means = simulate(memory, use_baseline=True)
+    means = simulate(memory)
     # Thresholds hold for seeds 1-10 (checked when written); the test runs seed 7.
     for label in USELESS:
         assert means[label] <= 0.58, means  # stayed near neutral
@@ -279,10 +278,17 @@ def test_an_agent_claiming_everything_cannot_lift_useless_insights(memory: Memor
 
 
 def test_without_the_baseline_the_same_lies_would_lift_them(memory: Memory):
-    """The control: the plain rule credits useless insights for tasks that pass
-    anyway. If this stopped holding, the test above would prove nothing."""
-    means = simulate(memory, use_baseline=False)
-    assert min(means[u] for u in USELESS) > 0.58, means
+    """The control: the outcomes of the tasks a useless insight was in are mostly
+    passes (tasks pass anyway), so a plain average of them would lift it. If this
+    stopped holding, the test above would prove nothing."""
+    simulate(memory, tasks=400)
+    for name in USELESS:
+        stored = memory.conn.execute(
+            "SELECT avg(t.value) FROM trial t JOIN trial_insight ti ON ti.trial_id = t.id "
+            "JOIN insight i ON i.name = ti.insight WHERE i.content LIKE ?",
+            (TEXTS[name][:30] + "%",),
+        ).fetchone()[0]
+        assert stored > 0.58
 
 
 def test_a_task_credits_an_insight_once_even_over_new_work(memory: Memory):
@@ -298,5 +304,13 @@ def test_a_task_credits_an_insight_once_even_over_new_work(memory: Memory):
         a: "credited before",
         b: "helped",
     }
-    assert memory.get(a)["effectiveness"] == after_first
+    # No new evidence about a: its one trial is all there is (its estimate may
+    # still move a little as the baseline learns from b's task).
+    assert (
+        memory.conn.execute(
+            "SELECT count(*) FROM trial_insight WHERE insight = ?", (a,)
+        ).fetchone()[0]
+        == 1
+    )
+    assert abs(memory.get(a)["effectiveness"] - after_first) < 0.03
     assert memory.get(b)["effectiveness"] > 0.5

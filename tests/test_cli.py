@@ -292,7 +292,8 @@ def test_feedback_history_and_effectiveness(hrun: Runner) -> None:
     assert got_a["use_count"] == 1
     assert got_a["helped"] == 0.0 and got_a["failed"] == 0.0
     got_b = ok(hrun("memory", "get", b))
-    assert got_b["effectiveness"] == 0.5  # not causal: erodes toward neutral, already there
+    # Not named: a weaker share of the same unverified failure.
+    assert got_a["effectiveness"] < got_b["effectiveness"] < 0.5
     assert got_b["use_count"] == 1
 
     history = ok(hrun("memory", "history", a))
@@ -479,9 +480,11 @@ def test_prune_archived_restore_decay(hrun: Runner) -> None:
     for _ in range(4):
         ok(hrun("memory", "feedback", "--names", json.dumps([bad]), "--outcome", "blocked"))
     low = ok(hrun("memory", "get", bad))
-    assert low["effectiveness"] < 0.25 and low["use_count"] == 4
+    # Unverified reports lower it, but repeating one does not make it proof.
+    assert 0.35 < low["effectiveness"] < 0.5 and low["use_count"] == 4
+    assert ok(hrun("memory", "prune"))["pruned"] == 0
 
-    pruned = ok(hrun("memory", "prune"))
+    pruned = ok(hrun("memory", "prune", "--min-effectiveness", "0.45"))
     assert pruned == {"pruned": 1, "names": [bad]}
     assert_one_line_failure(hrun("memory", "get", bad), 1)
     archived = ok(hrun("memory", "archived"))
@@ -499,7 +502,7 @@ def test_prune_archived_restore_decay(hrun: Runner) -> None:
     decayed = ok(hrun("memory", "decay", "--days", "0"))
     assert decayed["names"] == [bad]  # the neutral one has nothing to decay
     after = ok(hrun("memory", "get", bad))
-    assert after["effectiveness"] == pytest.approx(0.5 + (low["effectiveness"] - 0.5) / 2, abs=1e-4)
+    assert low["effectiveness"] - 1e-6 <= after["effectiveness"] < 0.5
     assert ok(hrun("memory", "get", good))["effectiveness"] == 0.5
     assert ok(hrun("memory", "history", bad))[0]["outcome"] == "decay"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helix.demo import estimates
 from helix.demo import story as demo
 from helix.loop import contracts
 from helix.memory.store import Memory
@@ -159,3 +160,23 @@ def test_demo_command_prints_the_story(tmp_path):
     assert "claimed DELIVERED; VERIFY exit 0 -> delivered" in text
     assert "already settled" in text and "exit codes [0]" in text
     assert "[unproven]" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_the_demo_shows_exploration_context_and_drift(scratch):
+    _project, record = scratch
+    act = record["estimates"]
+    tasks = act["tasks"]
+    assert len(tasks) == len(estimates.KINDS) * estimates.ROUNDS
+    assert all(t["verified"] for t in tasks)  # every outcome judged by a VERIFY helix ran
+    # Untried advice was explored early on, and both endpoint insights were tried.
+    assert any(t["explored"] for t in tasks[:6])
+    tried = {k for t in tasks if t["kind"] == estimates.ENDPOINT for k in t["injected"]}
+    assert {"schema", "routes"} <= tried
+    final = act["final"]
+    # The helpful advice ranks first for its kind of task, above its look-alike.
+    assert final["schema"]["rank"] < final["routes"]["rank"]
+    assert final["schema"]["uplift"] > final["routes"]["uplift"]
+    # The drifted insight was demoted below its replacement.
+    assert final["click-decorator"]["rank"] > final["click-typed"]["rank"]
+    after = [t for t in tasks if t["kind"] == estimates.CLI and t["cli_round"] >= estimates.UPGRADE]
+    assert after[-1]["injected"] == ["click-typed"]

@@ -313,10 +313,10 @@ def auth_store(memory: Memory) -> dict[str, str]:
         ),
     }
     names = {key: value["name"] for key, value in store.items()}
-    for _ in range(2):
-        credit(memory, [names["good"]], "delivered")  # 0.5 -> 0.625 -> 0.719
-        credit(memory, [names["bad"]], "blocked")  # 0.5 -> 0.375 -> 0.281
-    credit(memory, [names["middling"]], "delivered")  # 0.625: proven, neither
+    for _ in range(4):
+        credit(memory, [names["good"]], "delivered")  # uplift estimate above +0.1
+        credit(memory, [names["bad"]], "blocked")  # below -0.1
+    credit(memory, [names["middling"]], "delivered")  # one pass: proven, neither
     memory.edge(names["good"], names["linked"], "solves")
     return names
 

@@ -505,7 +505,8 @@ def check_feedback_kind(run: Run) -> None:
                 "SELECT count(*) FROM feedback_event WHERE insight = ? AND outcome != 'skipped'",
                 (name,),
             ).fetchone()[0]
-            assert row[0] == (last[0] if last else 0.5) and row[1] == uses, (run.folder, name)
+            expected = last[0] if last else 0.5
+            assert abs(row[0] - expected) < 1e-9 and row[1] == uses, (run.folder, name)
         op = run.in_flight
         if op is None:
             return

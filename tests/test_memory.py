@@ -10,9 +10,8 @@ import pytest
 from evidence import credit
 
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.memory import ranking
+from helix.memory import db, feedback, ranking
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.feedback import CAUSAL_RATE, EROSION_RATE
 from helix.memory.store import Memory
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
@@ -195,17 +194,24 @@ def test_recall_fields(memory: Memory):
     assert hit["_signals"]["dense"] > 0.8
 
 
-def test_relevance_stays_dominant(memory: Memory):
-    """An unproven insight at cosine ~0.84 outranks a proven one at ~0.38."""
+def test_relevance_gates_the_pool_and_proven_uplift_orders_it(memory: Memory):
+    """Two stages: a proven insight above the floor (cosine ~0.38) outranks an
+    unproven one at ~0.84; the same proof cannot lift one below the floor."""
     strong = memory.store(RETRY)["name"]
     weak = memory.store(TIMEOUT)["name"]
     deliver(memory, weak, 6)
-    assert memory.get(weak)["effectiveness"] >= 0.9
+    for n in range(6):  # tasks without it fail: its passes are its own
+        with db.write(memory.conn):
+            feedback.observe(memory, "blocked", None, None, f"none-{n}", None)
+    assert memory.get(weak)["effectiveness"] > 0.6
     hits = memory.recall(RETRY_QUERY, limit=5)
     by_name = {h["name"]: h for h in hits}
     assert by_name[strong]["_signals"]["dense"] > 0.8
     assert by_name[weak]["_signals"]["dense"] < 0.45
-    assert [h["name"] for h in hits][:2] == [strong, weak]
+    assert [h["name"] for h in hits][:2] == [weak, strong]
+    assert by_name[weak]["_uplift"]["uplift"] > 0.1 and by_name[strong]["_uplift"]["trials"] == 0
+    above = by_name[weak]["_relevance"]
+    assert memory.recall(RETRY_QUERY, limit=5, min_relevance=above + 0.01)[0]["name"] == strong
 
 
 def test_relevance_dominance_at_the_exact_figures():
@@ -225,8 +231,10 @@ def test_proven_first_failing_last_among_comparable(memory: Memory):
     relevances = [h["_relevance"] for h in hits]
     assert max(relevances) - min(relevances) < 0.12  # comparably relevant
     assert order == [names[LOG_BODY], names[TIMEOUT], names[SURFACE]]
-    assert hits[0]["_confidence"] == "[79%]"
-    assert hits[2]["_confidence"] == "[21%]"
+    # The percentage shown is 0.5 + the uplift estimate over all contexts.
+    for hit in hits:
+        assert hit["_confidence"] in ("[unproven]", f"[{round(hit['_effectiveness'] * 100)}%]")
+    assert hits[0]["_effectiveness"] > 0.6 and hits[2]["_effectiveness"] < 0.4
 
 
 def test_min_relevance_gate_and_limit(memory: Memory):
@@ -394,40 +402,38 @@ def test_cache_sees_other_processes_writes(tmp_path, minilm):
 
 
 # ------------------------------------------------------------------ feedback
-def test_causal_insights_follow_the_outcome_by_ema(memory: Memory):
+def test_verified_outcomes_move_the_uplift_estimate(memory: Memory):
     a = memory.store(RETRY)["name"]
     b = memory.store(TIMEOUT)["name"]
     result = credit(memory, [a, b], "delivered", causal_names=[a], task_id="t1")
-    assert result["updated"] == [
-        {"name": a, "before": 0.5, "after": 0.5 + CAUSAL_RATE * 0.5, "causal": True},
-        {"name": b, "before": 0.5, "after": 0.5, "causal": False},
-    ]
+    after = {u["name"]: u for u in result["updated"]}
+    # Both were present; the one the builder named carries the full exposure.
+    assert after[a]["after"] > after[b]["after"] > 0.5
+    assert after[a]["causal"] and not after[b]["causal"]
+    high = memory.get(a)["effectiveness"]
     credit(memory, [a], "blocked", task_id="t2")
-    expected = 0.625 + CAUSAL_RATE * (0.0 - 0.625)
-    assert memory.get(a)["effectiveness"] == pytest.approx(expected, abs=1e-4)
+    assert memory.get(a)["effectiveness"] < high
     got = memory.get(a)
     assert (got["helped"], got["failed"], got["use_count"]) == (1.0, 1.0, 2)
 
 
-def test_non_causal_insights_erode_toward_neutral(memory: Memory):
+def test_an_unnamed_insight_keeps_its_credit(memory: Memory):
+    """No erosion: a delivery the builder did not name it in is still evidence
+    for it (at half exposure), never a loss."""
     a = memory.store(RETRY)["name"]
     b = memory.store(TIMEOUT)["name"]
     deliver(memory, a, 2)
     high = memory.get(a)["effectiveness"]
     credit(memory, [a, b], "delivered", causal_names=[b])
-    assert memory.get(a)["effectiveness"] == pytest.approx(
-        high + EROSION_RATE * (0.5 - high), abs=1e-4
-    )
+    assert memory.get(a)["effectiveness"] >= high - 1e-3
 
 
-def test_partial_moves_toward_the_middle(memory: Memory):
+def test_partial_counts_as_a_failure_once_verify_failed(memory: Memory):
     a = memory.store(RETRY)["name"]
     deliver(memory, a, 2)
     before = memory.get(a)["effectiveness"]
     credit(memory, [a], "partial")
-    assert memory.get(a)["effectiveness"] == pytest.approx(
-        before + CAUSAL_RATE * (0.5 - before), abs=1e-4
-    )
+    assert memory.get(a)["effectiveness"] < before
 
 
 def test_unverified_claims_never_raise(memory: Memory):

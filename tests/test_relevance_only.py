@@ -30,7 +30,7 @@ def test_relevance_only_ignores_what_feedback_taught(memory: Memory):
     assert [h["name"] for h in weighted] == [farther, close]  # helix sank it
     assert [h["name"] for h in plain] == [close, farther]  # relevance alone did not
     assert [h["_score"] for h in plain] == pytest.approx([h["_relevance"] for h in plain], abs=1e-4)
-    assert plain[0]["_effectiveness"] < 0.2  # the evidence is still reported
+    assert plain[0]["_effectiveness"] < 0.4  # the evidence is still reported
 
 
 def test_batch_inject_passes_relevance_only_through(memory: Memory):

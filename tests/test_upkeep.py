@@ -22,11 +22,16 @@ def test_decay_halves_distance_to_neutral_for_dormant_insights(memory: Memory, c
     clock.advance(10)
     credit(memory, [b], "delivered")  # b stays in use
     clock.advance(25)
+    in_use = memory.get(b)["effectiveness"]
     result = memory.decay(unused_days=30)
     assert result["names"] == [a]
-    assert memory.get(a)["effectiveness"] == pytest.approx(0.5 + (high - 0.5) / 2, abs=1e-4)
+    faded = memory.get(a)["effectiveness"]
+    assert 0.5 < faded < high  # its evidence is 35 days old: it counts less
+    assert memory.get(b)["effectiveness"] == in_use
     assert memory.history(a)[0]["outcome"] == "decay"
-    assert memory.decay(unused_days=30)["names"] == [a]  # keeps fading while unused
+    clock.advance(90)
+    assert a in memory.decay(unused_days=30)["names"]  # keeps fading while unused
+    assert 0.5 < memory.get(a)["effectiveness"] < faded
     with pytest.raises(InvalidInput):
         memory.decay(-1)
 
@@ -35,9 +40,14 @@ def test_prune_archives_and_restore_brings_everything_back(memory: Memory):
     bad = memory.store(RETRY, tags=["net"], files=["src/net/"])["name"]
     good = memory.store(TIMEOUT)["name"]
     memory.edge(good, bad, "solves", 0.8)
-    for _ in range(4):
+    for _ in range(4):  # tasks without it pass: its failures are its own
+        credit(memory, [good], "delivered")
+    failures = 0
+    while memory.get(bad)["effectiveness"] >= 0.25:
         credit(memory, [bad], "blocked")
-    assert memory.prune(min_effectiveness=0.25, min_uses=5)["pruned"] == 0
+        failures += 1
+        assert failures <= 16  # a steady failure is proven within 16 outcomes
+    assert memory.prune(min_effectiveness=0.25, min_uses=failures + 1)["pruned"] == 0
     result = memory.prune(min_effectiveness=0.25, min_uses=3)
     assert result == {"pruned": 1, "names": [bad]}
     with pytest.raises(NotFound):
@@ -49,9 +59,14 @@ def test_prune_archives_and_restore_brings_everything_back(memory: Memory):
     restored = memory.restore(bad)
     assert restored == {"status": "restored", "name": bad, "edges": 1}
     back = memory.get(bad)
-    assert back["tags"] == ["net"] and back["files"] == ["src/net/"] and back["use_count"] == 4
+    assert back["tags"] == ["net"] and back["files"] == ["src/net/"]
+    assert back["use_count"] == failures
     assert memory.edges(bad)[0]["relation"] == "solves"
-    assert memory.recall("retry failed HTTP requests with exponential backoff")[0]["name"] == bad
+    # Back in recall, where its evidence ranks it below the insight that did not fail.
+    found = [
+        h["name"] for h in memory.recall("retry failed HTTP requests with exponential backoff")
+    ]
+    assert bad in found and (good not in found or found.index(good) < found.index(bad))
     assert memory.archived() == []
     with pytest.raises(NotFound):
         memory.restore(bad)
@@ -169,7 +184,8 @@ def test_health_reports_the_loop(memory: Memory):
     assert health["by_kind"]["failure"] == 1 and health["by_kind"]["pattern"] == 1
     assert health["with_feedback"] == 1 and health["recent_feedback"] == 1
     assert health["proven"] == 1 and health["causal_ratio"] == 1.0
-    assert health["mean_effectiveness"] == pytest.approx((0.625 + 0.5) / 2)
+    scores = [i["effectiveness"] for i in memory.list(limit=10)]
+    assert health["mean_effectiveness"] == pytest.approx(sum(scores) / len(scores), abs=1e-4)
     assert health["schema_version"] == LATEST and health["model"].endswith("all-MiniLM-L6-v2")
     assert health["db_bytes"] > 0 and health["archived"] == 0
 

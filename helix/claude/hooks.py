@@ -40,6 +40,7 @@ from helix.claude import transcripts
 from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
 from helix.loop.records import Settlement
+from helix.memory import insight
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
     from helix.loop.spawns import Records
@@ -192,8 +193,9 @@ def _briefing(memory: Memory) -> list[str]:
     ]
     rows = memory.conn.execute(
         "SELECT content, effectiveness FROM insight WHERE helped + failed > 0 "
-        "AND effectiveness >= 0.7 ORDER BY coalesce(last_used, created_at) DESC, "
-        "effectiveness DESC LIMIT 3"
+        "AND effectiveness >= ? ORDER BY coalesce(last_used, created_at) DESC, "
+        "effectiveness DESC LIMIT 3",
+        (insight.PROVEN,),
     ).fetchall()
     if rows:
         lines.append("  top proven constraints from recent work:")

@@ -153,6 +153,21 @@ def memory_history(name: str, limit: int) -> None:
         emit(mem.history(name, limit=limit))
 
 
+@memory.command("why")
+@click.argument("name")
+@click.option("--for", "objective", required=True, help="The task, as its objective reads.")
+@guarded
+def memory_why(name: str, objective: str) -> None:
+    """Why an insight ranks where it does for a task: its relevance, the baseline
+    of tasks like this one, its uplift estimate with its uncertainty, and the
+    outcomes behind it.
+
+    Example: helix memory why retry-503 --for "Add a retry to the payment client"
+    """
+    with open_memory() as mem:
+        emit(mem.why(name, objective))
+
+
 @memory.command("edge")
 @click.option("--from", "from_name", required=True)
 @click.option("--to", "to_name", required=True)

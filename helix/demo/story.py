@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from helix import config
+from helix.demo import estimates
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
@@ -273,8 +274,10 @@ def run(
             f"insights, {record['health']['feedback_events']} feedback events, "
             f"{record['health']['merges']} merge(s)  -> {home}"
         )
+    narrate.step("7. the learning model over 28 tasks: exploration, a contextual baseline, drift")
+    record["estimates"] = estimates.run(project, narrate)
     if replay:
-        narrate.step("7. replay: two recorded Claude Code sessions through the real hook commands")
+        narrate.step("8. replay: two recorded Claude Code sessions through the real hook commands")
         record["replay"] = Replay(project, narrate).run()
     return record
 

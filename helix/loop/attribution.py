@@ -11,10 +11,10 @@ The table (``effect`` per injected insight):
 =====================  ==================  =========================================
 verification            claimed utilized    effect
 =====================  ==================  =========================================
-passed, DELIVERED       yes                 helped: moves toward the outcome's value
-passed, DELIVERED       no                  eroded: did not help, loses credit above 0.5
-failed or timed out     yes                 failed: moves toward blocked (0)
-failed or timed out     no                  eroded
+passed, DELIVERED       yes                 helped: evidence at full exposure
+passed, DELIVERED       no                  present: evidence at half exposure
+failed or timed out     yes                 failed: evidence at full exposure
+failed or timed out     no                  present
 no VERIFY command       yes                 lowered only if the claim was a failure;
                                             never raised (no positive credit)
 passed, not DELIVERED   any                 as "no VERIFY": an unproven claim
@@ -22,10 +22,11 @@ passed, not DELIVERED   any                 as "no VERIFY": an unproven claim
 
 A DELIVERED whose VERIFY fails is settled as blocked, whatever the agent said.
 
-Values are relative to a baseline, the recent verified pass rate (smoothed toward
-0.5 while there are few tasks): an insight whose tasks pass at the baseline rate
-stays neutral in expectation, so an agent that claims to have used everything
-cannot lift insights that did not make verifications pass more often.
+Each outcome is kept as evidence (:mod:`helix.memory.uplift`) and measured against
+a contextual baseline, what tasks like this one achieve without their insights'
+effects, so an agent that claims to have used everything cannot lift insights
+that did not make verifications pass more often, and advice shown on easy tasks
+earns nothing for their ease.
 """
 
 from __future__ import annotations
@@ -37,20 +38,20 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.loop import contracts, judge, ledger
+from helix.loop import contracts, grading, judge, ledger
 from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
-from helix.memory import db, feedback
+from helix.memory import db, feedback, uplift
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
 
-BASELINE_WINDOW = 200  # verified task outcomes the baseline looks back over
-BASELINE_PRIOR = 10  # pseudo-outcomes at 0.5, so a young store is not swung by one task
 LOG_FILE = config.ATTRIBUTION_LOG_FILE
 
 
@@ -76,7 +77,7 @@ def effects(
     rows = []
     for name in injected:
         if name not in used:
-            effect = "eroded"
+            effect = "present"
         elif not verified:
             effect = "lowered" if outcome in ("blocked", "partial") else "none"
         else:
@@ -85,15 +86,13 @@ def effects(
     return rows
 
 
-def baseline(memory: Memory) -> float:
-    """Recent verified pass rate, smoothed: (passes + 0.5 k) / (n + k)."""
-    row = memory.conn.execute(
-        "SELECT count(*), coalesce(sum(passed), 0) FROM (SELECT passed FROM task_outcome "
-        "WHERE passed IS NOT NULL ORDER BY id DESC LIMIT ?)",
-        (BASELINE_WINDOW,),
-    ).fetchone()
-    n, passes = row
-    return round((passes + 0.5 * BASELINE_PRIOR) / (n + BASELINE_PRIOR), 4)
+def baseline(memory: Memory, vector: bytes | None = None) -> float:
+    """What tasks like this one (objective embedding ``vector``; None: any task)
+    achieve without their insights' effects (:func:`uplift.contextual_baseline`)."""
+    query = None
+    if vector and len(vector) % 4 == 0:
+        query = np.frombuffer(vector, dtype=np.float32)
+    return uplift.contextual_baseline(memory.conn, query)["baseline"]
 
 
 class AlreadySettled(Rejected):
@@ -164,6 +163,12 @@ def settle(
     injected = list(attempt.names) if attempt else []
     utilized = [n for n in report.utilized if n in injected]
     tree = judge.tree(project) if attempt and checked.passed is not None else None
+    # A failure's share of passing tests, when VERIFY is a test runner that says.
+    graded = (
+        grading.value(False, grading.from_output(checked.output_tail))
+        if checked.passed is False
+        else None
+    )
     repeat = ""
     earlier: set[str] = set()
     if attempt is not None:
@@ -208,8 +213,7 @@ def settle(
         "settled_at": now,
     }
     with db.write(memory.conn):
-        rate = baseline(memory)
-        result["baseline"] = rate
+        result["baseline"] = baseline(memory, attempt.vector if attempt else None)
         if attempt is not None:
             kept = {k: v for k, v in result.items() if k != "insights"}
             if not ledger.mark_settled(
@@ -224,6 +228,7 @@ def settle(
         )
         # Tampered or repeated work is no evidence either way: nothing moves.
         judged = [] if tampered or repeat else [n for n in injected if n not in again]
+        applied: dict[str, Any] = {}
         if judged:
             try:
                 applied = feedback.apply(
@@ -233,12 +238,16 @@ def settle(
                     [n for n in utilized if n in judged],
                     task_id,
                     verified,
-                    rate,
+                    graded=graded,
+                    vector=attempt.vector if attempt else None,
+                    attempt=attempt.id if attempt else None,
                 )
             except NotFound:
                 applied = {"updated": [], "missing": judged}  # all pruned since injection
-            result["feedback"] = applied.get("updated", [])
-            result["missing"] = applied.get("missing", [])
+        if verified and attempt is not None and not applied.get("updated"):
+            feedback.observe(memory, outcome, graded, attempt.vector, task_id, attempt.id)
+        result["feedback"] = applied.get("updated", [])
+        result["missing"] = applied.get("missing", [])
     _log(home, result)
     return result, checked
 

@@ -42,7 +42,7 @@ class Store(Protocol):
 OPEN_HOURS = 12  # an open attempt older than this is abandoned, not "in the middle"
 _COLUMNS = (
     "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
-    "source, note, started_at, settled_at, outcome, verified, tampered, tree, result"
+    "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector"
 )
 
 
@@ -67,6 +67,7 @@ class Attempt:
     tampered: str | None = None
     tree: str | None = None
     result: dict[str, Any] = field(default_factory=dict)
+    vector: bytes | None = None  # the objective's embedding: the context of its outcome
 
     @property
     def open(self) -> bool:
@@ -84,6 +85,7 @@ def start(
     project: Path,
     source: str,
     note: str = "",
+    vector: bytes | None = None,
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
     (see the module docstring for an attempt that starts inside an open one)."""
@@ -103,7 +105,19 @@ def start(
                     f"judge kept from the {how} attempt {earlier.id}: "
                     f"{why or 'its VERIFY files changed'}"
                 )
-        _insert(memory, attempt_id, task_id, objective, names, scores, judge, project, source, note)
+        _insert(
+            memory,
+            attempt_id,
+            task_id,
+            objective,
+            names,
+            scores,
+            judge,
+            project,
+            source,
+            note,
+            vector,
+        )
     return get(memory, attempt_id)
 
 
@@ -124,6 +138,7 @@ def again(memory: Store, previous: Attempt, source: str) -> Attempt:
             Path(previous.project),
             source,
             f"resumes {previous.id}",
+            previous.vector,
         )
     return get(memory, attempt_id)
 
@@ -139,11 +154,12 @@ def _insert(
     project: Path,
     source: str,
     note: str,
+    vector: bytes | None = None,
 ) -> None:
     memory.conn.execute(
         "INSERT INTO attempt(id, task_id, objective, names, scores, verify, verify_files, "
-        "verify_digest, project, source, note, started_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "verify_digest, project, source, note, started_at, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             attempt_id,
             task_id,
@@ -157,6 +173,7 @@ def _insert(
             source,
             note,
             db.stamp(memory.clock()),
+            vector,
         ),
     )
 
@@ -293,6 +310,7 @@ def _attempt(row: tuple) -> Attempt:
         tampered,
         tree,
         result,
+        vector,
     ) = row
     return Attempt(
         id=attempt_id,
@@ -311,6 +329,7 @@ def _attempt(row: tuple) -> Attempt:
         tampered=tampered,
         tree=tree,
         result=_json(result, {}) if result else {},
+        vector=vector if isinstance(vector, bytes) else None,
     )
 
 

@@ -1,12 +1,15 @@
 """Learning from outcomes (``Memory.feedback``).
 
-Learning rule: an outcome has a value (delivered 1, partial 0.5, blocked 0).
-Insights credited as causal move toward that value by an exponential moving
-average; insights that were injected but not causal lose a little of any credit
-above neutral (0.5), because being present without mattering is weak evidence,
-and being ignored must not lift an insight that has failed. An unverified outcome
-(the agent's word, not a verify command's exit code) can only lower effectiveness,
-never raise it. Every change is an append-only feedback event.
+Every settled outcome is kept as evidence (a trial, :mod:`helix.memory.uplift`)
+and the model is refitted: an insight's usefulness is the posterior uplift it
+gives to the chance that VERIFY passes, over a contextual baseline, with credit
+shared among the insights that were present together. ``effectiveness`` shows
+0.5 + that uplift. Nothing is thrown away: an insight that was present but not
+named as used keeps a weaker exposure to the outcome instead of losing credit
+(the old erosion rule took back most of what helpful advice earned). An
+unverified outcome (a person's report, an agent's word, not a VERIFY helix ran)
+weighs less and can only lower an estimate. Every change is an append-only
+feedback event.
 """
 
 from __future__ import annotations
@@ -15,14 +18,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, insight
+from helix.memory import db, uplift
 from helix.memory.rows import InsightRows
 from helix.memory.writes import MAX_LINKS
 from helix.vocab import SettledOutcome
 
-CAUSAL_RATE = 0.25  # EMA step toward the outcome value for causal insights
-EROSION_RATE = 0.10  # step toward neutral for injected-but-not-causal insights
-# What each settled outcome is worth to the insights that took part (None: no signal).
+# What each reported outcome is worth when no VERIFY judged it (None: no signal).
 OUTCOMES: dict[SettledOutcome, float | None] = {
     "delivered": 1.0,
     "plan_complete": 1.0,
@@ -48,7 +49,7 @@ def feedback(
     Atomic: one BEGIN IMMEDIATE transaction.
     """
     with db.write(memory.conn):
-        return apply(memory, names, outcome, causal_names, task_id, False, None)
+        return apply(memory, names, outcome, causal_names, task_id, False)
 
 
 def apply(
@@ -58,18 +59,20 @@ def apply(
     causal_names: Sequence[str] | None,
     task_id: str | None,
     verified: bool,
-    baseline: float | None,
+    graded: float | None = None,
+    vector: bytes | None = None,
+    attempt: str | None = None,
 ) -> dict[str, Any]:
-    """Apply one task's outcome to the insights that were injected into it, inside
-    the caller's write transaction (the caller vouches for ``verified``).
+    """Keep one task's outcome as evidence about the insights that were present,
+    and refit, inside the caller's write transaction (the caller vouches for
+    ``verified``: only a VERIFY helix ran for an attempt it recorded).
 
-    ``causal_names`` (default: all of ``names``) move toward the outcome value;
-    the rest lose credit above neutral. Unverified outcomes can only lower scores.
-    ``baseline`` (the recent verified pass rate, see :mod:`helix.loop.attribution`)
-    makes the target relative: a pass is worth less where most tasks pass
-    anyway, so an insight at the baseline stays neutral.
-    Names that no longer exist are reported under ``missing``; if none exist,
-    NotFound.
+    A verified outcome is worth 1 when VERIFY passed (``outcome`` delivered), else
+    ``graded`` (a failure's share of passing tests, below 0.5) or 0. ``causal_names``
+    (default: all of ``names``) are those the builder named as used: full
+    exposure; the rest ``uplift.NOT_NAMED``. ``vector`` is the task objective's
+    embedding (the context). Names that no longer exist are reported under
+    ``missing``; if none exist, NotFound.
     """
     if not memory.conn.in_transaction:
         raise RuntimeError("feedback.apply runs inside the settling transaction")
@@ -82,28 +85,58 @@ def apply(
     names = list(dict.fromkeys([*names, *sorted(causal - set(names))]))
     if not names:
         raise InvalidInput("no insight names given")
-    if baseline is not None and not 0.0 <= float(baseline) <= 1.0:
-        raise InvalidInput("baseline must be between 0 and 1")
-    value = relative_value(OUTCOMES[outcome], baseline)
+    if graded is not None and not 0.0 <= float(graded) <= 1.0:
+        raise InvalidInput("a graded value must be between 0 and 1")
+    value = _value(outcome, verified, graded)
     now = memory.now()
-    updated, missing = [], []
+    before: dict[str, tuple[float, float, float]] = {}
+    missing = []
     for name in names:
         row = memory.conn.execute(
             "SELECT effectiveness, helped, failed FROM insight WHERE name = ?", (name,)
         ).fetchone()
         if row is None:
             missing.append(name)
-            continue
-        before, helped, failed = row
+        else:
+            before[name] = row
+    if not before:
+        raise NotFound(f"none of these insights exist: {', '.join(missing)}")
+    model = uplift.MODEL
+    # An unverified success can never raise an estimate: it is no evidence, and
+    # only its feedback event (the trail) is written.
+    if value is not None and (verified or value < 1.0):
+        exposures = {
+            name: 1.0 if name in causal else (0.0 if model.named_only else uplift.NOT_NAMED)
+            for name in before
+        }
+        uplift.record(
+            memory.conn,
+            task_id=task_id,
+            attempt=attempt,
+            value=value,
+            passed=(outcome == "delivered") if verified else None,
+            verified=verified,
+            vector=vector if model.context_baseline or model.context_usefulness else None,
+            exposures=exposures,
+            now=now,
+        )
+        if verified:
+            uplift.refit(memory.conn, memory.clock(), model, touched=exposures)
+        else:  # a report is not fitted: only its own insights' estimates change
+            uplift.refresh(memory.conn, exposures, memory.clock(), model)
+    updated = []
+    for name, (eff_before, helped, failed) in before.items():
         is_causal = name in causal
-        after = _learn(before, value, is_causal, verified)
         if value is not None and is_causal and verified:
             helped += value
             failed += 1.0 - value
+        after = memory.conn.execute(
+            "SELECT effectiveness FROM insight WHERE name = ?", (name,)
+        ).fetchone()[0]
         memory.conn.execute(
-            "UPDATE insight SET effectiveness = ?, helped = ?, failed = ?, "
-            "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
-            (after, helped, failed, 0 if value is None else 1, now, now, name),
+            "UPDATE insight SET helped = ?, failed = ?, use_count = use_count + ?, "
+            "last_used = ?, last_feedback_at = ? WHERE name = ?",
+            (helped, failed, 0 if value is None else 1, now, now, name),
         )
         memory.conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
@@ -114,7 +147,7 @@ def apply(
                 outcome,
                 int(verified),
                 int(is_causal),
-                round(after - before, 6),
+                round(after - eff_before, 6),
                 after,
                 now,
             ),
@@ -122,24 +155,65 @@ def apply(
         updated.append(
             {
                 "name": name,
-                "before": round(before, 4),
+                "before": round(eff_before, 4),
                 "after": round(after, 4),
                 "causal": is_causal,
             }
         )
-    if not updated:
-        raise NotFound(f"none of these insights exist: {', '.join(missing)}")
     if outcome == "delivered" and verified:
         _strengthen_co_occurrence(memory, [u["name"] for u in updated if u["causal"]], now)
     return {
         "outcome": outcome,
         "verified": verified,
         "task_id": task_id,
-        "baseline": baseline,
-        "target": None if value is None else round(value, 4),
+        "value": None if value is None else round(value, 4),
         "updated": updated,
         "missing": missing,
     }
+
+
+def observe(
+    memory: InsightRows,
+    outcome: str,
+    graded: float | None,
+    vector: bytes | None,
+    task_id: str | None,
+    attempt: str | None,
+) -> None:
+    """Keep a verified outcome that no insight took part in, inside the caller's
+    write transaction: what tasks achieve without advice is what the contextual
+    baseline is made of."""
+    if not memory.conn.in_transaction:
+        raise RuntimeError("feedback.observe runs inside the settling transaction")
+    value = _value(outcome, True, graded)
+    if value is None:
+        return
+    uplift.record(
+        memory.conn,
+        task_id=task_id,
+        attempt=attempt,
+        value=value,
+        passed=outcome == "delivered",
+        verified=True,
+        vector=vector,
+        exposures={},
+        now=memory.now(),
+    )
+    uplift.refit(memory.conn, memory.clock())
+
+
+def _value(outcome: str, verified: bool, graded: float | None) -> float | None:
+    """What one outcome is worth as evidence (module docstring)."""
+    said = OUTCOMES[outcome]  # type: ignore[index]
+    if said is None:
+        return None
+    if not verified:
+        return said
+    if outcome in ("delivered", "plan_complete"):
+        return 1.0
+    if graded is not None and uplift.MODEL.graded:
+        return min(float(graded), 0.5)
+    return 0.0
 
 
 def _strengthen_co_occurrence(memory: InsightRows, names: list[str], now: str) -> None:
@@ -156,31 +230,6 @@ def _strengthen_co_occurrence(memory: InsightRows, names: list[str], now: str) -
                 "DO UPDATE SET weight = min(1.0, weight + 0.1)",
                 (a, b, now),
             )
-
-
-def relative_value(value: float | None, baseline: float | None) -> float | None:
-    """An outcome's value measured against the baseline pass rate ``b``:
-    ``0.5 + 0.5 * (value - b) / max(b, 1 - b)``. At ``b = 0.5`` it is the plain
-    value; at any ``b`` an insight whose tasks pass at rate ``b`` has an expected
-    target of exactly 0.5, so it neither rises nor falls."""
-    if value is None or baseline is None:
-        return value
-    b = min(max(float(baseline), 0.05), 0.95)
-    return min(1.0, max(0.0, 0.5 + 0.5 * (value - b) / max(b, 1.0 - b)))
-
-
-def _learn(before: float, value: float | None, causal: bool, verified: bool) -> float:
-    if value is None:
-        return before
-    if causal:
-        after = before + CAUSAL_RATE * (value - before)
-    else:
-        # Present without mattering: unearned credit erodes toward neutral, but
-        # being ignored never lifts an insight that has failed.
-        after = before - EROSION_RATE * max(0.0, before - insight.NEUTRAL)
-    if not verified:
-        after = min(after, before)
-    return min(1.0, max(0.0, after))
 
 
 def _name_list(names: Any, what: str) -> list[str]:

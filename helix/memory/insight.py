@@ -23,6 +23,9 @@ MAX_FILES = 50
 MAX_FILE = 500
 MAX_SOURCE = 200
 NEUTRAL = 0.5
+# Effectiveness (0.5 + the uplift estimate) from which an insight counts as proven
+# helpful: ten points more verified passes than tasks like its own achieve.
+PROVEN = 0.60
 # The insight table's columns in the order every row tuple uses.
 COLUMNS = (
     "id, name, content, kind, tags, source, embedding, model, effectiveness, use_count, "

@@ -295,6 +295,61 @@ def m008_create_attempt_ledger(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_create_trials(conn: sqlite3.Connection) -> None:
+    """Usefulness becomes an estimate from kept evidence instead of a moving average.
+
+    A moving average remembers a handful of outcomes and cannot tell an insight's
+    effect from the ease of the tasks it was shown on, or from the other insights
+    shown beside it. So every settled outcome is kept as a ``trial``: its graded
+    value, the embedding of the task's objective (what "tasks like this one" are
+    measured against), and, in ``trial_insight``, each insight that was present
+    with its exposure (1 when the builder named it, less when it did not).
+    ``baseline`` and ``explained`` are the refit's contextual baseline and the
+    share of the value the insights account for (``insight.uplift_fit`` each
+    one's share), ``alpha`` the trial's weight in
+    the fit (from which the baseline of a new context follows); ``insight.uplift`` and
+    ``uplift_sd`` its posterior over all contexts (``effectiveness`` keeps
+    showing 0.5 + uplift). The attempt keeps the objective's vector, so settling
+    never needs the embedding model. An insight's effectiveness from before this
+    migration becomes the prior its new evidence starts from.
+    """
+    _run(
+        conn,
+        """
+        CREATE TABLE trial (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            task_id TEXT,
+            attempt TEXT,
+            value REAL NOT NULL,
+            passed INTEGER,
+            verified INTEGER NOT NULL,
+            vector BLOB,
+            baseline REAL,
+            explained REAL NOT NULL DEFAULT 0,
+            alpha REAL NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE trial_insight (
+            trial_id INTEGER NOT NULL REFERENCES trial(id) ON DELETE CASCADE,
+            insight TEXT NOT NULL,
+            exposure REAL NOT NULL,
+            share REAL NOT NULL DEFAULT 0,
+            PRIMARY KEY (insight, trial_id)
+        );
+        CREATE INDEX trial_insight_trial ON trial_insight(trial_id);
+        ALTER TABLE insight ADD COLUMN uplift REAL NOT NULL DEFAULT 0;
+        ALTER TABLE insight ADD COLUMN uplift_sd REAL;
+        ALTER TABLE insight ADD COLUMN uplift_prior REAL NOT NULL DEFAULT 0;
+        ALTER TABLE insight ADD COLUMN uplift_fit REAL NOT NULL DEFAULT 0;
+        ALTER TABLE insight ADD COLUMN evidence REAL NOT NULL DEFAULT 0;
+        UPDATE insight SET uplift_prior = max(-0.3, min(0.3, effectiveness - 0.5)),
+            uplift = max(-0.3, min(0.3, effectiveness - 0.5)),
+            uplift_fit = max(-0.3, min(0.3, effectiveness - 0.5));
+        ALTER TABLE attempt ADD COLUMN vector BLOB;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -306,6 +361,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (6, m006_track_file_pattern_changes),
     (7, m007_create_task_outcomes),
     (8, m008_create_attempt_ledger),
+    (9, m009_create_trials),
 ]
 
 LATEST = MIGRATIONS[-1][0]

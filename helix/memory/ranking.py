@@ -1,6 +1,20 @@
 """How recall turns signals into one ordering. Pure functions, no I/O.
 
-The score is a product, so relevance stays dominant:
+**Two stages.** Relevance decides which insights are candidates (the floor,
+RELEVANCE_FLOOR, and the pool a caller asks for); among them the learned uplift
+decides the order (:mod:`helix.memory.uplift`):
+
+    learned_score = uplift + RELEVANCE_TIEBREAK * relevance * freshness * intent_boost
+
+The uplift is a posterior mean, shrunk toward the insight's prior while little
+evidence stands behind it, so its weight grows with the evidence: an untried
+insight is ordered by relevance, a proven one above it, a proven-harmful one
+below. A product with relevance (the formula below, kept for the benchmark's
+ablation) caps what learned usefulness can do: fed the true usefulness of every
+insight it closes about half the gap to an oracle, ordering within the
+relevance-gated pool about two thirds.
+
+The old product score:
 
     relevance  = dense cosine lifted by keyword evidence, or a file match, in [0, 1]
     usefulness = 0.6 + 0.8 * (effectiveness - 0.5)         # 0.2 (failing) .. 1.0 (proven)
@@ -112,6 +126,23 @@ def fuse_relevance(dense: float | None, lexical: float, file_match: bool) -> flo
     if file_match:
         relevance = max(relevance, FILE_MATCH_RELEVANCE)
     return max(0.0, min(1.0, relevance))
+
+
+RELEVANCE_TIEBREAK = 0.2
+
+
+def learned_score(
+    relevance: float, uplift: float, kind: str, days: float, intent: str | None
+) -> float:
+    """The second stage: order candidates by uplift, relevance breaking ties."""
+    tie = relevance * freshness(kind, days) * intent_boost(kind, intent)
+    return uplift + RELEVANCE_TIEBREAK * tie
+
+
+def below(score: float) -> float:
+    """The most a graph neighbour may score under the hit that led to it: a
+    HOP_DISCOUNT share of it, or as far below it when the score is negative."""
+    return score - (1.0 - HOP_DISCOUNT) * abs(score)
 
 
 def usefulness(effectiveness: float) -> float:

@@ -25,8 +25,10 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, cast
 
+import numpy as np
+
 from helix.errors import InvalidInput
-from helix.memory import db, insight, ranking
+from helix.memory import db, insight, ranking, uplift
 from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows
 
@@ -59,8 +61,9 @@ def recall(
     intent: str | None = None,
     graph_hops: int = 0,
     relevance_only: bool = False,
+    query_vector: np.ndarray | None = None,
 ) -> list[RecallHit]:
-    """Hybrid retrieval weighted by proven usefulness and recency. Read-only.
+    """Hybrid retrieval ordered by proven usefulness. Read-only.
 
     Dense cosine, FTS5 keyword evidence and file-pattern matches are fused into
     one relevance (see :mod:`helix.memory.ranking`); direct hits must reach
@@ -92,7 +95,7 @@ def recall(
         return []  # nothing to find: do not pay for loading the model
     pool = max(50, limit * 10)
     index = memory.vectors()
-    qvec = memory.embed([query])[0]
+    qvec = memory.embed([query])[0] if query_vector is None else query_vector
     dense = dict(index.top(qvec, pool))
     lexical = _keyword_scores(memory, query)
     file_hits = _file_hits(memory, file_list) if file_list else set()
@@ -107,7 +110,7 @@ def recall(
         if cos is not None:
             dense[insight_id] = cos
     now = memory.clock()
-    scored: list[tuple[float, str, int, float, float | None]] = []
+    passing: list[tuple[int, str, str, float, float, float | None, float]] = []
     for insight_id, name, kind, tags_json, eff, created, last_used in _light_rows(
         memory, candidates
     ):
@@ -122,7 +125,13 @@ def recall(
         if tag_set is not None and not tag_set.intersection(json.loads(tags_json)):
             continue
         days = ranking.idle_days(last_used, created, now)
-        value = _value(relevance, eff, kind, days, intent, relevance_only)
+        passing.append((insight_id, name, kind, relevance, eff, cos, days))
+    estimates = (
+        {} if relevance_only else uplift.estimate(memory.conn, [p[1] for p in passing], qvec, now)
+    )
+    scored: list[tuple[float, str, int, float, float | None]] = []
+    for insight_id, name, kind, relevance, eff, cos, days in passing:
+        value = _value(relevance, eff, kind, days, intent, relevance_only, estimates.get(name))
         scored.append((-value, name, insight_id, relevance, cos))
     scored.sort()
     shown = scored[:limit]
@@ -139,6 +148,7 @@ def recall(
             intent,
             0,
             relevance_only,
+            estimates.get(rows[insight_id][1]),
         )
         result["_signals"] = {
             "dense": None if cos is None else round(cos, 4),
@@ -195,18 +205,22 @@ def _scored(
     intent: str | None,
     hop: int,
     relevance_only: bool = False,
+    estimate: uplift.Estimate | None = None,
 ) -> RecallHit:
     public = memory.public(row, files)
     days = ranking.idle_days(public["last_used"], public["created_at"], now)
     eff = row[8]
+    value = _value(relevance, eff, public["kind"], days, intent, relevance_only, estimate)
     scored = {
         **public,
         "_relevance": round(relevance, 4),
         "_effectiveness": round(eff, 4),
-        "_score": round(_value(relevance, eff, public["kind"], days, intent, relevance_only), 6),
+        "_score": round(value, 6),
         "_hop": hop,
         "_confidence": public["confidence"],
     }
+    if estimate is not None:
+        scored["_uplift"] = estimate.to_dict()
     return cast(RecallHit, scored)  # the row's keys are those of records.Insight
 
 
@@ -217,11 +231,16 @@ def _value(
     days: float,
     intent: str | None,
     relevance_only: bool,
+    estimate: uplift.Estimate | None = None,
 ) -> float:
-    """The ranking score, or the relevance alone when ``relevance_only``."""
+    """The ranking score, or the relevance alone when ``relevance_only``. Without
+    an estimate for this query (a graph neighbour) the stored one stands in."""
     if relevance_only:
         return relevance
-    return ranking.score(relevance, eff, kind, days, intent)
+    mean = estimate.mean if estimate is not None else eff - insight.NEUTRAL
+    if uplift.MODEL.two_stage:
+        return ranking.learned_score(relevance, mean, kind, days, intent)
+    return ranking.score(relevance, insight.NEUTRAL + mean, kind, days, intent)
 
 
 def _keyword_scores(memory: InsightRows, query: str) -> dict[int, float]:
@@ -410,7 +429,7 @@ def _expand(
                 memory, row, files[neighbour_id], relevance, now, intent, hop, relevance_only
             )
             # Never above the hit that led here.
-            ceiling = parent["_score"] * ranking.HOP_DISCOUNT
+            ceiling = ranking.below(parent["_score"])
             result["_score"] = round(min(result["_score"], ceiling), 6)
             result["_via"] = parent_name
             if not _keep(result, kinds, tags, set()):

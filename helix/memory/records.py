@@ -41,5 +41,6 @@ class RecallHit(Insight):
     _score: float
     _hop: int
     _confidence: str
+    _uplift: NotRequired[dict[str, Any]]  # the estimate behind _score (helix.memory.uplift)
     _signals: NotRequired[dict[str, Any]]
     _via: NotRequired[str]

@@ -104,8 +104,9 @@ class Memory(InsightRows):
         intent: str | None = None,
         graph_hops: int = 0,
         relevance_only: bool = False,
+        query_vector: Any = None,
     ) -> list[RecallHit]:
-        """Hybrid retrieval weighted by proven usefulness and recency, read-only:
+        """Hybrid retrieval ordered by proven usefulness, read-only:
         :func:`helix.memory.recall.recall`."""
         return recall.recall(
             self,
@@ -119,7 +120,14 @@ class Memory(InsightRows):
             intent,
             graph_hops,
             relevance_only,
+            query_vector,
         )
+
+    def why(self, name: str, objective: str) -> dict[str, Any]:
+        """Why ``name`` ranks where it does for a task: :func:`helix.memory.explain.why`."""
+        from helix.memory import explain
+
+        return explain.why(self, name, objective)
 
     # ----------------------------------------------------------------- upkeep
     def decay(self, unused_days: float = 30) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, graph, insight, writes
+from helix.memory import db, graph, insight, uplift, writes
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 
@@ -67,8 +67,11 @@ def suggest_edges(memory: InsightRows, name: str, limit: int = 5) -> list[dict[s
 
 
 def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
-    """Halve the distance to neutral of insights unused for ``unused_days``:
-    old evidence fades, so a stale score cannot dominate forever.
+    """Let old evidence fade for insights unused for ``unused_days``: an
+    insight's estimate is recomputed as of now (evidence counts half after
+    ``uplift.HALF_DAYS``) from a prior halved toward neutral; one with no kept
+    evidence (imported, or scored before evidence was kept) halves its distance
+    to neutral. So a stale score cannot dominate forever.
 
     Applied in short batches; an insight used meanwhile is no longer dormant and
     is left alone."""
@@ -87,15 +90,31 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
 
     def fade(insight_id: int) -> None:
         row = memory.conn.execute(
-            f"SELECT name, effectiveness FROM insight WHERE id = ? AND {dormant}",
+            f"SELECT name, effectiveness, uplift_prior FROM insight WHERE id = ? AND {dormant}",
             (insight_id, cutoff),
         ).fetchone()
         if row is None:  # used, reset or removed since the plan
             return
-        name, eff = row
-        after = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2
+        name, eff, prior = row
         memory.conn.execute(
-            "UPDATE insight SET effectiveness = ? WHERE id = ?", (after, insight_id)
+            "UPDATE insight SET uplift_prior = ? WHERE id = ?", (prior / 2, insight_id)
+        )
+        kept = memory.conn.execute(
+            "SELECT 1 FROM trial_insight WHERE insight = ? LIMIT 1", (name,)
+        ).fetchone()
+        if kept:
+            est = uplift.estimate(memory.conn, [name], None, memory.clock())[name]
+            after, sd, evidence = est.effectiveness, est.sd, est.evidence
+        else:
+            after, sd, evidence = insight.NEUTRAL + (eff - insight.NEUTRAL) / 2, None, 0.0
+            memory.conn.execute(
+                "UPDATE insight SET uplift_fit = ? WHERE id = ?",
+                (after - insight.NEUTRAL, insight_id),
+            )
+        memory.conn.execute(
+            "UPDATE insight SET effectiveness = ?, uplift = ?, uplift_sd = ?, evidence = ? "
+            "WHERE id = ?",
+            (after, after - insight.NEUTRAL, sd, evidence, insight_id),
         )
         memory.conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "

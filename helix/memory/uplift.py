@@ -1,0 +1,495 @@
+"""Usefulness as an estimate: how much an insight raises the chance that VERIFY
+passes, over what tasks like this one achieve anyway, with its uncertainty.
+
+Every settled outcome is a **trial** (table ``trial``): a value in [0, 1] (1 for
+a verified pass; a failure is worth its share of passing tests, at most 0.5, when
+the test runner said how many passed, else 0), the embedding of the task's
+objective, and the insights that were present (``trial_insight``) with their
+**exposure**: 1 when the builder named the insight as used, ``NOT_NAMED`` when it
+did not. The agent's list only weighs evidence; it never makes a verdict.
+
+The model, fitted by :func:`refit` after each settlement, is additive:
+
+    value(t) = baseline(context of t) + sum over present insights i of exposure(t, i) * uplift(i) + noise
+
+* **Contextual baseline and shared credit, fitted together** (:func:`refit`): a
+  Gaussian-process regression whose kernel adds a baseline that varies with the
+  task (a logistic kernel of the cosine between two objectives: tasks of the
+  same kind share it) to one random effect per insight (its uplift, shared by
+  the trials it was present in, times its exposure). So advice shown on easy
+  tasks does not earn credit for their ease, and two insights shown in the same
+  tasks split what those tasks achieved instead of each taking all of it.
+  ``trial.baseline`` and ``trial.explained`` keep the fitted baseline and what
+  the insights accounted for; ``trial.alpha`` the weights that give the
+  baseline of a new task (:func:`contextual_baseline`).
+* **Posterior.** For one insight, in one context, what is left for it to explain
+  in each of its trials (``value - baseline - explained + exposure * uplift``)
+  is weighed by the similarity of that trial's task to the task at hand
+  (contextual usefulness: advice can help in one part of a codebase and hurt in
+  another), by its age (an outcome counts half once the insight has
+  ``HALF_USES`` newer ones, and half after ``HALF_DAYS``, so drift is caught) and
+  by its exposure; a normal prior (mean: the insight's ``uplift_prior``, sd
+  ``PRIOR_SD``) and outcome noise ``NOISE_SD`` give a posterior mean and sd.
+* **Unverified evidence** (a person's or an agent's report, never a VERIFY helix
+  ran) weighs ``UNVERIFIED_WEIGHT``, all of it together at most
+  ``UNVERIFIED_CAP``, and can only lower an estimate.
+
+``MODEL`` switches each part off for the learning benchmark's ablations.
+Everything here is deterministic; :mod:`helix.memory.ranking` turns estimates into
+orderings and exploration.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+PRIOR_SD = 0.2  # how far an untried insight's uplift may plausibly be from its prior
+NOISE_SD = 0.45  # one outcome's spread around what the model expects
+NOT_NAMED = 0.5  # exposure of an insight that was present but not named as used
+HALF_USES = 20.0  # an outcome counts half once the insight has this many newer ones
+HALF_DAYS = 90.0  # ... and half after this many days
+UNVERIFIED_WEIGHT = 0.3
+UNVERIFIED_CAP = 1.0  # all unverified reports about one insight weigh at most this
+GLOBAL_SD = 0.25  # how far the overall pass rate may be from 0.5
+BASELINE_SD = 0.15  # how far one kind of task's pass rate may be from the overall one
+SHARED_PART = 0.5  # how much of an insight's effect carries over to unlike tasks
+KERNEL_CENTRE = 0.40  # objective cosine at which a trial counts half as "like this one"
+KERNEL_WIDTH = 0.05
+KERNEL_FLOOR = 0.02  # what any trial says about any context
+WINDOW = 300  # newest trials a refit reads (the fit is cubic in it)
+REFRESH = 0.002  # a refit rewrites an insight's summary when its share moved this much
+PER_INSIGHT = 200  # newest trials of one insight an estimate reads
+MAX_UPLIFT = 0.5
+
+
+@dataclass(frozen=True)
+class Model:
+    """The parts of the model, each of which the learning benchmark can turn off."""
+
+    context_baseline: bool = True
+    context_usefulness: bool = True
+    shared_credit: bool = True
+    graded: bool = True
+    explore: bool = True
+    two_stage: bool = True
+    named_only: bool = False  # the UTILIZED list as proof: unnamed insights get no exposure
+
+
+MODEL = Model()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One insight's uplift in one context: posterior mean and sd, the weighted
+    number of outcomes behind it, and how many trials were read."""
+
+    mean: float
+    sd: float
+    evidence: float
+    trials: int
+
+    @property
+    def effectiveness(self) -> float:
+        return min(1.0, max(0.0, 0.5 + self.mean))
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "uplift": round(self.mean, 4),
+            "sd": round(self.sd, 4),
+            "evidence": round(self.evidence, 3),
+            "trials": self.trials,
+        }
+
+
+def prior(prior_mean: float = 0.0) -> Estimate:
+    return Estimate(prior_mean, PRIOR_SD, 0.0, 0)
+
+
+def kernel(cosines: np.ndarray) -> np.ndarray:
+    """How much a trial with objective cosine ``c`` to the task at hand counts as
+    "a task like this one": a logistic step around KERNEL_CENTRE, never below
+    KERNEL_FLOOR."""
+    core = 1.0 / (1.0 + np.exp(-(cosines - KERNEL_CENTRE) / KERNEL_WIDTH))
+    return np.asarray(KERNEL_FLOOR + (1.0 - KERNEL_FLOOR) * core, dtype=np.float64)
+
+
+def to_blob(vector: np.ndarray | None) -> bytes | None:
+    if vector is None:
+        return None
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _vector(blob: bytes | None, dim: int | None) -> np.ndarray | None:
+    if not blob or len(blob) % 4:
+        return None
+    vec = np.frombuffer(blob, dtype=np.float32)
+    if dim is not None and vec.shape[0] != dim:
+        return None
+    return vec
+
+
+# ------------------------------------------------------------------ recording
+
+
+def record(
+    conn: sqlite3.Connection,
+    *,
+    task_id: str | None,
+    attempt: str | None,
+    value: float,
+    passed: bool | None,
+    verified: bool,
+    vector: bytes | None,
+    exposures: Mapping[str, float],
+    now: str,
+) -> int:
+    """Keep one outcome as a trial, inside the caller's write transaction."""
+    cur = conn.execute(
+        "INSERT INTO trial(task_id, attempt, value, passed, verified, vector, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            task_id,
+            attempt,
+            float(min(1.0, max(0.0, value))),
+            None if passed is None else int(passed),
+            int(verified),
+            vector,
+            now,
+        ),
+    )
+    trial_id = int(cur.lastrowid or 0)
+    # An insight's first evidence starts from the score it came with (imported,
+    # or kept from before evidence was), not from neutral.
+    conn.executemany(
+        "UPDATE insight SET uplift_prior = max(-0.3, min(0.3, effectiveness - 0.5)), "
+        "uplift_fit = max(-0.3, min(0.3, effectiveness - 0.5)) WHERE name = ? "
+        "AND NOT EXISTS (SELECT 1 FROM trial_insight WHERE insight = ?)",
+        [(name, name) for name in exposures],
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO trial_insight(trial_id, insight, exposure) VALUES (?, ?, ?)",
+        [(trial_id, name, float(e)) for name, e in exposures.items()],
+    )
+    return trial_id
+
+
+# ---------------------------------------------------------------------- refit
+
+
+def refit(
+    conn: sqlite3.Connection,
+    now: datetime,
+    model: Model | None = None,
+    touched: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Fit the contextual baseline and every insight's shared credit over the
+    newest ``WINDOW`` trials, inside the caller's write transaction, and refresh
+    the summary columns (``uplift``, ``uplift_sd``, ``evidence``, ``effectiveness``)
+    of ``touched`` insights and of every insight whose share moved by REFRESH.
+
+    The fit is a Gaussian-process regression with an additive kernel:
+    ``BASELINE_SD**2 * kernel(objective cosines)`` for the contextual baseline
+    (around 0.5 with ``GLOBAL_SD``), plus ``PRIOR_SD**2`` per insight the two
+    trials share, times their exposures (the insights' uplifts as random
+    effects), plus ``NOISE_SD**2`` on the diagonal. Solved in its dual form, an
+    N x N system for N trials however many insights there are. Each trial keeps
+    its weight in the solution (``alpha``), from which the baseline of any new
+    context follows (:func:`contextual_baseline`). Unverified trials are not fitted.
+    """
+    model = model or MODEL
+    rows = conn.execute(
+        "SELECT id, value, verified, vector FROM trial ORDER BY id DESC LIMIT ?", (WINDOW,)
+    ).fetchall()
+    if not rows:
+        return {"trials": 0, "mean": 0.5}
+    rows.reverse()
+    ids = [r[0] for r in rows]
+    y = np.array([r[1] for r in rows], dtype=np.float64)
+    verified = np.array([bool(r[2]) for r in rows])
+    position = {tid: k for k, tid in enumerate(ids)}
+    links = conn.execute(
+        "SELECT trial_id, insight, exposure FROM trial_insight WHERE trial_id >= ?", (ids[0],)
+    ).fetchall()
+    names = sorted({name for _t, name, _e in links})
+    column = {name: j for j, name in enumerate(names)}
+    exposure = np.zeros((len(ids), len(names)))
+    for trial_id, name, e in links:
+        if trial_id in position:
+            exposure[position[trial_id], column[name]] = e
+    priors, before = _priors(conn, names)
+    context, similar = _context_kernel(rows, model)
+
+    fit = np.flatnonzero(verified)
+    alpha = np.zeros(len(ids))
+    # How much an insight's effect in one task says about its effect in another:
+    # SHARED_PART everywhere, the rest by how alike the two tasks are.
+    local = (
+        SHARED_PART + (1.0 - SHARED_PART) * similar
+        if model.context_usefulness
+        else np.ones_like(similar)
+    )
+    if fit.size:
+        gram = context[np.ix_(fit, fit)].copy()
+        shown = exposure[fit]
+        if model.shared_credit and names:
+            gram += PRIOR_SD**2 * (shown @ shown.T) * local[np.ix_(fit, fit)]
+        gram[np.diag_indices_from(gram)] += NOISE_SD**2
+        target = y[fit] - 0.5 - (shown @ priors if model.shared_credit else 0.0)
+        alpha[fit] = np.linalg.solve(gram, target)
+    # Each insight's share in each trial: its effect in that trial's context.
+    shares = np.tile(priors, (len(ids), 1))
+    if fit.size and model.shared_credit and names:
+        shares = shares + PRIOR_SD**2 * local[:, fit] @ (exposure[fit] * alpha[fit, None])
+    shares = np.clip(shares, -MAX_UPLIFT, MAX_UPLIFT)
+    base = 0.5 + context[:, fit] @ alpha[fit] if fit.size else np.full(len(ids), 0.5)
+    explained = (exposure * shares).sum(axis=1) if model.shared_credit else np.zeros(len(ids))
+    conn.executemany(
+        "UPDATE trial SET baseline = ?, explained = ?, alpha = ? WHERE id = ?",
+        [
+            (float(b), float(e), float(a), tid)
+            for b, e, a, tid in zip(base, explained, alpha, ids, strict=True)
+        ],
+    )
+    conn.executemany(
+        "UPDATE trial_insight SET share = ? WHERE trial_id = ? AND insight = ?",
+        [(float(shares[position[t], column[n]]), t, n) for t, n, _e in links if t in position],
+    )
+    # Trials that left the window no longer carry the baseline.
+    conn.execute("UPDATE trial SET alpha = 0 WHERE id < ? AND alpha != 0", (ids[0],))
+    present = exposure > 0
+    uplifts = np.array(
+        [
+            float(shares[present[:, j], j].mean()) if present[:, j].any() else float(priors[j])
+            for j in range(len(names))
+        ]
+    )
+    fitted = dict(zip(names, uplifts.tolist(), strict=True))
+    wanted = set(touched)
+    moved = [n for j, n in enumerate(names) if n in wanted or abs(uplifts[j] - before[j]) > REFRESH]
+    summaries = estimate(conn, moved, None, now, model)
+    for name, est in summaries.items():
+        conn.execute(
+            "UPDATE insight SET uplift = ?, uplift_sd = ?, evidence = ?, effectiveness = ?, "
+            "uplift_fit = ? WHERE name = ?",
+            (est.mean, est.sd, est.evidence, est.effectiveness, fitted[name], name),
+        )
+    return {
+        "trials": len(ids),
+        "fitted": int(fit.size),
+        "insights": len(names),
+        "moved": len(moved),
+    }
+
+
+def refresh(
+    conn: sqlite3.Connection, names: Iterable[str], now: datetime, model: Model | None = None
+) -> None:
+    """Rewrite the summary columns of ``names`` from their evidence, inside the
+    caller's write transaction, without refitting (for evidence the fit does
+    not use: unverified reports)."""
+    for name, est in estimate(conn, list(names), None, now, model).items():
+        conn.execute(
+            "UPDATE insight SET uplift = ?, uplift_sd = ?, evidence = ?, effectiveness = ? "
+            "WHERE name = ?",
+            (est.mean, est.sd, est.evidence, est.effectiveness, name),
+        )
+
+
+def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """The baseline's covariance between trials: GLOBAL_SD**2 everywhere (the
+    overall pass rate), plus BASELINE_SD**2 times the kernel of their objectives'
+    cosine; and that kernel itself."""
+    n = len(rows)
+    dim = _common_dim(r[3] for r in rows)
+    vectors = [_vector(r[3], dim) for r in rows]
+    has = np.array([v is not None for v in vectors])
+    # Trials without a recorded objective (a person's report) share one unknown
+    # context, which is half like any known one.
+    similar = np.where(np.logical_xor.outer(has, has), 0.5, 1.0)
+    if dim and has.any():
+        mat = np.zeros((n, dim), dtype=np.float32)
+        for k, v in enumerate(vectors):
+            if v is not None:
+                mat[k] = v
+        similar = np.where(np.outer(has, has), kernel(mat @ mat.T), similar)
+    if not model.context_baseline:
+        return np.full((n, n), GLOBAL_SD**2), similar
+    return np.asarray(GLOBAL_SD**2 + BASELINE_SD**2 * similar), similar
+
+
+def _priors(conn: sqlite3.Connection, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each insight's prior mean and its share as last fitted."""
+    found: dict[str, tuple[float, float]] = {}
+    for chunk in _chunks(names):
+        marks = ",".join("?" * len(chunk))
+        for name, prior_mean, share in conn.execute(
+            f"SELECT name, uplift_prior, uplift_fit FROM insight WHERE name IN ({marks})", chunk
+        ):
+            found[name] = (float(prior_mean), float(share))
+    pairs = [found.get(n, (0.0, 0.0)) for n in names]
+    return (
+        np.array([p for p, _s in pairs], dtype=np.float64),
+        np.array([s for _p, s in pairs], dtype=np.float64),
+    )
+
+
+def _common_dim(blobs: Iterable[bytes | None]) -> int | None:
+    sizes = [len(b) // 4 for b in blobs if b and len(b) % 4 == 0]
+    if not sizes:
+        return None
+    return max(set(sizes), key=sizes.count)
+
+
+def _chunks(items: Sequence[str], size: int = 500) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+# ------------------------------------------------------------------- estimate
+
+
+def estimate(
+    conn: sqlite3.Connection,
+    names: Sequence[str],
+    query: np.ndarray | None,
+    now: datetime,
+    model: Model | None = None,
+) -> dict[str, Estimate]:
+    """The posterior uplift of each named insight for a task whose objective
+    embeds to ``query`` (None: over all contexts alike). Read-only; an insight
+    with no trials gets its prior."""
+    model = model or MODEL
+    names = list(dict.fromkeys(names))
+    if not names:
+        return {}
+    rows_of: dict[str, list[tuple]] = defaultdict(list)
+    stored: dict[str, tuple[float, float]] = {}
+    for chunk in _chunks(names):
+        marks = ",".join("?" * len(chunk))
+        for name, up, prior_mean in conn.execute(
+            f"SELECT name, uplift_fit, uplift_prior FROM insight WHERE name IN ({marks})", chunk
+        ):
+            stored[name] = (float(up), float(prior_mean))
+    # One bounded query per insight (the primary key orders its trials), so a
+    # much-used insight costs PER_INSIGHT rows, not its whole history.
+    for name in names:
+        rows_of[name] = conn.execute(
+            "SELECT ti.share, ti.exposure, t.value, t.baseline, t.explained, t.verified, "
+            f"{'t.vector' if query is not None else 'NULL'}, t.created_at "
+            "FROM trial_insight ti JOIN trial t ON t.id = ti.trial_id "
+            "WHERE ti.insight = ? ORDER BY ti.trial_id DESC LIMIT ?",
+            (name, PER_INSIGHT),
+        ).fetchall()
+    out: dict[str, Estimate] = {}
+    for name in names:
+        prior_mean = stored.get(name, (0.0, 0.0))[1]
+        out[name] = _posterior(rows_of.get(name, []), prior_mean, query, now, model)
+    return out
+
+
+def _posterior(
+    rows: list[tuple],
+    prior_mean: float,
+    query: np.ndarray | None,
+    now: datetime,
+    model: Model,
+) -> Estimate:
+    if not rows:
+        return prior(prior_mean)
+    exposure = np.array([r[1] for r in rows], dtype=np.float64)
+    value = np.array([r[2] for r in rows], dtype=np.float64)
+    base = np.array([0.5 if r[3] is None else r[3] for r in rows], dtype=np.float64)
+    explained = np.array([r[4] for r in rows], dtype=np.float64)
+    verified = np.array([bool(r[5]) for r in rows])
+    share = np.array([r[0] for r in rows], dtype=np.float64)
+    if model.shared_credit:
+        left = value - base - explained + exposure * share
+    else:
+        left = value - base
+    # Unverified reports can only pull an estimate down, and all of them together
+    # weigh at most UNVERIFIED_CAP outcomes: repeating a claim does not make it true.
+    left = np.where(verified, left, np.minimum(left, 0.0))
+    weight = np.where(verified, 1.0, np.where(left < 0.0, UNVERIFIED_WEIGHT, 0.0))
+    doubted = float(weight[~verified].sum())
+    if doubted > UNVERIFIED_CAP:
+        weight = np.where(verified, weight, weight * UNVERIFIED_CAP / doubted)
+    # Age in uses: how many newer verified outcomes this insight has had (a
+    # report that weighs nothing must not age the evidence behind it).
+    newer = np.concatenate(([0], np.cumsum(verified)[:-1]))
+    weight = weight * np.power(0.5, newer / HALF_USES)
+    weight = weight * np.array([_age_weight(r[7], now) for r in rows])
+    if query is not None and model.context_usefulness:
+        weight = weight * _similarity(rows, query)
+    precision_prior = 1.0 / PRIOR_SD**2
+    data = float(np.sum(weight * exposure**2))
+    precision = precision_prior + data / NOISE_SD**2
+    mean = (
+        prior_mean * precision_prior + float(np.sum(weight * exposure * left)) / NOISE_SD**2
+    ) / (precision)
+    return Estimate(
+        float(np.clip(mean, -MAX_UPLIFT, MAX_UPLIFT)), math.sqrt(1.0 / precision), data, len(rows)
+    )
+
+
+def _similarity(rows: list[tuple], query: np.ndarray) -> np.ndarray:
+    q = np.asarray(query, dtype=np.float32)
+    out = np.full(len(rows), KERNEL_FLOOR)
+    cos = []
+    where = []
+    for k, r in enumerate(rows):
+        vec = _vector(r[6], q.shape[0])
+        if vec is None:
+            out[k] = 0.5  # no context recorded (a person's report): a middling match
+            continue
+        cos.append(float(vec @ q))
+        where.append(k)
+    if where:
+        out[where] = kernel(np.array(cos))
+    return out
+
+
+def _age_weight(stamp: str, now: datetime) -> float:
+    try:
+        then = datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return 1.0
+    days = max(0.0, (now - then).total_seconds() / 86400.0)
+    return math.pow(0.5, days / HALF_DAYS)
+
+
+def contextual_baseline(
+    conn: sqlite3.Connection, query: np.ndarray | None, model: Model | None = None
+) -> dict[str, float]:
+    """What tasks like the one at hand (objective embedding ``query``; None: any
+    task) achieve without their insights' effects, from the last refit (its
+    trials' ``alpha``), with the weight of similar trials behind it. Read-only."""
+    model = model or MODEL
+    rows = conn.execute(
+        "SELECT alpha, vector FROM trial WHERE alpha != 0 ORDER BY id DESC LIMIT ?", (WINDOW,)
+    ).fetchall()
+    if not rows:
+        return {"baseline": 0.5, "global": 0.5, "similar": 0.0, "trials": 0}
+    alpha = np.array([r[0] for r in rows], dtype=np.float64)
+    overall = 0.5 + GLOBAL_SD**2 * float(alpha.sum())
+    similar = np.full(len(rows), KERNEL_FLOOR)
+    if query is not None and model.context_baseline:
+        q = np.asarray(query, dtype=np.float32)
+        for k, (_a, blob) in enumerate(rows):
+            vec = _vector(blob, q.shape[0])
+            if vec is not None:
+                similar[k] = kernel(np.array([float(vec @ q)]))[0]
+    base = overall + BASELINE_SD**2 * float(similar @ alpha)
+    return {
+        "baseline": round(min(1.0, max(0.0, base)), 4),
+        "global": round(min(1.0, max(0.0, overall)), 4),
+        "similar": round(float(similar.sum()), 3),
+        "trials": len(rows),
+    }
