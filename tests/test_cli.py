@@ -1003,3 +1003,17 @@ def test_feedback_from_the_command_line_is_only_ever_a_claim(hrun: Runner) -> No
     )
     assert flag.returncode == 2 and "--verified" in flag.stderr
     assert ok(hrun("memory", "get", name))["effectiveness"] == 0.5
+
+
+def test_memory_why_explains_and_refuses_bad_input(hrun: Runner) -> None:
+    name = store(hrun, "When gamma exports stall, page the gammaexport queue in batches of 500")[
+        "name"
+    ]
+    why = ok(hrun("memory", "why", name, "--for", "gamma exports stall on big accounts"))
+    assert why["name"] == name and why["uplift_here"]["trials"] == 0
+    assert why["uplift_here"]["uplift"] == 0.0 and why["uplift_here"]["sd"] > 0
+    assert why["shown_as"] == "[unproven]" and why["trials"] == []
+    assert {"relevance", "baseline", "uplift_overall", "chance_injected_if_in_pool"} <= set(why)
+    assert_one_line_failure(hrun("memory", "why", "no-such-insight", "--for", "x"), 1)
+    assert_one_line_failure(hrun("memory", "why", name, "--for", "   "), 2)
+    assert hrun("memory", "why", name).returncode == 2  # --for is required
