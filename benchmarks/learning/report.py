@@ -420,8 +420,9 @@ def _meaning(results: dict[str, Any]) -> list[str]:
     if learned and ranking:
         out.append(
             "- **How much of that is learning**: helix's own ranking without any feedback "
-            "(usefulness stays neutral; the recency weighting remains, which favours "
-            f"insights that entered recently) against relevance-only: {ranking}. Feedback on "
+            "(every uplift stays at its prior, so the order is relevance with the "
+            "injection's exploration draws and recency) against relevance-only: "
+            f"{ranking}. Feedback on "
             f"top of it (helix against helix-without-feedback): {learned}. The second is "
             "the part earned from verified outcomes."
         )
@@ -477,8 +478,8 @@ def _meaning(results: dict[str, Any]) -> list[str]:
                 f"{eff[HELIX]['distractor']:.3f}), helpful advice at "
                 f"{eff[ADVERSARIAL].get('helpful', float('nan')):.3f} "
                 f"({eff[HELIX].get('helpful', float('nan')):.3f}). A claimed delivery whose "
-                "VERIFY fails is settled as blocked, and credit is relative to the baseline "
-                "pass rate, so claiming everything only spreads the verdicts VERIFY gave."
+                "VERIFY fails is settled as blocked, and credit is relative to the contextual "
+                "baseline, so claiming everything only spreads the verdicts VERIFY gave."
             )
         out.append(sentence)
     oracle = _mean(arms, ORACLE, "second_half")
@@ -559,9 +560,10 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
     if oracle is not None and helix is not None and oracle > helix:
         out.append(
             f"- helix stayed below the oracle ({_pct(helix)} against {_pct(oracle)} in "
-            "the second half). Relevance dominates helix's score by design (an unproven "
-            "insight at high relevance beats a proven one at low relevance), and evidence "
-            "accumulates only for what gets injected."
+            "the second half). Each kind of task recurs about two dozen times in a run, "
+            "and one VERIFY verdict says little about three insights at once: the "
+            "uplift estimates stay uncertain, and evidence accumulates only for what "
+            "gets injected."
         )
     end = arms.get(HELIX, {}).get("end_state", {})
     credited = end.get("credited", {})
@@ -580,17 +582,14 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
         out.append(
             f"- {_pct(never['helpful'], 0)} of the stored helpful advice was never injected "
             "into a settled task, so it never earned evidence: its wording is too far from "
-            "the tasks' (below the recall threshold, or outranked by more relevant insights), "
-            "and helix does not explore."
+            "the tasks' (below the recall threshold), or exploration had not reached it yet."
         )
     eff = end.get("mean_effectiveness", {})
     if "helpful" in eff and "distractor" in eff and eff["helpful"] - eff["distractor"] < 0.1:
         out.append(
             f"- The learned signal is small: after {results['config']['tasks']} tasks helpful "
             f"advice averaged effectiveness {eff['helpful']:.3f} and distractors "
-            f"{eff['distractor']:.3f}, a usefulness factor of "
-            f"{0.6 + 0.8 * (eff['helpful'] - 0.5):.2f} against "
-            f"{0.6 + 0.8 * (eff['distractor'] - 0.5):.2f} in helix's score."
+            f"{eff['distractor']:.3f} (0.5 + the uplift estimated over all contexts)."
         )
     return out
 
