@@ -119,7 +119,8 @@ def machine_info() -> dict[str, Any]:
         "memory_gib": round(int(mem.group(1)) / 1024 / 1024, 1) if mem else None,
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
-        "python_executable": sys.executable,
+        # Relative to the repository when it lives in it: no machine's paths in results.
+        "python_executable": _relative(sys.executable),
         "numpy": numpy_version,
         "sqlite": sqlite_version,
         "helix": helix_version,
@@ -518,3 +519,10 @@ def queries(n: int, seed: int) -> list[str]:
 def task_files(rng: random.Random) -> list[str]:
     """Two file paths of a plausible task delta (for recall's ``files=``)."""
     return [f"src/{rng.choice(MODULES)[1]}/{rng.choice(FILE_NAMES)}" for _ in range(2)]
+
+
+def _relative(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO_DIR.resolve()))
+    except ValueError:
+        return Path(path).name
