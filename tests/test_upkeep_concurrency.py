@@ -173,8 +173,17 @@ def test_upkeep_leaves_room_for_every_feedback_call(tmp_path: Path):
     ]
     upkeep = spawn(UPKEEP, str(IMPORTED))
     started = time.monotonic()
-    out, err = upkeep.communicate(timeout=TIMEOUT)
-    done.write_text("done")
+    try:
+        out, err = upkeep.communicate(timeout=TIMEOUT)
+    finally:
+        # The workers stop when told; a failed or timed-out upkeep must not leave
+        # them hammering the machine after the test.
+        done.write_text("done")
+        for proc in (upkeep, *feeders):
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     assert upkeep.returncode == 0, err[-2000:]
     report = json.loads(out)
     fed = []
