@@ -274,7 +274,10 @@ def run(
             f"insights, {record['health']['feedback_events']} feedback events, "
             f"{record['health']['merges']} merge(s)  -> {home}"
         )
-    narrate.step("7. the learning model over 28 tasks: exploration, a contextual baseline, drift")
+    narrate.step(
+        f"7. the learning model over {len(estimates.KINDS) * estimates.ROUNDS} tasks: "
+        "exploration, a contextual baseline, drift"
+    )
     record["estimates"] = estimates.run(project, narrate)
     if replay:
         narrate.step("8. replay: two recorded Claude Code sessions through the real hook commands")
