@@ -144,6 +144,7 @@ def batch_inject(
     alone (see :meth:`Memory.recall`): the baseline without learned usefulness.
     """
     from helix.memory import uplift  # numpy: kept off the hook path until injecting
+    from helix.memory.embeddings import to_blob
 
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
     model = uplift.MODEL
@@ -198,7 +199,7 @@ def batch_inject(
                 verify_files,
                 where,
                 source,
-                vector=None if vectors is None else uplift.to_blob(vectors[i]),
+                vector=None if vectors is None else to_blob(vectors[i]),
             )
             result["attempt"] = attempt.id
         results.append(result)

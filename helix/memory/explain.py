@@ -17,6 +17,7 @@ import numpy as np
 
 from helix.errors import InvalidInput, NotFound
 from helix.memory import insight, ranking, recall, uplift
+from helix.memory.embeddings import from_blob
 from helix.memory.rows import InsightRows
 
 SHOWN_TRIALS = 20
@@ -91,9 +92,9 @@ def _trials(memory: InsightRows, name: str, query: np.ndarray) -> list[dict[str,
     for k, row in enumerate(rows):
         task, attempt, value, passed, verified, base, explained, blob, at, e, own = row
         similarity = None
-        if blob and len(blob) == query.shape[0] * 4:
-            cos = float(np.frombuffer(blob, dtype=np.float32) @ query)
-            similarity = round(float(uplift.kernel(np.array([cos]))[0]), 4)
+        vec = from_blob(blob, query.shape[0])
+        if vec is not None:
+            similarity = round(float(uplift.kernel(np.array([float(vec @ query)]))[0]), 4)
         base = 0.5 if base is None else base
         out.append(
             {

@@ -43,13 +43,15 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+
+from helix.memory import db
+from helix.memory.embeddings import from_blob
 
 PRIOR_SD = 0.2  # how far an untried insight's uplift may plausibly be from its prior
 NOISE_SD = 0.45  # one outcome's spread around what the model expects
@@ -121,21 +123,6 @@ def kernel(cosines: np.ndarray) -> np.ndarray:
     return np.asarray(KERNEL_FLOOR + (1.0 - KERNEL_FLOOR) * core, dtype=np.float64)
 
 
-def to_blob(vector: np.ndarray | None) -> bytes | None:
-    if vector is None:
-        return None
-    return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def _vector(blob: bytes | None, dim: int | None) -> np.ndarray | None:
-    if not blob or len(blob) % 4:
-        return None
-    vec = np.frombuffer(blob, dtype=np.float32)
-    if dim is not None and vec.shape[0] != dim:
-        return None
-    return vec
-
-
 # ------------------------------------------------------------------ recording
 
 
@@ -165,7 +152,7 @@ def record(
             now,
         ),
     )
-    trial_id = int(cur.lastrowid or 0)
+    trial_id = db.inserted_id(cur)
     # An insight's first evidence starts from the score it came with (imported,
     # or kept from before evidence was), not from neutral.
     conn.executemany(
@@ -309,7 +296,7 @@ def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.nda
     cosine; and that kernel itself."""
     n = len(rows)
     dim = _common_dim(r[3] for r in rows)
-    vectors = [_vector(r[3], dim) for r in rows]
+    vectors = [from_blob(r[3], dim) if dim else None for r in rows]
     has = np.array([v is not None for v in vectors])
     # Trials without a recorded objective (a person's report) share one unknown
     # context, which is half like any known one.
@@ -328,7 +315,7 @@ def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.nda
 def _priors(conn: sqlite3.Connection, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each insight's prior mean and its share as last fitted."""
     found: dict[str, tuple[float, float]] = {}
-    for chunk in _chunks(names):
+    for chunk in db.chunks(list(names), 500):
         marks = ",".join("?" * len(chunk))
         for name, prior_mean, share in conn.execute(
             f"SELECT name, uplift_prior, uplift_fit FROM insight WHERE name IN ({marks})", chunk
@@ -348,11 +335,6 @@ def _common_dim(blobs: Iterable[bytes | None]) -> int | None:
     return max(set(sizes), key=sizes.count)
 
 
-def _chunks(items: Sequence[str], size: int = 500) -> Iterable[list[str]]:
-    for start in range(0, len(items), size):
-        yield list(items[start : start + size])
-
-
 # ------------------------------------------------------------------- estimate
 
 
@@ -370,14 +352,8 @@ def estimate(
     names = list(dict.fromkeys(names))
     if not names:
         return {}
-    rows_of: dict[str, list[tuple]] = defaultdict(list)
-    stored: dict[str, tuple[float, float]] = {}
-    for chunk in _chunks(names):
-        marks = ",".join("?" * len(chunk))
-        for name, up, prior_mean in conn.execute(
-            f"SELECT name, uplift_fit, uplift_prior FROM insight WHERE name IN ({marks})", chunk
-        ):
-            stored[name] = (float(up), float(prior_mean))
+    prior_means = dict(zip(names, _priors(conn, names)[0].tolist(), strict=True))
+    rows_of: dict[str, list[tuple]] = {}
     # One bounded query per insight (the primary key orders its trials), so a
     # much-used insight costs PER_INSIGHT rows, not its whole history.
     for name in names:
@@ -390,8 +366,7 @@ def estimate(
         ).fetchall()
     out: dict[str, Estimate] = {}
     for name in names:
-        prior_mean = stored.get(name, (0.0, 0.0))[1]
-        out[name] = _posterior(rows_of.get(name, []), prior_mean, query, now, model)
+        out[name] = _posterior(rows_of[name], prior_means[name], query, now, model)
     return out
 
 
@@ -445,7 +420,7 @@ def _similarity(rows: list[tuple], query: np.ndarray) -> np.ndarray:
     cos = []
     where = []
     for k, r in enumerate(rows):
-        vec = _vector(r[6], q.shape[0])
+        vec = from_blob(r[6], q.shape[0])
         if vec is None:
             out[k] = 0.5  # no context recorded (a person's report): a middling match
             continue
@@ -483,7 +458,7 @@ def contextual_baseline(
     if query is not None and model.context_baseline:
         q = np.asarray(query, dtype=np.float32)
         for k, (_a, blob) in enumerate(rows):
-            vec = _vector(blob, q.shape[0])
+            vec = from_blob(blob, q.shape[0])
             if vec is not None:
                 similar[k] = kernel(np.array([float(vec @ q)]))[0]
     base = overall + BASELINE_SD**2 * float(similar @ alpha)
