@@ -415,17 +415,28 @@ def _posterior(
 
 
 def _similarity(rows: list[tuple], query: np.ndarray) -> np.ndarray:
-    q = np.asarray(query, dtype=np.float32)
-    out = np.full(len(rows), KERNEL_FLOOR)
-    cos = []
-    where = []
-    for k, r in enumerate(rows):
-        vec = from_blob(r[6], q.shape[0])
-        if vec is None:
-            out[k] = 0.5  # no context recorded (a person's report): a middling match
-            continue
-        cos.append(float(vec @ q))
-        where.append(k)
+    return _likeness([r[6] for r in rows], query)
+
+
+def _likeness(blobs: Sequence[bytes | None], query: np.ndarray | None) -> np.ndarray:
+    """How much each trial's task counts as like the task at hand, as the fit's
+    kernel counts it (:func:`_context_kernel`): the kernel of their objectives'
+    cosine, and a task without a recorded objective (a person's report, a store
+    too young to embed) is in the one unknown context, fully like another
+    unknown one and half like any known one."""
+    q = None if query is None else np.asarray(query, dtype=np.float32)
+    out = np.empty(len(blobs))
+    cos: list[float] = []
+    where: list[int] = []
+    for k, blob in enumerate(blobs):
+        vec = None if q is None else from_blob(blob, q.shape[0])
+        if vec is not None and q is not None:
+            cos.append(float(vec @ q))
+            where.append(k)
+        elif q is None:
+            out[k] = 0.5 if blob else 1.0
+        else:
+            out[k] = 0.5
     if where:
         out[where] = kernel(np.array(cos))
     return out
@@ -454,13 +465,10 @@ def contextual_baseline(
         return {"baseline": 0.5, "global": 0.5, "similar": 0.0, "trials": 0}
     alpha = np.array([r[0] for r in rows], dtype=np.float64)
     overall = 0.5 + GLOBAL_SD**2 * float(alpha.sum())
-    similar = np.full(len(rows), KERNEL_FLOOR)
-    if query is not None and model.context_baseline:
-        q = np.asarray(query, dtype=np.float32)
-        for k, (_a, blob) in enumerate(rows):
-            vec = from_blob(blob, q.shape[0])
-            if vec is not None:
-                similar[k] = kernel(np.array([float(vec @ q)]))[0]
+    # The same kernel the fit used; without a contextual baseline it had none.
+    similar = (
+        _likeness([r[1] for r in rows], query) if model.context_baseline else np.zeros(len(rows))
+    )
     base = overall + BASELINE_SD**2 * float(similar @ alpha)
     return {
         "baseline": round(min(1.0, max(0.0, base)), 4),
