@@ -3,14 +3,16 @@
 ``batch_inject`` serves one wave of parallel builders in one call. Each task's
 candidates come from a hybrid recall of its objective (plus the files it will
 touch): relevance picks the pool, and the learned uplift for this task orders it
-(:mod:`helix.memory.ranking`). Then each task takes, by **Thompson sampling**,
-the candidates whose uplift drawn from its posterior is above zero, best draw
-first, up to the limit: an untried relevant insight is drawn above zero half the
-time (so it gets tried early), a proven one nearly always, a proven-harmful one
-almost never, and the draw is seeded by the objective and the amount of evidence
-in the store, so the same store and task give the same choice (tests and the demo
-are deterministic). Injecting fewer insights is a choice: one good insight beats
-three mixed ones. ``relevance_only`` (the benchmark's baseline) deals the top of
+(:mod:`helix.memory.ranking`). Each task then leaves out the candidates that are
+probably harmful here (the posterior mean is below zero even one sd up), and
+deals the rest by **Thompson sampling**: a draw from each posterior, narrowed to
+``EXPLORE`` of its width, plus the relevance tie-break. An untried relevant
+insight draws widely, so it gets tried early; a proven one draws close to its
+estimate. The draw is seeded by the objective and the amount of evidence in the
+store, so the same store and task give the same choice (tests and the demo are
+deterministic). A wave spreads its exploration: an untried insight already given
+to a task of the wave loses ``REPEAT_COST`` for the next, a proven one nothing.
+``relevance_only`` (the benchmark's baseline) deals the top of
 the relevance order instead, spreading a wave: an insight already given to a task
 of the wave counts ``REPEAT_PENALTY`` less for the next.
 

@@ -261,13 +261,10 @@ def refit(
     fitted = dict(zip(names, uplifts.tolist(), strict=True))
     wanted = set(touched)
     moved = [n for j, n in enumerate(names) if n in wanted or abs(uplifts[j] - before[j]) > REFRESH]
-    summaries = estimate(conn, moved, None, now, model)
-    for name, est in summaries.items():
-        conn.execute(
-            "UPDATE insight SET uplift = ?, uplift_sd = ?, evidence = ?, effectiveness = ?, "
-            "uplift_fit = ? WHERE name = ?",
-            (est.mean, est.sd, est.evidence, est.effectiveness, fitted[name], name),
-        )
+    conn.executemany(
+        "UPDATE insight SET uplift_fit = ? WHERE name = ?", [(fitted[n], n) for n in moved]
+    )
+    refresh(conn, moved, now, model)
     return {
         "trials": len(ids),
         "fitted": int(fit.size),
