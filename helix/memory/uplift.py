@@ -2,8 +2,9 @@
 passes, over what tasks like this one achieve anyway, with its uncertainty.
 
 Every settled outcome is a **trial** (table ``trial``): a value in [0, 1] (1 for
-a verified pass; a failure is worth its share of passing tests, at most 0.5, when
-the test runner said how many passed, else 0), the embedding of the task's
+a verified pass, 0 for a failure; with ``MODEL.graded``, a failure is worth its
+share of passing tests, at most 0.5, when the test runner said how many passed),
+the embedding of the task's
 objective, and the insights that were present (``trial_insight``) with their
 **exposure**: 1 when the builder named the insight as used, ``NOT_NAMED`` when it
 did not. The agent's list only weighs evidence; it never makes a verdict.
@@ -79,7 +80,10 @@ class Model:
     context_baseline: bool = True
     context_usefulness: bool = True
     shared_credit: bool = True
-    graded: bool = True
+    # Off by default: a builder can add trivially passing tests, so a failed
+    # attempt's share of passing tests is not yet evidence helix can trust (it
+    # needs the count of tests that existed when the attempt started).
+    graded: bool = False
     explore: bool = True
     two_stage: bool = True
     named_only: bool = False  # the UTILIZED list as proof: unnamed insights get no exposure
