@@ -6,6 +6,10 @@ the uplift estimate for this task with its uncertainty (the insight's trials,
 each with the weights the estimate gave it), the chance that injection's
 Thompson draw includes it, and the percentage shown beside it
 (``effectiveness`` = 0.5 + the uplift over all contexts).
+
+:func:`proven` lists the insights that verified outcomes show to help, each with
+the counts behind its estimate, for anything that shows advice away from a task
+(an exported instruction file).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 from helix.errors import InvalidInput, NotFound
 from helix.memory import insight, ranking, recall, uplift
 from helix.memory.embeddings import from_blob
+from helix.memory.records import ProvenInsight
 from helix.memory.rows import InsightRows
 
 SHOWN_TRIALS = 20
@@ -79,6 +84,45 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
             "the draw is above 0."
         ),
     }
+
+
+def proven(memory: InsightRows, limit: int = 10) -> list[ProvenInsight]:
+    """The insights with verified evidence that they help, best estimate first
+    (then the surer one, then by name), at most ``limit``. Read-only; never loads
+    the embedding model.
+
+    "Proven" is the rule the SessionStart briefing and strategic recall use:
+    credit from verified outcomes (``helped + failed > 0``) and an estimate of at
+    least :data:`helix.memory.insight.PROVEN`. One more condition: at least one
+    trial in this store that a VERIFY helix ran settled (``trial.verified``), so
+    the counts shown beside it are this project's own; an imported row carries its
+    counts and score from elsewhere, and until it is tried here they are not
+    evidence. Unverified reports never qualify an insight: they add no credit and
+    can only lower an estimate.
+    """
+    rows = memory.conn.execute(
+        "SELECT i.name, i.content, i.kind, i.effectiveness, i.uplift, i.uplift_sd, "
+        "count(*), coalesce(sum(t.passed = 1), 0) FROM insight i "
+        "JOIN trial_insight ti ON ti.insight = i.name "
+        "JOIN trial t ON t.id = ti.trial_id AND t.verified = 1 "
+        "WHERE i.helped + i.failed > 0 AND i.effectiveness >= ? "
+        "GROUP BY i.id ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name "
+        "LIMIT ?",
+        (insight.PROVEN, max(0, int(limit))),
+    ).fetchall()
+    return [
+        {
+            "name": name,
+            "content": content,
+            "kind": kind,
+            "effectiveness": round(eff, 4),
+            "uplift": round(up, 4),
+            "uplift_sd": None if sd is None else round(sd, 4),
+            "verified": int(verified),
+            "passed": int(passed),
+        }
+        for name, content, kind, eff, up, sd, verified, passed in rows
+    ]
 
 
 def _trials(memory: InsightRows, name: str, query: np.ndarray) -> list[dict[str, Any]]:

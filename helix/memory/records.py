@@ -44,3 +44,22 @@ class RecallHit(Insight):
     _uplift: NotRequired[dict[str, Any]]  # the estimate behind _score (helix.memory.uplift)
     _signals: NotRequired[dict[str, Any]]
     _via: NotRequired[str]
+
+
+class ProvenInsight(TypedDict):
+    """An insight with verified evidence that it helps (:func:`helix.memory.explain.proven`).
+
+    ``effectiveness`` is 0.5 + ``uplift``, the store's estimate over all contexts;
+    ``uplift_sd`` its uncertainty (None for a row fitted before it was kept);
+    ``verified`` and ``passed`` count the VERIFY runs helix made for attempts the
+    insight was present in, and how many of them passed.
+    """
+
+    name: str
+    content: str
+    kind: str
+    effectiveness: float
+    uplift: float
+    uplift_sd: float | None
+    verified: int
+    passed: int
