@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from evidence import credit
+
 from helix import config
 from helix.cli import cli
 from helix.errors import HelixError
