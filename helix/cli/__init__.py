@@ -13,7 +13,7 @@ import sys
 import click
 
 from helix import __version__
-from helix.cli import demo, doctor, export, hook, install, loop, memory, run, tasks, wave
+from helix.cli import demo, doctor, export, hook, install, loop, mcp, memory, run, tasks, wave
 from helix.cli.common import WARNINGS
 
 
@@ -73,6 +73,7 @@ cli.add_command(run.status_command)
 cli.add_command(hook.hook_command)
 cli.add_command(install.install)
 cli.add_command(export.export)
+cli.add_command(mcp.mcp)
 cli.add_command(demo.demo)
 cli.add_command(doctor.doctor)
 

@@ -1,0 +1,43 @@
+"""``helix mcp``: helix as an MCP server (the SDK comes with ``helix[mcp]``)."""
+
+from __future__ import annotations
+
+import click
+
+from helix.cli.common import guarded
+from helix.errors import HelixError
+
+INSTALL_HINT = "pip install 'helix[mcp]' (or: pipx install 'helix[mcp]' --force)"
+
+
+@click.group()
+def mcp() -> None:
+    """Serve helix's memory, tasks and build loop to any MCP client.
+
+    Example: claude mcp add -s project helix -- helix mcp serve
+    """
+
+
+@mcp.command("serve")
+@click.option("--http", is_flag=True, help="Streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option(
+    "--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="With --http."
+)
+@guarded
+def mcp_serve(http: bool, port: int) -> None:
+    """Run the MCP server for the project helix finds from here.
+
+    stdio by default (the client starts it); --http serves streamable HTTP at
+    http://127.0.0.1:PORT/mcp, on the loopback interface only. Tools: recall,
+    store, show, history, health, inject, settle, tasks_create, tasks_ready,
+    tasks_show, tasks_claim, tasks_close, tasks_history. Logs go to stderr.
+
+    Example: helix mcp serve --http --port 8765
+    """
+    try:
+        from helix.mcp import server
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
+            raise
+        raise HelixError(f"helix mcp serve needs the MCP SDK: {INSTALL_HINT}") from None
+    server.serve(http=http, port=port)

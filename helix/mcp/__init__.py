@@ -1,0 +1,14 @@
+"""``helix mcp serve``: helix's memory, task graph and build loop over MCP.
+
+Two layers, so the SDK stays an optional extra:
+
+- :mod:`helix.mcp.service` is plain helix: one method per tool, each the same
+  library call the matching CLI command makes, returning JSON-ready typed
+  records. It never imports the SDK, and tests call it directly.
+- :mod:`helix.mcp.server` is the skin on the official SDK (``mcp``, installed
+  by ``helix[mcp]``): it declares the tools with typed, described parameters,
+  runs each call in a worker thread, and turns helix's errors into tool errors.
+
+Nothing here is imported by ``helix`` or ``helix.cli`` at start-up; the SDK
+takes seconds to import and must never be on the hook path.
+"""

@@ -1,0 +1,365 @@
+"""What the MCP tools do, as plain helix calls (no SDK here).
+
+Each method is the library call the matching CLI command makes (named in its
+docstring), so an agent over MCP gets exactly what ``helix`` gives on the
+command line: the same safety screen and dedup when storing, the same ledger
+when injecting, the same VERIFY-run settling. Results are JSON-ready records.
+
+Threads: the server runs each tool call in a worker thread, several at once.
+A SQLite connection must stay in the thread that opened it, so each worker
+thread keeps its own :class:`Memory` (opened on its first call, reused after:
+its vector cache knows when another process changed the store). Writes
+serialise through SQLite's ``BEGIN IMMEDIATE`` and the tracker's file lock, as
+between processes. The embedding model is loaded once per process and shared;
+its calls are serialised by a lock (it is CPU-bound, so nothing is lost).
+
+The project is the one the server was started in (:func:`helix.config.resolve`),
+resolved once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from helix import config, files
+from helix.errors import InvalidInput, NotFound
+from helix.vocab import CLAIMS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from helix.loop.records import Settlement
+    from helix.memory.embeddings import Embedder
+    from helix.memory.records import RecallHit
+    from helix.memory.store import Memory
+    from helix.tasks.records import TaskRecord
+    from helix.tasks.tracker import Tracker
+
+# The claims a caller may make when settling; "unknown" is what helix says when
+# an agent ended without one, never something to claim.
+SETTLE_CLAIMS = tuple(c for c in CLAIMS if c != "unknown")
+# One line of the outcome contract; longer text is cut, never an error.
+MAX_FIELD = 2000
+
+RANKING_NOTE = (
+    "Relevance (dense cosine fused with keyword and file evidence) picks the candidates; "
+    "score = uplift + 0.2 x relevance x freshness orders them. uplift is the posterior "
+    "mean of what the insight adds to the chance that VERIFY passes on tasks like this "
+    "one, sd its uncertainty, evidence the weighted outcomes behind it (0: untried)."
+)
+
+
+class Ranking(TypedDict):
+    """Why a recall hit ranks where it does (the numbers of ``helix memory why``)."""
+
+    relevance: float
+    score: float
+    uplift: float | None
+    sd: float | None
+    evidence: float | None
+    trials: int | None
+    hop: int
+    signals: dict[str, Any] | None
+    via: str | None
+
+
+class Hit(TypedDict):
+    """One recall hit as a tool returns it: the insight and its ranking."""
+
+    name: str
+    content: str
+    kind: str
+    tags: list[str]
+    files: list[str]
+    confidence: str
+    ranking: Ranking
+
+
+class RecallResult(TypedDict):
+    query: str
+    hits: list[Hit]
+    how: str
+
+
+class SharedEmbedder:
+    """One embedder for every thread of the process, one call at a time."""
+
+    def __init__(self, inner: Embedder):
+        self._inner = inner
+        self._lock = threading.Lock()
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._inner.embed(texts)
+
+
+class Service:
+    """The tools' behaviour for one project; safe to call from many threads."""
+
+    def __init__(self, paths: config.Paths | None = None, embedder: Embedder | None = None):
+        self.paths = paths or config.resolve()
+        self._given = embedder
+        self._embedder: SharedEmbedder | None = None
+        self._embedder_lock = threading.Lock()
+        self._local = threading.local()
+
+    # ------------------------------------------------------------ plumbing
+    def embedder(self) -> SharedEmbedder:
+        with self._embedder_lock:
+            if self._embedder is None:
+                from helix.memory.embeddings import get_embedder
+
+                self._embedder = SharedEmbedder(self._given or get_embedder())
+            return self._embedder
+
+    @contextmanager
+    def memory(self, create: bool = True) -> Iterator[Memory]:
+        """This thread's store. Read-only calls on a project without a store get
+        an empty in-memory one, so asking never creates ``.helix/``."""
+        from helix.memory.store import Memory
+
+        cached: Memory | None = getattr(self._local, "memory", None)
+        if cached is None and not create and not self.paths.db.exists():
+            scratch = Memory(None, embedder=self.embedder())
+            try:
+                yield scratch
+            finally:
+                scratch.close()
+            return
+        if cached is None:
+            cached = Memory(self.paths.db, embedder=self.embedder())
+            self._local.memory = cached
+        yield cached
+
+    def tracker(self) -> Tracker:
+        from helix.tasks.tracker import Tracker
+
+        return Tracker(self.paths.tasks)
+
+    def close(self) -> None:
+        """Close this thread's store (the others close with their threads)."""
+        cached = getattr(self._local, "memory", None)
+        if cached is not None:
+            cached.close()
+            self._local.memory = None
+
+    # -------------------------------------------------------------- memory
+    def recall(self, query: str, limit: int = 5, files: list[str] | None = None) -> RecallResult:
+        """``helix memory recall``: hits ordered by proven usefulness, each with
+        the numbers behind its rank. Read-only."""
+        if not query.strip():
+            raise InvalidInput("the query is empty")
+        with self.memory(create=False) as mem:
+            hits = mem.recall(query, limit=limit, files=files or None)
+        return {"query": query, "hits": [_hit(h) for h in hits], "how": RANKING_NOTE}
+
+    def store(
+        self,
+        content: str,
+        kind: str | None = None,
+        tags: list[str] | None = None,
+        files: list[str] | None = None,
+        source: str = "mcp",
+    ) -> dict[str, Any]:
+        """``helix memory store``: screened for secrets and hostile instructions,
+        merged into a near-duplicate when there is one."""
+        with self.memory() as mem:
+            return mem.store(content, kind=kind, tags=tags, source=source, files=files)
+
+    def show(self, name: str) -> dict[str, Any]:
+        """``helix memory show --json``: the insight, its evidence trail and edges."""
+        with self.memory(create=False) as mem:
+            item: dict[str, Any] = dict(mem.get(name))
+            item["history"] = mem.history(name)
+            item["edges"] = mem.edges(name)
+        return item
+
+    def history(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
+        """``helix memory history``: the feedback events behind an insight, newest first."""
+        with self.memory(create=False) as mem:
+            mem.get(name)  # NotFound for an unknown name, not an empty trail
+            return mem.history(name, limit=limit)
+
+    def health(self) -> dict[str, Any]:
+        """``helix memory health``: totals, loop signals, model and schema."""
+        with self.memory(create=False) as mem:
+            return mem.health()
+
+    # --------------------------------------------------------------- tasks
+    def tasks_create(
+        self,
+        title: str,
+        verify: str | None = None,
+        description: str | None = None,
+        acceptance: str | None = None,
+        priority: int | None = None,
+        labels: list[str] | None = None,
+        deps: list[str] | None = None,
+        delta: list[str] | None = None,
+        verify_files: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """``helix tasks create``."""
+        given = {
+            "verify": verify,
+            "description": description,
+            "acceptance": acceptance,
+            "priority": priority,
+            "labels": labels,
+            "deps": deps,
+            "delta": delta,
+            "verify_files": verify_files,
+        }
+        for dep in deps or []:
+            files.file_id(dep)
+        return self.tracker().create(title, **{k: v for k, v in given.items() if v is not None})
+
+    def tasks_ready(self) -> list[dict[str, Any]]:
+        """``helix tasks ready``: open tasks whose dependencies are all done."""
+        from helix.tasks import graph
+
+        return graph.ready(self.tracker().read().tasks, now=datetime.now(UTC))
+
+    def tasks_show(self, task_id: str) -> dict[str, Any]:
+        """``helix tasks show``: the task with its derived state and parent deliveries."""
+        from helix.tasks import graph
+
+        snap = self.tracker().read()
+        task = dict(snap.find(files.file_id(task_id)))
+        by_id = {t["id"]: t for t in snap.tasks}
+        task["_state"] = graph.state(task, by_id)
+        task["_lineage"] = graph.lineage(task, snap.tasks)
+        return task
+
+    def tasks_claim(self, task_id: str, owner: str) -> TaskRecord:
+        """``helix tasks claim``: the claim's process is the server's client."""
+        return self.tracker().claim(files.file_id(task_id), owner)
+
+    def tasks_close(
+        self, task_id: str, outcome: str | None = None, summary: str | None = None
+    ) -> TaskRecord:
+        """``helix tasks close``: bookkeeping only, no memory credit (that is settle's)."""
+        return self.tracker().close(files.file_id(task_id), outcome, summary)
+
+    # ---------------------------------------------------------------- loop
+    def inject(self, task_id: str, limit: int = 5) -> dict[str, Any]:
+        """``helix inject --tasks ID``: insights for a tracked task; starts an
+        attempt in the ledger with the task's VERIFY fixed now."""
+        from helix.loop import injection
+
+        task = self.tracker().get(files.file_id(task_id))
+        with self.memory() as mem:
+            return injection.inject(
+                mem,
+                injection.task_objective(task),
+                task_id,
+                limit,
+                injection.task_files(task),
+                self.paths.project,
+                judge=injection.task_judge(task),
+                source="mcp",
+            )
+
+    def settle(
+        self,
+        task_id: str,
+        claimed: str,
+        summary: str = "",
+        utilized: list[str] | None = None,
+        error: str = "",
+        tried: str = "",
+        remaining: str = "",
+        learned: list[str] | None = None,
+        attempt: str | None = None,
+        files_changed: list[str] | None = None,
+        timeout: float = 600.0,
+    ) -> Settlement:
+        """``helix settle``: helix runs the VERIFY recorded when the attempt
+        started; the claim only says what the caller believes, and credit follows
+        VERIFY's exit code (:mod:`helix.loop.attribution`)."""
+        from helix.loop import outcomes
+
+        files.file_id(task_id)
+        if attempt is not None:
+            files.file_id(attempt, "attempt id")
+        report = outcome_text(claimed, summary, utilized, error, tried, remaining, learned)
+        with self.memory() as mem:
+            return outcomes.finish(
+                mem,
+                self.tracker(),
+                task_id,
+                report,
+                self.paths.home,
+                timeout,
+                files_changed,
+                agent_id="mcp",
+                attempt_id=attempt,
+            )
+
+    def attempts(self, task_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        """``helix history``: every attempt helix recorded for a task, newest first."""
+        from helix.loop import ledger
+
+        with self.memory(create=False) as mem:
+            found = ledger.attempts(mem, files.file_id(task_id), limit)
+        if not found:
+            raise NotFound(f"no recorded attempt at {task_id}")
+        return [ledger.describe(a) for a in found]
+
+
+def outcome_text(
+    claimed: str,
+    summary: str = "",
+    utilized: list[str] | None = None,
+    error: str = "",
+    tried: str = "",
+    remaining: str = "",
+    learned: list[str] | None = None,
+) -> str:
+    """The builder's final message in the outcome contract, from a tool's fields,
+    so settling over MCP reads exactly what a builder's text would say. Each field
+    is one line: a newline in it could not forge another marker."""
+    if claimed not in SETTLE_CLAIMS:
+        raise InvalidInput(f"unknown claim {claimed!r}; one of: {', '.join(SETTLE_CLAIMS)}")
+
+    def line(text: str) -> str:
+        return " ".join(text.split())[:MAX_FIELD]
+
+    lines = [f"{claimed.upper()}: {line(summary)}"]
+    for marker, value in (("TRIED", tried), ("ERROR", error), ("REMAINING", remaining)):
+        if value.strip():
+            lines.append(f"{marker}: {line(value)}")
+    if utilized:
+        lines.append(f"UTILIZED: {json.dumps(list(utilized))}")
+    for lesson in learned or []:
+        lines.append(f"INSIGHT: {json.dumps({'content': line(lesson)})}")
+    return "\n".join(lines) + "\n"
+
+
+def _hit(hit: RecallHit) -> Hit:
+    estimate = hit.get("_uplift") or {}
+    return {
+        "name": hit["name"],
+        "content": hit["content"],
+        "kind": hit["kind"],
+        "tags": hit["tags"],
+        "files": hit["files"],
+        "confidence": hit["_confidence"],
+        "ranking": {
+            "relevance": hit["_relevance"],
+            "score": hit["_score"],
+            "uplift": estimate.get("uplift"),
+            "sd": estimate.get("sd"),
+            "evidence": estimate.get("evidence"),
+            "trials": estimate.get("trials"),
+            "hop": hit["_hop"],
+            "signals": hit.get("_signals"),
+            "via": hit.get("_via"),
+        },
+    }
