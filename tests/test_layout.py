@@ -3,11 +3,11 @@
 helix is layered; a module may import its own layer and the layers below it, never
 one above it, and never a sibling package of its own layer:
 
-    cli                      the click skin (and ``python -m helix``)
-    claude | run | demo      Claude Code adapters, ``helix run``, ``helix demo``
-    loop                     one attempt: inject, prompt, verify, credit, learn
-    memory | tasks           the insight memory; the task graph (strangers to each other)
-    ground                   errors, config, files, processes, render, vocab
+    cli                          the click skin (and ``python -m helix``)
+    claude | run | demo | mcp    Claude Code adapters, ``helix run``, ``helix demo``, ``helix mcp``
+    loop                         one attempt: inject, prompt, verify, credit, learn
+    memory | tasks               the insight memory; the task graph (strangers to each other)
+    ground                       errors, config, files, processes, render, vocab
 
 Every import counts, including those inside functions and ``if TYPE_CHECKING:``:
 a circle that only a type checker follows is still a circle in the design.
@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"ground"},
     {"memory", "tasks"},
     {"loop"},
-    {"claude", "run", "demo"},
+    {"claude", "run", "demo", "mcp"},
     {"cli"},
 ]
 # The modules directly in ``helix/`` that form the ground layer.
