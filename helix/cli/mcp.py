@@ -7,7 +7,12 @@ import click
 from helix.cli.common import guarded
 from helix.errors import HelixError
 
-INSTALL_HINT = "pip install 'helix[mcp]' (or: pipx install 'helix[mcp]' --force)"
+# helix is installed from a checkout or a git URL, so the hint adds the SDK to
+# whatever environment helix is in rather than naming a source.
+INSTALL_HINT = (
+    "install helix[mcp]: pipx inject helix 'mcp==2.3.0' "
+    "(in a virtual environment: pip install 'mcp==2.3.0')"
+)
 
 
 @click.group()
@@ -39,5 +44,5 @@ def mcp_serve(http: bool, port: int) -> None:
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
-        raise HelixError(f"helix mcp serve needs the MCP SDK: {INSTALL_HINT}") from None
+        raise HelixError(f"helix mcp serve needs the MCP SDK; {INSTALL_HINT}") from None
     server.serve(http=http, port=port)
