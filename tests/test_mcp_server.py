@@ -5,6 +5,7 @@ embedding model."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import anyio
@@ -244,3 +245,30 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(tmp_path: Pa
         assert expected in message, (tool, message)
         assert "\n" not in message.strip(), (tool, message)
         assert "Traceback" not in message
+
+
+def test_a_slow_verify_does_not_stall_other_calls(tmp_path: Path) -> None:
+    marks: dict[str, float] = {}
+
+    async def main() -> None:
+        async with stdio_client(project(tmp_path)) as client:
+            task = await ok(client, "tasks_create", title="A slow one", verify="sleep 2")
+            await ok(client, "inject", task_id=task["id"])
+            started = time.monotonic()
+
+            async def settle() -> None:
+                await ok(client, "settle", task_id=task["id"], claimed="delivered")
+                marks["settle"] = time.monotonic() - started
+
+            async def health() -> None:
+                await anyio.sleep(0.2)
+                await ok(client, "health")
+                marks["health"] = time.monotonic() - started
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(settle)
+                group.start_soon(health)
+
+    anyio.run(main)
+    assert marks["settle"] >= 2
+    assert marks["health"] < 1.5  # answered while VERIFY was still running

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -324,7 +324,10 @@ def build(service: Service) -> MCPServer:
         mime_type="application/json",
     )
     def health_summary() -> str:
-        return json.dumps(_run(service.health), indent=2, default=str)
+        try:
+            return json.dumps(_run(service.health), indent=2, default=str)
+        except ToolError as exc:
+            raise ResourceError(str(exc)) from None
 
     return server
 
