@@ -207,3 +207,27 @@ def test_an_ablation_arm_flips_one_switch_and_restores_the_model(monkeypatch):
     assert module.MODEL == Switches()
     with arms.switched(arms.HELIX):
         assert module.MODEL == Switches()
+
+
+def test_the_bound_learners_own_oracle_matches_the_rule_and_learning_beats_chance():
+    from learning import bound
+
+    cfg = simulation.Config.quick()
+    oracle = bound.run_seed(1, "oracle", cfg)
+    greedy = bound.run_seed(1, "greedy", cfg)
+    assert len(oracle["passed"]) == len(greedy["passed"]) == cfg.tasks
+    assert oracle["auc"] is None and 0.0 <= greedy["auc"] <= 1.0
+    # Knowing the truth passes more often than learning it.
+    assert sum(oracle["passed"]) > sum(greedy["passed"])
+
+
+def test_the_bound_learner_finds_a_harmful_insight_from_its_outcomes():
+    from learning import bound
+
+    learner = bound.Learner(0)
+    for i in range(12):
+        # "bad" was present in every failure, "good" in every pass.
+        learner.observe("fam", i, 0.5, ["bad"] if i % 2 else ["good"], passed=not i % 2)
+    means = learner.values("fam", ["good", "bad", "new"], greedy=True)
+    assert means["bad"] < 0 < means["good"]
+    assert means["bad"] < means["new"] < means["good"]

@@ -273,6 +273,32 @@ def initial_pool(seed: int, drift: world.Drift | None = None) -> list[world.Advi
     return out
 
 
+def failure_for(task: Task, fam: world.Family) -> world.Advice:
+    """What blocked a failing builder; the failure helix derives from it says this."""
+    if task.u_cause < world.PITFALL_SHARE:
+        k = int(task.u_error * len(fam.pitfalls))
+        return world.Advice(f"{fam.slug}/lesson/{k}", fam.slug, world.LESSON, fam.pitfalls[k])
+    k = int(task.u_error * len(world.NOISE_ERRORS))
+    return world.Advice(f"{fam.slug}/noise/{k}", fam.slug, world.NOISE, world.NOISE_ERRORS[k])
+
+
+def shared_by(task: Task, fam: world.Family, entered: set[str]) -> world.Advice | None:
+    """The INSIGHT a passing builder shares, if any: one of its family's written
+    insights not in ``entered`` (the keys the pool has seen)."""
+    if task.u_insight >= world.INSIGHT_RATE:
+        return None
+    unseen = [a for a in world.written(fam.slug) if a.key not in entered]
+    if not unseen:
+        return None
+    weights = [world.INSIGHT_WEIGHTS[a.cls] for a in unseen]
+    target = task.u_pick * sum(weights)
+    for advice, weight in zip(unseen, weights, strict=True):
+        target -= weight
+        if target < 0:
+            return advice
+    return unseen[-1]
+
+
 # ---------------------------------------------------------------- the plumbing
 
 
@@ -661,30 +687,12 @@ class Arm:
             state["recovered_after"] = state["uses"]
 
     def _failure(self, task: Task, fam: world.Family) -> world.Advice:
-        """What blocked the builder; the failure helix derives from it says this."""
-        if task.u_cause < world.PITFALL_SHARE:
-            k = int(task.u_error * len(fam.pitfalls))
-            return world.Advice(f"{fam.slug}/lesson/{k}", fam.slug, world.LESSON, fam.pitfalls[k])
-        k = int(task.u_error * len(world.NOISE_ERRORS))
-        return world.Advice(f"{fam.slug}/noise/{k}", fam.slug, world.NOISE, world.NOISE_ERRORS[k])
+        return failure_for(task, fam)
 
     def _shared(self, task: Task, fam: world.Family) -> world.Advice | None:
-        """The INSIGHT a passing builder shares, if any: one of its family's
-        written insights the pool has not seen yet."""
-        if task.u_insight >= world.INSIGHT_RATE:
-            return None
-        unseen = [a for a in world.written(fam.slug) if a.key not in self.entered]
-        if not unseen:
-            return None
-        weights = [world.INSIGHT_WEIGHTS[a.cls] for a in unseen]
-        target = task.u_pick * sum(weights)
-        chosen = unseen[-1]
-        for advice, weight in zip(unseen, weights, strict=True):
-            target -= weight
-            if target < 0:
-                chosen = advice
-                break
-        self.entered.add(chosen.key)
+        chosen = shared_by(task, fam, self.entered)
+        if chosen is not None:
+            self.entered.add(chosen.key)
         return chosen
 
     def _output(
