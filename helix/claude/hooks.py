@@ -21,6 +21,10 @@ the background launch that named it, or failing those the prompt in the agent's
 transcript); the others find that attempt settled and do nothing, so feedback is
 never counted twice. A resumed agent's new outcome is a new attempt: it is
 settled too, once, when it carries an outcome of its own.
+
+Codex CLI runs the same hooks; :mod:`helix.claude.codex` reads its payloads as
+Claude Code's (``spawn_agent`` as the Agent tool, its roles as helix's agent
+types) and writes the answers the way Codex accepts them.
 """
 
 from __future__ import annotations
@@ -36,11 +40,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix import config, files
-from helix.claude import transcripts
+from helix.claude import briefing, codex, transcripts
 from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
 from helix.loop.records import Settlement
-from helix.memory import insight
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
     from helix.loop.spawns import Records
@@ -65,6 +68,7 @@ VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
 STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
 LOCK_WAIT = 60.0
+LINK_WAIT = 5.0  # how long a Codex agent's outcome waits for its spawn's link
 
 
 class Context:
@@ -76,7 +80,8 @@ class Context:
     so VERIFY always runs at the root. Outside a project ``found`` is None."""
 
     def __init__(self, payload: dict[str, Any], env: Mapping[str, str]):
-        self.payload = payload
+        self.raw = payload  # as the client sent it; handlers read ``payload``
+        self.payload = codex.to_claude(payload)
         self.env = env
         self.start = start_dir(payload, env)
         self.found = config.find_project(self.start, env) if self.start else None
@@ -130,7 +135,7 @@ def respond(event: str, ctx: Context) -> dict[str, Any] | None:
         return None
     if ctx.found is None:
         return session_start_outside(ctx) if event == "SessionStart" else None
-    return handler(ctx)
+    return codex.answer(ctx.raw, handler(ctx))
 
 
 # ---------------------------------------------------------------- SessionStart
@@ -144,7 +149,7 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     lines = [*_warnings(ctx), "helix memory for this project:"]
     if ctx.paths.db.exists():
         with ctx.memory() as memory:
-            lines += _briefing(memory)
+            lines += briefing.memory_lines(memory)
     else:
         lines.append("  empty (it learns from verified outcomes of /helix runs).")
     if ctx.paths.tasks.exists():
@@ -158,6 +163,11 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     return _context("SessionStart", "\n".join(lines))
 
 
+def _warnings(ctx: Context) -> list[str]:
+    client = "codex" if codex.is_codex(ctx.raw) else "claude"
+    return briefing.warnings(ctx.found, ctx.env, client)
+
+
 def session_start_outside(ctx: Context) -> dict[str, Any]:
     """No helix project here yet: say how one starts, create nothing."""
     lines = [
@@ -166,42 +176,6 @@ def session_start_outside(ctx: Context) -> dict[str, Any]:
         "(or any helix command) starts one here.",
     ]
     return _context("SessionStart", "\n".join(lines))
-
-
-def _warnings(ctx: Context) -> list[str]:
-    """What would make helix fail quietly in this session, said up front."""
-    from helix import __version__
-    from helix.claude import installer
-    from helix.memory import health
-
-    problems = health.problems(ctx.found, ctx.env)
-    root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
-    version = installer.plugin_version(Path(root)) if root else None
-    if version and version != __version__:
-        problems.append(
-            f"the plugin files are version {version} but helix is {__version__}: "
-            "run `helix install claude`, then restart Claude Code"
-        )
-    return [f"WARNING (helix): {problem}" for problem in problems]
-
-
-def _briefing(memory: Memory) -> list[str]:
-    health = memory.health()
-    lines = [
-        f"  {health['total_insights']} insights, {health['proven']} proven by verified "
-        f"outcomes, {health['recent_feedback']} feedback events in the last 7 days."
-    ]
-    rows = memory.conn.execute(
-        "SELECT content, effectiveness FROM insight WHERE helped + failed > 0 "
-        "AND effectiveness >= ? ORDER BY coalesce(last_used, created_at) DESC, "
-        "effectiveness DESC LIMIT 3",
-        (insight.PROVEN,),
-    ).fetchall()
-    if rows:
-        lines.append("  top proven constraints from recent work:")
-        lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]
-    lines.append("  Use /helix <objective> to orchestrate, /helix-query to ask memory.")
-    return lines
 
 
 # ------------------------------------------------------------------ PreToolUse
@@ -441,8 +415,14 @@ def _spawn_of(
             if spawn is not None and spawn.get("claimed_by") in (None, agent_id):
                 found = spawn
                 break
-        if found is None:
+        # Codex links a spawn to its agent in PostToolUse(spawn_agent), a hook of
+        # the main thread that may still be running when the agent stops.
+        deadline = time.monotonic() + (LINK_WAIT if codex.is_codex(ctx.raw) else 0.0)
+        while found is None:
             found = store.spawn_of_agent(agent_id)
+            if found is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
         if found is None or (agent_type in AGENT_TYPES and found["subagent_type"] != agent_type):
             return None
         if found.get("claimed_by") != agent_id and not store.claim(found["tool_use_id"], agent_id):

@@ -1,0 +1,56 @@
+"""What SessionStart tells the main thread: problems first, then the memory.
+
+Only file checks and SQL over the store: the embedding model is never loaded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from helix import config
+from helix.memory import insight
+
+if TYPE_CHECKING:
+    from helix.memory.store import Memory
+
+RESTART = {"claude": "Claude Code", "codex": "Codex"}
+
+
+def warnings(found: config.Paths | None, env: Mapping[str, str], client: str) -> list[str]:
+    """What would make helix fail quietly in this session, said up front.
+    ``client`` ("claude" or "codex") names the fix."""
+    from helix import __version__
+    from helix.claude import installer
+    from helix.memory import health
+
+    problems = health.problems(found, env)
+    root = env.get("CLAUDE_PLUGIN_ROOT")
+    version = installer.plugin_version(Path(root)) if root else None
+    if version and version != __version__:
+        problems.append(
+            f"the plugin files are version {version} but helix is {__version__}: "
+            f"run `helix install {client}`, then restart {RESTART[client]}"
+        )
+    return [f"WARNING (helix): {problem}" for problem in problems]
+
+
+def memory_lines(memory: Memory) -> list[str]:
+    """The store's health and its top proven insights, a few lines."""
+    health = memory.health()
+    lines = [
+        f"  {health['total_insights']} insights, {health['proven']} proven by verified "
+        f"outcomes, {health['recent_feedback']} feedback events in the last 7 days."
+    ]
+    rows = memory.conn.execute(
+        "SELECT content, effectiveness FROM insight WHERE helped + failed > 0 "
+        "AND effectiveness >= ? ORDER BY coalesce(last_used, created_at) DESC, "
+        "effectiveness DESC LIMIT 3",
+        (insight.PROVEN,),
+    ).fetchall()
+    if rows:
+        lines.append("  top proven constraints from recent work:")
+        lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]
+    lines.append("  Use /helix <objective> to orchestrate, /helix-query to ask memory.")
+    return lines
