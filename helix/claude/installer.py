@@ -57,7 +57,7 @@ def find_claude() -> str | None:
     return shutil.which("claude")
 
 
-def _marketplace_source(source: str | None) -> str:
+def marketplace_source(source: str | None) -> str:
     """What ``marketplace add`` is given: the packaged plugin, or the checkout /
     git URL the caller named (a local one must hold the marketplace manifest)."""
     if source is None:
@@ -94,7 +94,7 @@ def install_claude(
 ) -> dict[str, Any]:
     """Register the marketplace and install and enable the plugin. With ``dry_run``
     only the commands are returned."""
-    marketplace = _marketplace_source(source)
+    marketplace = marketplace_source(source)
     commands = claude_commands(marketplace, scope)
     report: dict[str, Any] = {
         "marketplace": marketplace,

@@ -17,8 +17,9 @@ from helix.errors import HelixError
 @guarded
 def doctor() -> None:
     """Check the installation and say how to fix each problem: the model files and
-    their hashes, the store, the plugin registered and enabled in Claude Code, the
-    helix on PATH that the hooks run, and a real SessionStart hook run.
+    their hashes, the store, the plugin registered and enabled in Claude Code (and in
+    Codex, with helix's agent roles, when codex is on PATH), the helix on PATH that
+    the hooks run, and a real SessionStart hook run.
 
     Prints the report as JSON; each problem is also one line on stderr; exit 1 if any.
 
@@ -66,6 +67,16 @@ def doctor() -> None:
     plugin, plugin_problems = installer.plugin_problems(claude, paths.project)
     report["plugin"] = plugin or None
     problems += plugin_problems
+    # Codex is optional: without it there is nothing to check, and no problem.
+    from helix.claude import codex_installer
+
+    codex = codex_installer.find_codex()
+    report["codex"] = codex
+    codex_plugin, codex_problems = codex_installer.plugin_problems(codex)
+    report["codex_plugin"] = codex_plugin or None
+    problems += codex_problems
+    if codex is None:
+        click.echo("helix: note: codex not found on PATH; Codex checks skipped", err=True)
     on_path = shutil.which("helix")
     report["helix_on_path"] = on_path
     problems += installer.path_problems(on_path)

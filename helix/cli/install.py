@@ -1,4 +1,4 @@
-"""``helix install claude``: add the helix plugin to Claude Code."""
+"""``helix install claude|codex``: add the helix plugin to Claude Code or Codex."""
 
 from __future__ import annotations
 
@@ -58,3 +58,31 @@ def install_claude(source: str | None, scope: str, dry_run: bool, sandbox: bool)
             "to keep agents' shells from writing .helix/: helix install claude --sandbox"
         )
     emit(report)
+
+
+@install.command("codex")
+@click.option(
+    "--source",
+    default=None,
+    help="A helix checkout or git URL to serve the plugin from (default: this installed helix).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Print the codex commands and files instead of running them."
+)
+@guarded
+def install_codex(source: str | None, dry_run: bool) -> None:
+    """Register the plugin shipped inside this helix with `codex plugin`, and write
+    helix's agent roles (helix-explorer, helix-planner, helix-builder) into
+    $CODEX_HOME/config.toml (default ~/.codex), in a marked block the next install
+    rewrites.
+
+    Codex copies the plugin into its cache: run this again after upgrading helix.
+    Codex runs the hooks only once trusted: start `codex` in the project and choose
+    "Trust all and continue" (or review them with /hooks); headless runs pass
+    --dangerously-bypass-hook-trust. `helix doctor` checks all of it.
+
+    Example: helix install codex --dry-run
+    """
+    from helix.claude import codex_installer
+
+    emit(codex_installer.install_codex(source, dry_run))

@@ -1,0 +1,288 @@
+"""Installing the helix plugin into Codex CLI, and checking that it works.
+
+The plugin folder shipped in the package (``helix/plugin/``) is also a one-plugin
+marketplace for Codex: ``codex plugin marketplace add <folder>`` registers it and
+``codex plugin add helix@helix-marketplace`` installs it. Measured with Codex CLI
+0.169: Codex COPIES the plugin into ``$CODEX_HOME/plugins/cache/helix-marketplace/
+helix/<version>/`` and runs the copy's ``hooks/hooks.json`` (the same file Claude
+Code runs), so after upgrading helix run ``helix install codex`` again.
+
+Codex spawns subagents with ``spawn_agent`` and an agent *role* from its config,
+not with plugin agent files, so the install also writes helix's three roles
+(``helix-explorer``, ``helix-planner``, ``helix-builder``) into
+``$CODEX_HOME/config.toml``, each pointing at a role file whose
+``developer_instructions`` are the body of the plugin's ``agents/<name>.md``. The
+roles live in one marked block that the next install rewrites; the rest of the
+file is never touched.
+
+Hooks run only once trusted: interactively Codex asks at startup ("Trust all and
+continue", or later with ``/hooks``); headless runs pass
+``--dangerously-bypass-hook-trust``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from helix import __version__, files
+from helix.claude import installer
+from helix.errors import HelixError, InvalidInput, NotFound
+
+PLUGIN_ID = installer.PLUGIN_ID
+MARKETPLACE = installer.MARKETPLACE
+ROLES = {"helix-explorer": "explorer", "helix-planner": "planner", "helix-builder": "builder"}
+BEGIN = "# >>> helix agent roles (written by `helix install codex`; rewritten by the next one)"
+END = "# <<< helix agent roles"
+CODEX_TIMEOUT = 300
+
+
+def find_codex() -> str | None:
+    explicit = os.environ.get("HELIX_CODEX_BIN")
+    if explicit:
+        return explicit if Path(explicit).is_file() else None
+    return shutil.which("codex")
+
+
+def codex_home() -> Path:
+    """Where Codex keeps its config: ``$CODEX_HOME``, else ``~/.codex``."""
+    value = os.environ.get("CODEX_HOME")
+    return Path(value).expanduser() if value else Path.home() / ".codex"
+
+
+def codex_commands(source: str) -> list[list[str]]:
+    """The commands that register and install the plugin (``codex`` resolved later);
+    both are idempotent."""
+    return [
+        ["codex", "plugin", "marketplace", "add", source],
+        ["codex", "plugin", "add", PLUGIN_ID],
+    ]
+
+
+def install_codex(source: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+    """Register the marketplace, install the plugin and write helix's agent roles.
+    With ``dry_run`` nothing runs and nothing is written: the report says what would."""
+    marketplace = installer.marketplace_source(source)
+    plugin = Path(marketplace) if Path(marketplace).is_dir() else installer.packaged_plugin()
+    if (plugin / ".claude-plugin" / "marketplace.json").is_file() and (plugin / "helix").is_dir():
+        plugin = plugin / "helix" / "plugin"  # a checkout: the plugin is in the package
+    home = codex_home()
+    commands = codex_commands(marketplace)
+    report: dict[str, Any] = {
+        "marketplace": marketplace,
+        "codex_home": str(home),
+        "commands": [" ".join(c) for c in commands],
+        "ran": [],
+    }
+    if not dry_run:
+        codex = find_codex()
+        if codex is None:
+            raise NotFound("the codex command was not found: install Codex CLI first")
+        home.mkdir(parents=True, exist_ok=True)  # codex refuses a CODEX_HOME that is missing
+        registered = registered_marketplace(codex)
+        if registered is not None and registered != marketplace:
+            commands.insert(0, ["codex", "plugin", "marketplace", "remove", MARKETPLACE])
+        for command in commands:
+            done = _codex(codex, command[1:])
+            report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
+            if done.returncode != 0:
+                raise HelixError(f"'{' '.join(command)}' failed: {_error_line(done)}")
+    report["roles"] = write_roles(home, plugin, dry_run)
+    report["trust"] = (
+        "Codex runs the hooks only once you trust them: start `codex` in your project "
+        "and choose 'Trust all and continue' (or review them with /hooks); headless "
+        "runs pass --dangerously-bypass-hook-trust"
+    )
+    return report
+
+
+# ------------------------------------------------------------------ agent roles
+def role_files(plugin: Path) -> dict[str, tuple[str, str]]:
+    """Each helix role: (description, developer instructions), from the plugin's
+    ``agents/<name>.md`` (front matter, then the body)."""
+    found = {}
+    for role, name in ROLES.items():
+        text = (plugin / "agents" / f"{name}.md").read_text("utf-8")
+        head, body = _front_matter(text)
+        found[role] = (head.get("description") or f"helix {name}", body.strip() + "\n")
+    return found
+
+
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        return {}, text
+    head = {}
+    for line in text[4:end].splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            head[key.strip()] = value.strip()
+    return head, text[end + 5 :]
+
+
+def roles_block(roles: dict[str, tuple[str, str]], folder: Path) -> str:
+    """The marked config.toml block naming each role and its file."""
+    lines = [BEGIN]
+    for role, (description, _) in roles.items():
+        lines += [
+            f"[agents.{role}]",
+            f"description = {_toml_string(description)}",
+            f"config_file = {_toml_string(str(folder / f'{role}.toml'))}",
+            "",
+        ]
+    return "\n".join([*lines[:-1], END]) + "\n"
+
+
+def write_roles(home: Path, plugin: Path, dry_run: bool = False) -> dict[str, Any]:
+    """Write each role's file under ``$CODEX_HOME/helix/roles/`` and the marked
+    block of ``config.toml`` (replaced when present, else appended). Refused,
+    untouched, when the result would not be valid TOML (e.g. the user defined
+    the same roles by hand). Idempotent."""
+    roles = role_files(plugin)
+    folder = home / "helix" / "roles"
+    config_path = home / "config.toml"
+    current = config_path.read_text("utf-8") if config_path.exists() else ""
+    block = roles_block(roles, folder)
+    updated = _with_block(current, block)
+    try:
+        tomllib.loads(updated)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(
+            f"{config_path} cannot take helix's agent roles ({exc}); remove any "
+            "[agents.helix-*] tables written by hand and run helix install codex again"
+        ) from None
+    report = {
+        "config": str(config_path),
+        "roles": sorted(roles),
+        "folder": str(folder),
+        "changed": updated != current,
+        "written": updated != current and not dry_run,
+    }
+    if dry_run:
+        return {**report, "block": block, "files": [str(folder / f"{r}.toml") for r in roles]}
+    for role, (_, instructions) in roles.items():
+        body = f"developer_instructions = {_toml_string(instructions)}\n"
+        files.write_bytes(folder / f"{role}.toml", body.encode("utf-8"))
+    if updated != current:
+        files.write_bytes(config_path, updated.encode("utf-8"))
+    return report
+
+
+def _with_block(text: str, block: str) -> str:
+    start, end = text.find(BEGIN), text.find(END)
+    if start >= 0 and end > start:
+        return text[:start] + block + text[end + len(END) :].lstrip("\n")
+    separator = (
+        "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+    )
+    return text + separator + block
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, but TOML also refuses DEL."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+# ------------------------------------------------------------------- checking
+def _codex(codex: str, args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [codex, *args],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=CODEX_TIMEOUT,
+    )
+
+
+def _error_line(done: subprocess.CompletedProcess) -> str:
+    """Codex's own error line (it may be followed by a backtrace)."""
+    lines = [line.strip() for line in f"{done.stderr}\n{done.stdout}".splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("Error")]
+    return (errors or lines or ["no output"])[0]
+
+
+def _json_of(codex: str, args: list[str]) -> Any:
+    try:
+        return json.loads(_codex(codex, args).stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
+def registered_marketplace(codex: str) -> str | None:
+    """Where Codex reads helix's marketplace from, None if it is not registered."""
+    listed = _json_of(codex, ["plugin", "marketplace", "list", "--json"])
+    for entry in (listed or {}).get("marketplaces", []) if isinstance(listed, dict) else []:
+        if isinstance(entry, dict) and entry.get("name") == MARKETPLACE:
+            source = (entry.get("marketplaceSource") or {}).get("source") or entry.get("root")
+            return str(source) if source else None
+    return None
+
+
+def plugin_problems(codex: str | None) -> tuple[dict[str, Any], list[str]]:
+    """Is the plugin installed and enabled in Codex, its hooks the ones this helix
+    ships, and are helix's agent roles configured? Returns (what was found,
+    problems with their fixes). No codex on PATH is not a problem: nothing to check."""
+    fix = "run: helix install codex"
+    if codex is None:
+        return {"skipped": "codex not found on PATH"}, []
+    listed = _json_of(codex, ["plugin", "list", "--json"])
+    if not isinstance(listed, dict):
+        return {}, ["could not ask Codex for its plugins (codex plugin list --json)"]
+    entry = next(
+        (
+            e
+            for e in listed.get("installed", [])
+            if isinstance(e, dict) and e.get("pluginId") == PLUGIN_ID
+        ),
+        None,
+    )
+    if entry is None:
+        return {}, [f"the helix plugin is not installed in Codex: {fix}"]
+    home = codex_home()
+    version = str(entry.get("version"))
+    copy = home / "plugins" / "cache" / MARKETPLACE / installer.PLUGIN_NAME / version
+    found = {
+        "id": PLUGIN_ID,
+        "enabled": bool(entry.get("enabled")),
+        "version": version,
+        "folder": str(copy),
+        "marketplace": registered_marketplace(codex),
+    }
+    problems = []
+    if not found["enabled"]:
+        problems.append(f"the helix plugin is installed in Codex but disabled: {fix}")
+    if version != __version__:
+        problems.append(f"Codex has helix plugin {version} but helix is {__version__}: {fix}")
+    shipped = installer.packaged_plugin() / "hooks" / "hooks.json"
+    hooks = copy / "hooks" / "hooks.json"
+    if not hooks.is_file() or hooks.read_bytes() != shipped.read_bytes():
+        problems.append(f"Codex's copy of the hooks ({hooks}) is not this helix's: {fix}")
+    problems += role_problems(home)
+    return found, problems
+
+
+def role_problems(home: Path) -> list[str]:
+    """helix's agent roles in ``config.toml``, each with its role file."""
+    path = home / "config.toml"
+    try:
+        config = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return [f"cannot read {path} ({exc}): run: helix install codex"]
+    found = config.get("agents")
+    agents: dict[str, Any] = found if isinstance(found, dict) else {}
+    missing = [
+        role
+        for role in ROLES
+        if not isinstance(agents.get(role), dict)
+        or not Path(str(agents[role].get("config_file") or "")).is_file()
+    ]
+    if missing:
+        return [f"Codex lacks helix's agent roles {', '.join(missing)}: run: helix install codex"]
+    return []
