@@ -1,0 +1,126 @@
+"""`helix install codex`: the commands, the agent roles in config.toml (a marked
+block, rewritten in place, the user's text untouched), and the doctor's checks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import helix
+from helix.claude import codex_installer, installer
+from helix.errors import InvalidInput
+
+REPO = Path(__file__).resolve().parents[1]
+USER_TEXT = 'model = "o4"\n\n[agents]\nmax_threads = 4\n'
+
+
+@pytest.fixture
+def codex_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    return home
+
+
+def test_the_codex_manifest_names_the_shared_hooks_and_skills() -> None:
+    plugin = installer.packaged_plugin()
+    manifest = json.loads((plugin / ".codex-plugin" / "plugin.json").read_text())
+    claude = json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == claude["name"] == "helix"
+    assert manifest["version"] == claude["version"] == helix.__version__
+    assert manifest["hooks"] == "./hooks/hooks.json" and (plugin / "hooks" / "hooks.json").is_file()
+    assert (plugin / manifest["skills"] / "helix" / "SKILL.md").is_file()
+    # Its MCP server is registered by the MCP work, where the extra is known to be there.
+    assert "mcpServers" not in manifest
+
+
+def test_the_hooks_match_codex_spawns_and_roles() -> None:
+    config = json.loads((installer.packaged_plugin() / "hooks" / "hooks.json").read_text())
+    matchers = {e: [g.get("matcher", "") for g in v] for e, v in config["hooks"].items()}
+    assert "spawn_agent" in matchers["PreToolUse"][0].split("|")
+    assert "spawn_agent" in matchers["PostToolUse"][0].split("|")
+    for event in ("SubagentStart", "SubagentStop"):
+        assert set(codex_installer.ROLES) <= set(matchers[event][0].split("|"))
+
+
+def test_dry_run_says_what_it_would_do_and_writes_nothing(codex_home: Path) -> None:
+    report = codex_installer.install_codex(None, dry_run=True)
+    packaged = installer.packaged_plugin()
+    assert report["commands"] == [
+        f"codex plugin marketplace add {packaged}",
+        "codex plugin add helix@helix-marketplace",
+    ]
+    assert report["ran"] == [] and not codex_home.exists()
+    roles = report["roles"]
+    assert roles["changed"] and not roles["written"]
+    assert "[agents.helix-builder]" in roles["block"]
+    assert "--dangerously-bypass-hook-trust" in report["trust"]
+
+
+def test_a_checkout_source_serves_its_plugin(codex_home: Path) -> None:
+    report = codex_installer.install_codex(str(REPO), dry_run=True)
+    assert report["commands"][0] == f"codex plugin marketplace add {REPO}"
+
+
+def test_roles_are_written_once_and_the_users_text_is_kept(codex_home: Path) -> None:
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text(USER_TEXT)
+    plugin = installer.packaged_plugin()
+    first = codex_installer.write_roles(codex_home, plugin)
+    text = config.read_text()
+    assert first["written"] and text.startswith(USER_TEXT)
+    parsed = tomllib.loads(text)
+    assert parsed["model"] == "o4" and parsed["agents"]["max_threads"] == 4
+    for role, name in codex_installer.ROLES.items():
+        entry = parsed["agents"][role]
+        assert entry["description"].startswith(f"helix {name}")
+        body = tomllib.loads(Path(entry["config_file"]).read_text())["developer_instructions"]
+        assert body.strip() and not body.startswith("---")
+    again = codex_installer.write_roles(codex_home, plugin)
+    assert not again["changed"] and config.read_text() == text
+    # A later edit of the user's own settings survives a reinstall.
+    config.write_text(text + "\n[tui]\nanimations = false\n")
+    codex_installer.write_roles(codex_home, plugin)
+    assert tomllib.loads(config.read_text())["tui"] == {"animations": False}
+    assert config.read_text().count(codex_installer.BEGIN) == 1
+    assert codex_installer.role_problems(codex_home) == []
+
+
+def test_roles_written_by_hand_are_refused_untouched(codex_home: Path) -> None:
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text('[agents.helix-builder]\ndescription = "mine"\n')
+    with pytest.raises(InvalidInput, match="helix-"):
+        codex_installer.write_roles(codex_home, installer.packaged_plugin())
+    assert config.read_text() == '[agents.helix-builder]\ndescription = "mine"\n'
+
+
+def test_missing_roles_are_a_problem_with_its_fix(codex_home: Path) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(USER_TEXT)
+    (problem,) = codex_installer.role_problems(codex_home)
+    assert "helix-builder" in problem and "helix install codex" in problem
+
+
+def test_no_codex_is_a_note_not_a_problem() -> None:
+    found, problems = codex_installer.plugin_problems(None)
+    assert problems == [] and "skipped" in found
+
+
+def test_the_cli_dry_run(tmp_path: Path, codex_home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "helix", "install", "codex", "--dry-run"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["commands"][1] == "codex plugin add helix@helix-marketplace"
+    assert not codex_home.exists()
