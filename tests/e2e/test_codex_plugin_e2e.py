@@ -1,0 +1,147 @@
+"""The helix plugin in the real pinned Codex CLI (0.169) against the fake Responses API.
+
+`helix install codex` registers the packaged plugin and helix's agent roles in a
+temp CODEX_HOME exactly as a user's install would; `codex exec` then runs with
+the INSTALLED plugin and `--dangerously-bypass-hook-trust` (the headless form of
+trusting the hooks). The fake model plays the orchestrator, which spawns a
+`helix-builder` with `spawn_agent`, and the builder, which writes a file with
+Codex's shell tool and reports DELIVERED with an INSIGHT. Asserted on what really
+happened: the builder's first request, the hook log, the task graph and the rows
+of the store.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_runner import Sandbox
+from codex_runner import codex_env
+from fake_openai import FakeOpenAI, Reply, Request
+from helix_project import Project, builder_prompt
+
+pytestmark = pytest.mark.codex
+
+NAMESPACE = "multi_agent_v1"  # Codex 0.169's namespace of spawn_agent and wait_agent
+LEARNED = "Orders migrations must create the index in the same migration as the table"
+
+
+def in_namespace(reply: Reply) -> Reply:
+    for item in reply.items:
+        if item.get("type") == "function_call":
+            item["namespace"] = NAMESPACE
+    return reply
+
+
+def injected(request: Request) -> list[str]:
+    for line in request.prompt.splitlines():
+        if line.startswith("INJECTED: "):
+            return json.loads(line.removeprefix("INJECTED: "))
+    return []
+
+
+def scenario_for(task: dict[str, Any]):
+    def scenario(request: Request) -> Reply:
+        if f"TASK_ID: {task['id']}" in request.prompt:  # the builder
+            if not request.answers_tool_call:
+                return Reply.shell("echo 'CREATE TABLE orders' > orders.py")
+            final = (
+                "Done.\nDELIVERED: orders migration added\n"
+                f"UTILIZED: {json.dumps(injected(request))}\n"
+                f"INSIGHT: {json.dumps({'content': LEARNED, 'tags': ['db']})}\n"
+            )
+            return Reply.text(final)
+        outputs = list(request.tool_outputs.values())
+        if not outputs:
+            spawn = {"message": builder_prompt(task), "agent_type": "helix-builder"}
+            return in_namespace(Reply.tool("spawn_agent", spawn))
+        if len(outputs) == 1:
+            agent_id = json.loads(outputs[0])["agent_id"]
+            wait = {"targets": [agent_id], "timeout_ms": 60000}
+            return in_namespace(Reply.tool("wait_agent", wait))
+        return Reply.text("Wave 1 finished.")
+
+    return scenario
+
+
+def run_codex(
+    codex_bin: Path, sandbox: Sandbox, server: FakeOpenAI, prompt: str
+) -> subprocess.CompletedProcess:
+    env = codex_env(sandbox, server.provider_url, {"HELIX_CODEX_BIN": str(codex_bin)})
+    install = subprocess.run(
+        [sys.executable, "-m", "helix", "install", "codex"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=sandbox.project,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stderr
+    command = [str(codex_bin), "exec", "--json", "--dangerously-bypass-hook-trust"]
+    command += ["--skip-git-repo-check", "-s", "danger-full-access", "-m", "gpt-fake", prompt]
+    return subprocess.run(
+        command,
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=sandbox.project,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def describe(run: subprocess.CompletedProcess, server: FakeOpenAI, project: Project) -> str:
+    log = project.home / "hooks.log"
+    return "\n".join(
+        [
+            f"exit {run.returncode}",
+            run.stdout[-4000:],
+            run.stderr[-3000:],
+            *(json.dumps(r.summary())[:600] for r in server.requests),
+            *server.errors,
+            log.read_text()[-4000:] if log.exists() else "(no hooks.log)",
+        ]
+    )
+
+
+def test_a_codex_spawned_builder_gets_insights_is_verified_credited_once_and_learns(
+    codex_bin: Path, sandbox: Sandbox, project: Project
+) -> None:
+    names = project.stock("db", "auth", "css")
+    task = project.task("Add a database migration for the orders table", "test -f orders.py")
+    with FakeOpenAI(scenario_for(task), max_requests=30, lifetime=240) as server:
+        run = run_codex(codex_bin, sandbox, server, "Orchestrate: the orders migration")
+    why = describe(run, server, project)
+    assert run.returncode == 0, why
+    events = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    assert any(e.get("type") == "turn.completed" for e in events), why
+
+    # Memory in: the builder's FIRST request carries the insights helix chose for it.
+    builders = [r for r in server.turns() if f"TASK_ID: {task['id']}" in r.prompt]
+    assert builders, why
+    first = builders[0]
+    given = injected(first)
+    assert given and given == project.given(task["id"]), why
+    by_name = {name: content for content, name in names.items()}
+    assert all(by_name[name] in first.prompt for name in given)
+    assert any("migration" in by_name[name] for name in given)
+    # The main thread was briefed by SessionStart (its context reached the model).
+    assert "helix memory for this project" in server.turns()[0].all_text, why
+
+    # VERIFY run by helix at the project root, the task closed, credit given once.
+    log = project.log()
+    settled = [line for line in log.splitlines() if " SubagentStop " in line and "settled" in line]
+    assert len(settled) == 1 and '"verified": true' in settled[0], log
+    assert project.get_task(task["id"])["status"] == "closed"
+    feedback = project.feedback(task["id"])
+    assert sorted(e["insight"] for e in feedback) == sorted(given), feedback
+    assert {(e["outcome"], e["verified"]) for e in feedback} == {("delivered", 1)}
+
+    # Learning out: the builder's INSIGHT is stored through the screen.
+    stored = [c for (c,) in project.rows("SELECT content FROM insight")]
+    assert LEARNED in stored, log
+    assert " error " not in log, log
