@@ -188,3 +188,23 @@ def test_every_captured_payload_through_helix_hook(path: Path, tmp_path: Path) -
         answer = json.loads(done.stdout)
         assert answer["hookSpecificOutput"]["hookEventName"] == payload["hook_event_name"]
     assert "error" not in (tmp_path / ".helix" / "hooks.log").read_text(errors="replace")
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"tool_input": {"message": 7, "agent_type": "helix-builder"}},
+        {"tool_input": {"items": "not a list", "agent_type": "helix-builder"}},
+        {"tool_input": {"items": [None, {"type": "text"}], "agent_type": ["x"]}},
+        {"tool_input": "a string", "tool_response": "{not json"},
+        {"tool_response": '["a list"]'},
+        {"tool_response": '{"agent_id": 5}'},
+        {"agent_type": {"nested": True}},
+    ],
+)
+def test_odd_codex_payloads_are_read_without_raising(fields: dict[str, Any]) -> None:
+    payload = {**captured("PostToolUse_spawn_agent"), **fields}
+    read = codex.to_claude(payload)
+    assert read["hook_event_name"] == "PostToolUse"
+    output = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"prompt": 1}}}
+    assert codex.answer(payload, output) == output  # not a prompt: passed through untouched

@@ -124,3 +124,17 @@ def test_the_cli_dry_run(tmp_path: Path, codex_home: Path) -> None:
     report = json.loads(done.stdout)
     assert report["commands"][1] == "codex plugin add helix@helix-marketplace"
     assert not codex_home.exists()
+
+
+def test_the_readme_codex_block_is_install_then_codex_then_doctor_then_trust() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Use it in Codex") :]
+    block = section[section.index("```sh\n") + 6 : section.index("```", section.index("```sh") + 5)]
+    commands = [line.partition("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == [
+        "pipx install /path/to/helix",
+        "helix install codex",
+        "helix doctor",
+        "cd your-project && codex",
+    ]
+    assert "Trust all and continue" in section and "--dangerously-bypass-hook-trust" in section

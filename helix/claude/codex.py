@@ -42,7 +42,7 @@ def is_codex(payload: dict[str, Any]) -> bool:
     carries ``model`` and ``permission_mode``, Claude Code's neither."""
     if "turn_id" in payload or payload.get("tool_name") == SPAWN_TOOL:
         return True
-    if payload.get("agent_type") in ROLES:
+    if _role(payload.get("agent_type")) is not None:
         return True
     return payload.get("hook_event_name") == "SessionStart" and "model" in payload
 
@@ -53,16 +53,17 @@ def to_claude(payload: dict[str, Any]) -> dict[str, Any]:
     if not is_codex(payload):
         return payload
     out = dict(payload)
-    if out.get("agent_type") in ROLES:
-        out["agent_type"] = ROLES[out["agent_type"]]
+    role = _role(out.get("agent_type"))
+    if role is not None:
+        out["agent_type"] = role
     tool_input = payload.get("tool_input")
     if payload.get("tool_name") == SPAWN_TOOL and isinstance(tool_input, dict):
-        role = tool_input.get("agent_type")
+        named = tool_input.get("agent_type")
         out["tool_name"] = "Agent"
         out["tool_input"] = {
             "description": "",
             "prompt": message_of(tool_input),
-            "subagent_type": ROLES.get(role, role) if isinstance(role, str) else "default",
+            "subagent_type": _role(named) or (named if isinstance(named, str) else "default"),
             "run_in_background": True,
         }
         if "tool_response" in payload:
@@ -117,6 +118,11 @@ def with_message(tool_input: dict[str, Any], prompt: str) -> dict[str, Any]:
     old = message_of(tool_input)
     added = prompt[len(old) :] if prompt.startswith(old) else prompt
     return {**tool_input, "items": [*items, {"type": "text", "text": added.lstrip("\n")}]}
+
+
+def _role(value: Any) -> str | None:
+    """helix's agent type for a Codex role name, None for anything else."""
+    return ROLES.get(value) if isinstance(value, str) else None
 
 
 def _agent_id(response: Any) -> str | None:
