@@ -208,3 +208,55 @@ def test_odd_codex_payloads_are_read_without_raising(fields: dict[str, Any]) -> 
     assert read["hook_event_name"] == "PostToolUse"
     output = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"prompt": 1}}}
     assert codex.answer(payload, output) == output  # not a prompt: passed through untouched
+
+
+def test_an_agent_that_stops_before_its_spawn_is_linked_settles_from_its_rollout(
+    session: CodexSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostToolUse(spawn_agent) runs in the main thread beside the subagent: if the
+    agent stops first (past the wait), its task comes from its rollout file."""
+    monkeypatch.setattr(hooks, "LINK_WAIT", 0.1)
+    tracker = Tracker(session.home / "tasks.jsonl")
+    task = tracker.create("Add a database migration for the orders table", verify="true")
+    prompt = f"TASK_ID: {task['id']}\nTASK: {task['title']}\nVERIFY: true\n"
+    output = session.fire(
+        "PreToolUse_spawn_agent", tool_input={"message": prompt, "agent_type": "helix-builder"}
+    )
+    assert output is not None
+    message = output["hookSpecificOutput"]["updatedInput"]["message"]
+    rollout = tmp_path / "rollout-agent.jsonl"
+    lines = [
+        {"type": "session_meta", "payload": {"id": "x", "base_instructions": {"text": "..."}}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "<environment_context>\n</environment_context>"}
+                ],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": message}],
+            },
+        },
+    ]
+    rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert codex.first_prompt({"agent_transcript_path": str(rollout)}) == message
+    session.fire("SubagentStart")
+    session.fire(
+        "SubagentStop",
+        agent_transcript_path=str(rollout),
+        last_assistant_message="DELIVERED: done\nUTILIZED: []",
+    )
+    with Records(session.home / "helix.db") as store:
+        record = store.agent(captured("SubagentStart")["agent_id"])
+    assert record is not None and record["task_id"] == task["id"]
+    assert record["injection"] == "from the transcript"
+    assert record["result"]["verified"] is True
+    assert tracker.get(task["id"])["status"] == "closed"

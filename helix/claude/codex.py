@@ -20,13 +20,16 @@ fixtures in ``tests/data/codex_payloads/`` (see docs/codex.md):
   ``last_assistant_message`` as Claude Code does; the shell tool is ``Bash`` with
   ``{"command"}``, its PostToolUse ``tool_response`` the output text.
 
-Only the standard library: this runs on every hook.
+Only the standard library and helix's own light modules: this runs on every hook.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+from helix.claude import transcripts
 
 ROLES = {
     "helix-explorer": "helix:explorer",
@@ -118,6 +121,30 @@ def with_message(tool_input: dict[str, Any], prompt: str) -> dict[str, Any]:
     old = message_of(tool_input)
     added = prompt[len(old) :] if prompt.startswith(old) else prompt
     return {**tool_input, "items": [*items, {"type": "text", "text": added.lstrip("\n")}]}
+
+
+def first_prompt(payload: dict[str, Any]) -> str | None:
+    """A subagent's first task as it got it, from its Codex rollout file
+    (``agent_transcript_path``): the first user message that is not one of the
+    ``<...>`` context blocks Codex adds. Bounded read; None when unreadable."""
+    path = payload.get("agent_transcript_path")
+    if not isinstance(path, str) or not path or "\x00" in path:
+        return None
+    for line in transcripts.read_lines(Path(path), transcripts.PROMPT_HEAD_BYTES):
+        item = line.get("payload")
+        if line.get("type") != "response_item" or not isinstance(item, dict):
+            continue
+        if item.get("type") != "message" or item.get("role") != "user":
+            continue
+        texts = [
+            str(c.get("text") or "")
+            for c in item.get("content") or []
+            if isinstance(c, dict) and c.get("type") == "input_text"
+        ]
+        text = "\n".join(texts)
+        if text and not text.lstrip().startswith("<"):
+            return text
+    return None
 
 
 def _role(value: Any) -> str | None:

@@ -395,7 +395,10 @@ def _new_record(
         record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
         record["attempt_id"] = spawn.get("attempt")
         return record
-    prompt = transcripts.first_prompt(ctx.payload, agent_id)
+    if codex.is_codex(ctx.raw):
+        prompt = codex.first_prompt(ctx.payload)
+    else:
+        prompt = transcripts.first_prompt(ctx.payload, agent_id)
     record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
     record["injection"] = "from the transcript" if prompt else "unknown: no spawn, no prompt"
     return record

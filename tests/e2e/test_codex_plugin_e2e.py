@@ -68,20 +68,29 @@ def scenario_for(task: dict[str, Any]):
     return scenario
 
 
-def run_codex(
-    codex_bin: Path, sandbox: Sandbox, server: FakeOpenAI, prompt: str
-) -> subprocess.CompletedProcess:
-    env = codex_env(sandbox, server.provider_url, {"HELIX_CODEX_BIN": str(codex_bin)})
-    install = subprocess.run(
-        [sys.executable, "-m", "helix", "install", "codex"],
+def helix_command(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "helix", *args],
         env=env,
         capture_output=True,
         text=True,
-        cwd=sandbox.project,
+        cwd=cwd,
         timeout=300,
     )
+
+
+def run_codex(
+    codex_bin: Path, sandbox: Sandbox, server: FakeOpenAI, prompt: str, trusted: bool = True
+) -> subprocess.CompletedProcess:
+    env = codex_env(sandbox, server.provider_url, {"HELIX_CODEX_BIN": str(codex_bin)})
+    install = helix_command(env, sandbox.project, "install", "codex")
     assert install.returncode == 0, install.stderr
-    command = [str(codex_bin), "exec", "--json", "--dangerously-bypass-hook-trust"]
+    # The doctor finds nothing wrong with Codex (Claude Code is not installed here).
+    doctor = json.loads(helix_command(env, sandbox.project, "doctor").stdout)
+    assert doctor["codex_plugin"]["enabled"] is True, doctor
+    assert not [p for p in doctor["problems"] if "odex" in p], doctor
+    command = [str(codex_bin), "exec", "--json"]
+    command += ["--dangerously-bypass-hook-trust"] if trusted else []
     command += ["--skip-git-repo-check", "-s", "danger-full-access", "-m", "gpt-fake", prompt]
     return subprocess.run(
         command,
@@ -145,3 +154,18 @@ def test_a_codex_spawned_builder_gets_insights_is_verified_credited_once_and_lea
     stored = [c for (c,) in project.rows("SELECT content FROM insight")]
     assert LEARNED in stored, log
     assert " error " not in log, log
+
+
+def test_untrusted_hooks_do_not_run(codex_bin: Path, sandbox: Sandbox, project: Project) -> None:
+    """Installed but not trusted: Codex runs none of helix's hooks (the builder gets
+    its prompt as written, nothing is settled), and says so."""
+    project.stock("db")
+    task = project.task("Add a database migration for the orders table", "test -f orders.py")
+    with FakeOpenAI(scenario_for(task), max_requests=30, lifetime=240) as server:
+        run = run_codex(codex_bin, sandbox, server, "Orchestrate", trusted=False)
+    why = describe(run, server, project)
+    assert run.returncode == 0, why
+    builders = [r for r in server.turns() if f"TASK_ID: {task['id']}" in r.prompt]
+    assert builders and not injected(builders[0]), why
+    assert not (project.home / "hooks.log").exists(), why
+    assert project.get_task(task["id"])["status"] == "open"
