@@ -228,6 +228,6 @@ def test_the_bound_learner_finds_a_harmful_insight_from_its_outcomes():
     for i in range(12):
         # "bad" was present in every failure, "good" in every pass.
         learner.observe("fam", i, 0.5, ["bad"] if i % 2 else ["good"], passed=not i % 2)
-    means = learner.values("fam", ["good", "bad", "new"], greedy=True)
+    means = learner.values("fam", ["good", "bad", "new"], "greedy")
     assert means["bad"] < 0 < means["good"]
     assert means["bad"] < means["new"] < means["good"]
