@@ -1,6 +1,9 @@
-"""``helix install claude|codex``: add the helix plugin to Claude Code or Codex."""
+"""``helix install``: add helix to an agent client (the plugin in Claude Code and
+Codex; the MCP server in Cursor, OpenCode and Antigravity CLI)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 
@@ -9,9 +12,10 @@ from helix.cli.common import emit, guarded
 
 @click.group()
 def install() -> None:
-    """Install helix into an agent client.
+    """Install helix into an agent client: the plugin in Claude Code, the MCP
+    server in Cursor, OpenCode or Antigravity CLI (agy).
 
-    Example: helix install claude --dry-run
+    Example: helix install cursor --dry-run
     """
 
 
@@ -86,3 +90,96 @@ def install_codex(source: str | None, dry_run: bool) -> None:
     from helix.claude import codex_installer
 
     emit(codex_installer.install_codex(source, dry_run))
+
+
+def _install_mcp_client(name: str, scope: str, dry_run: bool) -> None:
+    """What ``helix install cursor|opencode|agy`` share: register, report, hint."""
+    from helix import config
+    from helix.cli.mcp import INSTALL_HINT
+    from helix.mcp import clients
+
+    report: dict[str, Any] = dict(
+        clients.install(
+            name, scope, config.resolve().project, clients.running_helix(), dry_run=dry_run
+        )
+    )
+    if not dry_run:
+        report.pop("diff")  # the file itself shows what was written
+    if not report["mcp_extra"]:
+        report["warning"] = f"the server needs the MCP SDK, not installed here; {INSTALL_HINT}"
+    report["check"] = (
+        f"restart {clients.CLIENTS[name].title} in your project and ask its agent to call "
+        "helix's health tool: db_path must be your project's .helix/helix.db"
+    )
+    emit(report)
+
+
+def _scope(where: str) -> Any:
+    return click.option(
+        "--scope",
+        default="project",
+        show_default=True,
+        type=click.Choice(("project", "user")),
+        help=f"Which config to edit: {where}.",
+    )
+
+
+_dry_run = click.option("--dry-run", is_flag=True, help="Print the change; write nothing.")
+
+
+@install.command("cursor")
+@_scope("project: .cursor/mcp.json; user: ~/.cursor/mcp.json")
+@_dry_run
+@guarded
+def install_cursor(scope: str, dry_run: bool) -> None:
+    """Register helix's MCP server (helix mcp serve) in Cursor's mcp.json.
+
+    Merges one "helix" entry under "mcpServers" and keeps everything else in
+    the file; a second run changes nothing. The command is the helix running
+    now ("helix" when PATH finds this one, else its absolute path). No hooks:
+    Cursor's own hooks do not follow Claude Code's format. The server needs
+    helix[mcp]; the report says how to add it when it is missing.
+
+    Example: helix install cursor --dry-run
+    """
+    _install_mcp_client("cursor", scope, dry_run)
+
+
+@install.command("opencode")
+@_scope(
+    "project: opencode.json(c) at the project root or in .opencode/; "
+    "user: ~/.config/opencode/opencode.json(c)"
+)
+@_dry_run
+@guarded
+def install_opencode(scope: str, dry_run: bool) -> None:
+    """Register helix's MCP server (helix mcp serve) in OpenCode's config.
+
+    Merges one "helix" entry of type "local" under "mcp" into the opencode.json
+    or opencode.jsonc it finds (a new opencode.json otherwise) and keeps
+    everything else; a second run changes nothing. A file with comments is not
+    rewritten: the command prints the entry to add by hand. No hooks: OpenCode's
+    are JavaScript plugins. The server needs helix[mcp].
+
+    Example: helix install opencode --scope user
+    """
+    _install_mcp_client("opencode", scope, dry_run)
+
+
+@install.command("agy")
+@_scope("project: .agents/mcp_config.json; user: ~/.gemini/config/mcp_config.json")
+@_dry_run
+@guarded
+def install_agy(scope: str, dry_run: bool) -> None:
+    """Register helix's MCP server (helix mcp serve) in Antigravity CLI's mcp_config.json.
+
+    Merges one "helix" entry under "mcpServers" and keeps everything else; a
+    second run changes nothing. The locations come from third-party reports
+    measured on agy 1.1.x (docs/clients.md), not from an agy run here; the
+    older Gemini CLI read ~/.gemini/settings.json instead, which this does not
+    touch. No hooks: agy's hooks.json is not in Claude Code's format. The
+    server needs helix[mcp].
+
+    Example: helix install agy --scope user --dry-run
+    """
+    _install_mcp_client("agy", scope, dry_run)
