@@ -19,7 +19,9 @@ def doctor() -> None:
     """Check the installation and say how to fix each problem: the model files and
     their hashes, the store, the plugin registered and enabled in Claude Code (and in
     Codex, with helix's agent roles, when codex is on PATH), the helix on PATH that
-    the hooks run, and a real SessionStart hook run.
+    the hooks run, a real SessionStart hook run, whether the MCP extra is installed
+    (information only), and that every Cursor, OpenCode or agy config registering
+    helix names a command that exists.
 
     Prints the report as JSON; each problem is also one line on stderr; exit 1 if any.
 
@@ -89,6 +91,23 @@ def doctor() -> None:
     report["hooks"] = "SessionStart answered with hook JSON" if not hook_problems else "broken"
     # The hook's briefing warns of the same model problem in its own words: one line each.
     problems += [p for p in hook_problems if not any(q in p for q in problems)]
+    # The MCP extra is optional: its absence is said, never a problem. Asked
+    # without importing the SDK, which takes seconds.
+    from helix.cli.mcp import INSTALL_HINT
+    from helix.mcp import clients
+
+    report["mcp_extra"] = (
+        "installed" if clients.mcp_extra_installed() else f"not installed; {INSTALL_HINT}"
+    )
+    # Every MCP client config that registers helix must name a command that runs.
+    found = clients.registrations(paths.project)
+    report["mcp_clients"] = found
+    problems += [
+        f"{r['config']} registers helix, but {r['problem']}: run: helix install {r['client']}"
+        f" --scope {r['scope']}"
+        for r in found
+        if r["problem"]
+    ]
     report["problems"] = problems
     emit(report)
     for problem in problems:
