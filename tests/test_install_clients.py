@@ -317,3 +317,27 @@ def test_doctor_reports_the_mcp_extra_and_a_broken_registration(project, env, tm
     expected = f"helix: problem: {project / '.cursor' / 'mcp.json'} registers helix, but "
     assert any(line.startswith(expected) for line in done.stderr.splitlines()), done.stderr
     assert done.returncode == 1
+
+
+def test_without_the_mcp_extra_install_still_writes_and_says_how_to_add_it(project, env):
+    """``sys.modules["mcp"] = None`` is how Python marks a module as unimportable:
+    find_spec answers None, as it does where the extra is not installed."""
+    code = (
+        "import sys; sys.modules['mcp'] = None; from helix.cli import cli; "
+        "sys.argv = ['helix', *sys.argv[1:]]; cli()"
+    )
+    full = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+    full.update(env, HELIX_HOME=str(project / ".helix"))
+    done = subprocess.run(
+        [sys.executable, "-c", code, "install", "opencode"],
+        cwd=project,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["written"] and report["mcp_extra"] is False
+    assert "needs the MCP SDK" in report["warning"] and "pipx inject helix" in report["warning"]
+    assert json.loads((project / "opencode.json").read_text())["mcp"]["helix"]["enabled"]
