@@ -55,7 +55,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from learning import simulation, world  # noqa: E402
-from learning.figures import auc, interval  # noqa: E402
+from learning.figures import auc, gap_closed, interval  # noqa: E402
 
 EFFECTS = (world.HELPFUL_EFFECT, world.LESSON_EFFECT, 0.0, -world.HARMFUL_EFFECT)
 # Helpful, lesson, nothing, harmful: roughly the world's mix of stored advice.
@@ -192,10 +192,6 @@ def _rates(passed: list[bool]) -> dict[str, float]:
     }
 
 
-def _gap(gains: list[float], gaps: list[float]) -> float | None:
-    return round(sum(gains) / sum(gaps), 4) if sum(gaps) > 0 else None
-
-
 def measure(seeds: Sequence[int], cfg: simulation.Config) -> dict[str, Any]:
     per: dict[str, dict[int, dict[str, Any]]] = {p: {} for p in POLICIES}
     for seed in seeds:
@@ -208,17 +204,16 @@ def measure(seeds: Sequence[int], cfg: simulation.Config) -> dict[str, Any]:
         row: dict[str, Any] = {}
         for key in ("overall", "last_quarter"):
             row[key] = interval([per[policy][s][key] for s in seeds])
-            own = [per["oracle"][s][key] for s in seeds]
             if reference:
-                rel = [reference["relevance_only"][s][key] for s in seeds]
-                top = [reference["oracle"][s][key] for s in seeds]
-                gains = [per[policy][s][key] - r for s, r in zip(seeds, rel, strict=True)]
-                row[f"gap_closed_{key}"] = _gap(
-                    gains, [t - r for t, r in zip(top, rel, strict=True)]
-                )
-                row[f"gap_closed_own_oracle_{key}"] = _gap(
-                    gains, [o - r for o, r in zip(own, rel, strict=True)]
-                )
+                # Against the simulation's relevance-only arm and its oracle, and
+                # against this script's own oracle (the same rule) as a check.
+                for label, top in (("", reference["oracle"]), ("_own_oracle", per["oracle"])):
+                    figures = {"relevance_only": reference["relevance_only"], "oracle": top}
+                    arm = f"bound {policy}"  # never the name of a reference arm
+                    found = gap_closed({**figures, arm: per[policy]}, arm, key)
+                    row[f"gap_closed{label}_{key}"] = (
+                        {k: found[k] for k in ("mean", "lo", "hi")} if found else None
+                    )
         aucs = [per[policy][s]["auc"] for s in seeds if per[policy][s]["auc"] is not None]
         row["auc"] = interval(aucs) if aucs else None
         out["policies"][policy] = row
@@ -252,10 +247,11 @@ def main() -> int:
     print(f"seeds: {args.seeds} ({len(seeds)}); gap measured against {out['reference']}")
     for policy, row in out["policies"].items():
         line = f"{policy:9s} pass {row['overall']['mean']:.3f} last quarter {row['last_quarter']['mean']:.3f}"
-        if row.get("gap_closed_overall") is not None:
+        if row.get("gap_closed_overall"):
+            whole, late = row["gap_closed_overall"], row["gap_closed_last_quarter"]
             line += (
-                f"  gap closed {row['gap_closed_overall']:.0%} overall,"
-                f" {row['gap_closed_last_quarter']:.0%} last quarter"
+                f"  gap closed {whole['mean']:.0%} [{whole['lo']:.0%}, {whole['hi']:.0%}] overall,"
+                f" {late['mean']:.0%} [{late['lo']:.0%}, {late['hi']:.0%}] last quarter"
             )
         if row["auc"]:
             line += f"  AUC {row['auc']['mean']:.2f}"
