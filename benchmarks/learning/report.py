@@ -7,6 +7,8 @@ and a difference whose 95% interval includes zero is called indistinguishable.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from .arms import (
@@ -39,6 +41,8 @@ GAP_OVERALL, GAP_LAST_QUARTER = 0.40, 0.55
 MAX_DISTRACTOR_CORR = 0.10
 MAX_DRIFT_USES = 15
 MAX_ADVERSARY_POINTS = 0.02
+# What bound.py writes: the reference learners' figures for one seed set.
+BOUND = Path(__file__).resolve().parent / "bound.json"
 
 
 def _pct(value: float | None, digits: int = 1) -> str:
@@ -199,6 +203,7 @@ def markdown(results: dict[str, Any]) -> str:
                 )
         lines.append("")
     lines += _diagnostics(results)
+    lines += _bound(results)
     lines += ["### What it means", "", *_meaning(results), ""]
     lines += ["### Where helix did not win", "", *_shortfalls(results), ""]
     lines += [
@@ -402,6 +407,49 @@ def _compare(paired: dict[str, Any], a: str, b: str) -> str | None:
             ("final_block", "final block"),
         )
     )
+
+
+def _bound(results: dict[str, Any]) -> list[str]:
+    """What ``bound.py`` measured for the same seeds, if it was run: the share of
+    the gap a learner told the world's exact model closes."""
+    try:
+        bound = json.loads(BOUND.read_text())
+    except (OSError, ValueError):
+        return []
+    if bound.get("seeds") != results.get("seeds") or not bound.get("policies"):
+        return []
+    lines = [
+        "### What a learner that knows the world reaches",
+        "",
+        "`python benchmarks/learning/bound.py` runs, on the same seeds and draws, a "
+        "Bayesian learner given what helix never has: the world's exact effect model, "
+        "exactly the insights that concern each task (no relevance pool), and each "
+        "task's true base rate. It learns each insight's class from the verified "
+        "outcomes and chooses by its posterior mean (greedy), the mean plus 1.5 sd "
+        "(optimistic), or one draw (Thompson). A reference point for the targets, not "
+        "a proof: a cleverer policy could do better.",
+        "",
+        "| learner | overall | last quarter | gap closed overall | gap closed last quarter | AUC |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    diag = results.get("diagnostics", {}).get("gap_closed", {}).get(HELIX, {})
+    helix_auc = results.get("diagnostics", {}).get("arms", {}).get(HELIX, {}).get("auc")
+    if diag:
+        lines.append(
+            f"| helix | {_cell(results['arms'][HELIX]['overall'])} | "
+            f"{_cell(results['arms'][HELIX].get('last_quarter'))} | "
+            f"{_ratio(diag.get('overall'))} | {_ratio(diag.get('last_quarter'))} | "
+            f"{_number(helix_auc)} |"
+        )
+    for policy, row in bound["policies"].items():
+        if policy == ORACLE:
+            continue
+        lines.append(
+            f"| {policy} | {_cell(row['overall'])} | {_cell(row['last_quarter'])} | "
+            f"{_ratio(row.get('gap_closed_overall'))} | "
+            f"{_ratio(row.get('gap_closed_last_quarter'))} | {_number(row.get('auc'))} |"
+        )
+    return [*lines, ""]
 
 
 def _meaning(results: dict[str, Any]) -> list[str]:
