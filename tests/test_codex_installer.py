@@ -112,6 +112,17 @@ def test_no_codex_is_a_note_not_a_problem() -> None:
     assert problems == [] and "skipped" in found
 
 
+def test_a_codex_without_helix_is_not_a_problem(tmp_path: Path, codex_home: Path) -> None:
+    """Someone with codex installed who uses helix only in Claude Code: doctor
+    says how to add it, and finds nothing wrong."""
+    fake = tmp_path / "codex"
+    fake.write_text("#!/bin/sh\necho '{\"installed\": []}'\n")
+    fake.chmod(0o755)
+    found, problems = codex_installer.plugin_problems(str(fake))
+    assert problems == []
+    assert found["installed"] is False and "helix install codex" in found["hint"]
+
+
 def test_the_cli_dry_run(tmp_path: Path, codex_home: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "helix", "install", "codex", "--dry-run"],

@@ -228,7 +228,9 @@ def registered_marketplace(codex: str) -> str | None:
 def plugin_problems(codex: str | None) -> tuple[dict[str, Any], list[str]]:
     """Is the plugin installed and enabled in Codex, its hooks the ones this helix
     ships, and are helix's agent roles configured? Returns (what was found,
-    problems with their fixes). No codex on PATH is not a problem: nothing to check."""
+    problems with their fixes). No codex on PATH is not a problem: nothing to check.
+    Nor is a Codex without helix (someone who uses helix only in Claude Code has
+    nothing to fix): that is reported as found, with the command that adds it."""
     fix = "run: helix install codex"
     if codex is None:
         return {"skipped": "codex not found on PATH"}, []
@@ -244,7 +246,7 @@ def plugin_problems(codex: str | None) -> tuple[dict[str, Any], list[str]]:
         None,
     )
     if entry is None:
-        return {}, [f"the helix plugin is not installed in Codex: {fix}"]
+        return {"installed": False, "hint": f"to use helix in Codex, {fix}"}, []
     home = codex_home()
     version = str(entry.get("version"))
     copy = home / "plugins" / "cache" / MARKETPLACE / installer.PLUGIN_NAME / version
