@@ -32,14 +32,28 @@ def test_the_codex_manifest_names_the_shared_hooks_and_skills() -> None:
     claude = json.loads((plugin / ".claude-plugin" / "plugin.json").read_text())
     assert manifest["name"] == claude["name"] == "helix"
     assert manifest["version"] == claude["version"] == helix.__version__
-    assert manifest["hooks"] == "./hooks/hooks.json" and (plugin / "hooks" / "hooks.json").is_file()
+    assert manifest["hooks"] == "./" + codex_installer.CODEX_HOOKS
+    assert (plugin / codex_installer.CODEX_HOOKS).is_file()
     assert (plugin / manifest["skills"] / "helix" / "SKILL.md").is_file()
     # Its MCP server is registered by the MCP work, where the extra is known to be there.
     assert "mcpServers" not in manifest
 
 
+def test_codex_runs_claude_codes_hooks_with_session_end_within_its_cap() -> None:
+    """One set of hooks: Codex's file differs only in SessionEnd's timeout, which
+    Codex clamps to 3 s (warning on every run when it is longer)."""
+    plugin = installer.packaged_plugin()
+    claude = json.loads((plugin / "hooks" / "hooks.json").read_text())
+    codex = json.loads((plugin / codex_installer.CODEX_HOOKS).read_text())
+    assert codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] <= 3
+    codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] = claude["hooks"]["SessionEnd"][0][
+        "hooks"
+    ][0]["timeout"]
+    assert codex == claude
+
+
 def test_the_hooks_match_codex_spawns_and_roles() -> None:
-    config = json.loads((installer.packaged_plugin() / "hooks" / "hooks.json").read_text())
+    config = json.loads((installer.packaged_plugin() / codex_installer.CODEX_HOOKS).read_text())
     matchers = {e: [g.get("matcher", "") for g in v] for e, v in config["hooks"].items()}
     assert "spawn_agent" in matchers["PreToolUse"][0].split("|")
     assert "spawn_agent" in matchers["PostToolUse"][0].split("|")

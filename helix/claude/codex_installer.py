@@ -4,8 +4,10 @@ The plugin folder shipped in the package (``helix/plugin/``) is also a one-plugi
 marketplace for Codex: ``codex plugin marketplace add <folder>`` registers it and
 ``codex plugin add helix@helix-marketplace`` installs it. Measured with Codex CLI
 0.169: Codex COPIES the plugin into ``$CODEX_HOME/plugins/cache/helix-marketplace/
-helix/<version>/`` and runs the copy's ``hooks/hooks.json`` (the same file Claude
-Code runs), so after upgrading helix run ``helix install codex`` again.
+helix/<version>/`` and runs the copy's ``hooks/codex-hooks.json`` (Claude Code's
+``hooks.json`` with SessionEnd's timeout at the 3 s Codex allows: a longer one is
+clamped with a warning on every run), so after upgrading helix run ``helix
+install codex`` again.
 
 Codex spawns subagents with ``spawn_agent`` and an agent *role* from its config,
 not with plugin agent files, so the install also writes helix's three roles
@@ -36,6 +38,7 @@ from helix.errors import HelixError, InvalidInput, NotFound
 
 PLUGIN_ID = installer.PLUGIN_ID
 MARKETPLACE = installer.MARKETPLACE
+CODEX_HOOKS = "hooks/codex-hooks.json"  # in the plugin folder, as its manifest says
 ROLES = {"helix-explorer": "explorer", "helix-planner": "planner", "helix-builder": "builder"}
 BEGIN = "# >>> helix agent roles (written by `helix install codex`; rewritten by the next one)"
 END = "# <<< helix agent roles"
@@ -262,8 +265,8 @@ def plugin_problems(codex: str | None) -> tuple[dict[str, Any], list[str]]:
         problems.append(f"the helix plugin is installed in Codex but disabled: {fix}")
     if version != __version__:
         problems.append(f"Codex has helix plugin {version} but helix is {__version__}: {fix}")
-    shipped = installer.packaged_plugin() / "hooks" / "hooks.json"
-    hooks = copy / "hooks" / "hooks.json"
+    shipped = installer.packaged_plugin() / CODEX_HOOKS
+    hooks = copy / CODEX_HOOKS
     if not hooks.is_file() or hooks.read_bytes() != shipped.read_bytes():
         problems.append(f"Codex's copy of the hooks ({hooks}) is not this helix's: {fix}")
     problems += role_problems(home)
