@@ -73,16 +73,6 @@ RESULTS = Path(__file__).resolve().parent / "results.json"
 OUTPUT = Path(__file__).resolve().parent / "bound.json"
 
 
-def _pass_chance(base: float, effects: Sequence[float]) -> float:
-    fail, keep = 1.0 - base, 1.0
-    for effect in effects:
-        if effect > 0:
-            fail *= 1.0 - effect
-        elif effect < 0:
-            keep *= 1.0 + effect
-    return min(world.MAX_PASS, max(world.MIN_PASS, (1.0 - fail) * keep))
-
-
 class Learner:
     """The posterior over each insight's class, per family, by Gibbs sampling."""
 
@@ -123,7 +113,7 @@ class Learner:
                 continue
             others = [EFFECTS[self.state[(family, k)]] for k in chosen if k != key]
             for c, effect in enumerate(EFFECTS):
-                p = _pass_chance(base, [*others, effect])
+                p = world.pass_chance(base, [*others, effect])
                 logs[c] += w * math.log(p if passed else 1.0 - p)
         top = max(logs)
         raw = [math.exp(v - top) for v in logs]
@@ -157,7 +147,7 @@ def run_seed(seed: int, policy: str, cfg: simulation.Config) -> dict[str, Any]:
             value = learner.values(task.family, candidates, policy)
             chosen = [k for k in sorted(candidates, key=lambda k: (-value[k], k)) if value[k] >= 0]
         chosen = chosen[: cfg.limit]
-        p = _pass_chance(task.base, [store[k].effect_on(task.family) for k in chosen])
+        p = world.pass_chance(task.base, [store[k].effect_on(task.family) for k in chosen])
         passed = task.u_pass < p
         passed_list.append(passed)
         learner.observe(task.family, task.index, task.base, chosen, passed)

@@ -48,6 +48,7 @@ fictional Python web service; none is copied from elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 HELPFUL_EFFECT = 0.5  # share of the remaining chance to fail that helpful advice removes
@@ -125,10 +126,17 @@ def pass_probability(base: float, given: list[Advice], family: str | None = None
     """The chance that VERIFY passes for a builder of ``family`` with base pass
     rate ``base`` who follows ``given`` (each key counts once). Without
     ``family`` each piece of advice acts on its own family."""
+    distinct = {a.key: a for a in given}.values()
+    return pass_chance(base, [a.effect_on(family or a.family) for a in distinct])
+
+
+def pass_chance(base: float, effects: Iterable[float]) -> float:
+    """The chance to pass from base rate ``base`` under signed ``effects`` (see
+    :meth:`Advice.effect_on`): each one above 0 removes that share of the chance
+    to fail, each one below 0 takes that share of the chance to pass."""
     fail = 1.0 - base
     keep = 1.0
-    for advice in {a.key: a for a in given}.values():
-        effect = advice.effect_on(family or advice.family)
+    for effect in effects:
         if effect > 0:
             fail *= 1.0 - effect
         elif effect < 0:
