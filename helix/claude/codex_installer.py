@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -42,14 +41,10 @@ CODEX_HOOKS = "hooks/codex-hooks.json"  # in the plugin folder, as its manifest 
 ROLES = {"helix-explorer": "explorer", "helix-planner": "planner", "helix-builder": "builder"}
 BEGIN = "# >>> helix agent roles (written by `helix install codex`; rewritten by the next one)"
 END = "# <<< helix agent roles"
-CODEX_TIMEOUT = 300
 
 
 def find_codex() -> str | None:
-    explicit = os.environ.get("HELIX_CODEX_BIN")
-    if explicit:
-        return explicit if Path(explicit).is_file() else None
-    return shutil.which("codex")
+    return installer.find_client("codex")
 
 
 def codex_home() -> Path:
@@ -91,7 +86,7 @@ def install_codex(source: str | None = None, dry_run: bool = False) -> dict[str,
         if registered is not None and registered != marketplace:
             commands.insert(0, ["codex", "plugin", "marketplace", "remove", MARKETPLACE])
         for command in commands:
-            done = _codex(codex, command[1:])
+            done = installer.run_client(codex, command[1:])
             report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
             if done.returncode != 0:
                 raise HelixError(f"'{' '.join(command)}' failed: {_error_line(done)}")
@@ -194,16 +189,6 @@ def _toml_string(value: str) -> str:
 
 
 # ------------------------------------------------------------------- checking
-def _codex(codex: str, args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [codex, *args],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=CODEX_TIMEOUT,
-    )
-
-
 def _error_line(done: subprocess.CompletedProcess) -> str:
     """Codex's own error line (it may be followed by a backtrace)."""
     lines = [line.strip() for line in f"{done.stderr}\n{done.stdout}".splitlines() if line.strip()]
@@ -213,7 +198,7 @@ def _error_line(done: subprocess.CompletedProcess) -> str:
 
 def _json_of(codex: str, args: list[str]) -> Any:
     try:
-        return json.loads(_codex(codex, args).stdout)
+        return json.loads(installer.run_client(codex, args).stdout)
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None
 

@@ -32,7 +32,7 @@ PLUGIN_NAME = "helix"
 MARKETPLACE = "helix-marketplace"
 PLUGIN_ID = f"{PLUGIN_NAME}@{MARKETPLACE}"
 CHECK_TIMEOUT = 60
-CLAUDE_TIMEOUT = 300
+CLIENT_TIMEOUT = 300  # a client's plugin commands may fetch and copy files
 
 
 def packaged_plugin() -> Path:
@@ -50,11 +50,17 @@ def plugin_version(folder: Path) -> str | None:
     return str(data["version"])
 
 
-def find_claude() -> str | None:
-    explicit = os.environ.get("HELIX_CLAUDE_BIN")
+def find_client(name: str) -> str | None:
+    """An agent client's executable: ``HELIX_<NAME>_BIN`` when set (None if that
+    file is missing), else ``name`` on PATH."""
+    explicit = os.environ.get(f"HELIX_{name.upper()}_BIN")
     if explicit:
         return explicit if Path(explicit).is_file() else None
-    return shutil.which("claude")
+    return shutil.which(name)
+
+
+def find_claude() -> str | None:
+    return find_client("claude")
 
 
 def marketplace_source(source: str | None) -> str:
@@ -107,7 +113,7 @@ def install_claude(
     if claude is None:
         raise NotFound("the claude command was not found: install Claude Code first")
     for command in commands:
-        done = _claude(claude, command[1:])
+        done = run_client(claude, command[1:])
         report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
         if done.returncode != 0 and not _already_enabled(command, done):
             detail = (done.stderr or done.stdout).strip().splitlines()
@@ -175,13 +181,16 @@ def _already_enabled(command: list[str], done: subprocess.CompletedProcess) -> b
     return command[2] == "enable" and "already enabled" in text
 
 
-def _claude(claude: str, args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess:
+def run_client(
+    binary: str, args: list[str], cwd: Path | None = None, timeout: float = CLIENT_TIMEOUT
+) -> subprocess.CompletedProcess:
+    """One command of an agent client's own CLI, its output captured, no stdin."""
     return subprocess.run(
-        [claude, *args],
+        [binary, *args],
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
-        timeout=CLAUDE_TIMEOUT,
+        timeout=timeout,
         cwd=cwd,
     )
 
@@ -190,7 +199,7 @@ def registered_plugin(claude: str, project: Path) -> tuple[dict[str, Any] | None
     """The client's own record of the helix plugin (``claude plugin list --json``,
     as seen from ``project``), or None with the reason."""
     try:
-        done = _claude(claude, ["plugin", "list", "--json"], cwd=project)
+        done = run_client(claude, ["plugin", "list", "--json"], cwd=project)
         entries = json.loads(done.stdout)
     except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
         return None, f"could not ask Claude Code for its plugins: {exc}"
