@@ -37,7 +37,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        , vector BLOB);
+        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT);
 
 -- table edge
 CREATE TABLE edge (
@@ -95,6 +95,16 @@ CREATE TABLE insight_file (
 CREATE VIRTUAL TABLE insight_fts USING fts5(
             content, tags, content='insight', content_rowid='id',
             tokenize='porter unicode61'
+        );
+
+-- table learning_candidate
+CREATE TABLE learning_candidate (
+            id TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            confidence TEXT NOT NULL,
+            proposed_at TEXT NOT NULL,
+            claimed_by TEXT,
+            claimed_at TEXT
         );
 
 -- table merge_event

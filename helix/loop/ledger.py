@@ -205,6 +205,19 @@ def latest(memory: Store, task_id: str, open_only: bool = False) -> Attempt | No
     return _attempt(found) if found else None
 
 
+def open_attempts(memory: Store) -> list[Attempt]:
+    """The attempts in flight now: unsettled and started within ``OPEN_HOURS``.
+    While one is open a builder holds a shell, so what is asked of helix then may
+    come from it (a task's VERIFY set, a bulk prune)."""
+    cutoff = db.stamp(memory.clock() - timedelta(hours=OPEN_HOURS))
+    rows = memory.conn.execute(
+        f"SELECT {_COLUMNS} FROM attempt WHERE settled_at IS NULL AND started_at >= ? "
+        "ORDER BY started_at DESC, rowid DESC LIMIT 100",
+        (cutoff,),
+    ).fetchall()
+    return [_attempt(r) for r in rows]
+
+
 def attempts(memory: Store, task_id: str, limit: int = 20) -> list[Attempt]:
     """Every recorded attempt at ``task_id``, newest first."""
     rows = memory.conn.execute(

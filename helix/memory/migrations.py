@@ -350,6 +350,40 @@ def m009_create_trials(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_frame_judge_and_learning_queue(conn: sqlite3.Connection) -> None:
+    """What an attempt's judge is beyond its command, who set it, and the learning
+    queue in the database.
+
+    ``attempt.frame`` is the judge's frame fixed at the start (JSON: the digest of
+    every file that decides how VERIFY runs: tests, runner configuration, start-up
+    files, executables on its PATH inside the project or home), ``attempt.work``
+    the paths the task may change (JSON list), ``attempt.env`` the environment
+    VERIFY runs with (JSON: only PATH and the project's virtualenv, never
+    secrets), ``attempt.judge_by`` who set the VERIFY (JSON). The learning queue
+    was files under ``.helix/``, which a builder's shell can write: a planted file
+    was stored with the confidence it claimed. ``learning_candidate`` is written
+    only by helix; ``claimed_by`` is the pid and start time of the process storing
+    it (a dead claimer's candidate is queued again).
+    """
+    _run(
+        conn,
+        """
+        ALTER TABLE attempt ADD COLUMN frame TEXT;
+        ALTER TABLE attempt ADD COLUMN work TEXT;
+        ALTER TABLE attempt ADD COLUMN env TEXT;
+        ALTER TABLE attempt ADD COLUMN judge_by TEXT;
+        CREATE TABLE learning_candidate (
+            id TEXT PRIMARY KEY,
+            body TEXT NOT NULL,
+            confidence TEXT NOT NULL,
+            proposed_at TEXT NOT NULL,
+            claimed_by TEXT,
+            claimed_at TEXT
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -362,6 +396,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (7, m007_create_task_outcomes),
     (8, m008_create_attempt_ledger),
     (9, m009_create_trials),
+    (10, m010_frame_judge_and_learning_queue),
 ]
 
 LATEST = MIGRATIONS[-1][0]
