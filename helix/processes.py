@@ -9,6 +9,19 @@ more, so nothing it left running outlives the run. Callers pass files, not
 pipes, for the child's output: a file never fills up, so no amount of output
 blocks the child, and a grandchild that escapes the group while holding the
 file open cannot make helix wait.
+
+A process group is not a cage: a descendant may call ``setsid`` or daemonize
+(fork twice) and leave it. With ``reap=True`` the command runs under a small
+reaper, a fresh interpreter that imports only this module (no site-packages,
+so it starts in a few tens of milliseconds): it makes itself
+a Linux *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every orphan
+among its descendants is re-parented to it instead of to init, starts the
+command as its child, and when the command exits (or the reaper gets SIGTERM at
+the timeout) kills and reaps every descendant still there, whatever group or
+session it moved to. Killing by pid is safe here: a child's pid cannot be
+reused before its parent (the reaper) has reaped it. The reaper is a process of
+its own because being a subreaper is for life: helix's own long-lived
+processes (the MCP server, hooks) must not adopt unrelated orphans.
 """
 
 from __future__ import annotations
@@ -16,11 +29,21 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+# The reaper's whole program: argv is [-c, folder holding the helix package, command...].
+_REAPER_MAIN = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from helix.processes import _reaper; sys.exit(_reaper(sys.argv[2:]))"
+)
+_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+REAP_SECONDS = 5.0  # how long the reaper may spend killing; after that helix kills the group
+PR_SET_CHILD_SUBREAPER = 36  # from <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -42,15 +65,24 @@ def run_in_session(
     stderr: IO[Any] | int | None = None,
     env: Mapping[str, str] | None = None,
     grace: float = 0.0,
+    reap: bool = False,
 ) -> Finished:
     """Run ``argv`` to completion or until ``timeout`` seconds have passed.
+
+    With ``reap``, every descendant of ``argv`` is killed when it ends (normally,
+    at the timeout or when helix is interrupted), also one that left the process
+    group or the session; ``grace`` is then not used (all are killed outright).
+    A child killed by signal N reports exit code ``128 + N``, as a shell does.
 
     Raises ``OSError`` when the child cannot be started (missing executable,
     bad cwd); everything after that is reported in the returned ``Finished``.
     """
     started = time.monotonic()
+    command = list(argv)
+    if reap and sys.executable:
+        command = [sys.executable, "-I", "-S", "-c", _REAPER_MAIN, _PACKAGE_PARENT, *command]
     child = subprocess.Popen(
-        list(argv),
+        command,
         cwd=cwd,
         env=None if env is None else dict(env),
         stdin=stdin,
@@ -63,11 +95,10 @@ def run_in_session(
         code = child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        code = _stop(child, grace)
+        code = _stop(child, grace, reap)
     finally:
         if child.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing running
-            kill_group(child.pid)
-            child.wait()
+            _stop(child, 0.0, reap)
     kill_group(child.pid)  # stragglers the child left in its group
     return Finished(
         exit_code=None if timed_out else code,
@@ -76,10 +107,18 @@ def run_in_session(
     )
 
 
-def _stop(child: subprocess.Popen[bytes], grace: float) -> int:
+def _stop(child: subprocess.Popen[bytes], grace: float, reap: bool = False) -> int:
+    if reap:
+        # The reaper must live to clean up: SIGTERM asks it to kill everything
+        # below it; the group is killed outright only if it does not finish.
+        try:
+            child.send_signal(signal.SIGTERM)
+            return child.wait(timeout=REAP_SECONDS)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
+            pass
     # SIGTERM first gives an agent CLI the chance to save its session; what is
     # still there after the grace period is killed outright.
-    if grace > 0:
+    elif grace > 0:
         kill_group(child.pid, signal.SIGTERM)
         try:
             return child.wait(timeout=grace)
@@ -95,3 +134,101 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# ------------------------------------------------------------------ the reaper
+class _Ended(Exception):
+    """Raised by the reaper's SIGTERM handler to stop waiting and start killing."""
+
+
+def _reaper(argv: list[str]) -> int:
+    """Run ``argv`` as a child subreaper, kill and reap every descendant when it
+    ends, and return its exit status (``128 + N`` for death by signal N)."""
+
+    def ended(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: nothing stops the sweep
+        raise _Ended
+
+    # Installed before the fork, so a SIGTERM never finds the reaper defenceless;
+    # the command's exec resets it to the default.
+    signal.signal(signal.SIGTERM, ended)
+    _become_subreaper()
+    try:
+        pid = os.fork()
+    except (OSError, _Ended):
+        return 126
+    if pid == 0:
+        try:
+            os.execvp(argv[0], argv)
+        except BaseException as exc:  # noqa: BLE001 - the child must never return
+            message = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+            os.write(2, f"helix: cannot run {argv[0]}: {message}\n".encode(errors="replace"))
+        os._exit(127)
+    status = 128 + signal.SIGTERM
+    try:
+        while True:
+            done, raw = os.waitpid(-1, 0)  # reaps adopted orphans while the command runs
+            if done == pid:
+                status = _exit_status(raw)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nothing stops the sweep
+                break
+    except (_Ended, ChildProcessError):
+        pass
+    _kill_descendants(time.monotonic() + REAP_SECONDS)
+    return status
+
+
+def _become_subreaper() -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the process group still gets killed
+        pass
+
+
+def _exit_status(raw: int) -> int:
+    if os.WIFSIGNALED(raw):
+        return 128 + os.WTERMSIG(raw)
+    return os.waitstatus_to_exitcode(raw)
+
+
+def _kill_descendants(deadline: float) -> None:
+    """SIGKILL every child, reap it, repeat: each killed process's own children
+    are re-parented to the reaper and killed on the next round, until none is
+    left or ``deadline`` passes (an unkillable process is left to helix)."""
+    while time.monotonic() < deadline:
+        for child in _children():
+            try:
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass  # one dead child reaped; look for more
+        except ChildProcessError:
+            return  # no child left, alive or dead
+        time.sleep(0.005)
+
+
+def _children() -> list[int]:
+    """The reaper's living and dead children, from ``/proc``."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
+            return [int(word) for word in handle.read().split()]
+    except OSError:
+        pass
+    found = []  # a kernel without the children file: scan every process's parent
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(name))
+    return found

@@ -95,8 +95,8 @@ def test_stragglers_of_a_finished_command_are_killed(tmp_path: Path):
 
 
 def test_an_escaped_grandchild_holding_stdout_does_not_hang(tmp_path: Path):
-    # Wait until the grandchild has left the group, then finish: it keeps running
-    # with the output file open.
+    # Wait until the grandchild has left the group, then finish: it holds the
+    # output file open, yet the run ends at once and takes it along.
     command = (
         "setsid sh -c 'echo $$ > escaped.pid; exec sleep 60' & "
         "while [ ! -s escaped.pid ]; do sleep 0.01; done; echo started"
@@ -105,15 +105,57 @@ def test_an_escaped_grandchild_holding_stdout_does_not_hang(tmp_path: Path):
     result = run_verify(command, tmp_path, timeout=20)
     elapsed = time.monotonic() - started
     escaped = read_pid(tmp_path / "escaped.pid")
-    try:
-        assert alive(escaped)  # the setup worked: it really escaped the group
-        assert elapsed < 5
-        assert result.passed is True
-        assert result.timed_out is False
-        assert "started" in result.output_tail
-    finally:
-        if alive(escaped):  # it left helix's process group on purpose; clean up here
-            os.kill(escaped, signal.SIGKILL)
+    survived = alive(escaped)
+    if survived:  # do not leave it behind when the test fails
+        os.kill(escaped, signal.SIGKILL)
+    assert not survived, f"{escaped} left the session and outlived its VERIFY"
+    assert elapsed < 5
+    assert result.passed is True
+    assert result.timed_out is False
+    assert "started" in result.output_tail
+
+
+# Ways a VERIFY can leave a process outside its process group or session. Each
+# writes the escaped process's pid to escaped.pid and waits until it is there.
+_WAIT = "while [ ! -s escaped.pid ]; do sleep 0.01; done"
+ESCAPES = {
+    "setsid": "setsid sleep 60 & echo $! > escaped.pid",
+    "setsid-fork": "setsid --fork sh -c 'echo $$ > escaped.pid; exec sleep 60'; " + _WAIT,
+    "double-fork": "(nohup sleep 60 >/dev/null 2>&1 & echo $! > escaped.pid); " + _WAIT,
+    "daemon-of-daemon": (
+        "setsid sh -c '(setsid sleep 60 & echo $! > escaped.pid)' >/dev/null 2>&1 & " + _WAIT
+    ),
+}
+
+
+def _must_be_gone(pid: int) -> None:
+    survived = alive(pid)
+    if survived:
+        os.kill(pid, signal.SIGKILL)
+    assert not survived, f"{pid} outlived its VERIFY"
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES.values()), ids=list(ESCAPES))
+@pytest.mark.parametrize("ending", ["pass", "fail"])
+def test_nothing_a_finished_verify_started_survives_it(tmp_path: Path, escape, ending):
+    result = run_verify(f"{escape}; exit {0 if ending == 'pass' else 4}", tmp_path, timeout=20)
+    assert result.passed is (ending == "pass"), result
+    _must_be_gone(read_pid(tmp_path / "escaped.pid"))
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES.values()), ids=list(ESCAPES))
+def test_nothing_a_timed_out_verify_started_survives_it(tmp_path: Path, escape):
+    started = time.monotonic()
+    result = run_verify(f"{escape}; sleep 60", tmp_path, timeout=1)
+    assert time.monotonic() - started < 8
+    assert result.timed_out is True
+    _must_be_gone(read_pid(tmp_path / "escaped.pid"))
+
+
+def test_a_command_killed_by_a_signal_reports_it_as_a_shell_does(tmp_path: Path):
+    result = run_verify("kill -9 $$", tmp_path, timeout=10)
+    assert result.passed is False
+    assert result.exit_code == 128 + signal.SIGKILL
 
 
 def test_output_tail_is_bounded(tmp_path: Path):

@@ -1,11 +1,14 @@
 """Running a task's VERIFY command: the only evidence the memory learns from.
 
 helix runs the command itself, in the task's working directory, through
-``/bin/sh -c`` in a new session, with a timeout. On timeout the whole process
-group is killed (a test runner's workers too) and the result counts as a fail.
-Output goes to a temp file rather than a pipe, so a grandchild that escapes the
-group and keeps the pipe open cannot hang helix. Exit code 0 is a pass; anything
-else, a timeout or a command that cannot start, is a fail.
+``/bin/sh -c`` in a new session, with a timeout, under the reaper of
+:mod:`helix.processes`: when the command ends (pass, fail or timeout) every
+process it started is killed, a test runner's workers and a server it
+daemonized with ``setsid`` or a double fork alike, so nothing a VERIFY starts
+outlives its settlement. A timeout counts as a fail. Output goes to a temp file
+rather than a pipe, so a grandchild holding the output open cannot hang helix.
+Exit code 0 is a pass; anything else, a timeout or a command that cannot start,
+is a fail.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ def run_verify(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 timeout=timeout,
+                reap=True,
             )
         except OSError as exc:
             return Verification(command, str(cwd), False, error=f"could not start: {exc}")
