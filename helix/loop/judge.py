@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix import repository
+
 MAX_FILES = 20_000  # names walked under one directory (a named one, or a non-git tree)
 MAX_BYTES = 64 << 20  # content read per digest; beyond it, size and mtime only
 SKIP_DIRS = frozenset({".git", ".helix", "node_modules", ".venv", "venv", "__pycache__"})
@@ -151,12 +153,7 @@ def tree(project: Path, timeout: float = 30.0) -> str:
 def _git_changes(project: Path, timeout: float) -> tuple[str, list[str]] | None:
     def git(*args: str) -> bytes | None:
         try:
-            done = subprocess.run(
-                ["git", "-C", str(project), *args],
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-            )
+            done = repository.run(project, *args, timeout=timeout)
         except (OSError, subprocess.SubprocessError):
             return None
         return done.stdout if done.returncode == 0 else None
@@ -165,7 +162,9 @@ def _git_changes(project: Path, timeout: float) -> tuple[str, list[str]] | None:
     if top is None or Path(os.fsdecode(top.strip())).resolve() != project.resolve():
         return None  # not a repository, or the project is only part of one
     head = git("rev-parse", "--verify", "-q", "HEAD") or b"(no commit)"
-    status = git("status", "--porcelain=v1", "-z", "--untracked-files=all")
+    status = git(
+        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
+    )
     if status is None:
         return None
     names = []

@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helix import config
+from helix import config, repository
 from helix.errors import HelixError
 
 DATA_DIR = config.DATA_DIR_NAME
@@ -30,9 +30,10 @@ MAX_SAVED_BYTES = 64 * 1024 * 1024  # a bigger dirty file is noted, not copied
 
 
 def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, check=False
-    )
+    try:
+        proc = repository.run(root, *args)
+    except subprocess.TimeoutExpired as exc:
+        raise HelixError(f"git {args[0]} timed out") from exc
     if check and proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise HelixError(f"git {args[0]} failed: {message[-1] if message else proc.returncode}")
@@ -57,7 +58,9 @@ def _head(root: Path) -> str | None:
 
 def changed_paths(root: Path) -> list[str]:
     """Paths git reports as modified, deleted, added or untracked (not ignored)."""
-    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all").stdout
+    out = _git(
+        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
+    ).stdout
     parts = out.split(b"\0")
     paths: list[str] = []
     index = 0
