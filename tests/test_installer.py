@@ -115,6 +115,8 @@ def test_sandbox_settings_merge_into_the_projects_own(tmp_path: Path):
     assert done["written"] and written["model"] == "opus"
     assert written["permissions"]["deny"] == ["Read(./.env)", "Edit(./.helix/**)"]
     assert written["sandbox"]["enabled"] is True
+    # Without a working sandbox the client would run commands unsandboxed: refuse.
+    assert written["sandbox"]["failIfUnavailable"] is True
     assert "./.helix" in written["sandbox"]["filesystem"]["denyWrite"]
     again = installer.sandbox_settings(tmp_path)
     assert again["added"] == [] and json.loads(settings.read_text()) == written

@@ -130,13 +130,18 @@ def install_claude(
 # builder can still run `helix`, which by design cannot forge evidence (the judge
 # is fixed at the attempt's start, verified credit comes only from helix's own
 # VERIFY run); what it loses is rewriting the database or tasks.jsonl directly.
+# VERIFY, which runs the builder's code, is sandboxed the same way by helix
+# (helix.loop.sandbox reads these settings). failIfUnavailable, because Claude
+# Code 2.1.329 without a working sandbox (on Linux: bubblewrap and socat) was
+# measured to run every command unsandboxed with only a warning on stderr.
 SANDBOX_SETTINGS: dict[str, Any] = {
     "sandbox": {
         "enabled": True,
-        "filesystem": {"denyWrite": ["./.helix"]},
+        "failIfUnavailable": True,
+        "filesystem": {"denyWrite": [f"./{config.DATA_DIR_NAME}"]},
         "excludedCommands": ["helix:*"],
     },
-    "permissions": {"deny": ["Edit(./.helix/**)"]},
+    "permissions": {"deny": [f"Edit(./{config.DATA_DIR_NAME}/**)"]},
 }
 
 
