@@ -46,6 +46,29 @@ claude-cli:
 codex-cli:
 	$(call npm-cli,@openai/codex,$(CODEX_VERSION),$(CODEX_BIN))
 
+# VERIFY runs under bubblewrap in projects whose agents are sandboxed, and Claude
+# Code's own sandbox needs bubblewrap and socat. As root with apt-get (CI on a
+# fresh Debian) the missing ones are installed; otherwise a note is printed and
+# the sandbox tests skip with the reason.
+SANDBOX_LOG := .cache/apt-sandbox.log
+
+.PHONY: sandbox-tools
+sandbox-tools:
+	@pkgs=""; \
+	command -v bwrap >/dev/null 2>&1 || pkgs="$$pkgs bubblewrap"; \
+	command -v socat >/dev/null 2>&1 || pkgs="$$pkgs socat"; \
+	if [ -z "$$pkgs" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing$$pkgs (apt-get)"; mkdir -p $(dir $(SANDBOX_LOG)); \
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$pkgs; } >$(SANDBOX_LOG) 2>&1; then \
+			tail -n 5 $(SANDBOX_LOG); \
+			echo "note: could not install$$pkgs; the sandbox tests will skip"; \
+		fi; \
+	else \
+		echo "note:$$pkgs missing (installing needs root and apt-get); the sandbox tests will skip"; \
+	fi
+
 # pytest exits 5 when it collected no tests: say so instead of failing obscurely.
 test: install claude-cli codex-cli
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \
