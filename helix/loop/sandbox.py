@@ -156,9 +156,9 @@ def find(binary: str | None = None) -> tuple[str, tuple[str, ...]]:
     chosen = binary or os.environ.get(BINARY_ENV) or shutil.which("bwrap")
     if not chosen or not Path(chosen).is_file() or not os.access(chosen, os.X_OK):
         raise SandboxUnavailable(
-            "VERIFY must run sandboxed (the project's agents run in Claude Code's "
-            f"sandbox), but bubblewrap was not found{f' at {chosen}' if chosen else ''}: "
-            "install it (apt-get install bubblewrap)"
+            "VERIFY must run sandboxed (as the project's agents do), but bubblewrap "
+            f"was not found{f' at {chosen}' if chosen else ''}: install it "
+            "(apt-get install bubblewrap)"
         )
     flags = _probe(str(Path(chosen).absolute()))
     if isinstance(flags, str):
