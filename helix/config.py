@@ -37,7 +37,7 @@ HOOKS_LOG_FILE = "hooks.log"
 LOGS_DIR = "logs"
 ATTRIBUTION_LOG_FILE = "attribution.jsonl"
 SYNTHESIS_FILE = "recall_synthesis.json"
-LEARNING_QUEUE_DIR = "learning-queue"
+OLD_LEARNING_QUEUE_DIR = "learning-queue"  # never read: see learning.old_queue
 TASK_STATUS_FILE = "task-status.jsonl"
 EXPLORER_RESULTS_DIR = "explorer-results"
 AGENTS_DIR = "agents"
@@ -100,9 +100,10 @@ class Paths:
         return self.home / SYNTHESIS_FILE
 
     @property
-    def learning_queue(self) -> Path:
-        """Learning candidates waiting for a decision."""
-        return self.home / LEARNING_QUEUE_DIR
+    def old_learning_queue(self) -> Path:
+        """Where an older helix kept the learning queue (now a database table).
+        Never read: an agent's shell can write it."""
+        return self.home / OLD_LEARNING_QUEUE_DIR
 
     @property
     def task_status(self) -> Path:

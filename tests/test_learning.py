@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from pathlib import Path
+import sqlite3
 from typing import Any
 
 import pytest
 
-from helix import files
+from helix import config
 from helix.errors import InvalidInput, NotFound
 from helix.loop import learning
 from helix.memory.store import Memory
@@ -55,8 +54,30 @@ EXPLICIT = {
 }
 
 
-def queue_home() -> Path:
-    return Path(os.environ["HELIX_HOME"]) / learning.QUEUE_DIR
+def queue_rows() -> list[tuple[Any, ...]]:
+    """The learning_candidate rows of the project's database, by id."""
+    conn = sqlite3.connect(config.resolve().db)
+    try:
+        return conn.execute(
+            "SELECT id, body, confidence, proposed_at, claimed_by FROM learning_candidate "
+            "ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def insert_row(candidate_id: str, body: str, confidence: str) -> None:
+    """A row helix did not screen (an older helix's, or a bug's): the store must
+    still screen it and cope with its shape."""
+    conn = sqlite3.connect(config.resolve().db)
+    try:
+        conn.execute(
+            "INSERT INTO learning_candidate(id, body, confidence, proposed_at) VALUES (?, ?, ?, ?)",
+            (candidate_id, body, confidence, "2026-11-01T09:00:00+00:00"),
+        )
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def by_kind(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -321,10 +342,15 @@ def test_propose_queues_each_candidate_once():
     item = candidate("Use a frozen clock in tests that depend on wall-clock time.")
     assert learning.propose([item, item], now="2026-11-01T12:00:00+00:00") == [item["id"]]
     assert learning.propose([item]) == []
-    files = list(queue_home().glob("*.json"))
-    assert [f.name for f in files] == [f"{item['id']}.json"]
-    stored = json.loads(files[0].read_text())
-    assert stored == {**item, "proposed_at": "2026-11-01T12:00:00+00:00"}
+    [(candidate_id, body, confidence, proposed_at, claimed_by)] = queue_rows()
+    assert (candidate_id, confidence, proposed_at, claimed_by) == (
+        item["id"],
+        "medium",
+        "2026-11-01T12:00:00+00:00",
+        None,
+    )
+    assert json.loads(body) == {k: v for k, v in item.items() if k != "id"}
+    assert learning.pending() == [{**item, "proposed_at": "2026-11-01T12:00:00+00:00"}]
 
 
 def test_pending_is_most_confident_then_oldest_first():
@@ -337,8 +363,7 @@ def test_pending_is_most_confident_then_oldest_first():
     stamps = ["2026-11-01T10:00:00+00:00", "2026-11-01T11:00:00+00:00"]
     learning.propose(items[:3], now=stamps[1])
     learning.propose(items[3:], now=stamps[0])
-    (queue_home() / "notes.txt").write_text("not a candidate")
-    (queue_home() / "lc-broken.json").write_text("{not json")
+    insert_row("lc-broken", "{not json", "high")
     order = [c["content"] for c in learning.pending()]
     assert order == [
         items[1]["content"],
@@ -350,6 +375,8 @@ def test_pending_is_most_confident_then_oldest_first():
 
 def test_pending_without_a_queue_is_empty():
     assert learning.pending() == []
+    assert learning.discard(["lc-0000000000"]) == {"discarded": [], "missing": ["lc-0000000000"]}
+    assert not config.resolve().db.exists()  # reading the queue creates no database
 
 
 def test_store_by_confidence_stores_and_dequeues(hash_memory: Memory):
@@ -395,18 +422,21 @@ def test_a_near_duplicate_merges_into_the_stored_insight(memory: Memory):
 )
 def test_the_safety_screen_keeps_refused_text_off_disk(hash_memory: Memory, content):
     """A refused candidate is never queued (its text may be a secret), and one that
-    reached the queue anyway (hand-written) is dropped when the store refuses it."""
+    reached the queue anyway (queued before the screen knew it) is dropped when
+    the store refuses it."""
     bad = candidate(content, "high")
     good = candidate("Run npm ci instead of npm install so the lockfile is respected.", "high")
-    assert learning.propose([bad, good]) == [good["id"]]
-    assert not (learning.queue_dir() / f"{bad['id']}.json").exists()
-    files.write_json(learning.queue_dir() / f"{bad['id']}.json", bad)  # by hand
+    refused: list[dict[str, str]] = []
+    assert learning.propose([bad, good], refused=refused) == [good["id"]]
+    assert [r["id"] for r in refused] == [bad["id"]]
+    assert [row[0] for row in queue_rows()] == [good["id"]]
+    insert_row(bad["id"], json.dumps(bad), "high")
     report = learning.store(hash_memory)
     assert [s["id"] for s in report["stored"]] == [good["id"]]
     assert [s["id"] for s in report["skipped"]] == [bad["id"]]
     assert "safety screen" in report["skipped"][0]["reason"]
     assert report["left"] == 0
-    assert list(learning.queue_dir().iterdir()) == []
+    assert queue_rows() == []
     assert len(hash_memory.list()) == 1
 
 
@@ -419,19 +449,21 @@ def test_store_unknown_ids_is_not_found(hash_memory: Memory):
 
 
 @pytest.mark.parametrize(
-    "broken",
+    ("body", "confidence"),
     [
-        {"id": "lc-handmade", "content": "A candidate edited by hand.", "confidence": "certain"},
-        {"content": "A candidate edited by hand, without an id.", "confidence": "high"},
+        ({"content": "A candidate of an odd confidence.", "tags": "x"}, "certain"),
+        ({"id": "lc-other", "content": "A candidate naming another id.", "files": None}, "high"),
     ],
 )
-def test_a_malformed_queue_file_does_not_block_the_rest(hash_memory: Memory, broken):
+def test_an_odd_row_does_not_block_the_rest(hash_memory: Memory, body, confidence):
     good = candidate("Run npm ci instead of npm install so the lockfile is respected.", "high")
     learning.propose([good])
-    (queue_home() / "lc-handmade.json").write_text(json.dumps(broken))
-    assert len(learning.pending()) == 2
-    report = learning.store(hash_memory)
-    assert good["id"] in [s["id"] for s in report["stored"]]
+    insert_row("lc-handmade", json.dumps(body), confidence)
+    odd = next(c for c in learning.pending() if c["id"] == "lc-handmade")
+    assert odd["confidence"] in learning.CONFIDENCE and odd["tags"] == odd["files"] == []
+    report = learning.store(hash_memory, min_confidence="low")
+    assert sorted(s["id"] for s in report["stored"]) == sorted([good["id"], "lc-handmade"])
+    assert queue_rows() == []
 
 
 def test_store_checks_the_confidence_floor(hash_memory: Memory):
@@ -453,6 +485,7 @@ def test_discard_reports_what_it_removed():
     assert result == {"discarded": [item["id"]], "missing": ["lc-0000000000"]}
     assert learning.pending() == []
     assert learning.discard([item["id"]]) == {"discarded": [], "missing": [item["id"]]}
+    assert queue_rows() == []
 
 
 @pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".."])

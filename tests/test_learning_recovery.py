@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 from helix_process import run_helix
 
+from helix import config
+from helix.errors import NotFound
 from helix.loop import learning
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
@@ -70,12 +73,15 @@ def content(i: int) -> str:
     return f"Lesson {i} from module m{i}x: " + " ".join(words) + f" case{i}z"
 
 
-def queue(n: int, start: int = 0) -> list[str]:
-    items = [
+def items(n: int, start: int = 0) -> list[dict]:
+    return [
         learning.candidate(content(i), "pattern", [], f"hx-{i}", [], "high", "test")
         for i in range(start, start + n)
     ]
-    return learning.propose(items)
+
+
+def queue(n: int, start: int = 0) -> list[str]:
+    return learning.propose(items(n, start))
 
 
 def env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -93,8 +99,22 @@ def stored_contents() -> list[str]:
         return [c for (c,) in memory.conn.execute("SELECT content FROM insight ORDER BY id")]
 
 
-def claim_files() -> list[str]:
-    return sorted(p.name for p in learning.queue_dir().glob(".*"))
+def sql(statement: str, *args: object) -> list[tuple]:
+    """One statement on the project's database, committed."""
+    conn = sqlite3.connect(config.resolve().db)
+    try:
+        rows = conn.execute(statement, args).fetchall()
+        conn.commit()
+        return rows
+    finally:
+        conn.close()
+
+
+def claims() -> list[tuple[str, str]]:
+    """The held claims: (candidate id, claimed_by)."""
+    return sql(
+        "SELECT id, claimed_by FROM learning_candidate WHERE claimed_by IS NOT NULL ORDER BY id"
+    )
 
 
 def test_a_claim_left_by_a_killed_store_is_stored_by_the_next(tmp_path: Path):
@@ -117,8 +137,8 @@ def test_a_claim_left_by_a_killed_store_is_stored_by_the_next(tmp_path: Path):
     child.wait(timeout=TIMEOUT)
 
     # The claim names the dead process; the candidate is listed as queued again.
-    [claim] = claim_files()
-    assert claim.startswith(f".{candidate_id}~") and f"~{child.pid}~" in claim
+    [(claimed, claimed_by)] = claims()
+    assert claimed == candidate_id and claimed_by.startswith(f"{child.pid}:")
     assert [c["id"] for c in learning.pending()] == [candidate_id]
 
     done = run_helix(tmp_path / "helix-home", "learn", "store", timeout=TIMEOUT)
@@ -128,7 +148,8 @@ def test_a_claim_left_by_a_killed_store_is_stored_by_the_next(tmp_path: Path):
         (candidate_id, "added", True)
     ], report
     assert stored_contents() == [content(0)]
-    assert claim_files() == [] and learning.pending() == []
+    assert claims() == [] and learning.pending() == []
+    assert sql("SELECT count(*) FROM learning_candidate") == [(0,)]
 
 
 def test_a_claim_whose_insight_was_committed_is_not_stored_twice(tmp_path: Path):
@@ -144,7 +165,7 @@ def test_a_claim_whose_insight_was_committed_is_not_stored_twice(tmp_path: Path)
     )
     assert died.returncode == 9, died.stderr
     assert stored_contents() == [content(0)]  # committed, but the claim is still there
-    assert len(claim_files()) == 1
+    assert len(claims()) == 1
 
     done = run_helix(tmp_path / "helix-home", "learn", "store", timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
@@ -158,30 +179,34 @@ def test_a_claim_whose_insight_was_committed_is_not_stored_twice(tmp_path: Path)
         assert memory.conn.execute("SELECT count(*) FROM merge_event").fetchone()[0] == 0
         assert entry["name"] == memory.list()[0]["name"]
     assert stored_contents() == [content(0)]
-    assert claim_files() == []
+    assert sql("SELECT count(*) FROM learning_candidate") == [(0,)]
 
 
 def test_a_live_claim_is_left_alone(tmp_path: Path, hash_memory: Memory):
-    [candidate_id] = queue(1)
-    folder = learning.queue_dir()
+    [item] = items(1)
+    [candidate_id] = learning.propose([item])
     # Claimed by this (running) test process, as a store in progress would be.
-    claim = learning.claim_file(folder, candidate_id)
-    os.rename(folder / f"{candidate_id}.json", claim)
+    sql("UPDATE learning_candidate SET claimed_by = ?", learning.claimant())
     assert learning.pending() == []
     assert learning.store(hash_memory, None, "low")["stored"] == []
-    assert claim.exists()
-    assert learning.propose([json.loads(claim.read_text())]) == []  # being stored: not queued again
+    with pytest.raises(NotFound):
+        learning.store(hash_memory, [candidate_id])
+    assert learning.discard([candidate_id]) == {"discarded": [], "missing": [candidate_id]}
+    assert claims() == [(candidate_id, learning.claimant())]
+    assert learning.propose([item]) == []  # being stored: not queued again
 
 
 def test_concurrent_stores_store_each_candidate_once(tmp_path: Path):
     ids = queue(24)
     # Two claims of a process that has exited, for the three stores to race over.
-    folder = learning.queue_dir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     for candidate_id in ids[:2]:
-        os.rename(
-            folder / f"{candidate_id}.json", learning.claim_file(folder, candidate_id, dead.pid)
+        sql(
+            "UPDATE learning_candidate SET claimed_by = ?, claimed_at = ? WHERE id = ?",
+            learning.claimant(dead.pid),
+            "2026-11-01T12:00:00+00:00",
+            candidate_id,
         )
     stores = [
         subprocess.Popen(
@@ -204,4 +229,5 @@ def test_concurrent_stores_store_each_candidate_once(tmp_path: Path):
     assert sorted(stored) == sorted(ids)  # every candidate by exactly one store
     assert all(s["status"] == "added" for r in reports for s in r["stored"])
     assert sorted(stored_contents()) == sorted(content(i) for i in range(24))
-    assert claim_files() == [] and learning.pending() == []
+    assert sql("SELECT count(*) FROM learning_candidate") == [(0,)]
+    assert sum(bool(s.get("recovered")) for r in reports for s in r["stored"]) == 2

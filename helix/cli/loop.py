@@ -241,6 +241,15 @@ def learn() -> None:
 
     Example: helix learn candidates
     """
+    from helix.loop import learning
+
+    old = learning.old_queue()
+    if old is not None:  # files an older helix wrote, or an agent planted: never read
+        click.echo(
+            f"helix: note: the files under {old} are ignored; the learning queue is "
+            "kept in the database now",
+            err=True,
+        )
 
 
 @learn.command("candidates")

@@ -1,18 +1,32 @@
 """Learning extraction: candidate insights proposed from settled outcomes.
 
-Candidates are proposed, not stored: they wait in ``.helix/learning-queue/`` (one
-JSON file each, named by a hash of kind and content, so proposing the same thing
-twice is a no-op) until the orchestrator or the user stores or discards them.
-Storing goes through :meth:`Memory.store`, so the memory's own rules apply: the
-safety screen, and merging into a near-duplicate instead of adding a copy.
+Candidates are proposed, not stored: they wait in the ``learning_candidate``
+table of the project's database (one row each, keyed by a hash of kind and
+content, so proposing the same thing twice is a no-op) until the orchestrator
+or the user stores or discards them. Storing goes through :meth:`Memory.store`,
+so the memory's own rules apply: the safety screen, and merging into a
+near-duplicate instead of adding a copy.
 
-Storing claims a candidate by renaming its file to a claim that names the
-claiming process (host, pid and the pid's start time), so of two concurrent
-stores exactly one gets it. A claim whose process died (killed mid-store) is
-stale: ``pending`` lists it again and the next ``store`` takes it over with the
-same atomic rename. If the dead process had already written the insight (it died
-between the memory's commit and removing the claim), the takeover finds the text
-in memory and does not store it a second time.
+Only helix writes that table. The queue used to be JSON files under
+``.helix/learning-queue/``, which an agent's shell can write: a planted file was
+stored with the confidence and source it claimed, past the cap on INSIGHTs per
+message. Those files are never read now, nor migrated (they are exactly what an
+agent could have planted); :func:`old_queue` only says that the folder is there.
+
+Storing claims a candidate first, in one ``BEGIN IMMEDIATE`` transaction: if
+nobody holds its row, ``claimed_by`` is set to this process (pid, the pid's start
+time and the host), so of two concurrent stores exactly one gets it. The memory
+then stores the insight in its own transaction, and the row is deleted. A claim
+whose process died (killed mid-store) is abandoned: ``pending`` lists the
+candidate again and the next ``store`` takes the claim over the same way. If the
+dead process had already written the insight (it died between the memory's
+commit and the delete), the takeover finds the text in memory and does not store
+it a second time.
+
+The database is the one of the data directory the caller names (``home``, else
+the project's; ``HELIX_DB`` honoured for the project's), opened apart from the
+memory a candidate is stored into: in a project they are one file, and every
+queue function of one ``home`` agrees on it.
 
 Where candidates come from, with their confidence:
 
@@ -28,18 +42,21 @@ Where candidates come from, with their confidence:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import re
 import socket
-import time
+import sqlite3
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
-from helix.files import file_id, read_json, write_json
+from helix.files import file_id
 from helix.loop import injection
 from helix.loop.contracts import MAX_INSIGHTS
 from helix.loop.records import LearningCandidate, Settlement
@@ -51,7 +68,6 @@ from helix.vocab import CONFIDENCE_LEVELS
 if TYPE_CHECKING:
     from helix.memory.store import Memory
 
-QUEUE_DIR = config.LEARNING_QUEUE_DIR
 CONFIDENCE = CONFIDENCE_LEVELS
 SYSTEMIC_COUNT = 3
 SYSTEMIC_DAYS = 7
@@ -65,14 +81,10 @@ _NOT_GENERAL = re.compile(
     re.IGNORECASE,
 )
 MAX_FILES_LISTED = 8
-CLAIM_SUFFIX = ".storing"
-# A claim made on another host (a shared folder) cannot be checked for a live
-# process; it counts as abandoned after this long (storing one takes seconds).
+# A claim made on another host (a database on a shared folder) cannot be checked
+# for a live process; it counts as abandoned after this long (storing one takes
+# seconds).
 STALE_CLAIM_S = 15 * 60
-
-
-def queue_dir(home: Path | None = None) -> Path:
-    return (config.Paths.at(home) if home else config.resolve()).learning_queue
 
 
 def generalisable(cause: str) -> bool:
@@ -232,24 +244,28 @@ def propose(
     now: str | None = None,
     refused: list[dict[str, str]] | None = None,
 ) -> list[str]:
-    """Queue candidates; return the ids newly queued (already queued ones are kept).
+    """Queue candidates; return the ids newly queued. Idempotent: one already
+    queued, or being stored, is kept as it is.
 
-    A candidate the safety screen would refuse is never written: its text may hold
-    a secret or an injection attempt, and a queue file is plain text on disk."""
-    folder = queue_dir(home)
-    added = []
+    A candidate the safety screen would refuse is never written (its text may hold
+    a secret or an injection attempt): it goes to ``refused`` with the reason."""
+    fresh = []
     for item in candidates:
-        path = folder / f"{file_id(item['id'], 'candidate id')}.json"
-        if path.exists() or _claims(folder, item["id"]):  # queued, or being stored
-            continue
+        file_id(item["id"], "candidate id")
+        if item.get("confidence") not in CONFIDENCE:
+            raise InvalidInput(
+                f"candidate {item['id']}: confidence must be one of: {', '.join(CONFIDENCE)}"
+            )
         reason = _refusal(item)
         if reason:
             if refused is not None:
                 refused.append({"id": item["id"], "reason": reason})
             continue
-        write_json(path, {**item, "proposed_at": now or db.stamp(datetime.now(UTC))})
-        added.append(item["id"])
-    return added
+        fresh.append(item)
+    if not fresh:
+        return []  # nothing to write: no database is created for it
+    with _opened(home, create=True) as conn:
+        return Queue(conn).add(fresh, now or db.stamp(datetime.now(UTC)))
 
 
 def _refusal(item: LearningCandidate) -> str | None:
@@ -267,30 +283,9 @@ def _refusal(item: LearningCandidate) -> str | None:
 
 
 def pending(home: Path | None = None) -> list[LearningCandidate]:
-    """Queued candidates, most confident first, then oldest first."""
-    folder = queue_dir(home)
-    if not folder.is_dir():
-        return []
-    items: list[LearningCandidate] = []
-    files = [(path.stem, path) for path in sorted(folder.glob("lc-*.json"))]
-    # A claim whose process died is queued again (see the module docstring).
-    files += [(_claimed_id(path), path) for path in _claims(folder) if _abandoned(path)]
-    for candidate_id, path in files:
-        value = read_json(path)
-        if not isinstance(value, dict) or not isinstance(value.get("content"), str):
-            continue  # not a candidate helix wrote: left alone, never stored
-        # The file name is the id; a hand-edited confidence or list is normalised
-        # so one odd file cannot stop the rest of the queue.
-        value["id"] = candidate_id
-        if value.get("confidence") not in CONFIDENCE:
-            value["confidence"] = "low"
-        for key in ("tags", "files"):
-            if not isinstance(value.get(key), list):
-                value[key] = []
-        items.append(cast(LearningCandidate, value))
-    rank: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE)}
-    items.sort(key=lambda c: (-rank[c["confidence"]], c.get("proposed_at") or ""))
-    return items
+    """Queued candidates, most confident first, then oldest first. Read-only."""
+    with _opened(home) as conn:
+        return Queue(conn).waiting()
 
 
 def store(
@@ -303,57 +298,59 @@ def store(
 
     Each stored one leaves the queue. One the safety screen refuses is dropped
     (its text may be a secret) and reported; one that fails for another reason
-    stays queued. Each candidate is claimed by renaming its file first, so
-    concurrent hooks never store the same one twice; a claim left by a process
-    that died is taken over (``recovered: true``), and stored only if the dead
-    process had not stored it already (else ``status: "already stored"``).
+    stays queued. Each candidate is claimed first (see the module docstring), so
+    concurrent stores never store the same one twice; a claim left by a process
+    that died is taken over (``recovered: true``), and its candidate stored only
+    if the dead process had not stored it already (else ``status: "already
+    stored"``).
     """
     if min_confidence not in CONFIDENCE:
         raise InvalidInput(f"min_confidence must be one of: {', '.join(CONFIDENCE)}")
-    queued = {c["id"]: c for c in pending(home)}
-    if ids:
-        unknown = [i for i in ids if i not in queued]
-        if unknown:
-            raise NotFound(f"no queued candidate {', '.join(unknown)}")
-        chosen = [queued[i] for i in ids]
-    else:
-        floor = CONFIDENCE.index(min_confidence)
-        chosen = [
-            c for c in queued.values() if CONFIDENCE.index(c.get("confidence", "low")) >= floor
-        ]
-    stored, skipped = [], []
-    folder = queue_dir(home)
-    for item in chosen:
-        claim = _claim(folder, item["id"])
-        if claim is None:
-            continue  # another process has it
-        claimed, recovered = claim
-        try:
-            result = _store_claimed(memory, item, recovered)
-        except Rejected as exc:  # refused content is dropped, never kept on disk
-            claimed.unlink(missing_ok=True)
-            skipped.append({"id": item["id"], "reason": str(exc), "dropped": True})
-            continue
-        except HelixError as exc:
-            os.rename(claimed, folder / f"{item['id']}.json")  # back in the queue
-            skipped.append({"id": item["id"], "reason": str(exc)})
-            continue
-        except Exception:
-            # Not the candidate's fault (a database error): the write rolled back,
-            # so it goes back in the queue rather than held by this live process.
-            # (An interrupt leaves the claim: once this process is gone, the next
-            # store takes it over and first checks whether it was stored.)
-            os.rename(claimed, folder / f"{item['id']}.json")
-            raise
-        if item.get("kind") == "systemic":
-            # It merged into the failure it generalises (or, recovered, may have).
-            if result["status"] != "added":
-                memory.set_kind(result["name"], "systemic")
-                result["promoted"] = True
-            _link_systemic(memory, result["name"], item)
-        stored.append({"id": item["id"], **result})
-        claimed.unlink(missing_ok=True)
-    return {"stored": stored, "skipped": skipped, "left": len(pending(home))}
+    with _opened(home) as conn:
+        queue = Queue(conn)
+        queued = {c["id"]: c for c in queue.waiting()}
+        if ids:
+            unknown = [i for i in ids if i not in queued]
+            if unknown:
+                raise NotFound(f"no queued candidate {', '.join(unknown)}")
+            chosen = list(dict.fromkeys(ids))
+        else:
+            floor = CONFIDENCE.index(min_confidence)
+            chosen = [i for i, c in queued.items() if CONFIDENCE.index(c["confidence"]) >= floor]
+        stored, skipped = [], []
+        for candidate_id in chosen:
+            claim = queue.claim(candidate_id)
+            if claim is None:
+                continue  # stored or discarded meanwhile, or another process has it
+            item, recovered = claim
+            try:
+                result = _store_claimed(memory, item, recovered)
+            except Rejected as exc:  # refused content is dropped, never kept
+                queue.finish(candidate_id)
+                skipped.append({"id": candidate_id, "reason": str(exc), "dropped": True})
+                continue
+            except HelixError as exc:
+                queue.release(candidate_id)  # back in the queue
+                skipped.append({"id": candidate_id, "reason": str(exc)})
+                continue
+            except Exception:
+                # Not the candidate's fault (a database error): the write rolled
+                # back, so it goes back in the queue rather than held by this live
+                # process. (If even that fails, or on an interrupt, the claim stays:
+                # once this process is gone, the next store takes it over and first
+                # checks whether it was stored.)
+                with contextlib.suppress(sqlite3.Error):
+                    queue.release(candidate_id)
+                raise
+            if item.get("kind") == "systemic":
+                # It merged into the failure it generalises (or, recovered, may have).
+                if result["status"] != "added":
+                    memory.set_kind(result["name"], "systemic")
+                    result["promoted"] = True
+                _link_systemic(memory, result["name"], item)
+            stored.append({"id": candidate_id, **result})
+            queue.finish(candidate_id)
+        return {"stored": stored, "skipped": skipped, "left": len(queue.waiting())}
 
 
 def _store_claimed(memory: Memory, item: LearningCandidate, recovered: bool) -> dict[str, Any]:
@@ -397,61 +394,196 @@ def _stored_before(memory: Memory, item: LearningCandidate) -> str | None:
     return None if row is None else str(row[0])
 
 
-# ------------------------------------------------------------------ claims
-def _claim(folder: Path, candidate_id: str) -> tuple[Path, bool] | None:
-    """Claim a candidate for this process: its queue file, else an abandoned
-    claim. Returns the claim and whether it was taken over, or None when another
-    process has it. Each is one atomic rename: of two racing claimers, one wins."""
-    mine = claim_file(folder, candidate_id)
-    try:
-        os.rename(folder / f"{candidate_id}.json", mine)
-        return mine, False
-    except OSError:
-        pass
-    for claim in _claims(folder, candidate_id):
-        if not _abandoned(claim):
+def _link_systemic(memory: Memory, name: str, item: LearningCandidate) -> None:
+    """A systemic insight records which failures it generalises (led_to edges)."""
+    for other in item.get("similar", []):
+        if other == name:
             continue
         try:
-            os.rename(claim, mine)
-            return mine, True
-        except OSError:
-            continue  # another process took it over first
-    return None
+            memory.edge(other, name, "led_to", 0.8)
+        except HelixError:
+            continue
 
 
-def claim_file(folder: Path, candidate_id: str, pid: int | None = None) -> Path:
-    """The claim a process of this host (by default this one) makes on a candidate."""
+def discard(ids: list[str], home: Path | None = None) -> dict[str, Any]:
+    """Drop queued candidates without storing them; one being stored by a live
+    process is left to it (reported missing)."""
+    for candidate_id in ids:
+        file_id(candidate_id, "candidate id")
+    with _opened(home) as conn:
+        removed = Queue(conn).drop(ids)
+    return {"discarded": removed, "missing": [i for i in ids if i not in removed]}
+
+
+def old_queue(home: Path | None = None) -> Path | None:
+    """The folder an older helix kept the queue in, if it is there. Nothing in
+    it is read: an agent's shell can write it (see the module docstring)."""
+    folder = (config.Paths.at(home) if home else config.resolve()).old_learning_queue
+    return folder if folder.is_dir() else None
+
+
+# ------------------------------------------------------------- the table
+class Queue:
+    """The ``learning_candidate`` table of one database connection.
+
+    Every method is one transaction. A row's ``body`` is the candidate as JSON;
+    its ``id``, ``confidence`` and ``proposed_at`` columns are what count."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def add(self, items: list[LearningCandidate], now: str) -> list[str]:
+        """Insert candidates; return the ids that were not there (idempotent)."""
+        added = []
+        with db.write(self.conn):
+            for item in items:
+                body = {k: v for k, v in item.items() if k not in ("id", "proposed_at")}
+                cursor = self.conn.execute(
+                    "INSERT INTO learning_candidate(id, body, confidence, proposed_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                    (item["id"], json.dumps(body, ensure_ascii=False), item["confidence"], now),
+                )
+                if cursor.rowcount == 1:
+                    added.append(item["id"])
+        return added
+
+    def waiting(self) -> list[LearningCandidate]:
+        """Candidates nobody is storing (unclaimed, or claimed by a process that
+        died), most confident first, then oldest first. Read-only."""
+        rows = self.conn.execute(
+            "SELECT id, body, confidence, proposed_at, claimed_by, claimed_at "
+            "FROM learning_candidate ORDER BY proposed_at, id"
+        ).fetchall()
+        items = []
+        for row in rows:
+            if row[4] is not None and not _abandoned(row[4], row[5]):
+                continue  # a live process is storing it
+            item = _candidate(*row[:4])
+            if item is not None:
+                items.append(item)
+        rank: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE)}
+        items.sort(key=lambda c: -rank[c["confidence"]])  # stable: oldest first within
+        return items
+
+    def claim(self, candidate_id: str) -> tuple[LearningCandidate, bool] | None:
+        """Claim a candidate for this process, atomically: unclaimed, or taken
+        over from a process that died. Returns it and whether it was taken over;
+        None when it is gone or a live process holds it."""
+        with db.write(self.conn):
+            row = self.conn.execute(
+                "SELECT id, body, confidence, proposed_at, claimed_by, claimed_at "
+                "FROM learning_candidate WHERE id = ?",
+                (candidate_id,),
+            ).fetchone()
+            if row is None or (row[4] is not None and not _abandoned(row[4], row[5])):
+                return None
+            item = _candidate(*row[:4])
+            if item is None:
+                return None
+            self.conn.execute(
+                "UPDATE learning_candidate SET claimed_by = ?, claimed_at = ? WHERE id = ?",
+                (claimant(), db.stamp(datetime.now(UTC)), candidate_id),
+            )
+        return item, row[4] is not None
+
+    def release(self, candidate_id: str) -> None:
+        """Give back this process's claim: the candidate is queued again."""
+        with db.write(self.conn):
+            self.conn.execute(
+                "UPDATE learning_candidate SET claimed_by = NULL, claimed_at = NULL "
+                "WHERE id = ? AND claimed_by = ?",
+                (candidate_id, claimant()),
+            )
+
+    def finish(self, candidate_id: str) -> None:
+        """Remove a candidate this process claimed (stored, or refused)."""
+        with db.write(self.conn):
+            self.conn.execute(
+                "DELETE FROM learning_candidate WHERE id = ? AND claimed_by = ?",
+                (candidate_id, claimant()),
+            )
+
+    def drop(self, ids: list[str]) -> list[str]:
+        """Delete the candidates among ``ids`` that nobody is storing; return those."""
+        removed = []
+        with db.write(self.conn):
+            for candidate_id in ids:
+                row = self.conn.execute(
+                    "SELECT claimed_by, claimed_at FROM learning_candidate WHERE id = ?",
+                    (candidate_id,),
+                ).fetchone()
+                if row is None or (row[0] is not None and not _abandoned(row[0], row[1])):
+                    continue
+                self.conn.execute("DELETE FROM learning_candidate WHERE id = ?", (candidate_id,))
+                removed.append(candidate_id)
+        return removed
+
+
+def _candidate(
+    candidate_id: str, body: str, confidence: str, proposed_at: str
+) -> LearningCandidate | None:
+    """A row as a candidate; None for a body that is not one (so one bad row
+    cannot stop the rest of the queue)."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("content"), str):
+        return None
+    for key in ("tags", "files"):
+        if not isinstance(value.get(key), list):
+            value[key] = []
+    value.pop("id", None)
+    value = {"id": candidate_id, **value}
+    value["confidence"] = confidence if confidence in CONFIDENCE else "low"
+    value["proposed_at"] = proposed_at
+    return cast(LearningCandidate, value)
+
+
+def _database(home: Path | None) -> Path:
+    """The database whose table is the queue of ``home``: the project's, as
+    :func:`config.resolve` finds it (``HELIX_DB`` honoured), when ``home`` is None
+    or its data directory; else the default file under ``home`` (a demo's own)."""
+    resolved = config.resolve()
+    if home is None or Path(home).absolute() == resolved.home:
+        return resolved.db
+    return config.Paths.at(home).db
+
+
+@contextlib.contextmanager
+def _opened(home: Path | None, create: bool = False) -> Iterator[sqlite3.Connection]:
+    """A connection to the queue's database. Without ``create``, a database that
+    does not exist is not made: an empty in-memory one stands in for it."""
+    path = _database(home)
+    conn, _ = db.connect(path if create or path.exists() else None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+# ------------------------------------------------------------------ claims
+def claimant(pid: int | None = None) -> str:
+    """How a claim names the process (by default this one) that holds it:
+    ``PID:START@HOST``, START being when the pid started (so a reused pid is not
+    mistaken for the claimer)."""
     pid = os.getpid() if pid is None else pid
-    return folder / f".{candidate_id}~{_host()}~{pid}~{_started(pid)}{CLAIM_SUFFIX}"
+    return f"{pid}:{_started(pid)}@{_host()}"
 
 
-def _claims(folder: Path, candidate_id: str | None = None) -> list[Path]:
-    """Claim files, of one candidate or of all. Claims are named
-    ``.ID~HOST~PID~START.storing``; ``.ID.storing`` is a claim of an older helix."""
-    if not folder.is_dir():
-        return []
-    if candidate_id is None:
-        return sorted(folder.glob(f".lc-*{CLAIM_SUFFIX}"))
-    owned = folder.glob(f".{candidate_id}~*{CLAIM_SUFFIX}")
-    return sorted([*owned, *folder.glob(f".{candidate_id}{CLAIM_SUFFIX}")])
-
-
-def _claimed_id(claim: Path) -> str:
-    return claim.name[1 : -len(CLAIM_SUFFIX)].split("~")[0]
-
-
-def _abandoned(claim: Path) -> bool:
+def _abandoned(claimed_by: str, claimed_at: str | None) -> bool:
     """Whether a claim's process is gone: on this host, the pid is not running
     (or is running another program since the pid was reused); a claim of another
-    host, or of an older helix (no owner), once it is older than STALE_CLAIM_S."""
-    owner = claim.name[1 : -len(CLAIM_SUFFIX)].split("~")
-    if len(owner) == 4 and owner[1] == _host() and owner[2].isdigit():
-        return not _running(int(owner[2]), owner[3])
+    host once it is older than STALE_CLAIM_S."""
+    owner, _, host = claimed_by.rpartition("@")
+    pid, _, started = owner.partition(":")
+    if host == _host() and pid.isdigit():
+        return not _running(int(pid), started)
     try:
-        claimed_at = claim.stat().st_ctime  # a rename sets the ctime: when it was claimed
-    except OSError:
-        return False  # gone: taken or finished meanwhile
-    return time.time() - claimed_at > STALE_CLAIM_S
+        claimed = datetime.fromisoformat(claimed_at or "")
+    except ValueError:
+        return True  # no time to wait out: nobody can be known to hold it
+    return (datetime.now(UTC) - claimed).total_seconds() > STALE_CLAIM_S
 
 
 def _running(pid: int, started: str) -> bool:
@@ -482,26 +614,3 @@ def _started(pid: int) -> str:
 
 def _host() -> str:
     return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
-
-
-def _link_systemic(memory: Memory, name: str, item: LearningCandidate) -> None:
-    """A systemic insight records which failures it generalises (led_to edges)."""
-    for other in item.get("similar", []):
-        if other == name:
-            continue
-        try:
-            memory.edge(other, name, "led_to", 0.8)
-        except HelixError:
-            continue
-
-
-def discard(ids: list[str], home: Path | None = None) -> dict[str, Any]:
-    removed, missing = [], []
-    for candidate_id in ids:
-        path = queue_dir(home) / f"{file_id(candidate_id, 'candidate id')}.json"
-        if path.exists():
-            path.unlink()
-            removed.append(candidate_id)
-        else:
-            missing.append(candidate_id)
-    return {"discarded": removed, "missing": missing}
