@@ -76,11 +76,13 @@ def test_proven_wording_survives_a_merge(memory: Memory):
         "half-applied schema"
     )["name"]
     deliver(memory, name, 1)
-    memory.store(
+    other = memory.store(
         "Run database migrations inside a single transaction so that a failure leaves no "
         "half-applied schema behind"
     )
     assert memory.get(name)["content"].endswith("half-applied schema")
+    # Other words are not the words that earned the evidence: an insight of their own.
+    assert other["status"] == "added" and memory.get(other["name"])["helped"] == 0
 
 
 def test_related_insights_are_linked_as_similar(memory: Memory):
@@ -266,9 +268,14 @@ def test_graph_neighbours_are_discounted_and_marked(memory: Memory):
     direct, neighbour = expanded
     assert neighbour["_hop"] == 1 and neighbour["_via"] == hit
     assert neighbour["_score"] < direct["_score"]
-    assert neighbour["_relevance"] == pytest.approx(
-        direct["_relevance"] * ranking.HOP_DISCOUNT * 0.9, abs=1e-3
-    )
+    # Its own relevance to the query, discounted: none of the hit's.
+    own = {
+        h["name"]: h["_relevance"]
+        for h in memory.recall(
+            "requests failing with HTTP 503, how to back off", limit=5, min_relevance=0.0
+        )
+    }[unrelated]
+    assert neighbour["_relevance"] == pytest.approx(own * ranking.HOP_DISCOUNT * 0.9, abs=1e-3)
 
 
 def test_a_proven_neighbour_never_outranks_its_hit(memory: Memory):
@@ -283,6 +290,61 @@ def test_a_proven_neighbour_never_outranks_its_hit(memory: Memory):
     expanded = memory.recall(RETRY_QUERY, limit=5, graph_hops=1)
     scores = {h["name"]: h["_score"] for h in expanded}
     assert scores[neighbour] < scores[hit]
+
+
+def test_an_edge_from_proven_advice_lends_its_neighbour_nothing(memory: Memory, tmp_path):
+    """The builder links its own unrelated insight from proven advice: recall's
+    graph expansion shows it for what it is, after every direct hit, with its own
+    relevance and its own (unproven) standing; strategic recall never makes it a
+    constraint."""
+    from click.testing import CliRunner
+
+    from helix import config
+    from helix.cli import cli
+    from helix.loop.injection import strategic_recall
+
+    with Memory(config.resolve().db, embedder=memory.embedder) as mem:
+        proven = mem.store(RETRY)["name"]
+        direct = [mem.store(text)["name"] for text in (TIMEOUT, LOG_BODY, SURFACE)]
+        deliver(mem, proven, 6)
+        own = mem.store(
+            "Clear the service worker cache after each frontend deploy so users get the new bundle"
+        )["name"]
+    result = CliRunner().invoke(
+        cli,
+        ["memory", "edge", "--from", proven, "--to", own, "--relation", "solves"],
+    )
+    assert result.exit_code == 0, result.output
+    query = "HTTP requests to the payment API fail; retry, timeouts and error messages"
+
+    def recall(*args: str) -> list[dict]:
+        out = CliRunner().invoke(cli, ["memory", "recall", query, *args])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.stdout)
+
+    alone = {h["name"]: h for h in recall("--limit", "10", "--min-relevance", "0")}[own]
+    hits = recall("--limit", "10", "--graph-hops", "1")
+    names = [h["name"] for h in hits]
+    assert proven in names and own in names and len(set(direct) & set(names)) >= 2
+    found = hits[names.index(own)]
+    assert found["_hop"] == 1 and found["_via"] == proven
+    assert [h["_hop"] for h in hits] == sorted(h["_hop"] for h in hits)  # after every direct hit
+    assert found["_relevance"] == pytest.approx(
+        alone["_relevance"] * ranking.HOP_DISCOUNT, abs=1e-3
+    )
+    assert found["_relevance"] < 0.5 * hits[names.index(proven)]["_relevance"]
+    assert (found["_confidence"], found["_effectiveness"]) == ("[unproven]", 0.5)
+    # With room for the direct hits only, the edge pushes none of them out.
+    shown = sum(not h["_hop"] for h in hits)
+    cut = recall("--limit", str(shown), "--graph-hops", "1")
+    assert [h["name"] for h in cut] == names[:shown]
+
+    with Memory(config.resolve().db, embedder=memory.embedder) as mem:
+        plan = strategic_recall(mem, query, save=False)
+    assert [c["name"] for c in plan["constraints"]] == [proven]
+    [discovered] = plan["graph_discovered"]
+    assert discovered["name"] == own and discovered["confidence"] == "[unproven]"
+    assert discovered["relevance"] == found["_relevance"]
 
 
 def test_intent_boosts_kinds(memory: Memory):

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner, Result
 from evidence import credit
 
+from helix import config
+from helix.cli import cli
 from helix.errors import InvalidInput, NotFound
+from helix.loop import ledger
 from helix.memory.migrations import LATEST
 from helix.memory.store import Memory
 
@@ -203,3 +210,86 @@ def test_list_orders_and_filters(hash_memory: Memory):
     assert [r["name"] for r in hash_memory.list(kind="convention")] == [a]
     with pytest.raises(InvalidInput):
         hash_memory.list(order="random")
+
+
+# ------------------------------------------- evidence stays with its own words
+def test_consolidate_never_absorbs_an_insight_with_verified_evidence(memory: Memory):
+    a = memory.store(
+        "Payment service timeouts happen when the upstream bank API is slow to respond"
+    )["name"]
+    b = memory.store("Fix payment service timeouts by raising the connection pool size")["name"]
+    c = memory.store("When the payment service times out, enlarge its database connection pool")[
+        "name"
+    ]
+    credit(memory, [a], "delivered", task_id="t-a")
+    credit(memory, [b], "delivered", causal_names=[], task_id="t-b")  # present, not named
+    before = {n: memory.get(n) for n in (a, b)}
+    result = memory.consolidate(threshold=0.6)
+    # a and b both earned evidence with their own words: both stay. c had none.
+    assert {m["absorbed"] for m in result["merges"]} == {c}
+    for name in (a, b):
+        after = memory.get(name)
+        for key in ("content", "helped", "failed", "effectiveness"):
+            assert after[key] == before[name][key], (name, key)
+    assert [x["name"] for x in memory.archived()] == [c]
+    assert memory.restore(c)["status"] == "restored"  # and it can come back
+
+
+# --------------------------------------------- bulk upkeep is a person's action
+BULK = [
+    ("prune", "--min-effectiveness", "1", "--min-uses", "0"),
+    ("consolidate", "--threshold", "0.5"),
+    ("decay", "--days", "0"),
+]
+
+
+def cli_memory(*args: str) -> Result:
+    return CliRunner().invoke(cli, ["memory", *args])
+
+
+@pytest.fixture
+def project(tmp_path: Path, minilm) -> list[str]:
+    """The CLI's store: three insights, one with verified evidence."""
+    with Memory(config.resolve().db, embedder=minilm) as mem:
+        texts = (RETRY, TIMEOUT, "Log the response body when an API call returns an odd status")
+        names = [mem.store(t)["name"] for t in texts]
+        credit(mem, names[:1], "delivered", task_id="t-0")
+    return names
+
+
+def rows() -> list[tuple]:
+    with Memory(config.resolve().db) as mem:
+        return mem.conn.execute(
+            "SELECT name, content, effectiveness, uplift_prior FROM insight ORDER BY id"
+        ).fetchall()
+
+
+@pytest.mark.parametrize("verb", BULK, ids=[v[0] for v in BULK])
+def test_bulk_upkeep_is_refused_while_an_attempt_is_in_flight(
+    project: list[str], tmp_path: Path, verb: tuple[str, ...]
+):
+    with Memory(config.resolve().db) as mem:
+        ledger.start(mem, "hx-00000001", "objective", project[:1], {}, "true", None, tmp_path, "t")
+    before = rows()
+    result = cli_memory(*verb)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert "refused" in line and "in flight" in line and "hx-00000001" in line
+    assert rows() == before
+    assert cli_memory("archived").stdout.strip() == "[]"
+
+
+def test_bulk_prune_when_no_attempt_runs_archives_reversibly(project: list[str]):
+    result = cli_memory(*BULK[0])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert sorted(report["names"]) == sorted(project) and report["pruned"] == 3
+    assert "helix memory restore" in report["restore_with"]
+    archived = json.loads(cli_memory("archived").stdout)
+    assert sorted(a["name"] for a in archived) == sorted(project)
+    for name in project:
+        assert cli_memory("restore", name).exit_code == 0
+    assert sorted(r[0] for r in rows()) == sorted(project)
+    # Restored with its evidence: the proven one is proven again.
+    assert json.loads(cli_memory("get", project[0]).stdout)["helped"] == 1

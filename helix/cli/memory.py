@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,7 +18,7 @@ from helix.cli.common import (
     open_memory,
     read_text,
 )
-from helix.errors import InvalidInput
+from helix.errors import HelixError, InvalidInput
 from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -44,6 +44,9 @@ def memory_store(
     content: str, kind: str | None, tags: str | None, source: str, files: str | None
 ) -> None:
     """Store an insight ("When X, do Y because Z"); near-duplicates merge.
+
+    An insight with evidence keeps its words: a near-duplicate of it in other
+    words is stored as a new, unproven insight.
 
     Example: helix memory store --content - --tags '["testing"]' < insight.txt
     """
@@ -223,15 +226,39 @@ def memory_suggest_edges(name: str, limit: int) -> None:
         emit(mem.suggest_edges(name, limit))
 
 
+def _person_only(mem: Memory, verb: str) -> None:
+    """Refuse a bulk upkeep verb while an attempt is in flight: its builder holds
+    a shell then, so the request may be the builder's, and bulk upkeep is a
+    person's decision."""
+    from helix.loop import ledger
+
+    running = ledger.open_attempts(mem)
+    if running:
+        raise HelixError(
+            f"refused: `helix memory {verb}` is for a person, and {len(running)} attempt(s) "
+            f"are in flight (task {running[0].task_id}); run it once they have settled"
+        )
+
+
+def _restorable(result: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Say how to undo an archiving verb."""
+    if names:
+        result["restore_with"] = "helix memory restore NAME (see helix memory archived)"
+    return result
+
+
 @memory.command("decay")
 @click.option("--days", "unused_days", default=30.0, show_default=True, type=click.FloatRange(0))
 @guarded
 def memory_decay(unused_days: float) -> None:
     """Pull the scores of insights unused for DAYS halfway back to neutral.
 
+    Refused while an attempt is in flight (bulk upkeep is a person's action).
+
     Example: helix memory decay --days 30
     """
     with open_memory() as mem:
+        _person_only(mem, "decay")
         emit(mem.decay(unused_days))
 
 
@@ -248,10 +275,15 @@ def memory_decay(unused_days: float) -> None:
 def memory_prune(min_effectiveness: float, min_uses: int) -> None:
     """Archive insights that keep failing (restorable with `restore`).
 
+    Refused while an attempt is in flight (bulk upkeep is a person's action).
+    Prints what it archived.
+
     Example: helix memory prune --min-effectiveness 0.25 --min-uses 3
     """
     with open_memory() as mem:
-        emit(mem.prune(min_effectiveness, min_uses))
+        _person_only(mem, "prune")
+        result = mem.prune(min_effectiveness, min_uses)
+    emit(_restorable(result, result["names"]))
 
 
 @memory.command("restore")
@@ -281,12 +313,18 @@ def memory_archived() -> None:
 @click.option("--threshold", default=0.9, show_default=True, type=click.FloatRange(0.5, 1))
 @guarded
 def memory_consolidate(threshold: float) -> None:
-    """Merge insights more similar than THRESHOLD (the absorbed go to the archive).
+    """Merge insights more similar than THRESHOLD (the absorbed go to the archive,
+    restorable with `restore`). An insight with verified evidence is never absorbed.
+
+    Refused while an attempt is in flight (bulk upkeep is a person's action).
+    Prints what it merged.
 
     Example: helix memory consolidate --threshold 0.9
     """
     with open_memory() as mem:
-        emit(mem.consolidate(threshold))
+        _person_only(mem, "consolidate")
+        result = mem.consolidate(threshold)
+    emit(_restorable(result, [m["absorbed"] for m in result["merges"]]))
 
 
 @memory.command("similar-recent")
@@ -343,7 +381,9 @@ def memory_reindex(everything: bool) -> None:
 
 @memory.command("export")
 @click.argument("file")
-@click.option("--embeddings", is_flag=True, help="Include vectors (bigger file, faster import).")
+@click.option(
+    "--embeddings", is_flag=True, help="Include vectors, for other tools (import recomputes them)."
+)
 @guarded
 def memory_export(file: str, embeddings: bool) -> None:
     """Export every insight as JSONL ('-' for stdout), e.g. to share through git.
@@ -374,6 +414,10 @@ def memory_export(file: str, embeddings: bool) -> None:
 @guarded
 def memory_import(file: str) -> None:
     """Import JSONL written by export; each line is screened and deduplicated.
+
+    Only the advice is imported: each text is embedded and screened here, and its
+    usefulness figures and vectors are ignored, so imported insights start
+    unproven until VERIFY runs in this project credit them.
 
     Example: helix memory import team-memory.jsonl
     """

@@ -10,8 +10,12 @@ making one: one common word, short token or file extension lifts nothing, and
 below cosine 0.19 nothing lifts a hit to the default floor (see ``ranking``).
 Candidates are scored from a few light columns first and full results are built
 only for those shown, so a file match bringing in thousands of candidates stays
-cheap. Graph neighbours of the shown hits can be added, discounted, never above
-the hit that led to them.
+cheap. Graph neighbours of the shown hits can be added after them: an edge is
+a pointer anyone can draw (``helix memory edge``), so it lends nothing. A
+neighbour is scored on its own relevance to the query (discounted per hop) and
+its own usefulness, never above the hit that led to it, and it is listed after
+every direct hit, so an edge from proven advice can neither lift an insight's
+rank nor push a direct hit out of the results.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import heapq
 import json
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, cast
@@ -69,8 +73,9 @@ def recall(
     one relevance (see :mod:`helix.memory.ranking`); direct hits must reach
     ``min_relevance``. Keyword evidence never lifts a hit with a cosine below
     0.19 to the default floor, and one common word lifts nothing.
-    ``graph_hops`` adds neighbours of the hits, discounted and marked
-    ``_hop``/``_via``, never above the hit that led to them.
+    ``graph_hops`` adds neighbours of the hits after every direct hit, within
+    ``limit``, marked ``_hop``/``_via``: each scored on its own relevance to the
+    query (discounted) and its own usefulness, never above the hit that led to it.
     ``relevance_only`` ranks by the fused relevance alone (``_score`` is the
     relevance): no usefulness, freshness or intent weighting. It is the
     baseline the learning benchmark measures helix's weighting against.
@@ -168,6 +173,9 @@ def recall(
             tag_set,
             suppressed,
             relevance_only,
+            own_relevance=lambda i: ranking.fuse_relevance(
+                index.cosine(i, qvec), lexical.get(i, 0.0), i in file_hits
+            ),
         )
     return hits[:limit]
 
@@ -400,13 +408,15 @@ def _expand(
     kinds: set[str] | None,
     tags: set[str] | None,
     suppressed: set[str],
-    relevance_only: bool = False,
+    relevance_only: bool,
+    own_relevance: Callable[[int], float],
 ) -> list[RecallHit]:
     """Add graph neighbours of the shown hits, hop by hop, batched per hop.
 
-    Only the top ``limit`` hits are expanded: a neighbour scores at most
-    HOP_DISCOUNT times its parent, so one of a hit below the cut can never
-    rise above it.
+    An edge lends nothing (module docstring): a neighbour's relevance is its own
+    (``own_relevance``, from its id) times HOP_DISCOUNT per hop and the edge's
+    weight, its usefulness is its own, its score is capped below the hit that led
+    to it, and neighbours come after every direct hit, which keep their order.
     """
     seen = {h["name"] for h in hits} | suppressed
     frontier = hits[:limit]
@@ -422,9 +432,8 @@ def _expand(
             if row is None or row[1] in seen:
                 continue
             parent = parents[parent_name]
-            relevance = parent["_relevance"] * ranking.HOP_DISCOUNT * min(1.0, max(0.0, weight))
-            if relevance <= 0:
-                continue
+            discount = ranking.HOP_DISCOUNT**hop * min(1.0, max(0.0, weight))
+            relevance = own_relevance(neighbour_id) * discount
             result = _scored(
                 memory, row, files[neighbour_id], relevance, now, intent, hop, relevance_only
             )
@@ -437,14 +446,13 @@ def _expand(
             current = best.get(result["name"])
             if current is None or result["_score"] > current["_score"]:
                 best[result["name"]] = result
-        frontier = sorted(best.values(), key=lambda r: -r["_score"])[:limit]
+        frontier = sorted(best.values(), key=lambda r: (-r["_score"], r["name"]))[:limit]
         seen.update(best)
         found.extend(frontier)
         if not frontier:
             break
-    merged = hits + found
-    merged.sort(key=lambda r: (-r["_score"], r["_hop"], r["name"]))
-    return merged
+    found.sort(key=lambda r: (r["_hop"], -r["_score"], r["name"]))
+    return hits + found
 
 
 def _links_of(memory: InsightRows, names: list[str]) -> list[tuple[str, int, float]]:

@@ -81,13 +81,14 @@ class Memory(InsightRows):
         batch_size: int = 4096,
         on_progress: Callable[[int], None] | None = None,
     ) -> dict[str, Any]:
-        """Store many insights with batched embedding; the same dedup rule as store.
+        """Store many insights with batched embedding; the same dedup rule and
+        safety screen as store: :func:`helix.memory.writes.store_many`.
 
-        Each item is a dict of store() arguments, optionally with ``effectiveness``,
-        ``helped``, ``failed``, ``use_count``, ``created_at``, ``last_used``,
-        ``embedding`` (list of floats) and ``model``. Invalid items are reported, not
-        fatal. Embedding happens outside any transaction; the writes go in short
-        transactions, so concurrent feedback is never starved.
+        Each item is a dict of store() arguments; anything else it carries
+        (usefulness figures, a vector) is ignored, so every insight added starts
+        unproven. Invalid items are reported, not fatal. Embedding happens outside
+        any transaction; the writes go in short transactions, so concurrent
+        feedback is never starved.
         """
         return writes.store_many(self, items, batch_size, on_progress)
 
@@ -174,7 +175,8 @@ class Memory(InsightRows):
         return transfer.export(self, embeddings)
 
     def import_lines(self, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
-        """Import JSONL written by ``export``; bad lines are reported, not fatal."""
+        """Import JSONL written by ``export``: the advice, never its evidence or
+        vectors (:mod:`helix.memory.transfer`); bad lines are reported, not fatal."""
         return transfer.import_lines(self, lines, source_label)
 
     # --------------------------------------------------------------- get/list

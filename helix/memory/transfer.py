@@ -1,5 +1,11 @@
 """Sharing memory as JSONL: export every insight; import through the same
-validation, safety screen and dedup rule as ``store``."""
+validation, safety screen and dedup rule as ``store``.
+
+An import takes advice, never evidence. A line's text, kind, tags, source and
+files are imported; its usefulness figures (effectiveness, helped, failed, uses,
+timestamps) and its vector are not: every text is embedded here, so the safety
+screen judges the text itself and dedup compares meanings, and every insight it
+adds starts unproven until VERIFY runs in this project credit it."""
 
 from __future__ import annotations
 
@@ -41,7 +47,10 @@ def import_lines(
 ) -> dict[str, Any]:
     """Import JSONL (as written by export): each line through the same
     validation, safety screen and dedup rule as ``store``. Bad lines are
-    reported with their line number; good ones are imported."""
+    reported with their line number; good ones are imported, unproven (module
+    docstring); ``ignored`` names the fields lines carried that were not taken.
+    A line without a ``source`` gets ``import: <source_label>``, so where an
+    imported insight came from stays visible."""
     items: list[dict[str, Any]] = []
     errors: list[LineError] = []
     count = 0
@@ -58,7 +67,8 @@ def import_lines(
         if not isinstance(value, dict):
             errors.append({"line": number, "reason": "not a JSON object"})
             continue
-        value.setdefault("import_source", source_label or None)
+        if source_label and not value.get("source"):
+            value["source"] = f"import: {source_label}"
         items.append(value)
         line_of.append(number)
     report = writes.store_many(memory, items)
@@ -75,6 +85,8 @@ def import_lines(
     }
     if len(errors) > MAX_REPORTED_ERRORS:
         result["errors_not_shown"] = len(errors) - MAX_REPORTED_ERRORS
+    if report["ignored"]:
+        result["ignored"] = report["ignored"]
     return result
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -243,8 +244,12 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
 
 def consolidate(memory: InsightRows, threshold: float = 0.9) -> dict[str, Any]:
     """Merge insights whose vectors are at least ``threshold`` similar. The one
-    with more evidence absorbs the other (tags, files, counts, edges); the
-    absorbed one is archived, so nothing is lost.
+    with more evidence absorbs the other (tags, files, uses, edges); the
+    absorbed one is archived, so nothing is lost and ``restore`` brings it back.
+
+    Evidence belongs to the text it was earned by (:mod:`helix.memory.writes`):
+    an insight with verified evidence is never absorbed, so two of them are both
+    kept, and no verified outcome ever moves to the keeper's words.
 
     Pairs are taken in index order, each row against the later ones, and a row
     once absorbed takes part in no further merge. The merges are planned from a
@@ -273,6 +278,9 @@ def consolidate(memory: InsightRows, threshold: float = 0.9) -> dict[str, Any]:
             keeper, gone = _keeper(memory, step.keeper, step.gone)
             if (keeper, gone) != (step.keeper, step.gone):
                 overtaken = True  # feedback changed which is stronger: replan the rest
+            if _verified(memory.conn, gone):
+                overtaken = True  # both have verified evidence now: the replan keeps both
+                return
             merges.append(_absorb(memory, keeper, gone, step.similarity))
 
         db.write_batches(memory.conn, plan, merge)
@@ -306,17 +314,17 @@ def _plan_merges(memory: InsightRows, threshold: float) -> list[_Merge]:
         ids = index.ids.copy()
         matrix = index.matrix.copy()
         evidence = {
-            i: [helped, failed, uses, length]
-            for i, helped, failed, uses, length in conn.execute(
-                "SELECT id, helped, failed, use_count, length(content) FROM insight"
+            i: [verified, helped, failed, uses, length]
+            for i, verified, helped, failed, uses, length in conn.execute(
+                f"SELECT id, {_VERIFIED}, helped, failed, use_count, length(content) FROM insight i"
             )
         }
     finally:
         conn.execute("COMMIT")
 
     def strength(i: int) -> tuple:
-        helped, failed, uses, length = evidence[i]
-        return (helped + failed, uses, length, -i)
+        verified, helped, failed, uses, length = evidence[i]
+        return (verified, helped + failed, uses, length, -i)
 
     plan: list[_Merge] = []
     absorbed: set[int] = set()
@@ -333,9 +341,9 @@ def _plan_merges(memory: InsightRows, threshold: float) -> list[_Merge]:
                 continue
             keeper, gone = (a, b) if strength(a) >= strength(b) else (b, a)
             kept, lost = evidence[keeper], evidence[gone]
-            kept[0] += lost[0]
-            kept[1] += lost[1]
-            kept[2] += lost[2]
+            if lost[0]:
+                continue  # both have verified evidence: each keeps its own words
+            kept[3] += lost[3]
             absorbed.add(gone)
             position = {a: start + r, b: start + c}
             plan.append(
@@ -350,27 +358,42 @@ def _plan_merges(memory: InsightRows, threshold: float) -> list[_Merge]:
     return plan
 
 
+# Whether the insight row ``i`` has verified evidence: outcomes credited to it or
+# a trial a VERIFY helix ran settled with it present.
+_VERIFIED = (
+    "(i.helped + i.failed > 0 OR EXISTS (SELECT 1 FROM trial_insight ti "
+    "JOIN trial t ON t.id = ti.trial_id WHERE ti.insight = i.name AND t.verified = 1))"
+)
+
+
+def _verified(conn: sqlite3.Connection, insight_id: int) -> bool:
+    row = conn.execute(f"SELECT {_VERIFIED} FROM insight i WHERE i.id = ?", (insight_id,))
+    return bool(row.fetchone()[0])
+
+
 def _keeper(memory: InsightRows, a: int, b: int) -> tuple[int, int]:
     def strength(i: int) -> tuple:
-        h, f, u, c = memory.conn.execute(
-            "SELECT helped, failed, use_count, length(content) FROM insight WHERE id = ?", (i,)
+        v, h, f, u, c = memory.conn.execute(
+            f"SELECT {_VERIFIED}, helped, failed, use_count, length(content) FROM insight i "
+            "WHERE id = ?",
+            (i,),
         ).fetchone()
-        return (h + f, u, c, -i)
+        return (v, h + f, u, c, -i)
 
     return (a, b) if strength(a) >= strength(b) else (b, a)
 
 
 def _absorb(memory: InsightRows, keeper: int, gone: int, similarity: float) -> dict[str, Any]:
+    """Inside a write transaction: fold ``gone`` (no verified evidence) into
+    ``keeper`` and archive it. Its uses count on; no outcome moves."""
     k = memory.conn.execute("SELECT name, tags FROM insight WHERE id = ?", (keeper,)).fetchone()
     g = memory.conn.execute(
-        "SELECT name, tags, content, helped, failed, use_count, source FROM insight WHERE id = ?",
-        (gone,),
+        "SELECT name, tags, content, use_count, source FROM insight WHERE id = ?", (gone,)
     ).fetchone()
     tags = insight.clean_tags(json.loads(k[1]) + json.loads(g[1]))[: insight.MAX_TAGS]
     memory.conn.execute(
-        "UPDATE insight SET tags = ?, helped = helped + ?, failed = failed + ?, "
-        "use_count = use_count + ? WHERE id = ?",
-        (json.dumps(tags), g[3], g[4], g[5], keeper),
+        "UPDATE insight SET tags = ?, use_count = use_count + ? WHERE id = ?",
+        (json.dumps(tags), g[3], keeper),
     )
     memory.conn.execute(
         "INSERT OR IGNORE INTO insight_file(insight_id, pattern) "
@@ -391,7 +414,7 @@ def _absorb(memory: InsightRows, keeper: int, gone: int, similarity: float) -> d
     memory.conn.execute(
         "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
         "VALUES (?, ?, ?, 'existing', ?, ?)",
-        (k[0], g[2], round(similarity, 4), g[6], memory.now()),
+        (k[0], g[2], round(similarity, 4), g[4], memory.now()),
     )
     _archive(memory, g[0], f"consolidated into {k[0]}")
     return {"kept": k[0], "absorbed": g[0], "similarity": round(similarity, 4)}

@@ -5,14 +5,28 @@ merged into it instead of added; one above ``LINK_THRESHOLD`` gets a ``similar``
 edge. Each write is one transaction (``store_many`` writes in short ones, a few
 dozen items each) whose vector changes are mirrored into the cached index
 (:meth:`helix.memory.rows.InsightRows.vector_write`).
+
+Evidence belongs to the text it was earned by. Trials are kept by insight name
+(``trial_insight``), so a merge that rewrote an insight's text would hand its
+evidence to words that never earned it: a near-duplicate that reverses proven
+advice ("roll back" / "never roll back") is close in meaning. So a merge only
+rewrites an insight that has no evidence at all (:func:`has_evidence`). A
+near-duplicate of one that has evidence is dropped into it when it says the same
+words; otherwise it merges into another near-duplicate without evidence, if one
+is close enough, or is stored as a new insight of its own, unproven, linked to it.
+
+Writes carry text and its labels only. ``store_many`` (hence import) embeds
+every text itself, with the model in use, and screens it exactly as ``store``
+does; it takes no usefulness figures (effectiveness, helped, failed, uses,
+timestamps) and no vectors from its input, so nothing arrives already proven.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -27,6 +41,9 @@ DUPLICATE_THRESHOLD = 0.85
 LINK_THRESHOLD = 0.60
 MAX_LINKS = 5
 SCORE_BLOCK = 1 << 24  # cosines computed at once by store_many (64 MB of float32)
+# The fields of an item a write takes; ``store_many`` reports any other as ignored.
+FIELDS = ("content", "kind", "tags", "source", "files")
+_WORDS = re.compile(r"\w+")
 
 
 def store(
@@ -37,7 +54,8 @@ def store(
     source: str = "",
     files: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """Add an insight, or merge it into a near-duplicate (cosine >= 0.85).
+    """Add an insight, or merge it into a near-duplicate (cosine >= 0.85) that
+    may take it: never rewriting one with evidence (module docstring).
 
     Returns ``{"status": "added"|"merged", "name": ...}``. Raises Rejected for
     content that is too short, too long or flagged by the safety screen.
@@ -48,7 +66,7 @@ def store(
     if problem:
         raise Rejected(problem)
     with memory.vector_write() as index:
-        return _insert_or_merge(memory, item, vector, index)
+        return _insert_or_merge(memory, item, vector, index)[0]
 
 
 def _prepare(
@@ -74,35 +92,30 @@ def _insert_or_merge(
     item: dict[str, Any],
     vector: np.ndarray,
     index: VectorIndex,
-    evidence: dict[str, Any] | None = None,
     sims: np.ndarray | None = None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], int | None]:
     """Inside an open write transaction: dedupe against ``index`` and write.
     ``sims`` (the vector's cosines to every cached row), when the caller has
-    them, saves a scan."""
+    them, saves a scan. Returns the result and the index row merged into, if any.
+
+    The item merges into the closest near-duplicate that may take it (one without
+    evidence, or one that says the same words); otherwise it is added. A new
+    insight always starts unproven: neutral, no uses, no counts."""
     if sims is None:
         sims = index.similarities(vector)
     now = memory.now()
-    if sims.size:
-        best = int(np.argmax(sims))
-        if sims[best] >= DUPLICATE_THRESHOLD:
-            return _merge(memory, int(index.ids[best]), float(sims[best]), item, vector, index, now)
+    near = np.nonzero(sims >= DUPLICATE_THRESHOLD)[0] if sims.size else np.array([], dtype=int)
+    for row in near[np.argsort(-sims[near], kind="stable")].tolist():
+        existing = int(index.ids[row])
+        earned = has_evidence(memory, existing)
+        if not earned or same_words(_content_of(memory, existing), item["content"]):
+            merged = _merge(memory, existing, float(sims[row]), item, vector, index, now, earned)
+            return merged, row
+        # Other words near an insight with evidence: not this one's to merge into.
     name = _unique_name(memory, item["content"])
-    values = {
-        "effectiveness": insight.NEUTRAL,
-        "use_count": 0,
-        "helped": 0.0,
-        "failed": 0.0,
-        "created_at": now,
-        "last_used": None,
-        "last_feedback_at": None,
-    }
-    if evidence:
-        values.update({k: evidence[k] for k in values if evidence.get(k) is not None})
     cursor = memory.conn.execute(
         "INSERT INTO insight(name, content, kind, tags, source, embedding, model, "
-        "effectiveness, use_count, helped, failed, created_at, last_used, last_feedback_at) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "effectiveness, use_count, helped, failed, created_at) VALUES (?,?,?,?,?,?,?,?,0,0,0,?)",
         (
             name,
             item["content"],
@@ -111,13 +124,8 @@ def _insert_or_merge(
             item["source"],
             to_blob(vector),
             index.model_id,
-            values["effectiveness"],
-            values["use_count"],
-            values["helped"],
-            values["failed"],
-            values["created_at"],
-            values["last_used"],
-            values["last_feedback_at"],
+            insight.NEUTRAL,
+            now,
         ),
     )
     new_id = db.inserted_id(cursor)
@@ -127,7 +135,8 @@ def _insert_or_merge(
     )
     linked = []
     if sims.size:
-        candidates = np.nonzero((sims >= LINK_THRESHOLD) & (sims < DUPLICATE_THRESHOLD))[0]
+        # Near-duplicates too: only those with evidence, which it was not merged into.
+        candidates = np.nonzero(sims >= LINK_THRESHOLD)[0]
         for row in candidates[np.argsort(-sims[candidates])][:MAX_LINKS]:
             other = int(index.ids[row])
             memory.conn.execute(
@@ -140,7 +149,7 @@ def _insert_or_merge(
     result = {"status": "added", "name": name, "kind": item["kind"]}
     if linked:
         result["linked"] = memory.names_of(linked)
-    return result
+    return result, None
 
 
 def _merge(
@@ -151,15 +160,17 @@ def _merge(
     vector: np.ndarray,
     index: VectorIndex,
     now: str,
+    earned: bool,
 ) -> dict[str, Any]:
+    """Merge ``item`` into ``existing_id``: tags and files join it. The more
+    detailed (longer) wording wins only while the insight has no evidence
+    (``earned``); one with evidence keeps the words that earned it."""
     row = memory.conn.execute(
-        "SELECT name, content, tags, helped, failed FROM insight WHERE id = ?", (existing_id,)
+        "SELECT name, content, tags FROM insight WHERE id = ?", (existing_id,)
     ).fetchone()
-    name, content, tags_json, helped, failed = row
+    name, content, tags_json = row
     tags = insight.clean_tags(json.loads(tags_json) + item["tags"])[: insight.MAX_TAGS]
-    # The better wording: an insight with verified outcomes keeps the words that
-    # earned them; otherwise the more detailed (longer) text wins.
-    keep_incoming = helped + failed == 0 and len(item["content"]) > len(content)
+    keep_incoming = not earned and len(item["content"]) > len(content)
     if keep_incoming:
         memory.conn.execute(
             "UPDATE insight SET content = ?, embedding = ?, tags = ? WHERE id = ?",
@@ -194,6 +205,38 @@ def _merge(
     }
 
 
+def has_evidence(memory: InsightRows, insight_id: int) -> bool:
+    """Whether any evidence is tied to this insight's text: outcomes credited to
+    it (``helped``/``failed``), a trial it took part in (verified or a report),
+    or a score or prior away from neutral. Read-only."""
+    row = memory.conn.execute(
+        "SELECT name, helped + failed, effectiveness, uplift_prior, evidence, use_count "
+        "FROM insight WHERE id = ?",
+        (insight_id,),
+    ).fetchone()
+    if row is None:
+        return False
+    name, counts, eff, prior, weight, uses = row
+    if counts > 0 or uses > 0 or weight > 0 or prior != 0 or abs(eff - insight.NEUTRAL) > 1e-9:
+        return True
+    return (
+        memory.conn.execute(
+            "SELECT 1 FROM trial_insight WHERE insight = ? LIMIT 1", (name,)
+        ).fetchone()
+        is not None
+    )
+
+
+def same_words(a: str, b: str) -> bool:
+    """Whether two texts say the same words, case, spacing and punctuation aside."""
+    return _WORDS.findall(a.lower()) == _WORDS.findall(b.lower())
+
+
+def _content_of(memory: InsightRows, insight_id: int) -> str:
+    row = memory.conn.execute("SELECT content FROM insight WHERE id = ?", (insight_id,)).fetchone()
+    return row[0] if row else ""
+
+
 def _unique_name(memory: InsightRows, content: str) -> str:
     base = insight.slug_base(content)
     candidate = base
@@ -213,20 +256,24 @@ def store_many(
     batch_size: int = 4096,
     on_progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Store many insights with batched embedding; the same dedup rule as store.
+    """Store many insights with batched embedding; the same dedup rule and the
+    same safety screen as store.
 
-    Each item is a dict of store() arguments, optionally with ``effectiveness``,
-    ``helped``, ``failed``, ``use_count``, ``created_at``, ``last_used``,
-    ``embedding`` (list of floats) and ``model``. Invalid items are reported, not
-    fatal. Embedding happens outside any transaction, and the writes go in short
+    Each item is a dict of store() arguments (:data:`FIELDS`). Anything else an
+    item carries (usefulness figures, timestamps, a vector) is not taken: every
+    text is embedded here and every insight added starts unproven; the report's
+    ``ignored`` lists those field names. Invalid items are reported, not fatal.
+    Embedding happens outside any transaction, and the writes go in short
     transactions (:func:`_store_part`); each item is written whole or not at all.
     """
     report: dict[str, Any] = {"added": 0, "merged": 0, "rejected": [], "names": []}
-    prepared: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+    ignored: set[str] = set()
+    prepared: list[tuple[int, dict[str, Any]]] = []
     for position, raw in enumerate(items):
         try:
             if not isinstance(raw, dict):
                 raise InvalidInput("each item must be a JSON object")
+            ignored.update(str(key)[:50] for key in raw if key not in FIELDS)
             item = _prepare(
                 memory,
                 raw.get("content"),
@@ -235,16 +282,16 @@ def store_many(
                 raw.get("source", ""),
                 raw.get("files"),
             )
-            prepared.append((position, item, _evidence(raw)))
+            prepared.append((position, item))
         except (InvalidInput, Rejected) as exc:
             report["rejected"].append({"item": position, "reason": str(exc)})
     done = 0
     for chunk in db.chunks(prepared, batch_size):
         chunk_items = len(chunk)  # progress counts refused items too
-        vectors = _vectors_for(memory, chunk)
+        vectors = memory.embed([item["content"] for _pos, item in chunk])
         refused = _hostile_meaning(memory, vectors)
         if any(refused):
-            for (position, _item, _extra), problem in zip(chunk, refused, strict=True):
+            for (position, _item), problem in zip(chunk, refused, strict=True):
                 if problem:
                     report["rejected"].append({"item": position, "reason": problem})
             keep = [n for n, problem in enumerate(refused) if not problem]
@@ -259,12 +306,13 @@ def store_many(
         done += chunk_items
         if on_progress:
             on_progress(done)
+    report["ignored"] = sorted(ignored)[:50]
     return report
 
 
 def _store_part(
     memory: InsightRows,
-    part: Sequence[tuple[int, dict[str, Any], dict[str, Any]]],
+    part: Sequence[tuple[int, dict[str, Any]]],
     vectors: np.ndarray,
     report: dict[str, Any],
 ) -> None:
@@ -292,18 +340,16 @@ def _store_part(
                 rewritten = set()
             started = time.monotonic()
             while j < len(part):
-                _pos, item, evidence = part[j]
+                _pos, item = part[j]
                 vector = vectors[j]
                 sims = np.concatenate([before[:, j - offset], index.matrix[known:] @ vector])
                 for row in rewritten:
                     sims[row] = index.matrix[row] @ vector
-                result = _insert_or_merge(memory, item, vector, index, evidence, sims)
-                if result.get("kept") == "incoming":
-                    rewritten.add(int(np.argmax(sims)))
+                result, merged_row = _insert_or_merge(memory, item, vector, index, sims)
+                if result.get("kept") == "incoming" and merged_row is not None:
+                    rewritten.add(merged_row)
                 report[result["status"]] += 1
                 report["names"].append(result["name"])
-                if result["status"] == "added" and evidence.get("effectiveness") is not None:
-                    _log_import_evidence(memory, result["name"], evidence)
                 j += 1
                 if time.monotonic() - started >= db.BATCH_SECONDS:
                     break
@@ -318,73 +364,3 @@ def _hostile_meaning(memory: InsightRows, vectors: np.ndarray) -> list[str | Non
         f"refused by the safety screen (content): {problem}" if problem else None
         for problem in exemplars.problems(vectors, memory.model_id())
     ]
-
-
-def _vectors_for(
-    memory: InsightRows, chunk: Sequence[tuple[int, dict[str, Any], dict[str, Any]]]
-) -> np.ndarray:
-    """Reuse shipped embeddings of the current model; embed the rest in one batch."""
-    dim, model = memory.embedder.dim, memory.model_id()
-    vectors = np.zeros((len(chunk), dim), dtype=np.float32)
-    missing = []
-    for n, (_pos, _item, evidence) in enumerate(chunk):
-        shipped = evidence.get("embedding")
-        if shipped is not None and evidence.get("model") == model and len(shipped) == dim:
-            vec = np.asarray(shipped, dtype=np.float32)
-            norm = float(np.linalg.norm(vec))
-            if norm > 0 and np.isfinite(norm):
-                vectors[n] = vec / norm
-                continue
-        missing.append(n)
-    if missing:
-        vectors[missing] = memory.embed([chunk[n][1]["content"] for n in missing])
-    return vectors
-
-
-def _log_import_evidence(memory: InsightRows, name: str, evidence: dict[str, Any]) -> None:
-    """Imported effectiveness is recorded as an event, so it stays traceable."""
-    memory.conn.execute(
-        "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-        "effectiveness, created_at) VALUES (?, ?, 'import', 0, 0, ?, ?, ?)",
-        (
-            name,
-            evidence.get("import_source"),
-            round(evidence["effectiveness"] - insight.NEUTRAL, 6),
-            evidence["effectiveness"],
-            memory.now(),
-        ),
-    )
-
-
-def _evidence(raw: dict[str, Any]) -> dict[str, Any]:
-    """Counts and timestamps carried by an imported line, validated."""
-    out: dict[str, Any] = {}
-    eff = raw.get("effectiveness")
-    if eff is not None:
-        if not isinstance(eff, int | float) or not 0.0 <= float(eff) <= 1.0:
-            raise InvalidInput("effectiveness must be a number in [0, 1]")
-        out["effectiveness"] = float(eff)
-    for key in ("helped", "failed", "use_count"):
-        val = raw.get(key)
-        if val is not None:
-            if not isinstance(val, int | float) or val < 0:
-                raise InvalidInput(f"{key} must be a non-negative number")
-            out[key] = val
-    for key in ("created_at", "last_used", "last_feedback_at"):
-        val = raw.get(key)
-        if val is not None:
-            try:
-                datetime.fromisoformat(val)
-            except (TypeError, ValueError):
-                raise InvalidInput(f"{key} must be an ISO 8601 timestamp") from None
-            out[key] = val
-    embedding = raw.get("embedding")
-    if embedding is not None:
-        if not isinstance(embedding, list) or not all(
-            isinstance(x, int | float) for x in embedding
-        ):
-            raise InvalidInput("embedding must be a list of numbers")
-        out["embedding"] = embedding
-        out["model"] = raw.get("model")
-    out["import_source"] = raw.get("import_source")
-    return out
