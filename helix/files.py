@@ -22,7 +22,8 @@ Reading is forgiving (:func:`read_json` returns None for anything it cannot use)
 and bounded: :func:`open_regular` opens only a regular file, never a FIFO, a
 device, a socket or a directory (a hook pointed at one of those must not hang on
 it or read it forever), and :func:`read_regular` reads at most a given number of
-bytes from its start or its end, within a deadline. :func:`file_id` checks that
+bytes from its start or its end, within a deadline. :func:`read_named` reads a
+file the user named whole, or says in one line why it cannot. :func:`file_id` checks that
 an outside value can name a file on its own.
 """
 
@@ -154,17 +155,23 @@ def write_output(target: str | os.PathLike[str], chunks: Iterable[bytes]) -> str
     elif stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         _write_through(real, chunks, shown=path)
     else:
-        kind = (
-            "a directory"
-            if stat.S_ISDIR(mode)
-            else "a socket"
-            if stat.S_ISSOCK(mode)
-            else "a block device"
-            if stat.S_ISBLK(mode)
-            else "not a file helix can write"
-        )
-        raise HelixError(f"cannot write to {path}: it is {kind}")
+        raise HelixError(f"cannot write to {path}: it is {kind_of(mode)}")
     return str(path)
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words: "a directory", "a FIFO"..."""
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def _replace_with(path: Path, chunks: Iterable[bytes], mode: int | None, shown: Path) -> None:
@@ -361,6 +368,37 @@ def read_regular(
         except OSError:
             return None
     return b"".join(chunks)
+
+
+def read_named(
+    path: str | os.PathLike[str],
+    max_bytes: int,
+    what: str = "file",
+    *,
+    timeout: float = READ_TIMEOUT_S,
+) -> bytes:
+    """The whole content of a file a user named (an import, a plan), or one clear
+    error: :class:`InvalidInput` when it is missing, is not a regular file (a
+    FIFO, a device, a directory, a socket) or holds more than ``max_bytes``;
+    :class:`HelixError` when it cannot be read. Bounded and never blocking, as
+    :func:`read_regular`."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InvalidInput(f"{what} {os.fspath(path)!r}: no such file") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise HelixError(f"cannot read {what} {os.fspath(path)!r}: {reason}") from None
+    if not stat.S_ISREG(mode):
+        raise InvalidInput(
+            f"{what} {os.fspath(path)!r} is {kind_of(mode)}; helix reads only regular files"
+        )
+    data = read_regular(path, max_bytes + 1, timeout=timeout)
+    if data is None:
+        raise HelixError(f"cannot read {what} {os.fspath(path)!r}")
+    if len(data) > max_bytes:
+        raise InvalidInput(f"{what} {os.fspath(path)!r} is larger than {max_bytes} bytes")
+    return data
 
 
 def read_json(path: Path) -> Any | None:

@@ -1,7 +1,8 @@
 """The tracker keeps bytes it does not understand: a line that is not UTF-8, a
-byte order mark, a lone surrogate escape. Each survives rewrites of other records
-byte for byte and never stops the other records from being read, through the
-library and through the real `helix tasks` command."""
+byte order mark, a lone surrogate escape, a line that is not JSON. Each survives
+rewrites of other records byte for byte and never stops the other records from
+being read; a record that is not UTF-8 is still a task every command shows,
+through the library and through the real `helix tasks` command."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ LATIN1 = b'{"id":"hx-00000002","title":"caf\xe9","status":"open","priority":2,"c
 SURROGATE = b'{"id":"hx-00000003","title":"half \\ud800 pair","status":"open","priority":2,"created_at":"2026-01-01T00:00:03Z"}'
 # Spacing helix would not write: an untouched record keeps it.
 SPACED = b'{"id": "hx-00000004", "title": "spaced", "status": "open", "priority": 2, "created_at": "2026-01-01T00:00:04Z"}'
+# A bad hand edit: not JSON at all, so hidden (and kept).
+BROKEN = b'{"id":"hx-00000009","title":"cut off'
+ALL_IDS = ["hx-00000001", "hx-00000002", "hx-00000003", "hx-00000004"]
 
 
 def write(path: Path, *lines: bytes, bom: bool = False) -> None:
@@ -39,18 +43,20 @@ def lines_of(path: Path) -> list[bytes]:
 def poisoned(tmp_path: Path) -> Tracker:
     """A task file with every odd case at once, the BOM in front of the first."""
     path = tmp_path / ".helix" / "tasks.jsonl"
-    write(path, PLAIN, LATIN1, SURROGATE, SPACED, bom=True)
+    write(path, PLAIN, LATIN1, SURROGATE, SPACED, BROKEN, bom=True)
     return Tracker(path)
 
 
 # ------------------------------------------------------------------ library
 def test_every_readable_record_is_read(poisoned: Tracker) -> None:
     snap = poisoned.read()
-    assert [t["id"] for t in snap.tasks] == ["hx-00000001", "hx-00000003", "hx-00000004"]
+    assert [t["id"] for t in snap.tasks] == ALL_IDS
     assert snap.bom == BOM  # the first task is not hidden behind it
-    byte = LATIN1.index(b"\xe9") + 1
-    assert snap.problems == [{"line": 2, "error": f"not valid UTF-8 (byte {byte})"}]
+    assert [p["line"] for p in snap.problems] == [5]
+    assert snap.problems[0]["error"].startswith("not valid JSON")
     assert poisoned.get("hx-00000003")["title"] == "half \ud800 pair"
+    # One Latin-1 byte no longer hides the task: it reads as a surrogate escape.
+    assert poisoned.get("hx-00000002")["title"] == "caf\udce9"
 
 
 def test_a_rewrite_keeps_every_untouched_line_byte_for_byte(poisoned: Tracker) -> None:
@@ -63,8 +69,20 @@ def test_a_rewrite_keeps_every_untouched_line_byte_for_byte(poisoned: Tracker) -
     assert after[1:3] == before[1:3]  # the Latin-1 line and the surrogate line
     assert json.loads(after[0][len(BOM) :])["priority"] == 0
     assert json.loads(after[3])["status"] == "closed"
-    assert json.loads(after[4])["id"] == created["id"]
-    assert len(poisoned.read().tasks) == 4
+    assert after[4] == BROKEN
+    assert json.loads(after[5])["id"] == created["id"]
+    assert len(poisoned.read().tasks) == 5
+
+
+def test_the_latin1_record_itself_can_change_and_keeps_its_bytes(poisoned: Tracker) -> None:
+    before = lines_of(poisoned.path)
+    poisoned.update("hx-00000002", priority=1)
+    poisoned.close("hx-00000002", outcome="delivered", summary="done")
+    after = lines_of(poisoned.path)
+    assert b'"title":"caf\xe9"' in after[1]  # the very byte, not an escape or U+FFFD
+    record = json.loads(after[1].decode("utf-8", "surrogateescape"))
+    assert record["status"] == "closed" and record["priority"] == 1
+    assert after[0] == before[0] and after[2:] == before[2:]
 
 
 # Records another tool wrote its own way; == would call some of them unchanged
@@ -106,12 +124,12 @@ def test_import_reads_around_odd_lines_and_export_keeps_bytes(
 ) -> None:
     target = Tracker(tmp_path / "other" / "tasks.jsonl")
     report = target.import_file(poisoned.path)
-    assert (report["added"], report["replaced"]) == (3, 0)
-    assert report["problems"][0]["line"] == 2
-    assert lines_of(target.path)[:3] == [PLAIN, SURROGATE, SPACED]  # BOM not imported
+    assert (report["added"], report["replaced"]) == (4, 0)
+    assert [p["line"] for p in report["problems"]] == [5]
+    assert lines_of(target.path)[:4] == [PLAIN, LATIN1, SURROGATE, SPACED]  # BOM not imported
     out = tmp_path / "export.jsonl"
     assert poisoned.export_file(out)["skipped_unreadable_lines"] == 1
-    assert out.read_bytes() == PLAIN + b"\n" + SURROGATE + b"\n" + SPACED + b"\n"
+    assert out.read_bytes() == b"".join(line + b"\n" for line in (PLAIN, LATIN1, SURROGATE, SPACED))
 
 
 def test_a_crlf_file_keeps_its_line_ends(tmp_path: Path) -> None:
@@ -153,6 +171,8 @@ READS = [
     ["tasks", "status", "--json"],
     ["tasks", "show", "hx-00000003"],
     ["tasks", "show", "hx-00000003", "--json"],
+    ["tasks", "show", "hx-00000002"],
+    ["tasks", "show", "hx-00000002", "--json"],
     ["tasks", "dep", "tree", "hx-00000003"],
     ["tasks", "export", "-"],
 ]
@@ -167,15 +187,20 @@ def test_every_read_command_prints_the_odd_records(
     result = helix(poisoned.path.parent, *args, encoding=encoding)
     err = clean(result)
     if args[1] in ("list", "ready", "status"):
-        assert "line 2: not valid UTF-8" in err  # said, not silently hidden
+        assert "line 5: not valid JSON" in err  # said, not silently hidden
     if "--json" in args:
         value = json.loads(result.stdout)  # valid JSON, whatever the terminal
         if args[1] == "show":
-            assert value["title"] == "half \ud800 pair"
+            expected = {"hx-00000003": "half \ud800 pair", "hx-00000002": "caf\udce9"}
+            assert value["title"] == expected[args[2]]
         if args[1] in ("list", "ready"):
-            assert {t["id"] for t in value} == {"hx-00000001", "hx-00000003", "hx-00000004"}
+            assert {t["id"] for t in value} == set(ALL_IDS)
+    elif args[1] == "show" and args[2] == "hx-00000002":
+        assert b"title: caf" in result.stdout  # shown, the foreign byte escaped or replaced
     if args[1] == "export":
-        assert result.stdout == PLAIN + b"\n" + SURROGATE + b"\n" + SPACED + b"\n"
+        assert result.stdout == b"".join(
+            line + b"\n" for line in (PLAIN, LATIN1, SURROGATE, SPACED)
+        )
     assert poisoned.path.read_bytes() == before  # reading never writes
 
 
@@ -186,10 +211,12 @@ def test_writes_through_the_cli_keep_the_odd_lines(poisoned: Tracker) -> None:
     clean(helix(home, "tasks", "update", "hx-00000003", "--priority", "0", "--json"))
     clean(helix(home, "tasks", "claim", "hx-00000001", "--owner", "me", "--json"))
     clean(helix(home, "tasks", "close", "hx-00000003", "--outcome", "delivered"))
+    clean(helix(home, "tasks", "update", "hx-00000002", "--priority", "0"))
     after = lines_of(poisoned.path)
-    assert after[1] == before[1] and after[3] == before[3] and after[0].startswith(BOM)
+    assert after[3] == before[3] and after[4] == BROKEN and after[0].startswith(BOM)
     assert json.loads(after[2])["title"] == "half \ud800 pair"
-    assert len(json.loads(clean_out(helix(home, "tasks", "list", "--json")))) == 4
+    assert b'"title":"caf\xe9"' in after[1] and b'"priority":0' in after[1]
+    assert len(json.loads(clean_out(helix(home, "tasks", "list", "--json")))) == 5
 
 
 def clean_out(result: subprocess.CompletedProcess) -> bytes:

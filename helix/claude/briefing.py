@@ -5,6 +5,7 @@ Only file checks and SQL over the store: the embedding model is never loaded her
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,28 @@ def warnings(found: config.Paths | None, env: Mapping[str, str], client: str) ->
             f"run `helix install {client}`, then restart {RESTART[client]}"
         )
     return [f"WARNING (helix): {problem}" for problem in problems]
+
+
+def memory_section(db: Path) -> list[str]:
+    """The memory part of the briefing, from the store at ``db``, read-only.
+
+    Never creates, migrates or writes the store, and a store helix may not
+    write (a read-only file or folder) still briefs: it is opened read-only.
+    Never raises: a store that cannot be read at all is one line saying why."""
+    from helix.errors import HelixError
+    from helix.memory.store import Memory
+
+    if not db.exists():
+        return ["  empty (it learns from verified outcomes of /helix runs)."]
+    try:
+        memory = Memory(db, read_only_fallback=True)
+    except HelixError as exc:
+        return [f"  unreadable: {exc}"]
+    try:
+        with memory:
+            return memory_lines(memory)
+    except (HelixError, sqlite3.Error) as exc:
+        return [f"  unreadable: {exc}"]
 
 
 def memory_lines(memory: Memory) -> list[str]:

@@ -14,7 +14,7 @@ import click
 
 from helix import __version__
 from helix.cli import demo, doctor, export, hook, install, loop, mcp, memory, run, tasks, wave
-from helix.cli.common import WARNINGS
+from helix.cli.common import WARNINGS, check_arguments
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,6 +76,9 @@ cli.add_command(export.export)
 cli.add_command(mcp.mcp)
 cli.add_command(demo.demo)
 cli.add_command(doctor.doctor)
+# One rule for every argument of every command, applied once to the whole tree:
+# text must be UTF-8 and numbers finite. Hooks keep their own contract (fail open).
+check_arguments(cli, skip=("hook",))
 
 
 def main() -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sqlite3
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, overload
 
 import click
@@ -91,15 +92,82 @@ def json_list(text: str | None, what: str) -> list[Any] | None:
 
 def read_text(value: str, what: str) -> str:
     """``-`` means: read it from stdin (bounded), so long or hostile text never
-    has to pass through a shell's quoting."""
+    has to pass through a shell's quoting. Stdin must be UTF-8: bytes that are
+    not are refused here, whatever the locale would have made of them."""
     if value != "-":
         return value
     if sys.stdin is None or sys.stdin.closed:
         raise InvalidInput(f"{what} is '-' but there is no standard input")
-    data = sys.stdin.read(STDIN_LIMIT + 1)
+    raw = getattr(sys.stdin, "buffer", None)
+    try:
+        if raw is None:  # a text-only stream (an embedding caller): check what it gave
+            text = sys.stdin.read(STDIN_LIMIT + 1)
+            data = text.encode("utf-8")
+        else:
+            data = raw.read(STDIN_LIMIT + 1)
+            text = data.decode("utf-8")
+    except UnicodeError:
+        raise InvalidInput(f"{what} on stdin is not valid UTF-8 text") from None
+    except OSError as exc:  # stdin is a directory, or was closed under us
+        raise InvalidInput(f"{what} on stdin cannot be read: {exc.strerror or exc}") from None
     if len(data) > STDIN_LIMIT:
-        raise InvalidInput(f"{what} on stdin exceeds {STDIN_LIMIT} characters")
-    return data
+        raise InvalidInput(f"{what} on stdin exceeds {STDIN_LIMIT} bytes")
+    return text
+
+
+class BadArgument(click.ClickException):
+    """An argument refused before the command runs: one line, exit 2."""
+
+    exit_code = 2
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"helix: error: {self.format_message()}", err=True)
+
+
+def check_arguments(command: click.Command, skip: Collection[str] = ()) -> None:
+    """Make every parameter of ``command`` and its subcommands refuse what no
+    command can use: text that is not UTF-8 (an argument is bytes; a lone
+    surrogate escape stands for one that is not UTF-8) and a number that is NaN
+    or infinite. Paths (``click.Path``) may be any bytes the system allows.
+    Refused with one line and exit 2, before the command runs. Subcommands named
+    in ``skip`` are left alone. Idempotent."""
+    for param in command.params:
+        if not getattr(param.callback, "_checks_input", False):
+            param.callback = _checked(param.callback)
+    for name, sub in getattr(command, "commands", {}).items():
+        if name not in skip:
+            check_arguments(sub)
+
+
+def _checked(inner: Callable[..., Any] | None) -> Callable[..., Any]:
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        problem = _refusal(param, value)
+        if problem:
+            ctx.meta.pop(WARNINGS, None)  # the one error line stands alone
+            raise BadArgument(f"{_shown_name(param)} {problem}")
+        return value if inner is None else inner(ctx, param, value)
+
+    check._checks_input = True  # type: ignore[attr-defined]
+    return check
+
+
+def _refusal(param: click.Parameter, value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return next((p for p in (_refusal(param, v) for v in value) if p), "")
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, not {value}"
+    if isinstance(value, str) and not isinstance(param.type, click.Path):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "is not valid UTF-8 text"
+    return ""
+
+
+def _shown_name(param: click.Parameter) -> str:
+    if isinstance(param, click.Option) and param.opts:
+        return max(param.opts, key=len)
+    return (param.name or "argument").replace("_", " ")
 
 
 def open_memory(create: bool = True) -> Memory:

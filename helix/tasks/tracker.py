@@ -20,14 +20,19 @@ Guarantees:
 * the file is read as bytes and a record nobody changed is written back as the
   very bytes it was read as: a rewrite never re-encodes, re-orders or
   re-spaces a record it did not touch;
-* a line that is not valid UTF-8 or not valid JSON (a bad hand edit, a tool
-  with another encoding) is reported with its line number, hidden from every
-  command and kept verbatim through every rewrite; it never stops the other
-  records from being read;
+* a record whose line is not valid UTF-8 (a title typed in Latin-1 by another
+  tool) is still a task: each byte that is not UTF-8 is read as a surrogate
+  escape (shown escaped, e.g. ``caf\\udce9``), and the line is written back as
+  the very same bytes, also when helix changes the record;
+* a line that is not valid JSON or not a bead record (a bad hand edit) is
+  reported with its line number, hidden from every command and kept verbatim
+  through every rewrite; it never stops the other records from being read;
 * a record holding a lone surrogate (``"\\ud800"``, valid JSON but not
   encodable text) is read like any other; when helix changes it, it is written
   with ASCII escapes, which keep the surrogate exactly;
-* a UTF-8 byte order mark at the start of the file is accepted and kept.
+* a UTF-8 byte order mark at the start of the file is accepted and kept;
+* the file is read only if it is a regular file, bounded and never blocking: a
+  FIFO or a device put in its place is an error, not a hang.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import json
 import os
 import secrets
 import socket
+import stat
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,7 +51,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from helix import files
-from helix.errors import CycleError, InvalidInput, NotFound
+from helix.errors import CycleError, HelixError, InvalidInput, NotFound
 from helix.tasks import graph as taskgraph
 from helix.tasks.records import TaskRecord
 
@@ -54,6 +60,8 @@ TYPES = ("task", "epic", "bug", "chore", "feature")
 LOCK_TIMEOUT_S = 30.0
 MAX_TITLE = 500
 MAX_TEXT = 20_000
+MAX_FILE = 256 << 20  # a bead file this big was not written by hand or by helix
+READ_TIMEOUT_S = 30.0
 
 
 def now_rfc3339(clock: Callable[[], datetime]) -> str:
@@ -104,9 +112,13 @@ class Snapshot:
         fresh = dump(record)
         kept = self.originals.get(id(record))
         # Compared as written, not with ==: NaN != NaN, and True == 1 == 1.0.
-        if kept is not None and kept[0] is record and dump(_decode(kept[1])) == fresh:
+        if kept is None or kept[0] is not record:
+            return fresh
+        if dump(_decode(kept[1])) == fresh:
             return kept[1]
-        return fresh
+        # Changed, but read from a line that is not UTF-8: its foreign bytes go
+        # back as they came (surrogate escapes encode to them again).
+        return dump(record, raw_bytes=not _is_utf8(kept[1]))
 
     def to_bytes(self) -> bytes:
         """The whole file: BOM if it had one, one line per entry."""
@@ -114,20 +126,32 @@ class Snapshot:
         return self.bom + b"".join(line + b"\n" for line in lines)
 
 
-def dump(record: Mapping[str, Any]) -> bytes:
+def dump(record: Mapping[str, Any], raw_bytes: bool = False) -> bytes:
     """One record as a JSONL line (no newline). Text stays readable UTF-8; a lone
     surrogate cannot be UTF-8, so such a record is written with ASCII escapes,
-    which carry it exactly."""
+    which carry it exactly. With ``raw_bytes`` (a record read from a line that
+    was not UTF-8) surrogate escapes are written as the bytes they stand for."""
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    for errors in ("strict", "surrogateescape") if raw_bytes else ("strict",):
+        try:
+            return text.encode("utf-8", errors)
+        except UnicodeEncodeError:
+            pass
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 def _decode(raw: bytes) -> Any:
-    """The JSON value of one line; raises UnicodeDecodeError or ValueError."""
-    return json.loads(raw.decode("utf-8"))
+    """The JSON value of one line, bytes that are not UTF-8 read as surrogate
+    escapes; raises ValueError (JSONDecodeError) or RecursionError."""
+    return json.loads(raw.decode("utf-8", "surrogateescape"))
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse(data: bytes) -> Snapshot:
@@ -141,12 +165,6 @@ def parse(data: bytes) -> Snapshot:
             continue
         try:
             value = _decode(raw)
-        except UnicodeDecodeError as exc:
-            snap.entries.append(raw)
-            snap.problems.append(
-                {"line": number, "error": f"not valid UTF-8 (byte {exc.start + 1})"}
-            )
-            continue
         except json.JSONDecodeError as exc:
             snap.entries.append(raw)
             snap.problems.append({"line": number, "error": f"not valid JSON ({exc.msg})"})
@@ -179,10 +197,22 @@ class Tracker:
 
     # ---------------------------------------------------------------- reading
     def read(self) -> Snapshot:
+        """The file as it is now; an empty snapshot when there is none yet.
+        Raises :class:`HelixError` when the path is not a regular file (a FIFO, a
+        device, a directory) or cannot be read."""
         try:
-            return parse(self.path.read_bytes())
-        except (FileNotFoundError, NotADirectoryError):  # no file yet, as exists() said
+            mode = os.stat(self.path).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # no file yet
             return Snapshot()
+        except OSError as exc:
+            raise HelixError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):
+            raise HelixError(f"cannot read {self.path}: it is {files.kind_of(mode)}")
+        try:
+            data = files.read_named(self.path, MAX_FILE, "task file", timeout=READ_TIMEOUT_S)
+        except InvalidInput as exc:  # helix's own file: "could not do it", not a bad call
+            raise HelixError(str(exc)) from None
+        return parse(data)
 
     def get(self, task_id: str) -> TaskRecord:
         return cast(TaskRecord, self.read().find(task_id))
@@ -271,10 +301,12 @@ class Tracker:
         specs: Sequence[Mapping[str, Any]],
         parent: str | None = None,
         labels: Sequence[str] = (),
+        judge_set: Mapping[str, Any] | None = None,
     ) -> builtins.list[dict[str, Any]]:  # here `list` is the method above
         """Create a planner's tasks (``contracts.parse_plan`` output) in one locked
         edit: all or none. Titles are ``<seq>: <slug>``; ``blocked_by`` seqs become
-        dependencies on the new ids; ``seq`` is kept as ``helix-seq``."""
+        dependencies on the new ids; ``seq`` is kept as ``helix-seq``; ``judge_set``
+        (who set their VERIFY) is stamped on each."""
         with self._editing() as snap:
             stamp = now_rfc3339(self._clock)
             if parent is not None:
@@ -306,6 +338,7 @@ class Tracker:
                             "budget": spec.get("budget"),
                             "parent": parent,
                             "helix-seq": spec["seq"],
+                            "judge-set": dict(judge_set) if judge_set else None,
                         }
                     )
                 )
@@ -433,7 +466,7 @@ class Tracker:
         """Merge records from a bead file: new ids are added, known ids replaced by
         the incoming record (so a round trip is lossless: an incoming record keeps
         its bytes). Lines that cannot be read are reported and not imported."""
-        incoming = parse(Path(source).read_bytes())
+        incoming = parse(files.read_named(source, MAX_FILE, "bead file", timeout=READ_TIMEOUT_S))
         added = replaced = 0
         with self._editing() as snap:
             index = {e["id"]: n for n, e in enumerate(snap.entries) if isinstance(e, dict)}
@@ -588,6 +621,10 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
                 value = _text(value, key, MAX_TEXT)
             elif not isinstance(value, int | float | bool):
                 raise InvalidInput(f"{key} must be text, a number or a boolean")
+            out[key] = value
+        elif key == "judge-set":  # who set the judge: stamped by the caller's layer
+            if not isinstance(value, dict):
+                raise InvalidInput("judge-set must be an object")
             out[key] = value
         else:
             raise InvalidInput(f"unknown task field {key!r}")
