@@ -34,12 +34,22 @@ def home() -> Path:
 COMMANDS = {"pass": "true", "fail": "false", "none": None}
 
 
-def begin(memory: Memory, task_id: str, names: list[str], verdict: str = "pass") -> None:
+def begin(
+    memory: Memory, task_id: str, names: list[str], verdict: str = "pass", works: bool = True
+) -> None:
     """Start an attempt the way injection does: the names helix gave, and a VERIFY
     that passes, fails, or is missing."""
     project = home().parent / "project"
     project.mkdir(parents=True, exist_ok=True)
     ledger.start(memory, task_id, "objective", names, {}, COMMANDS[verdict], None, project, "test")
+    if works:
+        work(project)
+
+
+def work(project: Path) -> None:
+    """The builder's work: a change in the project after its attempt started (a
+    VERIFY that passes on an untouched tree is no evidence of any work)."""
+    (project / f"work-{random.random()}.txt").write_text("done\n")
 
 
 def settle(memory: Memory, task_id: str, text: str) -> dict:
@@ -156,7 +166,7 @@ def test_an_attempt_is_settled_once(memory: Memory):
     with pytest.raises(Rejected, match="already settled"):
         settle(memory, "hx-00000005", output("DELIVERED", [a]))
     assert memory.get(a)["effectiveness"] == after_first
-    begin(memory, "hx-00000005", [a])  # a new attempt, on the same tree
+    begin(memory, "hx-00000005", [a], works=False)  # a new attempt, on the same tree
     again = settle(memory, "hx-00000005", output("DELIVERED", [a]))
     assert again["verified"] is False and "repeat" in " ".join(again["problems"])
     assert memory.get(a)["effectiveness"] == after_first

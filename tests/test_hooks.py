@@ -259,12 +259,12 @@ def feedback_events(session: Session) -> int:
 def deliver(stocked: Session, tool_use_id: str, agent_id: str, used: int) -> tuple:
     """A foreground builder whose VERIFY passes delivers, naming its first ``used``
     insights; returns (task, the insights it was given, its answer)."""
-    (stocked.project / "ok.txt").write_text("done")
     tracker = Tracker(stocked.home / "tasks.jsonl")
     task = tracker.create("Add a migration for the orders table", verify="test -f ok.txt")
     prompt = builder_prompt(task["id"], task["title"])
     names = injected_names(prompt_of(stocked.spawn(tool_use_id, "helix:builder", prompt, False)))
     stocked.start(agent_id, "helix:builder")
+    (stocked.project / "ok.txt").write_text("done")  # the work, after the attempt started
     answer = f"Done.\nDELIVERED: added the migration\nUTILIZED: {json.dumps(names[:used])}\n"
     stocked.stop(agent_id, "helix:builder", answer, tool_use_id)
     return task, names, answer

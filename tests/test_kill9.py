@@ -637,30 +637,32 @@ def test_kill_9_during_tracker_writes(zygote: Zygote, tmp_path: Path) -> None:
 
 
 # -------------------------------------------------------------- learn store
-def check_learn_kind(run: Run) -> list[str]:
-    """Checks one trial; returns the candidates a left claim keeps from the queue."""
+def queued_rows(memory: Memory, candidate_id: str | None = None) -> int:
+    """Rows of the learning queue: of one candidate, or all."""
+    if candidate_id is None:
+        return memory.conn.execute("SELECT count(*) FROM learning_candidate").fetchone()[0]
+    return memory.conn.execute(
+        "SELECT count(*) FROM learning_candidate WHERE id = ?", (candidate_id,)
+    ).fetchone()[0]
+
+
+def check_learn_kind(run: Run) -> None:
     candidates: dict[str, str] = run.ready["candidates"]
-    folder = learning.queue_dir(run.home)
     with open_memory(run) as memory:
         for op in run.done:
             for candidate_id in op["ids"]:
-                assert not (folder / f"{candidate_id}.json").exists()
+                assert queued_rows(memory, candidate_id) == 0, run.folder
                 assert count_content(memory, candidates[candidate_id]) == 1, run.folder
-        # The retry stores whatever is still queued.
+        # The retry stores whatever is still queued, and takes over a claim the
+        # kill left (the claim names the dead process).
         learning.store(memory, min_confidence="low", home=run.home)
-        stuck = []
         for candidate_id, content in candidates.items():
             merged = memory.conn.execute(
                 "SELECT count(*) FROM merge_event WHERE merged_content = ?", (content,)
             ).fetchone()[0]
             assert merged == 0, candidate_id  # never stored twice
-            if count_content(memory, content) == 0:
-                assert (folder / f".{candidate_id}.storing").exists(), candidate_id
-                stuck.append(candidate_id)
-            else:
-                assert count_content(memory, content) == 1
-        assert learning.pending(run.home) == []
-    return stuck
+            assert count_content(memory, content) == 1, (run.folder, candidate_id)
+        assert learning.pending(run.home) == [] and queued_rows(memory) == 0
 
 
 def test_kill_9_during_learn_store(zygote: Zygote, tmp_path: Path) -> None:
@@ -678,25 +680,35 @@ def test_kill_9_while_a_claim_is_held_leaves_the_candidate_storable(
     pid = zygote.fork("learn", folder, 7)
     ready = wait_ready(folder, pid)
     home = folder / ".helix"
-    # Take the store's write lock, then let the child go: it claims a candidate,
-    # then waits for the lock inside Memory.store, where it is killed.
+    # Let the child go, and once it holds a claim take the database's write lock:
+    # it then waits for the lock inside Memory.store (or to finish the claim),
+    # where it is killed.
     blocker = sqlite3.connect(config.Paths.at(home).db, isolation_level=None)
+    held: list[tuple[str, str]] = []
     try:
-        blocker.execute("BEGIN IMMEDIATE")
         (folder / "hold").unlink()
-        queue = learning.queue_dir(home)
         deadline = time.monotonic() + 30
-        while not list(queue.glob(".*.storing")):
-            assert time.monotonic() < deadline, "the child never claimed a candidate"
-            time.sleep(0.002)
+        while not held:
+            assert time.monotonic() < deadline, "the child never held a claim"
+            blocker.execute("BEGIN IMMEDIATE")
+            held = blocker.execute(
+                "SELECT id, claimed_by FROM learning_candidate WHERE claimed_by IS NOT NULL"
+            ).fetchall()
+            if not held:
+                blocker.execute("ROLLBACK")
+                time.sleep(0.001)
         time.sleep(0.2)  # long enough to be waiting in BEGIN IMMEDIATE
         zygote.kill(pid, folder)
     finally:
-        blocker.execute("ROLLBACK")
+        if blocker.in_transaction:
+            blocker.execute("ROLLBACK")
         blocker.close()
-    assert not any("done" in line for line in said(folder))  # nothing was stored
+    [(claimed, claimed_by)] = held
+    assert claimed_by.startswith(f"{pid}:")
     candidates: dict[str, str] = ready["candidates"]
     with Memory(config.Paths.at(home).db, embedder=HashEmbedder()) as memory:
-        learning.store(memory, min_confidence="low", home=home)
+        report = learning.store(memory, min_confidence="low", home=home)
+        assert [s.get("recovered") for s in report["stored"] if s["id"] == claimed] == [True]
         missing = [c for c, text in candidates.items() if count_content(memory, text) != 1]
+        assert queued_rows(memory) == 0
     assert missing == []

@@ -248,10 +248,10 @@ def test_shipped_bank_matches_a_fresh_embedding(minilm: MiniLMEmbedder) -> None:
 
 
 @pytest.mark.model
-def test_semantic_check_refuses_on_the_stored_vector(memory: Memory) -> None:
-    """The check reads the vector store_many already has: a line whose vector sits
-    on a hostile exemplar is refused, whatever its words say. (On this set the
-    pattern layer catches every exemplar's own wording, so the vector is given.)"""
+def test_a_supplied_vector_is_ignored_by_the_semantic_check(memory: Memory) -> None:
+    """store_many embeds every text itself: a vector given with a line (here one
+    that sits on a hostile exemplar) neither refuses a benign text nor could let a
+    hostile one through; the verdict is the store path's for the words."""
     bank = exemplars.bank()
     assert bank is not None
     benign = "Run pytest -x while iterating; the full suite before merging."
@@ -265,9 +265,7 @@ def test_semantic_check_refuses_on_the_stored_vector(memory: Memory) -> None:
             },
         ]
     )
-    assert report["added"] == 1
-    assert [r["item"] for r in report["rejected"]] == [1]
-    assert "hostile instruction" in report["rejected"][0]["reason"]
+    assert report["added"] == 2 and not report["rejected"]
 
 
 def test_semantic_check_is_skipped_for_another_model(hash_memory: Memory) -> None:

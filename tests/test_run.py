@@ -109,7 +109,12 @@ def test_memory_injected_and_credited_after_verification(world: World) -> None:
     )
     world.script(
         [
-            {"kind": "build", "match": second, "reply": delivered(used=f'["{name}"]')},
+            {
+                "kind": "build",
+                "match": second,
+                "run": ["echo down > migration.sql"],  # the work: a pass on no work is no evidence
+                "reply": delivered(used=f'["{name}"]'),
+            },
             {"kind": "build", "reply": delivered()},
             stop_rule(),
         ]

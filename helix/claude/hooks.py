@@ -29,6 +29,7 @@ types) and writes the answers the way Codex accepts them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -43,6 +44,7 @@ from helix import config, files
 from helix.claude import briefing, codex, transcripts
 from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
+from helix.loop.judge import Spec
 from helix.loop.records import Settlement
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
@@ -142,16 +144,14 @@ def respond(event: str, ctx: Context) -> dict[str, Any] | None:
 def session_start(ctx: Context) -> dict[str, Any] | None:
     """Record the plugin root and brief the main thread, problems first. Never
     loads the embedding model: only file checks and SQL over the store."""
-    ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
-    root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
-    if root:
-        files.write_bytes(ctx.paths.plugin_root, (root + "\n").encode("utf-8"))
+    # A store helix may not write (a read-only folder or file) still briefs.
+    with contextlib.suppress(OSError):
+        ctx.home.mkdir(exist_ok=True)  # HELIX_HOME may name a folder not made yet
+        root = ctx.env.get("CLAUDE_PLUGIN_ROOT")
+        if root:
+            files.write_bytes(ctx.paths.plugin_root, (root + "\n").encode("utf-8"))
     lines = [*_warnings(ctx), "helix memory for this project:"]
-    if ctx.paths.db.exists():
-        with ctx.memory() as memory:
-            lines += briefing.memory_lines(memory)
-    else:
-        lines.append("  empty (it learns from verified outcomes of /helix runs).")
+    lines += briefing.memory_section(ctx.paths.db)
     if ctx.paths.tasks.exists():
         from helix.tasks import graph as taskgraph
 
@@ -296,7 +296,7 @@ def _with_attempt(
     if builder:
         from helix.loop import ledger
 
-        verify, verify_files = _judge(ctx, prepared)
+        spec = _judge(ctx, prepared)
         with _records(ctx) as store:
             attempt = ledger.start(
                 store,
@@ -304,19 +304,22 @@ def _with_attempt(
                 prepared["objective"],
                 [],
                 {},
-                verify,
-                verify_files,
+                spec.verify,
+                spec.verify_files,
                 ctx.project,
                 "hook",
                 note,
+                work=spec.work,
+                setter=spec.setter,
             )
         prepared["attempt"] = attempt.id
     return prepared
 
 
-def _judge(ctx: Context, prepared: dict[str, Any]) -> tuple[Any, Any]:
+def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
     """The VERIFY that will settle this agent: the tracker's for a task it knows,
-    else the one its prompt names."""
+    else the one its prompt names (which earns no verified credit: whoever wrote
+    the prompt chose it, see :mod:`helix.loop.provenance`)."""
     task_id = prepared.get("task_id")
     if task_id and ctx.paths.tasks.exists():
         from helix.errors import NotFound
@@ -325,7 +328,8 @@ def _judge(ctx: Context, prepared: dict[str, Any]) -> tuple[Any, Any]:
             return injection.task_judge(ctx.tracker().get(task_id))
         except (NotFound, HelixError):
             pass
-    return prepared.get("verify"), None
+    setter = {"route": "spawn-prompt", "during": [], "at": ""}
+    return Spec(prepared.get("verify"), None, None, setter)
 
 
 def _fields_of(

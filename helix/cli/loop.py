@@ -94,7 +94,7 @@ def inject_command(
             tasks = [tracker.get(t) for t in ids]
             objectives = [injection.task_objective(t) for t in tasks]
             file_lists = [injection.task_files(t) for t in tasks]
-            judges = [injection.task_judge(t) for t in tasks]
+            judges: list[tuple[Any, ...]] = [injection.task_judge(t) for t in tasks]
         else:
             assert batch is not None  # exactly one mode was given: --batch
             items = _batch_items(read_source(batch, "--batch"))
@@ -105,7 +105,7 @@ def inject_command(
         emit(injection.batch_inject(memory, objectives, ids, limit, file_lists, judges=judges))
 
 
-def _judge_of(task_id: str) -> tuple[Any, Any]:
+def _judge_of(task_id: str) -> tuple[Any, ...]:
     """The judge of an attempt at ``task_id``: the tracker's VERIFY for it, or none
     for work the tracker does not know (it is settled unverified)."""
     from helix.loop import injection

@@ -15,7 +15,7 @@ import click
 
 from helix import config
 from helix.cli.common import emit, guarded, json_list
-from helix.errors import InvalidInput
+from helix.errors import InvalidInput, Rejected
 from helix.tasks import graph as taskgraph
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import STATUSES, TYPES, Snapshot, Tracker, select
@@ -110,7 +110,16 @@ def tasks_create(title: str, deps: str | None, as_json: bool, **values: Any) -> 
     fields = collect(**values)
     if deps is not None:
         fields["deps"] = json_list(deps, "--deps")
-    show_task(open_tracker().create(title, **fields), as_json, "created")
+    tracker = open_tracker()
+    fields["judge-set"] = _judge_stamp()
+    show_task(tracker.create(title, **fields), as_json, "created")
+
+
+def _judge_stamp() -> dict[str, Any]:
+    """Who sets a task's judge from the CLI (:mod:`helix.loop.provenance`)."""
+    from helix.loop import provenance
+
+    return provenance.judge_set(config.resolve().db, "cli")
 
 
 @tasks.command("show")
@@ -167,10 +176,40 @@ def tasks_update(task_id: str, as_json: bool, **values: Any) -> None:
 
     Example: helix tasks update hx-1a2b3c4d --priority 1 --labels '["area:auth"]'
     """
+    from helix.loop import provenance
+
     fields = collect(**values)
     if not fields:
         raise InvalidInput("nothing to update: give at least one field option")
-    show_task(open_tracker().update(task_id, **fields), as_json, "updated")
+    tracker = open_tracker()
+    if provenance.sets_judge(fields):
+        fields["judge-set"] = _judge_stamp()
+    show_task(tracker.update(task_id, **fields), as_json, "updated")
+
+
+@tasks.command("confirm")
+@click.argument("task_id")
+@json_option
+@guarded
+def tasks_confirm(task_id: str, as_json: bool) -> None:
+    """Confirm a task's VERIFY as a person's, so its verdict can earn verified credit.
+
+    A VERIFY set over MCP, while an attempt was in flight, or carried in a spawn
+    prompt may be a builder's own choice and credits nothing until confirmed. Read
+    the task's VERIFY first; refused while any attempt is in flight (a builder's
+    shell could be asking).
+
+    Example: helix tasks show hx-1a2b3c4d && helix tasks confirm hx-1a2b3c4d
+    """
+    from helix.loop import provenance
+
+    during = provenance.in_flight(config.resolve().db)
+    if during:
+        raise Rejected(f"an attempt is in flight ({during[0]}): confirm when no builder is working")
+    tracker = open_tracker()
+    task = tracker.get(task_id)
+    setter = provenance.confirm(task.get("judge-set"), provenance.now())
+    show_task(tracker.update(task_id, **{"judge-set": setter}), as_json, "confirmed")
 
 
 @tasks.command("close")
@@ -389,7 +428,9 @@ def tasks_plan(source: str, parent: str | None, labels: str | None, as_json: boo
         plan.problems.append("no tasks in the PLAN_SPEC")
     if plan.problems:
         raise InvalidInput("the plan was not created: " + "; ".join(plan.problems))
-    created = open_tracker().create_plan(plan.tasks, parent, json_list(labels, "--labels") or [])
+    created = open_tracker().create_plan(
+        plan.tasks, parent, json_list(labels, "--labels") or [], _judge_stamp()
+    )
     if as_json:
         emit({"created": created, "insights": plan.insights})
         return

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import click
 
-from helix import config
+from helix import config, files
 from helix.cli.common import emit, guarded, read_text
 from helix.errors import InvalidInput
 from helix.loop import results, synthesis, waiting
@@ -45,13 +44,13 @@ def load_json(value: str, what: str) -> Any:
     if value == "-":
         text = read_text("-", what)
     else:
-        path = Path(value)
+        data = files.read_named(value, MAX_INPUT_FILE, what)  # never hangs on a FIFO
+        if len(data) > MAX_INPUT_FILE:
+            raise InvalidInput(f"{what} file is larger than {MAX_INPUT_FILE} bytes")
         try:
-            if path.stat().st_size > MAX_INPUT_FILE:
-                raise InvalidInput(f"{what} file is larger than {MAX_INPUT_FILE} bytes")
-            text = path.read_text(encoding="utf-8")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise InvalidInput(f"{what}: no such file {value}") from None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{what} is not UTF-8 text") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

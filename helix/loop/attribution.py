@@ -42,7 +42,7 @@ import numpy as np
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.loop import contracts, grading, judge, ledger
+from helix.loop import contracts, environment, grading, judge, ledger, provenance
 from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
@@ -149,16 +149,29 @@ def settle(
         )
     problems: list[str] = []
     project = Path(attempt.project) if attempt and attempt.project else home.parent
+    idle = False
+    unconfirmed = None
     if attempt is None:
         problems.append("no recorded attempt: nothing injected, nothing credited")
         command = None if current_verify is UNKNOWN else current_verify
         tampered = None
+        env = environment.for_verify(None)
     else:
         command = attempt.judge.verify
+        taken = attempt.judge.frame_now(project) if attempt.judge.frame is not None else None
         tampered = attempt.judge.changes(
-            attempt.judge.verify if current_verify is UNKNOWN else current_verify, project
+            attempt.judge.verify if current_verify is UNKNOWN else current_verify, project, taken
         )
-    checked = verifying.run_verify(command, project, timeout)
+        idle = taken is not None and attempt.judge.no_work(taken)
+        unconfirmed = provenance.unconfirmed(attempt.judge.setter)
+        env = environment.for_verify(attempt.judge.env or None)
+    if tampered:
+        # A bent judge is not run at all: what it would run is the builder's choice.
+        checked = Verification(
+            command, str(project), False, error="VERIFY not run: the judge was tampered with"
+        )
+    else:
+        checked = verifying.run_verify(command, project, timeout, env=env)
     outcome, verified = decide(report.status, checked)
     injected = list(attempt.names) if attempt else []
     utilized = [n for n in report.utilized if n in injected]
@@ -179,7 +192,14 @@ def settle(
         problems.append(f"tampered: {tampered}")
     if repeat:
         problems.append(f"repeat: {repeat}")
-    if attempt is None or tampered or repeat:
+    if idle and checked.passed and not tampered:
+        problems.append(
+            "no work: nothing outside the judge changed since the attempt started, so "
+            "VERIFY passed before the work too: no evidence of it"
+        )
+    if unconfirmed and verified:
+        problems.append(provenance.note(unconfirmed, task_id))
+    if attempt is None or tampered or repeat or (idle and checked.passed) or unconfirmed:
         verified = False
     # Another verified pass of a task says nothing new about the insights an
     # earlier one already credited: they are left as they are.

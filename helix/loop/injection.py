@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,7 @@ from helix import config
 from helix.errors import InvalidInput
 from helix.files import file_id, write_json
 from helix.loop import ledger
+from helix.loop.judge import Spec
 from helix.memory import db, insight
 
 if TYPE_CHECKING:
@@ -87,9 +88,12 @@ def task_objective(task: Mapping[str, Any]) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
 
 
-def task_judge(task: Mapping[str, Any]) -> tuple[Any, Any]:
-    """What judges an attempt at a tracked task: its VERIFY and declared verify files."""
-    return task.get("verify"), task.get("verify-files")
+def task_judge(task: Mapping[str, Any]) -> Spec:
+    """What judges an attempt at a tracked task: its VERIFY, declared verify files,
+    the files it may change and who set them."""
+    return Spec(
+        task.get("verify"), task.get("verify-files"), task.get("delta"), task.get("judge-set")
+    )
 
 
 def task_files(task: Mapping[str, Any]) -> list[str]:
@@ -108,7 +112,7 @@ def inject(
     limit: int = 5,
     files: list[str] | None = None,
     project: Path | None = None,
-    judge: tuple[Any, Any] = (None, None),
+    judge: tuple[Any, ...] = (None, None),
     source: str = "inject",
 ) -> dict[str, Any]:
     """Insights for one task (the single-task case of :func:`batch_inject`)."""
@@ -133,7 +137,7 @@ def batch_inject(
     files: list[list[str]] | None = None,
     project: Path | None = None,
     relevance_only: bool = False,
-    judges: list[tuple[Any, Any]] | None = None,
+    judges: Sequence[tuple[Any, ...]] | None = None,
     source: str = "inject",
 ) -> dict[str, Any]:
     """Insights for every task of a wave, diversified across the wave.
@@ -190,18 +194,20 @@ def batch_inject(
         }
         task_id = ids[i]
         if task_id:
-            verify, verify_files = judges[i] if judges else (None, None)
+            spec = Spec(*judges[i]) if judges else Spec(None)
             attempt = ledger.start(
                 memory,
                 task_id,
                 texts[i],
                 names,
                 {n["name"]: n["score"] for n in insights},
-                verify,
-                verify_files,
+                spec.verify,
+                spec.verify_files,
                 where,
                 source,
                 vector=None if vectors is None else to_blob(vectors[i]),
+                work=spec.work,
+                setter=spec.setter,
             )
             result["attempt"] = attempt.id
         results.append(result)

@@ -1,14 +1,23 @@
 """The judge of an attempt, fixed when the attempt starts.
 
-A builder has a shell in the project: it can change the task's VERIFY command, or
-edit the script or test file VERIFY runs, and so make its own work pass. So when
-helix starts an attempt it records the VERIFY command and a digest of what that
-command depends on: every file that exists at that moment among the paths the
-command names and the task's declared ``verify-files`` (all the files of a named
-directory). A named file that does not exist yet is the work's product, not its
-judge; a planner who wants a file the builder must not write pinned declares it. Settling runs the
-recorded command; if the task's VERIFY or any of those files changed meanwhile,
-the attempt is ``tampered`` and earns no verified credit.
+A builder has a shell in the project: it can change the task's VERIFY command,
+edit the test VERIFY runs, or change how the runner or the interpreter starts, and
+so make its own work pass. So when helix starts an attempt it records:
+
+- the VERIFY command, and a digest of the files it names that are part of the
+  judge (a test, a script VERIFY executes, the task's declared ``verify-files``);
+  a named file of no judge's kind that VERIFY only reads (``grep -q expiry
+  README.md``) is what the work is to change, not the judge;
+- the frame (:mod:`helix.loop.frames`): every other file that decides VERIFY's
+  verdict (tests the runner collects, its configuration, start-up and shadowing
+  modules, virtualenvs, executables on its PATH), outside the paths the task may
+  change (its ``delta``);
+- the environment VERIFY will run with (:mod:`helix.loop.environment`);
+- who set the judge (:mod:`helix.loop.provenance`).
+
+Settling runs the recorded command with that environment; if the task's VERIFY,
+one of the judge's files or anything in the frame changed meanwhile, the attempt
+is ``tampered``: VERIFY does not run and nothing is credited.
 
 A second digest, of the whole working tree, tells a repeat settlement of the same
 work (nothing changed since the last verified one) from new work.
@@ -28,9 +37,10 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from helix import repository
+from helix.loop import environment, frames
 
 MAX_FILES = 20_000  # names walked under one directory (a named one, or a non-git tree)
 MAX_BYTES = 64 << 20  # content read per digest; beyond it, size and mtime only
@@ -38,34 +48,105 @@ SKIP_DIRS = frozenset({".git", ".helix", "node_modules", ".venv", "venv", "__pyc
 _SHELL_WORDS = frozenset("&& || ; | & ( ) > >> < 2> 2>&1".split())
 
 
+class Spec(NamedTuple):
+    """What a task asks of its judge: its VERIFY, its declared verify files, the
+    paths it may change (the work) and who set them (:mod:`helix.loop.provenance`)."""
+
+    verify: Any
+    verify_files: Any = None
+    work: Any = None
+    setter: Any = None
+
+
 @dataclass(frozen=True)
 class Judge:
     """What settles an attempt: the command, the files it depends on (project
-    relative, sorted) and their digest at the start."""
+    relative, sorted) and their digest at the start; the frame, the work, the
+    environment and who set it (None for an attempt recorded before they were)."""
 
     verify: str | None
     files: list[str] = field(default_factory=list)
     digest: str | None = None
+    frame: dict[str, str] | None = None
+    work: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    setter: dict[str, Any] | None = None
 
-    def changes(self, verify: Any, project: Path) -> str | None:
-        """Why this judge no longer holds (VERIFY changed, or one of its files),
-        or None when it is what it was."""
+    def changes(
+        self, verify: Any, project: Path, taken: dict[str, str] | None = None
+    ) -> str | None:
+        """Why this judge no longer holds (VERIFY changed, or one of its files, or
+        its frame: ``taken`` now, else taken here), or None when it is what it was."""
         now = verify.strip() if isinstance(verify, str) and verify.strip() else None
         if now != self.verify:
             return "the task's VERIFY command changed after the attempt started"
         if self.files and digest(self.files, project) != self.digest:
             return "a file VERIFY depends on changed after the attempt started"
+        if self.frame is not None:
+            moved = frames.changes(self.frame, taken or self.frame_now(project))
+            if moved:
+                more = f" and {len(moved) - 3} more" if len(moved) > 3 else ""
+                return f"the judge's frame changed after the attempt started: {', '.join(moved[:3])}{more}"
         return None
 
+    def no_work(self, now: dict[str, str]) -> bool:
+        """Whether nothing outside the judge changed since the attempt started (a
+        VERIFY that passes then passed before the work: no evidence of it)."""
+        return self.frame is not None and frames.no_work(self.frame, now)
 
-def fix(verify: Any, declared: Any, project: Path) -> Judge:
-    """The judge of an attempt that starts now: the command, and every file that
-    exists now among the paths it names and the declared ones (a named directory
-    stands for the files in it now)."""
+    def frame_now(self, project: Path) -> dict[str, str]:
+        """The frame of this judge taken again now (same command, work and declared
+        files)."""
+        declared = (self.frame or {}).get("declared", "")
+        return frames.take(
+            project,
+            self.verify,
+            [d for d in declared.split("\0") if d],
+            self.work,
+            self.env or None,
+        ) | ({"declared": declared} if declared else {})
+
+
+def fix(
+    verify: Any,
+    declared: Any,
+    project: Path,
+    work: Any = None,
+    setter: Any = None,
+    env: dict[str, str] | None = None,
+) -> Judge:
+    """The judge of an attempt that starts now: the command, the judge's files among
+    those it names and the declared ones (a named directory stands for the files
+    in it now), its frame, and the environment VERIFY will get."""
     command = verify.strip() if isinstance(verify, str) and verify.strip() else None
-    named = set(named_files(command or "", project)) | set(_declared(declared, project))
-    names = sorted(set(_existing(named, project)))
-    return Judge(command, names, digest(names, project) if names else None)
+    paths = _declared(work, project)
+    kept = _declared(declared, project)
+    executed, _ = frames.executed(frames.words(command or ""), project)
+    named = [
+        rel
+        for rel in named_files(command or "", project)
+        if rel in executed or frames.kind(rel) or (project / rel).is_dir()
+    ]
+    named = [rel for rel in named if rel in executed or not _in_work(rel, paths)]
+    judged = [rel for rel in _existing(named, project) if not _in_work(rel, paths)]
+    names = sorted(set(judged) | set(_existing(kept, project)))
+    recorded = environment.record(env)
+    frame = frames.take(project, command, kept, paths, recorded)
+    if kept:
+        frame["declared"] = "\0".join(kept)
+    return Judge(
+        command,
+        names,
+        digest(names, project) if names else None,
+        frame,
+        paths,
+        recorded,
+        setter if isinstance(setter, dict) else None,
+    )
+
+
+def _in_work(rel: str, work: list[str]) -> bool:
+    return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in work)
 
 
 def _existing(paths: Iterable[str], project: Path) -> Iterator[str]:

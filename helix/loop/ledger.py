@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from helix.errors import NotFound
+from helix.loop import frames
 from helix.loop import judge as judges
 from helix.memory import db
 
@@ -42,7 +43,8 @@ class Store(Protocol):
 OPEN_HOURS = 12  # an open attempt older than this is abandoned, not "in the middle"
 _COLUMNS = (
     "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
-    "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector"
+    "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector, "
+    "frame, work, env, judge_by"
 )
 
 
@@ -86,10 +88,13 @@ def start(
     source: str,
     note: str = "",
     vector: bytes | None = None,
+    work: Any = None,
+    setter: Any = None,
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
-    (see the module docstring for an attempt that starts inside an open one)."""
-    judge = judges.fix(verify, verify_files, project)
+    (see the module docstring for an attempt that starts inside an open one):
+    ``work`` is what the task may change, ``setter`` who set its judge."""
+    judge = judges.fix(verify, verify_files, project, work, setter)
     now = memory.clock()
     stamp = db.stamp(now)
     attempt_id = f"{stamp}-{secrets.token_hex(6)}"
@@ -158,8 +163,8 @@ def _insert(
 ) -> None:
     memory.conn.execute(
         "INSERT INTO attempt(id, task_id, objective, names, scores, verify, verify_files, "
-        "verify_digest, project, source, note, started_at, vector) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "verify_digest, project, source, note, started_at, vector, frame, work, env, judge_by) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             attempt_id,
             task_id,
@@ -174,6 +179,10 @@ def _insert(
             note,
             db.stamp(memory.clock()),
             vector,
+            None if judge.frame is None else json.dumps(judge.frame),
+            json.dumps(judge.work),
+            json.dumps(judge.env),
+            None if judge.setter is None else json.dumps(judge.setter),
         ),
     )
 
@@ -211,8 +220,10 @@ def open_attempts(memory: Store) -> list[Attempt]:
     come from it (a task's VERIFY set, a bulk prune)."""
     cutoff = db.stamp(memory.clock() - timedelta(hours=OPEN_HOURS))
     rows = memory.conn.execute(
-        f"SELECT {_COLUMNS} FROM attempt WHERE settled_at IS NULL AND started_at >= ? "
-        "ORDER BY started_at DESC, rowid DESC LIMIT 100",
+        f"SELECT {_COLUMNS} FROM attempt AS a WHERE settled_at IS NULL AND started_at >= ? "
+        # an attempt a later one of the same task superseded is not in flight
+        "AND NOT EXISTS (SELECT 1 FROM attempt AS b WHERE b.task_id = a.task_id "
+        "AND b.rowid > a.rowid) ORDER BY started_at DESC, rowid DESC LIMIT 100",
         (cutoff,),
     ).fetchall()
     return [_attempt(r) for r in rows]
@@ -239,6 +250,8 @@ def describe(attempt: Attempt) -> dict[str, Any]:
         "injected": attempt.names,
         "verify": attempt.judge.verify,
         "verify_files": attempt.judge.files,
+        "work": attempt.judge.work,
+        "judge_set": attempt.judge.setter,
         "note": attempt.note,
         "settled_at": attempt.settled_at,
         "outcome": attempt.outcome,
@@ -324,14 +337,30 @@ def _attempt(row: tuple) -> Attempt:
         tree,
         result,
         vector,
+        frame,
+        work,
+        env,
+        judge_by,
     ) = row
+    setter = _json(judge_by, {}) if judge_by else None
+    recorded = _json(env, {}) if env else {}
+    if not isinstance(recorded, dict):
+        recorded = {}
     return Attempt(
         id=attempt_id,
         task_id=task_id,
         objective=objective,
         names=[n for n in _json(names, []) if isinstance(n, str)],
         scores=_json(scores, {}),
-        judge=judges.Judge(verify, _json(verify_files, []), verify_digest),
+        judge=judges.Judge(
+            verify,
+            _json(verify_files, []),
+            verify_digest,
+            frames.loads(_json(frame, {})) if frame else None,
+            [w for w in _json(work, []) if isinstance(w, str)] if work else [],
+            {k: v for k, v in recorded.items() if isinstance(v, str)},
+            setter if isinstance(setter, dict) else None,
+        ),
         project=project,
         source=source,
         note=note,
