@@ -299,3 +299,33 @@ def test_honest_work_on_an_untouched_judge_is_credited(home: Path):
     assert not settled["tampered"] and settled["verification"]["passed"] is True
     assert settled["verified"] is True and settled["task"]["status"] == "closed"
     assert verified_events(home) == 1
+
+
+def test_a_sandboxed_projects_verify_cannot_write_what_the_agents_cannot(home: Path):
+    project = home.parent
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"sandbox": {"enabled": true}}')
+    from helix.loop import sandbox
+
+    if sandbox.unavailable():
+        pytest.skip(str(sandbox.unavailable()))
+    task_id = task(home, "touch made.txt; touch .helix/pwned")
+    names = inject(home, task_id)
+    do_the_work(project)
+    settled = settle(home, task_id, names)
+    assert not (home / "pwned").exists()
+    assert settled["verification"]["passed"] is False  # the write was refused
+    assert (project / "made.txt").exists()  # the project itself is writable
+
+
+def test_verify_is_not_run_when_the_sandbox_it_needs_is_missing(home: Path, tmp_path: Path):
+    project = home.parent
+    env = {"HELIX_VERIFY_SANDBOX": "1", "HELIX_BWRAP": str(tmp_path / "no-bwrap")}
+    task_id = task(home, "touch ran.txt")
+    names = inject(home, task_id)
+    do_the_work(project)
+    settled = settle(home, task_id, names, env=env)
+    assert not (project / "ran.txt").exists()
+    assert settled["verified"] is False and settled["verification"]["passed"] is None
+    assert any(p.startswith("VERIFY not run") for p in settled["problems"])
+    assert settled["task"]["status"] != "closed"

@@ -42,7 +42,7 @@ import numpy as np
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.loop import contracts, environment, grading, judge, ledger, provenance
+from helix.loop import contracts, environment, grading, judge, ledger, provenance, sandbox
 from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
@@ -171,7 +171,13 @@ def settle(
             command, str(project), False, error="VERIFY not run: the judge was tampered with"
         )
     else:
-        checked = verifying.run_verify(command, project, timeout, env=env)
+        # In a project whose agents run sandboxed, VERIFY (which runs the builder's
+        # code, and a judge it may have chosen) gets no more rights than they have.
+        checked = verifying.run_verify(
+            command, project, timeout, env=env, sandboxed=sandbox.required(project), protect=[home]
+        )
+        if checked.skipped:
+            problems.append(checked.skipped)
     outcome, verified = decide(report.status, checked)
     injected = list(attempt.names) if attempt else []
     utilized = [n for n in report.utilized if n in injected]

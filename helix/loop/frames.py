@@ -147,6 +147,7 @@ HOME_FILES = (
     ".config/pip/pip.conf",
     ".pip/pip.conf",
 )
+SANDBOX_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "\n"})
 Frame = dict[str, str]
 
@@ -182,7 +183,8 @@ def take(
     run, modules = executed(said, project)
     named_dirs = [rel for rel in _named(said, project) if (project / rel).is_dir()]
     declared = list(declared)
-    pinned = set(run) | set(declared)
+    # The agents' sandbox settings decide whether VERIFY runs sandboxed.
+    pinned = set(run) | set(declared) | set(SANDBOX_SETTINGS)
     frame: Frame = {}
     budget = [MAX_BYTES]
     work_hash = hashlib.sha256()

@@ -171,7 +171,8 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
     task_id = task["id"]
     passed = settled["verification"]["passed"]
     tampered = settled.get("tampered")
-    if settled["outcome"] == "delivered" and not tampered and passed is not False:
+    skipped = settled["verification"].get("skipped")
+    if settled["outcome"] == "delivered" and not tampered and not skipped and passed is not False:
         # A pass on a repeat or without a recorded attempt still closes the task;
         # only the memory's credit needs the stricter proof.
         proven = bool(passed) and bool(settled.get("attempt"))
@@ -181,7 +182,7 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
         # The judge changed during the attempt: put back the one it started with, so
         # the next attempt is not judged by what the builder wrote.
         tracker.update(task_id, verify=settled["verification"]["command"] or "")
-    error = f"tampered: {tampered}" if tampered else settled["error"] or cause
+    error = f"tampered: {tampered}" if tampered else skipped or settled["error"] or cause
     return record_failure(tracker, task, settled["outcome"], error, settled["remaining"])
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ class Verification:
     seconds: float = 0.0
     output_tail: str = ""
     error: str = ""
+    skipped: str = ""  # why helix did not run it (it could not be sandboxed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,8 +69,15 @@ def run_verify(
     cwd: Path,
     timeout: float = DEFAULT_TIMEOUT,
     env: Mapping[str, str] | None = None,
+    *,
+    sandboxed: bool = False,
+    protect: Iterable[Path] = (),
 ) -> Verification:
-    """Run ``command`` and report whether it passed. Never raises for a bad command."""
+    """Run ``command`` and report whether it passed. Never raises for a bad command.
+
+    ``sandboxed``: run it with no more rights than the project's agents have
+    (:mod:`helix.loop.sandbox`, ``protect`` kept read-only too); when that cannot
+    be done here it is not run at all (``skipped`` says why, ``passed`` is None)."""
     if command is None or not str(command).strip():
         return Verification(command=None, cwd=str(cwd), passed=None)
     command = str(command)
@@ -77,10 +85,18 @@ def run_verify(
         return Verification(command[:200], str(cwd), False, error="unusable VERIFY command")
     if not Path(cwd).is_dir():
         return Verification(command, str(cwd), False, error=f"no such directory: {cwd}")
+    argv = ["/bin/sh", "-c", command]
+    if sandboxed:
+        from helix.loop import sandbox
+
+        try:
+            argv = sandbox.wrap(argv, Path(cwd), protect=protect)
+        except sandbox.SandboxUnavailable as exc:
+            return Verification(command, str(cwd), None, skipped=f"VERIFY not run: {exc}")
     with tempfile.TemporaryFile() as out:
         try:
             finished = run_in_session(
-                ["/bin/sh", "-c", command],
+                argv,
                 cwd=cwd,
                 env=env,
                 stdout=out,

@@ -46,9 +46,6 @@ from helix_project import (
 
 from helix.loop import sandbox as verify_sandbox
 
-UNSANDBOXED_VERIFY = pytest.mark.xfail(
-    strict=False, reason="until VERIFY is wrapped by helix.loop.sandbox"
-)
 WRITES_STATE = (
     "touch .helix/pwned; echo tampered >> .helix/tasks.jsonl; rm -f .helix/helix.db; "
     "echo '{}' > .claude/settings.json"
@@ -197,7 +194,6 @@ TEST_ORDERS = (
 )
 
 
-@UNSANDBOXED_VERIFY
 def test_verify_runs_the_builders_code_inside_the_sandbox(
     run_claude, installed: Sandbox, project: Project
 ) -> None:
@@ -224,7 +220,6 @@ def test_verify_runs_the_builders_code_inside_the_sandbox(
     state_untouched(project)
 
 
-@UNSANDBOXED_VERIFY
 def test_a_builder_cannot_get_helix_to_run_a_command_it_chose_outside_the_sandbox(
     run_claude, installed: Sandbox, project: Project
 ) -> None:
