@@ -40,7 +40,7 @@ from typing import Any
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
-from helix.loop import injection, learning, outcomes, synthesis
+from helix.loop import injection, learning, outcomes, provenance, synthesis
 from helix.loop import verify as verification
 from helix.loop.records import Settlement
 from helix.run import context as projectcontext
@@ -635,6 +635,13 @@ class Supervisor:
         for key in ("parent", "spec-id", "verify"):
             if task.get(key):
                 fields[key] = task[key]
+        # The VERIFY is the reviewed task's, set by whoever set that one.
+        setter = task.get("judge-set")
+        fields["judge-set"] = (
+            setter
+            if isinstance(setter, dict) and task.get("verify")
+            else provenance.stamp("run", [], provenance.now())
+        )
         created = self.tracker.create(finding["title"], **fields)
         return created["id"]
 
