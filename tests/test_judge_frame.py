@@ -329,3 +329,16 @@ def test_verify_is_not_run_when_the_sandbox_it_needs_is_missing(home: Path, tmp_
     assert settled["verified"] is False and settled["verification"]["passed"] is None
     assert any(p.startswith("VERIFY not run") for p in settled["problems"])
     assert settled["task"]["status"] != "closed"
+
+
+def test_a_js_runners_installed_dependencies_are_part_of_the_judge(home: Path):
+    project = home.parent
+    plugin = project / "node_modules" / "jest-circus"
+    plugin.mkdir(parents=True)
+    (plugin / "package.json").write_text('{"name": "jest-circus", "version": "1.0.0"}')
+    task_id = task(home, "true")
+    names = inject(home, task_id)
+    do_the_work(project)
+    (plugin / "package.json").write_text('{"name": "jest-circus", "main": "pass-all.js"}')
+    settled = settle(home, task_id, names)
+    assert_bent(settled, home, "node_modules")

@@ -210,12 +210,14 @@ def take(
             frame.setdefault(f"file:{rel}", _file_digest(str(project / rel), budget))
     for venv in venvs:
         frame[f"venv:{venv}"] = _venv_digest(project / venv, budget)
+    if (project / "node_modules").is_dir():
+        frame["deps:node_modules"] = _node_modules(project / "node_modules")
     env = env if env is not None else dict(os.environ)
     home = env.get("HOME")
     if home and os.path.isabs(home):
         frame.update(_home_entries(Path(home), budget))
     for folder in _path_folders(env.get("PATH", ""), project, home):
-        frame[f"path:{folder}"] = _listing(Path(folder), budget)
+        frame[f"path:{folder}"] = _listing(Path(folder))
     frame["work"] = work_hash.hexdigest()
     return frame
 
@@ -237,6 +239,8 @@ def changes(before: Frame, after: Frame) -> list[str]:
             found.append(f"{where} ({state})")
         elif what == "venv":
             found.append(f"the virtualenv {where}/ (start-up files or packages)")
+        elif what == "deps":
+            found.append(f"the installed dependencies in {where}/")
         elif what == "home":
             found.append(f"~/{where}")
         elif what == "path":
@@ -461,6 +465,28 @@ def _shadowing(folder: Path, shadows: frozenset[str]) -> list[str]:
     return names
 
 
+def _node_modules(folder: Path) -> str:
+    """A project's JavaScript dependencies, cheaply: the executables in ``.bin``
+    and each installed package's manifest by identity (a runner, its plugins and
+    their configuration are packages here); their sources are not read."""
+    h = hashlib.sha256()
+    h.update(_listing(folder / ".bin").encode())
+    for name in _names(folder)[:MAX_LISTED]:
+        if name.startswith("."):
+            continue
+        scoped = (
+            [f"{name}/{inner}" for inner in _names(folder / name)] if name[0] == "@" else [name]
+        )
+        for package in scoped[:MAX_LISTED]:
+            h.update(b"\0" + package.encode("utf-8", "surrogateescape"))
+            try:
+                info = os.stat(folder / package / "package.json")
+            except OSError:
+                continue
+            h.update(f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}".encode())
+    return h.hexdigest()
+
+
 def _site_packages(venv: Path) -> list[Path]:
     found = []
     for lib in ("lib", "lib64", "Lib"):
@@ -478,7 +504,7 @@ def _venv_digest(venv: Path, budget: list[int]) -> str:
     site-packages the ``.pth`` and customize files and the names installed."""
     h = hashlib.sha256()
     h.update(_file_digest(str(venv / "pyvenv.cfg"), budget).encode())
-    h.update(_listing(venv / "bin", budget).encode())
+    h.update(_listing(venv / "bin").encode())
     for site in _site_packages(venv):
         h.update(_site_digest(site, budget).encode())
     return h.hexdigest()
@@ -521,7 +547,7 @@ def _path_folders(path: str, project: Path, home: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _listing(folder: Path, budget: list[int]) -> str:
+def _listing(folder: Path) -> str:
     """The files of one folder outside the project tree by name and identity: size,
     modification and change time, inode (the change time cannot be set back, so a
     rewritten file shows), a link by its target; no content is read."""
