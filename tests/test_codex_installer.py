@@ -4,6 +4,8 @@ block, rewritten in place, the user's text untouched), and the doctor's checks."
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -163,3 +165,155 @@ def test_the_readme_codex_block_is_install_then_codex_then_doctor_then_trust() -
         "cd your-project && codex",
     ]
     assert "Trust all and continue" in section and "--dangerously-bypass-hook-trust" in section
+
+
+# ------------------------------------------------------------------- --sandbox
+CODEX_BIN = REPO / ".cache" / "npm" / "node_modules" / ".bin" / "codex"
+
+
+def test_the_sandbox_profile_opens_the_config_and_keeps_the_users_text(
+    tmp_path: Path, codex_home: Path
+) -> None:
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text(USER_TEXT)
+    first = codex_installer.sandbox_config(tmp_path, "user")
+    text = config.read_text()
+    assert first["written"] and text.startswith(codex_installer.SANDBOX_BEGIN)
+    assert text.endswith(USER_TEXT)
+    parsed = tomllib.loads(text)
+    assert parsed["default_permissions"] == "helix"
+    assert parsed["permissions"]["helix"]["filesystem"][":project_roots"] == {
+        ".": "write",
+        ".helix": "read",
+    }
+    # The user's root keys stay at the root, their tables intact.
+    assert parsed["model"] == "o4" and parsed["agents"] == {"max_threads": 4}
+    rules = (codex_home / "rules" / "helix.rules").read_text()
+    assert 'prefix_rule(pattern = ["helix"], decision = "allow"' in rules
+    assert "does not hold" in first["holds"]
+    again = codex_installer.sandbox_config(tmp_path, "user")
+    assert again["changed"] == [] and not again["written"] and config.read_text() == text
+    # The roles block goes at the end, the profile stays at the top: both kept.
+    codex_installer.write_roles(codex_home, installer.packaged_plugin())
+    codex_installer.sandbox_config(tmp_path, "user")
+    both = config.read_text()
+    assert both.count(codex_installer.SANDBOX_BEGIN) == both.count(codex_installer.BEGIN) == 1
+    assert tomllib.loads(both)["agents"]["helix-builder"]
+    assert codex_installer.sandbox_config(tmp_path, "user")["changed"] == []
+
+
+def test_the_sandbox_dry_run_writes_nothing(tmp_path: Path, codex_home: Path) -> None:
+    report = codex_installer.sandbox_config(tmp_path, "project", dry_run=True)
+    assert report["config"] == str(tmp_path / ".codex" / "config.toml")
+    assert report["rules"] == str(tmp_path / ".codex" / "rules" / "helix.rules")
+    assert len(report["changed"]) == 2 and not report["written"]
+    assert 'default_permissions = "helix"' in report["block"]
+    assert not (tmp_path / ".codex").exists()
+    # Project config is read only in a trusted project: the report says so.
+    assert any("trusted" in note for note in report["notes"])
+
+
+def test_a_trusted_project_gets_no_trust_note(tmp_path: Path, codex_home: Path) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        f'[projects.{json.dumps(str(tmp_path))}]\ntrust_level = "trusted"\n'
+    )
+    report = codex_installer.sandbox_config(tmp_path / "sub", "project")
+    assert "notes" not in report and report["written"]
+    assert (
+        tomllib.loads((tmp_path / "sub" / ".codex" / "config.toml").read_text())[
+            "default_permissions"
+        ]
+        == "helix"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('default_permissions = "mine"\n', "default_permissions"),
+        ("[permissions]\nx = 1\n", "default_permissions"),
+        ('[permissions.helix.filesystem]\n":root" = "write"\n', "permissions.helix"),
+    ],
+)
+def test_a_config_that_cannot_take_the_profile_is_refused_untouched(
+    tmp_path: Path, codex_home: Path, text: str, error: str
+) -> None:
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text(text)
+    with pytest.raises(InvalidInput, match=error):
+        codex_installer.sandbox_config(tmp_path, "user")
+    assert config.read_text() == text
+    assert not (codex_home / "rules").exists()
+
+
+def test_a_block_moved_under_a_table_is_refused(tmp_path: Path, codex_home: Path) -> None:
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text("[tui]\nanimations = false\n\n" + codex_installer.sandbox_block())
+    with pytest.raises(InvalidInput, match="top"):
+        codex_installer.sandbox_config(tmp_path, "user")
+
+
+def test_sandbox_mode_in_the_config_is_noted(tmp_path: Path, codex_home: Path) -> None:
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text('sandbox_mode = "workspace-write"\n')
+    report = codex_installer.sandbox_config(tmp_path, "user", dry_run=True)
+    assert any("sandbox_mode" in note for note in report["notes"])
+
+
+def test_the_cli_sandbox_dry_run(tmp_path: Path, codex_home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "helix", "install", "codex", "--sandbox", "--dry-run"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        env={**os.environ, "HELIX_HOME": str(tmp_path / ".helix")},
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["sandbox"]["config"] == str(tmp_path / ".codex" / "config.toml")
+    assert "helix: sandbox: holds:" in done.stderr and "does not hold" in done.stderr
+    assert not (tmp_path / ".codex").exists() and not codex_home.exists()
+
+
+@pytest.mark.skipif(
+    not CODEX_BIN.exists(), reason=f"Codex CLI not installed at {CODEX_BIN} (make codex-cli)"
+)
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_codex_s_own_sandbox_keeps_helix_read_only_with_the_written_profile(
+    tmp_path: Path, codex_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real Codex 0.169 `codex sandbox` with the config written here: the
+    project is writable, .helix/ is not (nor can a missing one be created)."""
+    project, tmp = tmp_path / "project", tmp_path / "tmp"
+    for folder in (project / ".helix", tmp, codex_home):
+        folder.mkdir(parents=True)
+    (project / ".helix" / "helix.db").write_bytes(b"db")
+    codex_installer.sandbox_config(project, "user")
+    # Codex refuses to make its helpers under the temp folder unless TMPDIR is another.
+    env = {**os.environ, "CODEX_HOME": str(codex_home), "HOME": str(tmp_path), "TMPDIR": str(tmp)}
+
+    def sandboxed(script: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(CODEX_BIN), "sandbox", "--", "sh", "-c", script],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=project,
+            timeout=60,
+        )
+
+    done = sandboxed("touch work.py && echo > .helix/helix.db; touch .helix/planted")
+    if "bwrap:" in done.stderr and not (project / "work.py").exists():
+        pytest.skip(f"Codex's sandbox cannot start here: {done.stderr.strip()[:200]}")
+    assert (project / "work.py").exists(), done.stderr
+    assert "Read-only file system" in done.stderr
+    assert (project / ".helix" / "helix.db").read_bytes() == b"db"
+    assert not (project / ".helix" / "planted").exists()
+    shutil.rmtree(project / ".helix")
+    done = sandboxed("mkdir .helix || ln -s /tmp .helix")
+    assert done.returncode != 0 and not os.path.lexists(project / ".helix"), done.stderr

@@ -20,6 +20,16 @@ file is never touched.
 Hooks run only once trusted: interactively Codex asks at startup ("Trust all and
 continue", or later with ``/hooks``); headless runs pass
 ``--dangerously-bypass-hook-trust``.
+
+``--sandbox`` also writes a Codex *permission profile* (:func:`sandbox_config`)
+that keeps ``.helix/`` read-only for every shell command Codex runs, and a rules
+file that lets ``helix`` itself run outside the sandbox (as Claude Code's
+``excludedCommands``). Measured with Codex 0.169 (docs/codex.md): a profile's
+``":project_roots"`` table takes a path inside the workspace as ``"read"`` and
+Codex's bubblewrap sandbox then mounts it read-only (a missing one is masked, so
+it cannot be created either). The profile is written as dotted keys in a marked
+block at the TOP of the file: ``default_permissions`` is a root key, and dotted
+keys, unlike table headers, leave the user's following root keys at the root.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from helix import __version__, files
+from helix import __version__, config, files
 from helix.claude import installer
 from helix.errors import HelixError, InvalidInput, NotFound
 
@@ -41,6 +51,29 @@ CODEX_HOOKS = "hooks/codex-hooks.json"  # in the plugin folder, as its manifest 
 ROLES = {"helix-explorer": "explorer", "helix-planner": "planner", "helix-builder": "builder"}
 BEGIN = "# >>> helix agent roles (written by `helix install codex`; rewritten by the next one)"
 END = "# <<< helix agent roles"
+SANDBOX_BEGIN = (
+    "# >>> helix sandbox (written by `helix install codex --sandbox`; rewritten by the next one)"
+)
+SANDBOX_END = "# <<< helix sandbox"
+PROFILE = "helix"  # the permission profile's name
+RULES_FILE = "helix.rules"  # in the config layer's rules/ folder
+SANDBOX_SCOPES = ("project", "user")
+# The profile: Codex's `:workspace` (read everything; write the project and the
+# temp folders; no network) with helix's data folder read-only. Codex itself keeps
+# .git, .codex and .agents read-only in every project root.
+PROFILE_FILESYSTEM: dict[str, Any] = {
+    ":root": "read",
+    ":tmpdir": "write",
+    ":slash_tmp": "write",
+    ":project_roots": {".": "write", config.DATA_DIR_NAME: "read"},
+}
+SANDBOX_HOLDS = (
+    f"holds: every shell command Codex runs for this project's agents sees "
+    f"{config.DATA_DIR_NAME}/ read-only (helix's hooks and `helix` commands run outside "
+    "the sandbox); does not hold: a session started with --sandbox/-s, --approve-for-me, "
+    "-c sandbox_mode=... or --dangerously-bypass-approvals-and-sandbox, or a command "
+    "you (or auto-review) approve to run outside the sandbox, can write it"
+)
 
 
 def find_codex() -> str | None:
@@ -173,10 +206,10 @@ def write_roles(home: Path, plugin: Path, dry_run: bool = False) -> dict[str, An
     return report
 
 
-def _with_block(text: str, block: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
+def _with_block(text: str, block: str, begin: str = BEGIN, end_mark: str = END) -> str:
+    start, end = text.find(begin), text.find(end_mark)
     if start >= 0 and end > start:
-        return text[:start] + block + text[end + len(END) :].lstrip("\n")
+        return text[:start] + block + text[end + len(end_mark) :].lstrip("\n")
     separator = (
         "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
     )
@@ -186,6 +219,131 @@ def _with_block(text: str, block: str) -> str:
 def _toml_string(value: str) -> str:
     """A TOML basic string: JSON's escapes are TOML's, but TOML also refuses DEL."""
     return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+# -------------------------------------------------------------------- sandbox
+def sandbox_layer(scope: str, project: Path) -> Path:
+    """The Codex config layer ``--sandbox`` writes: the project's ``.codex/``
+    (read by Codex only once the project is trusted) or ``$CODEX_HOME``."""
+    if scope not in SANDBOX_SCOPES:
+        raise InvalidInput(f"scope must be one of {', '.join(SANDBOX_SCOPES)}, not {scope!r}")
+    return project / ".codex" if scope == "project" else codex_home()
+
+
+def sandbox_block() -> str:
+    """The marked block selecting helix's permission profile, as root-level dotted
+    keys so that it can open the file (see the module docstring)."""
+    lines = [SANDBOX_BEGIN, f"default_permissions = {_toml_string(PROFILE)}"]
+    prefix = f"permissions.{PROFILE}.filesystem"
+    for key, value in PROFILE_FILESYSTEM.items():
+        if isinstance(value, dict):
+            lines += [
+                f"{prefix}.{_toml_string(key)}.{_toml_string(path)} = {_toml_string(access)}"
+                for path, access in value.items()
+            ]
+        else:
+            lines.append(f"{prefix}.{_toml_string(key)} = {_toml_string(value)}")
+    return "\n".join([*lines, SANDBOX_END]) + "\n"
+
+
+def rules_text() -> str:
+    """The rules file letting ``helix`` run outside the sandbox: the orchestrator
+    records tasks and insights with it, and it writes only through helix's own
+    checks (verified credit comes from helix's VERIFY run, never from the caller)."""
+    return (
+        "# Written by `helix install codex --sandbox`; rewritten by the next one.\n"
+        "# helix runs outside Codex's sandbox: it must write .helix/, which the\n"
+        "# sandbox keeps read-only for every other command.\n"
+        'prefix_rule(pattern = ["helix"], decision = "allow", '
+        'justification = "helix writes its own state in .helix/")\n'
+    )
+
+
+def sandbox_config(project: Path, scope: str = "project", dry_run: bool = False) -> dict[str, Any]:
+    """Write helix's permission profile into ``config.toml`` of the chosen layer (a
+    marked block at the top, replaced when present; the rest of the file kept) and
+    ``rules/helix.rules`` next to it. Refused, untouched, when the result would not
+    be valid TOML or would not select the profile (e.g. the user's own
+    ``default_permissions``, or a ``[permissions]`` table). Idempotent."""
+    layer = sandbox_layer(scope, project)
+    path, rules = layer / "config.toml", layer / "rules" / RULES_FILE
+    current = path.read_text("utf-8") if path.exists() else ""
+    block = sandbox_block()
+    updated = _with_top_block(current, block)
+    try:
+        parsed = tomllib.loads(updated)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(
+            f"{path} cannot take helix's sandbox profile ({exc}); remove your own "
+            "default_permissions and [permissions.helix] and run the install again"
+        ) from None
+    profile = ((parsed.get("permissions") or {}).get(PROFILE) or {}).get("filesystem")
+    if parsed.get("default_permissions") != PROFILE or profile != PROFILE_FILESYSTEM:
+        raise InvalidInput(
+            f"{path} would not select helix's sandbox profile (the marked block must "
+            "open the file, before any [table]); move it to the top and run the install again"
+        )
+    old_rules = rules.read_text("utf-8") if rules.exists() else None
+    changed = [
+        str(p) for p, new in ((path, updated != current), (rules, old_rules != rules_text())) if new
+    ]
+    report: dict[str, Any] = {
+        "scope": scope,
+        "config": str(path),
+        "rules": str(rules),
+        "profile": PROFILE,
+        "changed": changed,
+        "written": bool(changed) and not dry_run,
+        "holds": SANDBOX_HOLDS,
+    }
+    notes = []
+    if "sandbox_mode" in parsed or any(
+        isinstance(p, dict) and "sandbox_mode" in p for p in (parsed.get("profiles") or {}).values()
+    ):
+        notes.append(
+            f"{path} sets sandbox_mode: Codex then uses its older sandbox settings, "
+            "which cannot keep .helix/ read-only; remove sandbox_mode"
+        )
+    if scope == "project" and not project_trusted(project):
+        notes.append(
+            "Codex reads .codex/config.toml only in a trusted project: trust it when "
+            "codex asks (until then Codex runs it read-only, which keeps .helix/ too)"
+        )
+    if notes:
+        report["notes"] = notes
+    if dry_run:
+        return {**report, "block": block, "rules_text": rules_text()}
+    if updated != current:
+        files.write_bytes(path, updated.encode("utf-8"))
+    if old_rules != rules_text():
+        files.write_bytes(rules, rules_text().encode("utf-8"))
+    return report
+
+
+def project_trusted(project: Path) -> bool:
+    """Whether the user's Codex config marks ``project`` (or a folder above it) trusted."""
+    try:
+        parsed = tomllib.loads((codex_home() / "config.toml").read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    projects = parsed.get("projects")
+    if not isinstance(projects, dict):
+        return False
+    here = project.absolute()
+    for folder in (here, *here.parents):
+        entry = projects.get(str(folder))
+        if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
+            return True
+    return False
+
+
+def _with_top_block(text: str, block: str) -> str:
+    """``text`` with ``block`` in place of its marked block, else before it all."""
+    start, end = text.find(SANDBOX_BEGIN), text.find(SANDBOX_END)
+    if start >= 0 and end > start:
+        rest = text[end + len(SANDBOX_END) :]
+        return text[:start] + block + (rest[1:] if rest.startswith("\n") else rest)
+    return block + ("\n" + text if text else "")
 
 
 # ------------------------------------------------------------------- checking

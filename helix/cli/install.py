@@ -73,8 +73,22 @@ def install_claude(source: str | None, scope: str, dry_run: bool, sandbox: bool)
 @click.option(
     "--dry-run", is_flag=True, help="Print the codex commands and files instead of running them."
 )
+@click.option(
+    "--sandbox",
+    is_flag=True,
+    help="Also write a Codex permission profile so agents' shells run sandboxed and "
+    "cannot write .helix/ (helix's private state).",
+)
+@click.option(
+    "--sandbox-scope",
+    default="project",
+    show_default=True,
+    type=click.Choice(("project", "user")),
+    help="Where --sandbox writes: project: .codex/ (used once Codex trusts the "
+    "project); user: $CODEX_HOME (every project).",
+)
 @guarded
-def install_codex(source: str | None, dry_run: bool) -> None:
+def install_codex(source: str | None, dry_run: bool, sandbox: bool, sandbox_scope: str) -> None:
     """Register the plugin shipped inside this helix with `codex plugin`, and write
     helix's agent roles (helix-explorer, helix-planner, helix-builder) into
     $CODEX_HOME/config.toml (default ~/.codex), in a marked block the next install
@@ -85,11 +99,27 @@ def install_codex(source: str | None, dry_run: bool) -> None:
     "Trust all and continue" (or review them with /hooks); headless runs pass
     --dangerously-bypass-hook-trust. `helix doctor` checks all of it.
 
-    Example: helix install codex --dry-run
+    With --sandbox, a marked block at the top of the project's .codex/config.toml
+    (or $CODEX_HOME/config.toml) selects the permission profile "helix": Codex's
+    workspace sandbox with .helix/ read-only; and rules/helix.rules lets `helix`
+    itself run outside the sandbox. A session started with --sandbox/-s, --approve-for-me
+    or -c sandbox_mode=... uses Codex's older settings instead, which cannot.
+
+    Example: helix install codex --sandbox --dry-run
     """
+    from helix import config
     from helix.claude import codex_installer
 
-    emit(codex_installer.install_codex(source, dry_run))
+    report = codex_installer.install_codex(source, dry_run)
+    if sandbox:
+        project = config.resolve().project
+        report["sandbox"] = codex_installer.sandbox_config(project, sandbox_scope, dry_run)
+        click.echo(f"helix: sandbox: {codex_installer.SANDBOX_HOLDS}", err=True)
+    else:
+        report["hint"] = (
+            "to keep agents' shells from writing .helix/: helix install codex --sandbox"
+        )
+    emit(report)
 
 
 def _install_mcp_client(name: str, scope: str, dry_run: bool) -> None:

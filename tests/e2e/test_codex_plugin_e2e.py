@@ -172,3 +172,74 @@ def test_untrusted_hooks_do_not_run(codex_bin: Path, sandbox: Sandbox, project: 
     assert builders and not injected(builders[0]), why
     assert not (project.home / "hooks.log").exists(), why
     assert project.get_task(task["id"])["status"] == "open"
+
+
+SHELL_STORED = "Orders queries must filter on the tenant column before any join"
+
+
+def sandboxed_scenario(task: dict[str, Any]):
+    """The main thread stores an insight with `helix` (a rule lets it run outside
+    the sandbox) and spawns a builder whose shell tries to plant a file in .helix/
+    before writing its work."""
+
+    def scenario(request: Request) -> Reply:
+        if f"TASK_ID: {task['id']}" in request.prompt:  # the builder
+            if not request.answers_tool_call:
+                return Reply.shell("touch .helix/planted; echo 'CREATE TABLE orders' > orders.py")
+            return Reply.text("Done.\nDELIVERED: orders migration added\nUTILIZED: []\n")
+        outputs = list(request.tool_outputs.values())
+        if not outputs:
+            return Reply.shell(f"helix memory store --content '{SHELL_STORED}' --tags '[\"db\"]'")
+        if len(outputs) == 1:
+            spawn = {"message": builder_prompt(task), "agent_type": "helix-builder"}
+            return in_namespace(Reply.tool("spawn_agent", spawn))
+        if len(outputs) == 2:
+            agent_id = json.loads(outputs[1])["agent_id"]
+            return in_namespace(
+                Reply.tool("wait_agent", {"targets": [agent_id], "timeout_ms": 60000})
+            )
+        return Reply.text("Wave 1 finished.")
+
+    return scenario
+
+
+def test_with_the_sandbox_profile_a_builder_cannot_write_helix_state(
+    codex_bin: Path, sandbox: Sandbox, project: Project
+) -> None:
+    """`helix install codex --sandbox`: the builder's shell runs in Codex's sandbox
+    with .helix/ read-only (its planted file is refused), its work is written,
+    helix's hooks still settle it, and `helix` run from the shell still writes."""
+    task = project.task("Add a database migration for the orders table", "test -f orders.py")
+    with FakeOpenAI(sandboxed_scenario(task), max_requests=30, lifetime=240) as server:
+        env = codex_env(sandbox, server.provider_url, {"HELIX_CODEX_BIN": str(codex_bin)})
+        install = helix_command(
+            env, sandbox.project, "install", "codex", "--sandbox", "--sandbox-scope", "user"
+        )
+        assert install.returncode == 0, install.stderr
+        assert "does not hold" in install.stderr
+        # Codex's shell is a login shell, which resets PATH: put helix on it the way
+        # a pipx user's ~/.profile does.
+        profile = f'PATH="{Path(sys.executable).parent}:$PATH"\n'
+        (sandbox.home / ".profile").write_text(profile)
+        command = [str(codex_bin), "exec", "--json", "--dangerously-bypass-hook-trust"]
+        command += ["--skip-git-repo-check", "-m", "gpt-fake", "Orchestrate"]
+        run = subprocess.run(
+            command,
+            env=env,
+            capture_output=True,
+            text=True,
+            cwd=sandbox.project,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+    why = describe(run, server, project)
+    assert run.returncode == 0, why
+    assert (sandbox.project / "orders.py").is_file(), why
+    assert not (project.home / "planted").exists(), why
+    outputs = [o for r in server.turns() for o in r.tool_outputs.values()]
+    assert any("Read-only file system" in o for o in outputs), why
+    stored = [c for (c,) in project.rows("SELECT content FROM insight")]
+    assert SHELL_STORED in stored, why
+    settled = [line for line in project.log().splitlines() if " SubagentStop " in line]
+    assert any('"verified": true' in line for line in settled), why
+    assert project.get_task(task["id"])["status"] == "closed", why
