@@ -522,3 +522,14 @@ def test_make_runner_builds_each_runner():
 def test_make_runner_rejects_a_wrong_configuration(name, options, error):
     with pytest.raises(InvalidInput, match=error):
         make_runner(name, **options)
+
+
+def test_codex_keeps_helixs_permission_profile(tmp_path, project, log, monkeypatch):
+    """With `helix install codex --sandbox`, a --sandbox flag would replace the
+    profile that keeps .helix/ read-only: helix passes none."""
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('default_permissions = "helix"\n')
+    binary = stub(tmp_path, "codex", printing(THREAD, message("ok"), turn_completed(1, 1)))
+    CodexRunner(binary=str(binary)).run("go", project, timeout=10, log_path=log)
+    assert "--sandbox" not in argv_of(tmp_path)

@@ -221,3 +221,17 @@ def test_the_installed_settings_protect_helix_state() -> None:
     denied = SANDBOX_SETTINGS["sandbox"]["filesystem"]["denyWrite"]
     assert "./.helix" in denied
     assert SANDBOX_SETTINGS["sandbox"]["failIfUnavailable"] is True
+
+
+def test_helix_codex_profile_makes_verify_sandboxed(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    (project / ".codex").mkdir(parents=True)
+    env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex-home")}
+    assert not sandbox.required(project, env)
+    (project / ".codex" / "config.toml").write_text('default_permissions = "helix"\n')
+    assert sandbox.codex_profile(project, env) and sandbox.required(project, env)
+    (project / ".codex" / "config.toml").write_text("not = [valid toml\n")
+    assert not sandbox.codex_profile(project, env)
+    (tmp_path / "codex-home").mkdir()
+    (tmp_path / "codex-home" / "config.toml").write_text('default_permissions = "helix"\n')
+    assert sandbox.required(project, env)  # the user's layer applies to every project

@@ -107,12 +107,38 @@ def settings(project: Path) -> dict[str, Any]:
     return merged
 
 
+CODEX_PROFILE = "helix"  # the permission profile `helix install codex --sandbox` writes
+
+
+def codex_profile(project: Path, env: Mapping[str, str] | None = None) -> bool:
+    """Whether Codex runs this project's agents under helix's permission profile
+    (``default_permissions = "helix"`` in the project's ``.codex/config.toml`` or
+    the user's ``$CODEX_HOME/config.toml``)."""
+    import tomllib
+
+    env = os.environ if env is None else env
+    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or "~", ".codex")
+    for path in (project / ".codex" / "config.toml", Path(home).expanduser() / "config.toml"):
+        try:
+            data = tomllib.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if data.get("default_permissions") == CODEX_PROFILE:
+            return True
+    return False
+
+
 def required(project: Path, env: Mapping[str, str] | None = None) -> bool:
     """Whether commands helix runs for ``project`` must be sandboxed: its agents'
-    Bash runs sandboxed (``sandbox.enabled`` in the project's Claude Code
-    settings), or ``HELIX_VERIFY_SANDBOX=1`` asks for it."""
+    shells run sandboxed (``sandbox.enabled`` in the project's Claude Code
+    settings, or helix's Codex permission profile), or ``HELIX_VERIFY_SANDBOX=1``
+    asks for it."""
     env = os.environ if env is None else env
-    return env.get(FORCE_ENV) == "1" or bool(settings(project)["enabled"])
+    return (
+        env.get(FORCE_ENV) == "1"
+        or bool(settings(project)["enabled"])
+        or codex_profile(project, env)
+    )
 
 
 def read_only_paths(

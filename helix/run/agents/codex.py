@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from helix import config
+from helix.loop import sandbox
 from helix.run.agents.base import (
     AgentRunner,
     Outcome,
@@ -53,7 +55,11 @@ class CodexRunner(AgentRunner):
         # --skip-git-repo-check: a task may run in a directory that is not a
         # git checkout, and exec refuses those by default.
         argv = [binary, "exec", "--json", "--skip-git-repo-check"]
-        if not mentions(self.extra_args, _CODEX_SANDBOX_FLAGS):
+        # helix's permission profile (`helix install codex --sandbox`) keeps
+        # .helix/ read-only; a --sandbox flag would replace it.
+        if not mentions(self.extra_args, _CODEX_SANDBOX_FLAGS) and not sandbox.codex_profile(
+            config.resolve().home.parent, env
+        ):
             argv += CODEX_SANDBOX
         if self.model:
             argv += ["-m", self.model]
