@@ -241,6 +241,8 @@ def test_background_and_foreground_builders_are_each_credited_once(
         return Reply.text("Both builders handled.")
 
     def background_builder(request: Request) -> Reply:
+        if request.first_of_agent:  # the work: VERIFY passing on no work is no evidence
+            return Reply([tool_use("Bash", {"command": "echo up > migration.sql"})])
         # Answer once the launch turn is over, so the result comes back as a
         # <task-notification> prompt of its own.
         launch_turn_done.wait(20)
@@ -251,7 +253,7 @@ def test_background_and_foreground_builders_are_each_credited_once(
         .add(notified, Reply.text("Noted."))
         .add(main_thread, orchestrator)
         .add(working_on(background), background_builder)
-        .add(working_on(foreground), builder(delivered("refresh added")))
+        .add(working_on(foreground), builder(delivered("refresh added"), "echo ok > refresh.txt"))
     )
     run = run_claude("Orchestrate: build both", scenario)
 
@@ -366,8 +368,9 @@ def test_parallel_foreground_builders_each_get_their_own_insights(
         "css": project.task("Pin the frontend bundler version and lint the CSS", "true"),
     }
     scenario = Rules().add(opening, wave(*tasks.values(), background=False))
-    for task in tasks.values():
-        scenario.add(working_on(task), builder(delivered(f"{task['title']} done")))
+    for topic, task in tasks.items():
+        work = f"echo done > {topic}.txt"
+        scenario.add(working_on(task), builder(delivered(f"{task['title']} done"), work))
     scenario.add(main_thread, Reply.text("Wave 1 done."))
     run = run_claude("Orchestrate: three builders in the foreground", scenario)
 
