@@ -97,6 +97,17 @@ CREATE VIRTUAL TABLE insight_fts USING fts5(
             tokenize='porter unicode61'
         );
 
+-- table insight_origin
+CREATE TABLE insight_origin (
+            name TEXT PRIMARY KEY,
+            origin TEXT NOT NULL CHECK (origin IN ('person', 'agent', 'import')),
+            route TEXT NOT NULL DEFAULT '',
+            written_by TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            approved_at TEXT,
+            approved_by TEXT
+        );
+
 -- table learning_candidate
 CREATE TABLE learning_candidate (
             id TEXT PRIMARY KEY,

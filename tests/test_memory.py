@@ -38,6 +38,8 @@ def test_store_adds_with_slug_kind_and_files(memory: Memory):
         "status": "added",
         "name": "http-requests-fail-transiently-retry-them",
         "kind": "failure",
+        "origin": "person",
+        "quarantined": False,
     }
     stored = memory.get(result["name"])
     assert stored["tags"] == ["http", "network"]

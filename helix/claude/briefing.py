@@ -61,17 +61,23 @@ def memory_section(db: Path) -> list[str]:
 
 def memory_lines(memory: Memory) -> list[str]:
     """The store's health and its top proven insights, a few lines."""
+    from helix.memory import quarantine, reach
+
     health = memory.health()
     lines = [
         f"  {health['total_insights']} insights, {health['proven']} proven by verified "
         f"outcomes, {health['recent_feedback']} feedback events in the last 7 days."
     ]
-    rows = memory.conn.execute(
-        "SELECT content, effectiveness FROM insight WHERE helped + failed > 0 "
-        "AND effectiveness >= ? ORDER BY coalesce(last_used, created_at) DESC, "
-        "effectiveness DESC LIMIT 3",
+    # Never a quarantined insight (an agent's or an import's), nor one whose
+    # text reaches outside the project.
+    project = memory.path.parent.parent if memory.path else None
+    found = memory.conn.execute(
+        "SELECT content, effectiveness FROM insight i WHERE helped + failed > 0 "
+        f"AND effectiveness >= ? AND NOT {quarantine.held_clause('i.name')} "
+        "ORDER BY coalesce(last_used, created_at) DESC, effectiveness DESC",
         (insight.PROVEN,),
-    ).fetchall()
+    )
+    rows = [(c, e) for c, e in found if not reach.outside(c, project)][:3]
     if rows:
         lines.append("  top proven constraints from recent work:")
         lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]

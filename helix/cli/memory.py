@@ -22,6 +22,7 @@ from helix.errors import HelixError, InvalidInput
 from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
+    from helix.memory import quarantine
     from helix.memory.store import Memory
 
 
@@ -46,14 +47,21 @@ def memory_store(
     """Store an insight ("When X, do Y because Z"); near-duplicates merge.
 
     An insight with evidence keeps its words: a near-duplicate of it in other
-    words is stored as a new, unproven insight.
+    words is stored as a new, unproven insight. Stored while an attempt is in
+    flight (its builder holds a shell and may be the one asking), it is an
+    agent's and quarantined until a person runs `helix memory approve NAME`.
 
     Example: helix memory store --content - --tags '["testing"]' < insight.txt
     """
     text = read_text(content, "--content")
     tag_list, file_list = json_list(tags, "--tags"), json_list(files, "--files")
     with open_memory() as mem:
-        emit(mem.store(text, kind=kind, tags=tag_list, source=source, files=file_list))
+        origin = _origin(mem, "cli")
+        result = mem.store(
+            text, kind=kind, tags=tag_list, source=source, files=file_list, origin=origin
+        )
+    _note_quarantine(result)
+    emit(result)
 
 
 @memory.command("recall")
@@ -226,6 +234,25 @@ def memory_suggest_edges(name: str, limit: int) -> None:
         emit(mem.suggest_edges(name, limit))
 
 
+def _origin(mem: Memory, route: str) -> quarantine.Origin:
+    """Who is writing through the CLI: a person when no attempt is in flight,
+    else possibly a builder (it holds a shell), so an agent."""
+    from helix.loop import ledger
+    from helix.memory import quarantine
+
+    return quarantine.at_cli([a.task_id for a in ledger.open_attempts(mem)], route)
+
+
+def _note_quarantine(result: dict[str, Any]) -> None:
+    if result.get("quarantined"):
+        click.echo(
+            f"helix: {result['name']} is quarantined (written while an attempt was in flight, "
+            "or by an agent); a person can release it with "
+            f"`helix memory approve {result['name']}` once no attempt is in flight",
+            err=True,
+        )
+
+
 def _person_only(mem: Memory, verb: str) -> None:
     """Refuse a bulk upkeep verb while an attempt is in flight: its builder holds
     a shell then, so the request may be the builder's, and bulk upkeep is a
@@ -353,7 +380,29 @@ def memory_chunk(task: str, outcome: str, approach: str) -> None:
     Example: helix memory chunk --task "add rate limiting" --outcome delivered --approach "..."
     """
     with open_memory() as mem:
-        emit(mem.chunk(task, outcome, read_text(approach, "--approach")))
+        result = mem.chunk(task, outcome, read_text(approach, "--approach"), _origin(mem, "chunk"))
+    _note_quarantine(result)
+    emit(result)
+
+
+@memory.command("approve")
+@click.argument("name")
+@guarded
+def memory_approve(name: str) -> None:
+    """Vouch for an insight an agent wrote or an import brought: it leaves
+    quarantine, so it can be shown as proven, briefed and exported.
+
+    Agent-written insights (a builder's INSIGHT lines, the MCP store tool, or
+    `helix memory store` while an attempt is in flight) and imported ones are
+    injected only as marked, unproven candidates until a person approves them
+    or verified passes of two other tasks stand behind them. Refused while an
+    attempt is in flight (a builder holds a shell then); not offered over MCP.
+
+    Example: helix memory approve check-token-expiry-first
+    """
+    with open_memory() as mem:
+        _person_only(mem, "approve")
+        emit(mem.approve(name))
 
 
 @memory.command("health")

@@ -19,7 +19,16 @@ of the wave counts ``REPEAT_PENALTY`` less for the next.
 Every injection into a task starts an attempt in the ledger
 (:mod:`helix.loop.ledger`, in the database): the insights helix chose and the
 judge that will settle it, which verification-based feedback reads (never the
-agent's own list, never a file the agent can rewrite). ``strategic_recall`` turns memory into planning input (constraints, risk
+agent's own list, never a file the agent can rewrite).
+
+What an agent or an import wrote is quarantined (:mod:`helix.memory.quarantine`):
+it is still dealt, so it can earn evidence, but its entry in the INSIGHTS block
+says so in place of its ``[n%]``: ``[unproven, written by an agent (INSIGHT of
+task T1)]``. And whatever its origin, an insight whose text reaches outside the
+project (:func:`helix.memory.reach.outside`: the home folder, system paths,
+crontab, global git config, a download piped into a shell) is withheld at
+injection, before dealing, and reported in the result's ``withheld``.
+``strategic_recall`` turns memory into planning input (constraints, risk
 areas, exploration targets) and saves it to ``.helix/recall_synthesis.json`` so
 it survives an orchestrator's context compression.
 """
@@ -30,6 +39,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +48,7 @@ from helix.errors import InvalidInput
 from helix.files import file_id, write_json
 from helix.loop import ledger
 from helix.loop.judge import Spec
-from helix.memory import db, insight
+from helix.memory import db, insight, quarantine, reach
 
 if TYPE_CHECKING:
     import numpy as np
@@ -155,7 +165,9 @@ def batch_inject(
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
     model = uplift.MODEL
     vectors = _embed(memory, texts)
+    where = project or config.resolve().project
     pools: list[dict[str, RecallHit]] = []
+    withheld: list[list[dict[str, str]]] = []
     for k, (objective, task_files) in enumerate(zip(texts, file_lists, strict=True)):
         hits = memory.recall(
             objective,
@@ -165,7 +177,10 @@ def batch_inject(
             relevance_only=relevance_only,
             query_vector=None if vectors is None else vectors[k],
         )
-        pools.append({h["name"]: h for h in hits})
+        kept, refused = _within(hits, where)
+        pools.append({h["name"]: h for h in kept})
+        withheld.append(refused)
+    held = quarantine.held(memory.conn, (n for pool in pools for n in pool))
     if relevance_only or not model.two_stage:
         scores = [{n: (h["_score"], 1.0) for n, h in p.items()} for p in pools]
         chosen = _deal(scores, limit, False)
@@ -179,23 +194,23 @@ def batch_inject(
     given = Counter(name for names in chosen for name in names)
     if judges is not None and len(judges) != len(texts):
         raise InvalidInput("give one judge per objective")
-    where = project or config.resolve().project
     results = []
     for i, names in enumerate(chosen):
         # The draw decides who is in; the prompt lists them by expected value.
         names.sort(key=lambda n: (-pools[i][n]["_score"], n))
-        insights = [_compact(pools[i][n]) for n in names]
+        insights = [_compact(pools[i][n], held.get(n)) for n in names]
         result: dict[str, Any] = {
             "task_id": ids[i],
             "objective": texts[i],
             "insights": insights,
             "names": names,
             "block": _block(insights),
+            "withheld": withheld[i],
         }
         task_id = ids[i]
         if task_id:
             spec = Spec(*judges[i]) if judges else Spec(None)
-            attempt = ledger.start(
+            attempt = _prepared_attempt(memory, task_id, names, source) or ledger.start(
                 memory,
                 task_id,
                 texts[i],
@@ -216,6 +231,25 @@ def batch_inject(
         "total_unique": len(given),
         "repeated": sorted(n for n, c in given.items() if c > 1),
     }
+
+
+def _prepared_attempt(
+    memory: Memory, task_id: str, names: list[str], source: str
+) -> ledger.Attempt | None:
+    """The attempt ``helix inject`` started for this task when it found nothing to
+    give, which the hook injecting into the builder's spawn (its prompt has no
+    INJECTED line, having nothing to list) takes over when it finds nothing
+    either: a second attempt would leave that one open and never settled."""
+    if source != "hook" or names:
+        return None
+    found = ledger.latest(memory, task_id)
+    if found is None or not found.open or found.names or found.source != "inject":
+        return None
+    try:
+        started = datetime.fromisoformat(found.started_at)
+    except ValueError:
+        return None
+    return found if memory.clock() - started < timedelta(hours=ledger.OPEN_HOURS) else None
 
 
 def _check_batch(
@@ -311,8 +345,29 @@ def _deal(
         given[name] += 1
 
 
-def _compact(hit: RecallHit) -> dict[str, Any]:
-    return {**_brief(hit), "score": hit["_score"], "uplift": hit.get("_uplift")}
+def _within(
+    hits: list[RecallHit], project: Path | None
+) -> tuple[list[RecallHit], list[dict[str, str]]]:
+    """The hits whose text stays inside the project, and the withheld ones with
+    why (:func:`helix.memory.reach.outside`)."""
+    kept, withheld = [], []
+    for hit in hits:
+        why = reach.outside(hit["content"], project)
+        if why:
+            withheld.append({"name": hit["name"], "reason": why})
+        else:
+            kept.append(hit)
+    return kept, withheld
+
+
+def _compact(hit: RecallHit, hold: quarantine.Hold | None = None) -> dict[str, Any]:
+    """One injected insight; a quarantined one is marked as an unproven
+    candidate with its provenance, in place of its confidence."""
+    out = {**_brief(hit), "score": hit["_score"], "uplift": hit.get("_uplift")}
+    if hold is not None:
+        out["confidence"] = hold.label()
+        out["quarantine"] = hold.to_dict()
+    return out
 
 
 def _block(insights: list[dict[str, Any]]) -> str:
@@ -331,7 +386,8 @@ def strategic_recall(
 ) -> dict[str, Any]:
     """Planning input from memory for ``objective``; saved to recall_synthesis.json.
 
-    constraints: proven (effectiveness >= 0.60) direct hits; risk_areas: direct
+    constraints: proven (effectiveness >= 0.60) direct hits, never a quarantined
+    one (:mod:`helix.memory.quarantine`); risk_areas: direct
     hits that failed more than they helped (< 0.40) or record failures;
     exploration_targets: files the hits name that the objective does not;
     graph_discovered: hop-1 neighbours; triage: how well memory covers the objective.
@@ -339,19 +395,22 @@ def strategic_recall(
     if not isinstance(objective, str) or not objective.strip():
         raise InvalidInput("the objective is empty")
     objective = objective.strip()
-    hits = memory.recall(objective, limit=limit, graph_hops=1)
+    paths = config.Paths.at(home) if home else config.resolve()
+    recalled = memory.recall(objective, limit=limit, graph_hops=1)
+    hits, withheld = _within(recalled, paths.project)
+    held = quarantine.held(memory.conn, [h["name"] for h in hits])
     direct = [h for h in hits if not h["_hop"]]
     hops = [h for h in hits if h["_hop"]]
     constraints, risks = [], []
     for hit in direct:
-        proven = hit["helped"] + hit["failed"] > 0
+        proven = hit["helped"] + hit["failed"] > 0 and hit["name"] not in held
         if proven and hit["_effectiveness"] >= PROVEN_THRESHOLD:
             constraints.append(_brief(hit))
         elif (proven and hit["_effectiveness"] < RISK_THRESHOLD) or hit["kind"] in (
             "failure",
             "systemic",
         ):
-            risks.append(_brief(hit))
+            risks.append(_brief(hit, held.get(hit["name"])))
     edges = memory.conn.execute("SELECT count(*) FROM edge").fetchone()[0]
     coverage = _coverage(objective, direct)
     synthesis = {
@@ -359,7 +418,10 @@ def strategic_recall(
         "constraints": constraints,
         "risk_areas": risks,
         "exploration_targets": _targets(objective, hits),
-        "graph_discovered": [{**_brief(h), "via": h.get("_via")} for h in hops],
+        "graph_discovered": [
+            {**_brief(h, held.get(h["name"])), "via": h.get("_via")} for h in hops
+        ],
+        "withheld": withheld,
         "triage": {
             "recalled": len(direct),
             "coverage_ratio": coverage,
@@ -371,20 +433,20 @@ def strategic_recall(
         "created_at": db.stamp(memory.clock()),
     }
     if save:
-        path = (config.Paths.at(home) if home else config.resolve()).recall_synthesis
+        path = paths.recall_synthesis
         write_json(path, synthesis)
         synthesis["saved_to"] = str(path)
     return synthesis
 
 
-def _brief(hit: RecallHit) -> dict[str, Any]:
+def _brief(hit: RecallHit, hold: quarantine.Hold | None = None) -> dict[str, Any]:
     return {
         "name": hit["name"],
         "content": hit["content"],
         "kind": hit["kind"],
         "effectiveness": hit["_effectiveness"],
         "relevance": hit["_relevance"],
-        "confidence": hit["_confidence"],
+        "confidence": hold.label() if hold else hit["_confidence"],
     }
 
 

@@ -339,7 +339,7 @@ def render(
         data = read
     from helix.memory import explain
 
-    items = explain.proven(memory, limit)
+    items = explain.proven(memory, limit, project)
     new, action = splice(data, block(items), chosen, str(path))
     report: ExportReport = {
         "format": chosen.name,

@@ -61,7 +61,7 @@ from helix.loop import injection
 from helix.loop.contracts import MAX_INSIGHTS
 from helix.loop.records import LearningCandidate, Settlement
 from helix.loop.verify import telling_line
-from helix.memory import db, insight
+from helix.memory import db, insight, quarantine
 from helix.tasks.records import TaskRecord
 from helix.vocab import CONFIDENCE_LEVELS
 
@@ -356,7 +356,12 @@ def store(
 def _store_claimed(memory: Memory, item: LearningCandidate, recovered: bool) -> dict[str, Any]:
     """Store one claimed candidate in memory. A claim taken over from a dead
     process is first looked up: if that process stored it before dying, it is
-    not stored again (``status: "already stored"``)."""
+    not stored again (``status: "already stored"``).
+
+    Every candidate's text came from a builder's report (its INSIGHT lines, its
+    ERROR, the task it chose to describe), so it is stored as an agent's, written
+    by the task of its ``source``: quarantined until a person approves it or
+    verified outcomes of other tasks stand behind it (:mod:`helix.memory.quarantine`)."""
     earlier = _stored_before(memory, item) if recovered else None
     if earlier is not None:
         result: dict[str, Any] = {"status": "already stored", "name": earlier}
@@ -367,6 +372,7 @@ def _store_claimed(memory: Memory, item: LearningCandidate, recovered: bool) -> 
             tags=item.get("tags") or [],
             source=item.get("source") or "",
             files=item.get("files") or [],
+            origin=quarantine.learned(item.get("source") or ""),
         )
     if recovered:
         result["recovered"] = True

@@ -15,12 +15,13 @@ the counts behind its estimate, for anything that shows advice away from a task
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import insight, ranking, recall, uplift
+from helix.memory import insight, quarantine, ranking, reach, recall, uplift
 from helix.memory.embeddings import from_blob
 from helix.memory.records import ProvenInsight
 from helix.memory.rows import InsightRows
@@ -86,7 +87,9 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
     }
 
 
-def proven(memory: InsightRows, limit: int = 10) -> list[ProvenInsight]:
+def proven(
+    memory: InsightRows, limit: int = 10, project: Path | None = None
+) -> list[ProvenInsight]:
     """The insights with verified evidence that they help, best estimate first
     (then the surer one, then by name), at most ``limit``. Read-only; never loads
     the embedding model.
@@ -98,18 +101,28 @@ def proven(memory: InsightRows, limit: int = 10) -> list[ProvenInsight]:
     the counts shown beside it are this project's own; an imported row carries its
     counts and score from elsewhere, and until it is tried here they are not
     evidence. Unverified reports never qualify an insight: they add no credit and
-    can only lower an estimate.
+    can only lower an estimate. A quarantined insight (an agent's or an
+    import's, :mod:`helix.memory.quarantine`) is never proven, whatever its
+    estimate, and one whose text reaches outside the project at ``project``
+    (:func:`helix.memory.reach.outside`) is left out.
     """
+    wanted = max(0, int(limit))
     rows = memory.conn.execute(
         "SELECT i.name, i.content, i.kind, i.effectiveness, i.uplift, i.uplift_sd, "
         "count(*), coalesce(sum(t.passed = 1), 0) FROM insight i "
         "JOIN trial_insight ti ON ti.insight = i.name "
         "JOIN trial t ON t.id = ti.trial_id AND t.verified = 1 "
         "WHERE i.helped + i.failed > 0 AND i.effectiveness >= ? "
-        "GROUP BY i.id ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name "
-        "LIMIT ?",
-        (insight.PROVEN, max(0, int(limit))),
-    ).fetchall()
+        f"AND NOT {quarantine.held_clause('i.name')} "
+        "GROUP BY i.id ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name",
+        (insight.PROVEN,),
+    )
+    inside: list[tuple[Any, ...]] = []
+    for row in rows:
+        if len(inside) >= wanted:
+            break
+        if not reach.outside(row[1], project):
+            inside.append(row)
     return [
         {
             "name": name,
@@ -121,7 +134,7 @@ def proven(memory: InsightRows, limit: int = 10) -> list[ProvenInsight]:
             "verified": int(verified),
             "passed": int(passed),
         }
-        for name, content, kind, eff, up, sd, verified, passed in rows
+        for name, content, kind, eff, up, sd, verified, passed in inside
     ]
 
 

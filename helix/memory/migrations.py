@@ -384,6 +384,38 @@ def m010_frame_judge_and_learning_queue(conn: sqlite3.Connection) -> None:
     )
 
 
+def m011_insight_origin(conn: sqlite3.Connection) -> None:
+    """Who wrote each insight, so advice an agent wrote is quarantined.
+
+    The safety screen refuses some hostile texts, not all of them: trust has to
+    come from where a text came from, not only from what it looks like.
+    ``insight_origin`` holds, per insight name, its ``origin`` (``person``: a
+    person at the CLI with nothing in flight; ``agent``: a builder's INSIGHT, the
+    MCP ``store`` tool, or the CLI while an attempt was in flight; ``import``: an
+    imported file), the ``route`` it came by, ``written_by`` (JSON list of the
+    task ids whose builders may have written it: their own outcomes are not
+    independent evidence for it) and the approval stamp (``approved_at``,
+    ``approved_by``). Keyed by name like ``trial_insight`` and ``feedback_event``,
+    so the origin survives archiving and restoring (a restore cannot launder an
+    agent's text into a person's). An insight without a row predates this
+    migration and counts as a person's. See :mod:`helix.memory.quarantine`.
+    """
+    _run(
+        conn,
+        """
+        CREATE TABLE insight_origin (
+            name TEXT PRIMARY KEY,
+            origin TEXT NOT NULL CHECK (origin IN ('person', 'agent', 'import')),
+            route TEXT NOT NULL DEFAULT '',
+            written_by TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            approved_at TEXT,
+            approved_by TEXT
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -397,6 +429,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (8, m008_create_attempt_ledger),
     (9, m009_create_trials),
     (10, m010_frame_judge_and_learning_queue),
+    (11, m011_insight_origin),
 ]
 
 LATEST = MIGRATIONS[-1][0]

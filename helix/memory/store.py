@@ -20,7 +20,18 @@ from typing import Any
 
 from helix import config
 from helix.errors import InvalidInput
-from helix.memory import db, feedback, graph, insight, ranking, recall, transfer, upkeep, writes
+from helix.memory import (
+    db,
+    feedback,
+    graph,
+    insight,
+    quarantine,
+    ranking,
+    recall,
+    transfer,
+    upkeep,
+    writes,
+)
 from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.feedback import OUTCOMES
 from helix.memory.records import RecallHit
@@ -71,15 +82,19 @@ class Memory(InsightRows):
         tags: Iterable[str] | None = None,
         source: str = "",
         files: Iterable[str] | None = None,
+        origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
     ) -> dict[str, Any]:
-        """Add an insight, or merge it into a near-duplicate: :func:`helix.memory.writes.store`."""
-        return writes.store(self, content, kind, tags, source, files)
+        """Add an insight, or merge it into a near-duplicate: :func:`helix.memory.writes.store`.
+        ``origin`` says who wrote it: pass the agent's or import's
+        (:mod:`helix.memory.quarantine`) for anything a person did not write."""
+        return writes.store(self, content, kind, tags, source, files, origin)
 
     def store_many(
         self,
         items: Sequence[dict[str, Any]],
         batch_size: int = 4096,
         on_progress: Callable[[int], None] | None = None,
+        origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
     ) -> dict[str, Any]:
         """Store many insights with batched embedding; the same dedup rule and
         safety screen as store: :func:`helix.memory.writes.store_many`.
@@ -90,7 +105,7 @@ class Memory(InsightRows):
         any transaction; the writes go in short transactions, so concurrent
         feedback is never starved.
         """
-        return writes.store_many(self, items, batch_size, on_progress)
+        return writes.store_many(self, items, batch_size, on_progress, origin)
 
     # ----------------------------------------------------------------- recall
     def recall(
@@ -161,9 +176,15 @@ class Memory(InsightRows):
         """Unlinked similar insights and the relation their kinds suggest."""
         return upkeep.suggest_edges(self, name, limit)
 
-    def chunk(self, task: str, outcome: str, approach: str) -> dict[str, Any]:
+    def chunk(
+        self,
+        task: str,
+        outcome: str,
+        approach: str,
+        origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
+    ) -> dict[str, Any]:
         """Store the approach that solved a task as a pattern."""
-        return upkeep.chunk(self, task, outcome, approach)
+        return upkeep.chunk(self, task, outcome, approach, origin)
 
     def reindex(self, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
         """Re-embed rows of another model or width (or all) with the current embedder."""
@@ -178,6 +199,20 @@ class Memory(InsightRows):
         """Import JSONL written by ``export``: the advice, never its evidence or
         vectors (:mod:`helix.memory.transfer`); bad lines are reported, not fatal."""
         return transfer.import_lines(self, lines, source_label)
+
+    # -------------------------------------------------------------- quarantine
+    def approve(self, name: str) -> dict[str, Any]:
+        """A person vouches for an agent's or an import's insight: it leaves
+        quarantine (:func:`helix.memory.quarantine.approve`). The caller makes
+        sure a person is asking."""
+        return quarantine.approve(self, name)
+
+    def get(self, name: str) -> dict[str, Any]:
+        """One insight by name, with its file patterns and where it came from
+        (``provenance``: origin, route, whether it is quarantined). Raises NotFound."""
+        item = super().get(name)
+        item["provenance"] = quarantine.status(self.conn, name)
+        return item
 
     # --------------------------------------------------------------- get/list
     def set_kind(self, name: str, kind: str) -> dict[str, Any]:
@@ -292,7 +327,13 @@ class Memory(InsightRows):
             "with_feedback": q(
                 "SELECT count(*) FROM insight WHERE last_feedback_at IS NOT NULL"
             ).fetchone()[0],
-            "proven": q("SELECT count(*) FROM insight WHERE helped + failed > 0").fetchone()[0],
+            "proven": q(
+                "SELECT count(*) FROM insight i WHERE helped + failed > 0 "
+                f"AND NOT {quarantine.held_clause('i.name')}"
+            ).fetchone()[0],
+            "quarantined": q(
+                f"SELECT count(*) FROM insight i WHERE {quarantine.held_clause('i.name')}"
+            ).fetchone()[0],
             "recent_feedback": q(
                 f"SELECT count(*) FROM feedback_event WHERE created_at >= ? "
                 f"AND outcome IN ({outcome_list})",

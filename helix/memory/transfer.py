@@ -5,7 +5,9 @@ An import takes advice, never evidence. A line's text, kind, tags, source and
 files are imported; its usefulness figures (effectiveness, helped, failed, uses,
 timestamps) and its vector are not: every text is embedded here, so the safety
 screen judges the text itself and dedup compares meanings, and every insight it
-adds starts unproven until VERIFY runs in this project credit it."""
+adds starts unproven until VERIFY runs in this project credit it, and
+quarantined (origin ``import``, :mod:`helix.memory.quarantine`) until a person
+approves it or independent verified outcomes stand behind it."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from helix.memory import insight, writes
+from helix.memory import insight, quarantine, writes
 from helix.memory.rows import InsightRows
 
 MAX_REPORTED_ERRORS = 100
@@ -71,7 +73,7 @@ def import_lines(
             value["source"] = f"import: {source_label}"
         items.append(value)
         line_of.append(number)
-    report = writes.store_many(memory, items)
+    report = writes.store_many(memory, items, origin=quarantine.IMPORTED)
     for rejection in report.pop("rejected"):
         errors.append({"line": line_of[rejection["item"]], "reason": rejection["reason"]})
     errors.sort(key=lambda e: e["line"])

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, graph, insight, uplift, writes
+from helix.memory import db, graph, insight, quarantine, uplift, writes
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 
@@ -473,8 +473,15 @@ def similar_recent(
     }
 
 
-def chunk(memory: InsightRows, task: str, outcome: str, approach: str) -> dict[str, Any]:
-    """Store the approach that solved a task as a pattern (SOAR-style chunking)."""
+def chunk(
+    memory: InsightRows,
+    task: str,
+    outcome: str,
+    approach: str,
+    origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
+) -> dict[str, Any]:
+    """Store the approach that solved a task as a pattern (SOAR-style chunking),
+    written by ``origin`` (:mod:`helix.memory.quarantine`)."""
     for label, text in (("task", task), ("outcome", outcome), ("approach", approach)):
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput(f"the {label} is empty")
@@ -485,7 +492,12 @@ def chunk(memory: InsightRows, task: str, outcome: str, approach: str) -> dict[s
         )
     content = f"When {task.strip().rstrip('.')}: {approach.strip()}"
     return writes.store(
-        memory, content, kind="pattern", tags=["chunked"], source=f"chunk: {outcome.strip()[:80]}"
+        memory,
+        content,
+        kind="pattern",
+        tags=["chunked"],
+        source=f"chunk: {outcome.strip()[:80]}",
+        origin=origin,
     )
 
 

@@ -15,6 +15,12 @@ near-duplicate of one that has evidence is dropped into it when it says the same
 words; otherwise it merges into another near-duplicate without evidence, if one
 is close enough, or is stored as a new insight of its own, unproven, linked to it.
 
+Every write says who wrote it (an :class:`~helix.memory.quarantine.Origin`): an
+agent's or an import's insight is stored quarantined (:mod:`helix.memory.quarantine`).
+Untrusted words never rewrite a trusted insight: a near-duplicate from an agent
+or an import merges into one only keeping its words, tags and files as they
+are.
+
 Writes carry text and its labels only. ``store_many`` (hence import) embeds
 every text itself, with the model in use, and screens it exactly as ``store``
 does; it takes no usefulness figures (effectiveness, helped, failed, uses,
@@ -32,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, Rejected
-from helix.memory import db, exemplars, insight
+from helix.memory import db, exemplars, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 from helix.memory.vectors import VectorIndex
@@ -53,14 +59,18 @@ def store(
     tags: Iterable[str] | None = None,
     source: str = "",
     files: Iterable[str] | None = None,
+    origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
 ) -> dict[str, Any]:
     """Add an insight, or merge it into a near-duplicate (cosine >= 0.85) that
     may take it: never rewriting one with evidence (module docstring).
 
-    Returns ``{"status": "added"|"merged", "name": ...}``. Raises Rejected for
-    content that is too short, too long or flagged by the safety screen.
+    ``origin`` says who wrote it; an agent's or an import's is quarantined.
+    Returns ``{"status": "added"|"merged", "name": ..., "quarantined": bool}``.
+    Raises Rejected for content that is too short, too long or flagged by the
+    safety screen.
     """
     item = _prepare(memory, content, kind, tags, source, files)
+    item["origin"] = origin
     vector = memory.embed([item["content"]])[0]
     problem = _hostile_meaning(memory, vector[None, :])[0]
     if problem:
@@ -100,16 +110,23 @@ def _insert_or_merge(
 
     The item merges into the closest near-duplicate that may take it (one without
     evidence, or one that says the same words); otherwise it is added. A new
-    insight always starts unproven: neutral, no uses, no counts."""
+    insight always starts unproven: neutral, no uses, no counts; its origin is
+    recorded (``item["origin"]``, a person's when absent)."""
     if sims is None:
         sims = index.similarities(vector)
     now = memory.now()
+    origin: quarantine.Origin = item.get("origin") or quarantine.PERSON_AT_CLI
     near = np.nonzero(sims >= DUPLICATE_THRESHOLD)[0] if sims.size else np.array([], dtype=int)
     for row in near[np.argsort(-sims[near], kind="stable")].tolist():
         existing = int(index.ids[row])
         earned = has_evidence(memory, existing)
         if not earned or same_words(_content_of(memory, existing), item["content"]):
-            merged = _merge(memory, existing, float(sims[row]), item, vector, index, now, earned)
+            # Untrusted words never rewrite, retag or re-file a trusted insight.
+            locked = not origin.trusted and not _held(memory, existing)
+            merged = _merge(
+                memory, existing, float(sims[row]), item, vector, index, now, earned, locked
+            )
+            merged["quarantined"] = _held(memory, existing)
             return merged, row
         # Other words near an insight with evidence: not this one's to merge into.
     name = _unique_name(memory, item["content"])
@@ -129,6 +146,7 @@ def _insert_or_merge(
         ),
     )
     new_id = db.inserted_id(cursor)
+    quarantine.record(memory.conn, name, origin, now)
     memory.conn.executemany(
         "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
         [(new_id, f) for f in item["files"]],
@@ -146,7 +164,13 @@ def _insert_or_merge(
             )
             linked.append(other)
     index.add(new_id, vector)
-    result = {"status": "added", "name": name, "kind": item["kind"]}
+    result: dict[str, Any] = {
+        "status": "added",
+        "name": name,
+        "kind": item["kind"],
+        "origin": origin.kind,
+        "quarantined": not origin.trusted,
+    }
     if linked:
         result["linked"] = memory.names_of(linked)
     return result, None
@@ -161,16 +185,19 @@ def _merge(
     index: VectorIndex,
     now: str,
     earned: bool,
+    locked: bool = False,
 ) -> dict[str, Any]:
     """Merge ``item`` into ``existing_id``: tags and files join it. The more
     detailed (longer) wording wins only while the insight has no evidence
-    (``earned``); one with evidence keeps the words that earned it."""
+    (``earned``); one with evidence keeps the words that earned it. A ``locked``
+    insight (a trusted one, the item untrusted) keeps its words, tags and files."""
     row = memory.conn.execute(
         "SELECT name, content, tags FROM insight WHERE id = ?", (existing_id,)
     ).fetchone()
     name, content, tags_json = row
-    tags = insight.clean_tags(json.loads(tags_json) + item["tags"])[: insight.MAX_TAGS]
-    keep_incoming = not earned and len(item["content"]) > len(content)
+    extra_tags = [] if locked else item["tags"]
+    tags = insight.clean_tags(json.loads(tags_json) + extra_tags)[: insight.MAX_TAGS]
+    keep_incoming = not earned and not locked and len(item["content"]) > len(content)
     if keep_incoming:
         memory.conn.execute(
             "UPDATE insight SET content = ?, embedding = ?, tags = ? WHERE id = ?",
@@ -183,7 +210,7 @@ def _merge(
         )
     memory.conn.executemany(
         "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
-        [(existing_id, f) for f in item["files"]],
+        [(existing_id, f) for f in ([] if locked else item["files"])],
     )
     memory.conn.execute(
         "INSERT INTO merge_event(insight, merged_content, similarity, kept, source, created_at) "
@@ -227,6 +254,11 @@ def has_evidence(memory: InsightRows, insight_id: int) -> bool:
     )
 
 
+def _held(memory: InsightRows, insight_id: int) -> bool:
+    name = memory.names_of([insight_id])
+    return bool(name) and bool(quarantine.held(memory.conn, name))
+
+
 def same_words(a: str, b: str) -> bool:
     """Whether two texts say the same words, case, spacing and punctuation aside."""
     return _WORDS.findall(a.lower()) == _WORDS.findall(b.lower())
@@ -255,9 +287,11 @@ def store_many(
     items: Sequence[dict[str, Any]],
     batch_size: int = 4096,
     on_progress: Callable[[int], None] | None = None,
+    origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
 ) -> dict[str, Any]:
     """Store many insights with batched embedding; the same dedup rule and the
-    same safety screen as store.
+    same safety screen as store, all written by ``origin`` (an import passes
+    :data:`helix.memory.quarantine.IMPORTED`).
 
     Each item is a dict of store() arguments (:data:`FIELDS`). Anything else an
     item carries (usefulness figures, timestamps, a vector) is not taken: every
@@ -282,6 +316,7 @@ def store_many(
                 raw.get("source", ""),
                 raw.get("files"),
             )
+            item["origin"] = origin
             prepared.append((position, item))
         except (InvalidInput, Rejected) as exc:
             report["rejected"].append({"item": position, "reason": str(exc)})
