@@ -169,9 +169,16 @@ class Service:
         source: str = "mcp",
     ) -> dict[str, Any]:
         """``helix memory store``: screened for secrets and hostile instructions,
-        merged into a near-duplicate when there is one."""
+        merged into a near-duplicate when there is one. Its caller is an agent, so
+        the insight is quarantined (:mod:`helix.memory.quarantine`)."""
+        from helix.loop import ledger
+        from helix.memory import quarantine
+
         with self.memory() as mem:
-            return mem.store(content, kind=kind, tags=tags, source=source, files=files)
+            origin = quarantine.over_mcp([a.task_id for a in ledger.open_attempts(mem)])
+            return mem.store(
+                content, kind=kind, tags=tags, source=source, files=files, origin=origin
+            )
 
     def show(self, name: str) -> dict[str, Any]:
         """``helix memory show --json``: the insight, its evidence trail and edges."""
