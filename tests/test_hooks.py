@@ -488,3 +488,105 @@ def test_the_hook_command_prints_only_hook_json(session: Session):
     output = json.loads(done.stdout)
     assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "ok" in (session.home / hooks.LOG_FILE).read_text()
+
+
+def foreground_result(session: Session, tool_use_id: str, agent_id: str, prompt: str, text: str):
+    """PostToolUse of a foreground builder: its input (the prompt) and its answer."""
+    return session.fire(
+        "PostToolUse",
+        tool_name="Agent",
+        tool_use_id=tool_use_id,
+        tool_input={"prompt": prompt, "subagent_type": "helix:builder", "run_in_background": False},
+        tool_response={
+            "status": "completed",
+            "prompt": prompt,
+            "agentId": agent_id,
+            "agentType": "helix:builder",
+            "content": [{"type": "text", "text": text}],
+        },
+    )
+
+
+def test_a_builder_that_deleted_its_records_is_still_judged_by_its_verify(session: Session):
+    tracker = Tracker(session.home / "tasks.jsonl")
+    task = tracker.create("Write the marker", verify="test -f marker.txt")
+    # The prompt's VERIFY is the orchestrator's copy; the task's, fixed now, judges.
+    prompt = builder_prompt(task["id"], task["title"], "true")
+    session.spawn("toolu_d", "helix:builder", prompt, background=False)
+    session.start("d1", "helix:builder")
+    opened = attempt(session.home, task["id"])
+    assert opened is not None and opened.open
+    # The builder, holding a shell, deletes what ties it to its task; the client
+    # wrote no meta file and its transcript is gone.
+    with Records(session.home / "helix.db") as store:
+        store.conn.execute("DELETE FROM spawn")
+        store.conn.execute("DELETE FROM agent_run")
+        store.conn.commit()
+    answer = "DELIVERED: wrote it\nUTILIZED: []\n"
+    session.stop("d1", "helix:builder", answer)
+    foreground_result(session, "toolu_d", "d1", prompt, answer)
+    settled = attempt(session.home, task["id"])
+    assert settled is not None and settled.id == opened.id and not settled.open
+    assert settled.result["verification"]["command"] == "test -f marker.txt"
+    assert settled.result["verification"]["exit_code"] == 1  # VERIFY ran, and failed
+    assert settled.outcome == "blocked"
+    after = tracker.get(task["id"])
+    assert after["status"] == "open" and after["helix-attempts"] == 1
+    assert agent_record(session.home, "d1")["injection"] == "from its prompt"
+    with Records(session.home / "helix.db") as store:  # nothing settled as untracked
+        assert ledger.attempts(store, "agent-d1") == []
+        assert ledger.open_attempts(store) == []
+
+
+def test_an_attempt_helix_inject_started_without_insights_is_settled(session: Session):
+    tracker = Tracker(session.home / "tasks.jsonl")
+    task = tracker.create("Write the marker", verify="test -f marker.txt")
+    with session.memory() as memory:  # `helix inject --tasks`: nothing to give yet
+        started = injection.batch_inject(
+            memory,
+            [injection.task_objective(task)],
+            [task["id"]],
+            3,
+            project=session.project,
+            judges=[injection.task_judge(task)],
+        )["results"][0]
+    assert started["names"] == [] and started["attempt"]
+    # The prompt lists no INSIGHTS nor INJECTED (nothing to list), so the hook
+    # injects again, and finds nothing either: the builder's attempt is inject's.
+    prompt = builder_prompt(task["id"], task["title"], "test -f marker.txt")
+    assert session.spawn("toolu_e", "helix:builder", prompt, background=False) is None
+    assert spawn_record(session.home, "toolu_e")["attempt"] == started["attempt"]
+    session.start("e1", "helix:builder")
+    (session.project / "marker.txt").write_text("done")
+    session.stop("e1", "helix:builder", "DELIVERED: wrote it\nUTILIZED: []\n", "toolu_e")
+    assert tracker.get(task["id"])["status"] == "closed"
+    with Records(session.home / "helix.db") as store:
+        settled = ledger.get(store, started["attempt"])
+        assert not settled.open and settled.outcome == "delivered" and settled.verified
+        assert [a.id for a in ledger.attempts(store, task["id"])] == [started["attempt"]]
+        assert ledger.open_attempts(store) == []
+    with session.memory() as memory:  # its outcome is evidence for the baseline
+        passed = memory.conn.execute(
+            "SELECT passed FROM task_outcome WHERE attempt = ?", (started["attempt"],)
+        ).fetchone()
+    assert passed == (1,)
+
+
+def test_a_verify_carried_in_a_spawn_prompt_earns_no_verified_credit(stocked: Session):
+    """An untracked builder's VERIFY comes from its prompt: whoever wrote the
+    prompt (possibly a builder) chose its judge, so a pass credits nothing."""
+    prompt = builder_prompt("hx-0000abcd", "Add a migration for the orders table", "true")
+    names = injected_names(prompt_of(stocked.spawn("toolu_u", "helix:builder", prompt, False)))
+    assert names
+    stocked.start("u1", "helix:builder")
+    (stocked.project / "work.txt").write_text("done")
+    answer = f"DELIVERED: added it\nUTILIZED: {json.dumps(names)}\n"
+    stocked.stop("u1", "helix:builder", answer, "toolu_u")
+    with stocked.memory() as memory:
+        rows = memory.conn.execute(
+            "SELECT verified, outcome FROM task_outcome WHERE task_id = 'hx-0000abcd'"
+        ).fetchall()
+        verified = memory.conn.execute(
+            "SELECT count(*) FROM feedback_event WHERE verified = 1"
+        ).fetchone()[0]
+    assert rows == [(0, "delivered")] and verified == 0

@@ -23,7 +23,12 @@ the tracker's two writes and the task was finished again (fixed by
 ``Tracker.release``), and a retry that skipped the task-status line and the
 learning of a settlement a crash had interrupted. A learn store killed while it
 holds a candidate's claim is recovered by the next store (the claim names its
-process).
+process). A settlement killed right after it committed, on a route that never
+claims the task (the hooks, ``helix settle``), left the task open and the
+builder's INSIGHT dropped, and its retry was refused as already settled: the
+task now records the attempt applied to it, and a retry finishes the rest once.
+Those kills are placed exactly: the child stops itself at that moment and waits
+for its SIGKILL.
 """
 
 from __future__ import annotations
@@ -45,9 +50,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helix_process import run_helix
 
 from helix import config
+from helix.claude import hooks
 from helix.loop import learning, ledger, outcomes, results
+from helix.loop.spawns import Records
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
@@ -58,7 +66,7 @@ MAX_DELAY = 0.6  # seconds between "ready" and the kill
 PRELUDE = r"""
 import itertools, json, os, random, time
 from helix import config
-from helix.loop import injection, learning, outcomes
+from helix.loop import injection, learning, ledger, outcomes
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -146,6 +154,60 @@ for n in itertools.count():
     settled = outcomes.finish(memory, tracker, task["id"], output, paths.home, 10)
     say(done="settle", task=task["id"], attempt=started["attempt"],
         outcome=settled["outcome"], status=settled["task"]["status"])
+""",
+    # One attempt at one task, settled by the route ROUTE; the child stops dead at
+    # MOMENT (right after the settling transaction committed, or after the
+    # follow-up and before the task update) and waits there for its SIGKILL.
+    "settle-once": r"""
+from helix.claude import hooks
+from helix.loop import attribution
+
+(paths.project / "present").write_text("here")
+task = tracker.create("settle once", verify=VERIFY)
+prompt = f"TASK_ID: {task['id']}\nTASK: settle once\nVERIFY: {VERIFY}\n"
+env = dict(os.environ)
+
+
+def fire(event, **fields):
+    payload = {"session_id": "s", "cwd": str(paths.project), "hook_event_name": event, **fields}
+    return hooks.handle(event, payload, env)
+
+
+if ROUTE == "hook":
+    fire("PreToolUse", tool_name="Agent", tool_use_id="toolu_1",
+         tool_input={"prompt": prompt, "subagent_type": "helix:builder",
+                     "run_in_background": False})
+    fire("SubagentStart", agent_id="agent1", agent_type="helix:builder")
+    attempt = ledger.latest(memory, task["id"]).id
+else:
+    attempt = injection.batch_inject(memory, ["settle once"], [task["id"]], 3,
+                                     judges=[(VERIFY, None)])["results"][0]["attempt"]
+
+
+def stop_here(real):
+    def wrapped(*args, **kwargs):
+        out = real(*args, **kwargs)
+        say(stopped=MOMENT)
+        while True:
+            time.sleep(1)
+    return wrapped
+
+
+if MOMENT == "settled":
+    attribution.settle = stop_here(attribution.settle)
+else:
+    outcomes._follow_up = stop_here(outcomes._follow_up)
+say(ready=True, task=task["id"], attempt=attempt, prompt=prompt)
+if ROUTE == "hook":  # the client's meta file names the spawn, as it does by then
+    (paths.project / "subagents").mkdir()
+    (paths.project / "subagents" / "agent-agent1.meta.json").write_text(
+        json.dumps({"agentType": "helix:builder", "toolUseId": "toolu_1"}))
+    fire("SubagentStop", agent_id="agent1", agent_type="helix:builder",
+         agent_transcript_path=str(paths.project / "subagents" / "agent-agent1.jsonl"),
+         last_assistant_message=OUTPUT)
+else:
+    outcomes.finish(memory, tracker, task["id"], OUTPUT, paths.home, 10)
+say(crashed="the settlement went on past its stop")
 """,
     "learn": r"""
 proposed = [
@@ -282,12 +344,15 @@ class Zygote:
         assert self.process.stdout is not None
         return self.process.stdout.readline().strip()
 
-    def fork(self, kind: str, folder: Path, seed: int) -> int:
-        """Start the child of ``kind`` in ``folder`` (its project); its pid."""
+    def fork(self, kind: str, folder: Path, seed: int, values: dict[str, Any] | None = None) -> int:
+        """Start the child of ``kind`` in ``folder`` (its project), with ``values``
+        as its constants; its pid."""
         folder.mkdir(parents=True, exist_ok=True)
         assert self.process.stdin is not None
+        constants = "".join(f"{k} = {v!r}\n" for k, v in (values or {}).items())
+        source = constants + PRELUDE + CHILDREN[kind]
         with self.lock:
-            self.process.stdin.write(json.dumps([str(folder), PRELUDE + CHILDREN[kind], seed]))
+            self.process.stdin.write(json.dumps([str(folder), source, seed]))
             self.process.stdin.write("\n")
             self.process.stdin.flush()
             pid = int(self._line())
@@ -586,6 +651,107 @@ def check_settle_kind(run: Run) -> None:
 def test_kill_9_during_settle(zygote: Zygote, tmp_path: Path) -> None:
     runs = trials(zygote, "settle", 30, tmp_path, check_settle_kind)
     assert any(r.in_flight for r in runs)  # some kills landed inside a settlement
+
+
+# ------------------------------------------- settle: a kill after it commits
+def hook_fire(folder: Path, event: str, **fields: Any) -> Any:
+    payload = {"session_id": "s", "cwd": str(folder), "hook_event_name": event, **fields}
+    env = {**os.environ, "HELIX_HOME": str(folder / ".helix"), "HELIX_EMBEDDER": "hash"}
+    return hooks.handle(event, payload, env)
+
+
+def settle_again(route: str, folder: Path, task_id: str, output: str, prompt: str) -> None:
+    """The retry a settling route makes: the hook's next path for the same agent
+    (PostToolUse carries its result), or ``helix settle`` run again."""
+    if route == "hook":
+        response = {
+            "status": "completed",
+            "agentId": "agent1",
+            "agentType": "helix:builder",
+            "content": [{"type": "text", "text": output}],
+        }
+        hook_fire(
+            folder,
+            "PostToolUse",
+            tool_name="Agent",
+            tool_use_id="toolu_1",
+            tool_input={"prompt": prompt, "subagent_type": "helix:builder"},
+            tool_response=response,
+        )
+        return
+    (folder / "out.txt").write_text(output)
+    result = run_helix(folder / ".helix", "settle", task_id, "--output", str(folder / "out.txt"))
+    assert result.returncode == 0, result.stderr
+
+
+def insight_once(memory: Memory, home: Path, content: str) -> int:
+    """How many times the INSIGHT was kept: stored, or queued for ``helix learn``."""
+    queued = sum(c["content"] == content for c in learning.pending(home))
+    return count_content(memory, content) + queued
+
+
+@pytest.mark.parametrize("verify", ["true", "test -f absent"])
+@pytest.mark.parametrize("moment", ["settled", "followed-up"])
+@pytest.mark.parametrize("route", ["hook", "settle"])
+def test_kill_9_after_the_settlement_committed_is_finished_by_a_retry(
+    zygote: Zygote,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    route: str,
+    moment: str,
+    verify: str,
+) -> None:
+    """Killed once the settlement is in the database (its attempt closed, its
+    feedback applied) but before the task heard: the hooks and ``helix settle``
+    never claim the task, and the retry still updates it and keeps the builder's
+    INSIGHT, once. A retry after that is refused: the attempt counts once."""
+    monkeypatch.setenv("HELIX_EMBEDDER", "hash")
+    folder = tmp_path / "project"
+    lesson = f"Retried settlements keep what the builder learned ({route}, {moment}, {verify})"
+    output = f"DELIVERED: done\nINSIGHT: {json.dumps({'content': lesson})}\n"
+    values = {"ROUTE": route, "MOMENT": moment, "VERIFY": verify, "OUTPUT": output}
+    pid = zygote.fork("settle-once", folder, 1, values)
+    ready = wait_ready(folder, pid)
+    deadline = time.monotonic() + 60
+    while not any(line.get("stopped") for line in said(folder)):
+        assert time.monotonic() < deadline, "the child never settled"
+        time.sleep(0.005)
+    zygote.kill(pid, folder)
+    home, task_id = folder / ".helix", ready["task"]
+    tracker = Tracker(config.Paths.at(home).tasks)
+    with Memory(config.Paths.at(home).db, embedder=HashEmbedder()) as memory:
+        assert not ledger.get(memory, ready["attempt"]).open  # the settlement committed
+        assert tracker.get(task_id)["status"] == "open"  # the task never heard
+        settle_again(route, folder, task_id, output, ready["prompt"])
+        task = tracker.get(task_id)
+        passed = verify == "true"
+        assert task["status"] == ("closed" if passed else "open"), task
+        assert task.get("helix-attempts") == (None if passed else 1), task
+        assert insight_once(memory, home, lesson) == 1
+        assert task_id in results.scan_task_statuses(home).latest
+        settle_again_refused(route, folder, task_id, output, ready["prompt"])
+        assert tracker.get(task_id) == task  # counted once
+        assert insight_once(memory, home, lesson) == 1
+        outcomes_of = memory.conn.execute(
+            "SELECT count(*) FROM task_outcome WHERE task_id = ?", (task_id,)
+        ).fetchone()[0]
+        assert outcomes_of == 1
+    check_store(config.Paths.at(home).db)
+
+
+def settle_again_refused(route: str, folder: Path, task_id: str, output: str, prompt: str) -> None:
+    """Everything was done: the route's retry changes nothing."""
+    if route == "hook":
+        settle_again(route, folder, task_id, output, prompt)
+        # A new agent record (its own was lost) settling the same attempt again.
+        with Records(config.Paths.at(folder / ".helix").db) as store:
+            store.conn.execute("DELETE FROM agent_run")
+            store.conn.commit()
+        settle_again(route, folder, task_id, output, prompt)
+        return
+    (folder / "out.txt").write_text(output)
+    result = run_helix(folder / ".helix", "settle", task_id, "--output", str(folder / "out.txt"))
+    assert result.returncode == 1 and "already settled" in result.stderr, result.stderr
 
 
 # ----------------------------------------------------------------- tracker

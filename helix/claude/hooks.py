@@ -376,10 +376,11 @@ def subagent_start(ctx: Context) -> None:
 
 # ------------------------------------------------ tying an agent to its spawn
 def _new_record(
-    ctx: Context, agent_id: str, agent_type: Any, tool_use_id: Any
+    ctx: Context, agent_id: str, agent_type: Any, tool_use_id: Any, prompt: str | None = None
 ) -> dict[str, Any] | None:
     """The agent's record, from its spawn when it can be found exactly, else from
-    the prompt in its transcript; None when it is not a helix agent."""
+    its prompt (``prompt``, what the settling path carries, or the one in its
+    transcript); None when it is not a helix agent."""
     spawn = _spawn_of(ctx, agent_id, agent_type, tool_use_id)
     if spawn is not None:
         agent_type = spawn["subagent_type"]
@@ -399,12 +400,15 @@ def _new_record(
         record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
         record["attempt_id"] = spawn.get("attempt")
         return record
-    if codex.is_codex(ctx.raw):
-        prompt = codex.first_prompt(ctx.payload)
-    else:
-        prompt = transcripts.first_prompt(ctx.payload, agent_id)
+    source = "from its prompt"
+    if not prompt:
+        source = "from the transcript"
+        if codex.is_codex(ctx.raw):
+            prompt = codex.first_prompt(ctx.payload)
+        else:
+            prompt = transcripts.first_prompt(ctx.payload, agent_id)
     record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
-    record["injection"] = "from the transcript" if prompt else "unknown: no spawn, no prompt"
+    record["injection"] = source if prompt else "unknown: no spawn, no prompt"
     return record
 
 
@@ -492,6 +496,7 @@ def settle(
     text: str,
     agent_type: str | None = None,
     tool_use_id: str | None = None,
+    prompt: str | None = None,
 ) -> bool:
     """Apply one attempt of an agent's final message, once; False when there was
     nothing to settle.
@@ -500,7 +505,13 @@ def settle(
     again). A text already settled, or an attempt already settled, is not applied
     again: the three paths report the same outcome. A resumed attempt is settled
     only when it reports an outcome of its own (an agent asked a question after
-    it finished has not attempted the task again)."""
+    it finished has not attempted the task again).
+
+    A builder whose spawn record is gone (deleted, or lost in a crash) is tied to
+    its task by its prompt (``prompt``, which PostToolUse carries, else its
+    transcript's), and its task's open attempt is settled: its recorded VERIFY
+    runs. One with no prompt at all is left by SubagentStop to the path that
+    follows it (PostToolUse, with the prompt, or the notification)."""
     files.file_id(agent_id, "agent_id")
     event = str(ctx.payload.get("hook_event_name") or "settle")
     text = text.strip()
@@ -508,9 +519,12 @@ def settle(
     with _locked(ctx.paths.agents / f".{agent_id}.lock"), _records(ctx) as store:
         record = store.agent(agent_id)
         if record is None:
-            record = _new_record(ctx, agent_id, agent_type, tool_use_id)
+            record = _new_record(ctx, agent_id, agent_type, tool_use_id, prompt)
             if record is None:
                 return False  # not a helix agent
+            if _untied(ctx, record, event):
+                log(ctx.home, event, f"{agent_id}: no spawn record, no prompt: left to its result")
+                return False
         attempt = max(1, store.starts(agent_id))
         done = record.get("attempt", 1 if record.get("settled") else 0)
         if fingerprint in record.get("fingerprints", []) or done >= attempt:
@@ -534,6 +548,21 @@ def settle(
     what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
     log(ctx.home, event, f"{agent_id}: {what} {record['agent_type']} {result}")
     return True
+
+
+def _untied(ctx: Context, record: dict[str, Any], event: str) -> bool:
+    """A builder nothing ties to a task (no spawn record, no prompt) at SubagentStop
+    of Claude Code, where PostToolUse (a foreground agent, carrying its prompt) or
+    the notification (a background one) follows: settling it now, as untracked
+    work with no VERIFY, would leave its task's attempt unjudged."""
+    return (
+        event == "SubagentStop"
+        and not codex.is_codex(ctx.raw)
+        and AGENT_TYPES[record["agent_type"]] == "builder"
+        and not record.get("task_id")
+        and not record.get("tool_use_id")
+        and str(record.get("injection", "")).startswith("unknown")
+    )
 
 
 def _has_outcome(role: str, text: str) -> bool:
@@ -682,7 +711,18 @@ def post_tool_use(ctx: Context) -> None:
                 )
             ]
         text = transcripts.text_of(content)
-        settle(ctx, agent_id, text, response["agentType"], ctx.payload.get("tool_use_id"))
+        tool_input = ctx.payload.get("tool_input")
+        prompt = tool_input.get("prompt") if isinstance(tool_input, dict) else None
+        if not isinstance(prompt, str) or not prompt:
+            prompt = response.get("prompt")
+        settle(
+            ctx,
+            agent_id,
+            text,
+            response["agentType"],
+            ctx.payload.get("tool_use_id"),
+            prompt if isinstance(prompt, str) else None,
+        )
     return None
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from helix.errors import HelixError, InvalidInput
-from helix.loop import attribution, contracts, learning, results
+from helix.loop import attribution, contracts, learning, ledger, results
 from helix.loop import verify as verification
 from helix.loop.records import Settlement
 from helix.tasks.records import TaskRecord
@@ -27,6 +27,10 @@ from helix.tasks.records import TaskRecord
 if TYPE_CHECKING:
     from helix.memory.store import Memory
     from helix.tasks.tracker import Tracker
+
+# The task field naming the attempt whose settlement was applied to it last: a
+# retry of that attempt is refused, one the task has not seen is applied.
+APPLIED = "helix-applied-attempt"
 
 
 def finish(
@@ -44,32 +48,63 @@ def finish(
     """Settle one attempt of a tracked task (``attempt_id``, else its newest open
     one); return everything that was applied.
 
-    If that attempt was settled before but the tracker never heard (a crash
-    between the two), the rest of that finish is done now with the recorded
-    settlement (candidates queued, status logged, the task updated) and it is
-    returned with ``recovered``; otherwise a settled attempt raises Rejected."""
+    If that attempt was settled before but its task never heard (a crash after
+    the settling transaction, whichever route settled it: the hooks, ``helix
+    settle``, MCP, ``helix run``), the rest of that finish is done now with the
+    recorded settlement (candidates queued, status logged, the task updated) and
+    it is returned with ``recovered``; otherwise a settled attempt raises
+    :class:`attribution.AlreadySettled`. Idempotent: the task records the attempt
+    it last applied (:data:`APPLIED`), so a retry after everything was done is
+    refused and a failure is counted once."""
     task = tracker.get(task_id)
     try:
         settled, checked = _attempt(
             memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id
         )
     except attribution.AlreadySettled as done:
-        recorded = done.attempt.result
-        if not update_tracker or task.get("status") != "in_progress" or not recorded:
+        if not _unapplied(memory, task, done.attempt, update_tracker):
             raise
         # The rest of the interrupted finish: what it does after the settling
         # transaction (both idempotent: a candidate is queued once, and the status
         # log keeps each task's latest line), then the tracker. The INSIGHTs come
         # from the message again: the ledger does not keep agent-written text.
         report = contracts.parse_outcome(agent_output)
+        recorded = done.attempt.result
         settled = cast(Settlement, {**recorded, "insights": report.insights, "recovered": True})
         checked = verification.Verification(**settled["verification"])
         _follow_up(memory, task, settled, checked, home, files_changed, agent_id)
-        settled["task"] = apply(tracker, task, settled, checked.cause())
+        if update_tracker:
+            settled["task"] = apply(tracker, task, settled, checked.cause())
         return settled
     if update_tracker:
         settled["task"] = apply(tracker, task, settled, checked.cause())
     return settled
+
+
+def _unapplied(
+    memory: Memory, task: TaskRecord, attempt: ledger.Attempt, update_tracker: bool
+) -> bool:
+    """Whether ``attempt`` was settled but never applied to ``task``: only the
+    task's newest attempt, with its settlement recorded, that the task has not
+    marked as applied. Without the mark (a task an older helix updated, which
+    never wrote it), only a task still claimed or that no settlement ever
+    touched. ``helix run`` applies a recovered settlement itself, to the task it
+    claimed: with ``update_tracker`` False the task must still be in progress."""
+    if not attempt.result or attempt.task_id != task["id"]:
+        return False
+    newest = ledger.latest(memory, task["id"])
+    if newest is None or newest.id != attempt.id:
+        return False  # a later attempt superseded it: its task update is moot
+    record = dict(task)
+    status = record.get("status")
+    if not update_tracker:
+        return status == "in_progress" and record.get(APPLIED) != attempt.id
+    if APPLIED in record:
+        return record[APPLIED] != attempt.id
+    touched = status == "closed" or any(
+        record.get(k) for k in ("helix-attempts", "helix-last-outcome")
+    )
+    return status == "in_progress" or not touched
 
 
 def finish_untracked(
@@ -172,26 +207,38 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
     passed = settled["verification"]["passed"]
     tampered = settled.get("tampered")
     skipped = settled["verification"].get("skipped")
+    attempt = settled.get("attempt") or None
     if settled["outcome"] == "delivered" and not tampered and not skipped and passed is not False:
         # A pass on a repeat or without a recorded attempt still closes the task;
         # only the memory's credit needs the stricter proof.
-        proven = bool(passed) and bool(settled.get("attempt"))
+        proven = bool(passed) and bool(attempt)
         tracker.update(task_id, **{"helix-verified": proven})
-        return tracker.close(task_id, "delivered", settled["summary"] or None)
+        closed = tracker.close(task_id, "delivered", settled["summary"] or None)
+        if attempt is None:
+            return closed
+        # Marked after closing: a crash between the two re-applies a delivery,
+        # which closes the task again and changes nothing else.
+        return tracker.update(task_id, **{APPLIED: attempt})
     if tampered and task.get("verify") != settled["verification"]["command"]:
         # The judge changed during the attempt: put back the one it started with, so
         # the next attempt is not judged by what the builder wrote.
         tracker.update(task_id, verify=settled["verification"]["command"] or "")
     error = f"tampered: {tampered}" if tampered else skipped or settled["error"] or cause
-    return record_failure(tracker, task, settled["outcome"], error, settled["remaining"])
+    return record_failure(tracker, task, settled["outcome"], error, settled["remaining"], attempt)
 
 
 def record_failure(
-    tracker: Tracker, task: TaskRecord, outcome: str, error: str, remaining: str = ""
+    tracker: Tracker,
+    task: TaskRecord,
+    outcome: str,
+    error: str,
+    remaining: str = "",
+    attempt: str | None = None,
 ) -> TaskRecord:
     """Count a failed attempt on the task (attempts, last outcome, last error, for
     the retry's prompt and recall) and release it: in_progress goes back to open,
-    and a delivery an earlier attempt closed is reopened."""
+    and a delivery an earlier attempt closed is reopened. ``attempt`` (the settled
+    one) is marked as applied in the same write."""
     task_id = task["id"]
     attempts = task.get("helix-attempts")
     fields = {
@@ -201,6 +248,8 @@ def record_failure(
     }
     if remaining:
         fields["helix-remaining"] = remaining[:2000]
+    if attempt:
+        fields[APPLIED] = attempt
     # One write: counting the attempt and releasing the task in two would leave a
     # task in progress with its failure counted after a crash between them, and
     # finishing it again (which re-applies the recorded settlement) counts it twice.
