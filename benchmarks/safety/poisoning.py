@@ -13,10 +13,13 @@ way storing does:
   ``Memory.store``, ``store_many`` and ``import`` apply).
 
 Printed per split (dev: what the screen was developed against; held-out: kept
-aside) and per category: the share refused, for hostile (higher is better) and
+aside; blind: written after the screen was frozen, by someone who never saw it or
+its data, see ``tests/data/poisoning/BLIND.md``) and per category: the share refused, for hostile (higher is better) and
 benign (lower is better), plus the median screening time per text: the pattern
 layer, the bank comparison on a vector already computed, and embedding plus
 comparison (storing embeds anyway; the embedding is not an extra cost there).
+"Refused or withheld" adds what injection holds back whatever its origin
+(:mod:`helix.memory.reach`: text reaching outside the project).
 ``--sweep`` prints refusal rates over a range of semantic thresholds, to
 calibrate :data:`helix.memory.exemplars.THRESHOLD`.
 
@@ -39,11 +42,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from helix.memory import exemplars, safety  # noqa: E402
+from helix.memory import exemplars, reach, safety  # noqa: E402
 from helix.memory.embeddings import MiniLMEmbedder  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "poisoning"
-SPLITS = ("dev", "heldout")
+SPLITS = ("dev", "heldout", "blind")
 JOIN = "<<>>"  # written inside fake credentials so the files hold none whole
 
 
@@ -81,6 +84,8 @@ def screen_split(embedder: MiniLMEmbedder, split: str) -> dict[str, Any]:
         cosines = [sim for sim, _ in nearest]
         # The semantic verdict the store uses: nearness to an exemplar or the classifier.
         semantic = [p is not None for p in exemplars.problems(vectors, embedder.model_id)]
+        # Injection withholds a stored text that reaches outside the project.
+        withheld = [reach.outside(t) is not None for t in texts]
         by_category: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
         for row, pat, sem in zip(rows, pattern, semantic, strict=True):
             counts = by_category[row["category"]]
@@ -92,6 +97,11 @@ def screen_split(embedder: MiniLMEmbedder, split: str) -> dict[str, Any]:
             "pattern": sum(pattern) / len(rows),
             "full": sum(p or s for p, s in zip(pattern, semantic, strict=True)) / len(rows),
             "semantic_only": sum(s and not p for p, s in zip(pattern, semantic, strict=True)),
+            # stored but never injected: refused, or withheld at injection by reach
+            "kept_out": sum(
+                p or s or w for p, s, w in zip(pattern, semantic, withheld, strict=True)
+            )
+            / len(rows),
             "categories": {
                 c: {"n": n, "pattern": p / n, "full": f / n}
                 for c, (p, f, n) in sorted(by_category.items())
@@ -131,7 +141,8 @@ def report(results: dict[str, Any]) -> None:
             r = results[split][kind]
             print(
                 f"\n{split} {kind} (n={r['n']}): pattern {r['pattern']:.1%}, full {r['full']:.1%}"
-                f" ({r['semantic_only']} refused by the semantic check alone)"
+                f" ({r['semantic_only']} refused by the semantic check alone); refused or"
+                f" withheld at injection {r['kept_out']:.1%}"
             )
             for category, c in r["categories"].items():
                 print(f"  {category:<18} n={c['n']:<3} {c['pattern']:7.1%} {c['full']:7.1%}")
