@@ -215,10 +215,13 @@ def test_the_mcp_store_tool_writes_quarantined(tmp_path: Path, minilm):
     try:
         stored = service.store(ADVICE)
         provenance = service.show(stored["name"])["provenance"]
+        [hit] = service.recall(TASK)["hits"]
     finally:
         service.close()
     assert stored["quarantined"] is True
     assert provenance["origin"] == "agent" and provenance["route"] == "mcp"
+    # Recall over MCP shows it as an agent's too, never with a percentage.
+    assert hit["confidence"].startswith("[unproven, written by an agent (MCP store")
 
 
 def test_an_agents_words_never_rewrite_a_persons_insight(memory: Memory):

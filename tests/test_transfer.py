@@ -246,4 +246,5 @@ def test_imported_usefulness_figures_are_not_believed(tmp_path, minilm):
         assert mem.health()["proven"] == 0
         assert not any("proven constraints" in line for line in briefing.memory_lines(mem))
         hit = mem.recall("pin the CI toolchain version")[0]
-        assert hit["_confidence"] == "[unproven]"
+        # Quarantined as an import: shown as such, never with a percentage.
+        assert hit["_confidence"] == "[unproven, imported (helix memory import)]"

@@ -466,7 +466,10 @@ def memory_import(file: str) -> None:
 
     Only the advice is imported: each text is embedded and screened here, and its
     usefulness figures and vectors are ignored, so imported insights start
-    unproven until VERIFY runs in this project credit them.
+    unproven until VERIFY runs in this project credit them. They are also
+    quarantined: injected only marked as imported, never briefed nor exported,
+    until a person runs `helix memory approve NAME` or verified passes of two
+    other tasks stand behind them.
 
     Example: helix memory import team-memory.jsonl
     """
@@ -480,7 +483,15 @@ def memory_import(file: str) -> None:
         lines = path.open(encoding="utf-8", errors="replace")
         label = path.name
     with open_memory() as mem:
-        emit(mem.import_lines(lines, source_label=label))
+        result = mem.import_lines(lines, source_label=label)
+    if result["added"]:
+        click.echo(
+            f"helix: {result['added']} imported insights are quarantined: injected only as "
+            "marked candidates until a person runs `helix memory approve NAME` or verified "
+            "passes of two other tasks stand behind them",
+            err=True,
+        )
+    emit(result)
 
 
 @memory.command("list")

@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 
 from helix.errors import InvalidInput
-from helix.memory import db, insight, ranking, uplift
+from helix.memory import db, insight, quarantine, ranking, uplift
 from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows
 
@@ -177,7 +177,19 @@ def recall(
                 index.cosine(i, qvec), lexical.get(i, 0.0), i in file_hits
             ),
         )
-    return hits[:limit]
+    return _marked(memory, hits[:limit])
+
+
+def _marked(memory: InsightRows, hits: list[RecallHit]) -> list[RecallHit]:
+    """A quarantined hit (:mod:`helix.memory.quarantine`) shows who wrote it in
+    place of its confidence, wherever recall is shown (CLI, MCP, injection): it is
+    never shown as proven."""
+    held = quarantine.held(memory.conn, [h["name"] for h in hits])
+    for hit in hits:
+        hold = held.get(hit["name"])
+        if hold is not None:
+            hit["_confidence"] = hit["confidence"] = hold.label()
+    return hits
 
 
 def _light_rows(memory: InsightRows, ids: Iterable[int]) -> list[tuple]:
