@@ -126,6 +126,7 @@ def test_settle_credits_a_passing_verify_once(tmp_path: Path) -> None:
             task = await ok(client, "tasks_create", title=TASK, verify="exit 0")
             given = await ok(client, "inject", task_id=task["id"], limit=3)
             assert stored["name"] in given["names"] and given["attempt"]
+            (tmp_path / "payments.py").write_text("RETRIES = 3\n")  # the work VERIFY judges
             settled = await ok(
                 client,
                 "settle",
@@ -272,3 +273,32 @@ def test_a_slow_verify_does_not_stall_other_calls(tmp_path: Path) -> None:
     anyio.run(main)
     assert marks["settle"] >= 2
     assert marks["health"] < 1.5  # answered while VERIFY was still running
+
+
+NOT_NUMBERS = [
+    ("recall", {"query": "retry", "limit": True}, "limit: Input should be a valid integer"),
+    ("recall", {"query": "retry", "limit": "3"}, "limit: Input should be a valid integer"),
+    ("history", {"name": "x", "limit": False}, "limit: Input should be a valid integer"),
+    ("inject", {"task_id": "hx-00000000", "limit": "3"}, "limit"),
+    ("tasks_create", {"title": "t", "priority": True}, "priority"),
+    ("tasks_create", {"title": "t", "priority": "1"}, "priority"),
+    ("settle", {"task_id": "hx-0", "claimed": "blocked", "timeout": True}, "timeout"),
+    ("settle", {"task_id": "hx-0", "claimed": "blocked", "timeout": "3"}, "timeout"),
+    ("settle", {"task_id": "hx-0", "claimed": "blocked", "timeout": float("nan")}, "timeout"),
+    ("settle", {"task_id": "hx-0", "claimed": "blocked", "timeout": float("inf")}, "timeout"),
+]
+
+
+def test_numbers_must_be_numbers(tmp_path: Path) -> None:
+    async def main() -> tuple[list[str], dict, dict]:
+        async with stdio_client(project(tmp_path)) as client:
+            messages = [await error(client, tool, args) for tool, args, _ in NOT_NUMBERS]
+            found = await ok(client, "recall", query="retry", limit=3)
+            task = await ok(client, "tasks_create", title="Numbers", verify="true", priority=2)
+            return messages, found, task
+
+    messages, found, task = anyio.run(main)
+    for message, (tool, _, expected) in zip(messages, NOT_NUMBERS, strict=True):
+        assert message.startswith(f"invalid arguments for {tool}: "), message
+        assert expected in message and "\n" not in message.strip(), message
+    assert found["hits"] == [] and task["priority"] == 2

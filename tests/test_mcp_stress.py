@@ -12,18 +12,14 @@ events in the store, and the store passes SQLite's integrity checks.
 from __future__ import annotations
 
 import functools
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp.client import Client
-from mcp_client import project, server_env, stdio_client, value
+from mcp_client import HttpServer, http_client, project, stdio_client, value
 
 from helix.memory.store import Memory
 
@@ -94,6 +90,7 @@ async def agent(root: Path, worker: int, calls: Calls) -> None:
                 group.start_soon(remember, calls, client, text, stored)
                 group.start_soon(functools.partial(calls, client, "recall", query=topic, limit=5))
                 group.start_soon(calls, client, "health")
+            (root / f"work_{worker}_{round_}.txt").write_text(topic)  # the work VERIFY judges
             await calls(
                 client,
                 "settle",
@@ -154,45 +151,19 @@ def test_four_agents_one_thousand_calls_no_lost_feedback(tmp_path: Path, minilm:
         conn.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for(port: int, server: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert server.poll() is None, server.stderr.read() if server.stderr else ""
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError(f"the HTTP server did not listen on {port}")
-
-
 def test_four_sessions_on_one_http_server(tmp_path: Path) -> None:
     root = project(tmp_path)
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "helix", "mcp", "serve", "--http", "--port", str(port)],
-        cwd=root,
-        env=server_env(root),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     calls = Calls()
 
-    async def session(worker: int) -> None:
-        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
+    async def session(url: str, worker: int) -> None:
+        async with http_client(url) as client:
             for round_ in range(5):
                 topic = TOPICS[(worker + round_) % len(TOPICS)]
                 await calls(client, "store", content=f"{SEED[worker]} (seen by agent {worker})")
                 task = await calls(client, "tasks_create", title=topic, verify="true")
                 given = await calls(client, "inject", task_id=task["id"])
                 await calls(client, "recall", query=topic)
+                (root / f"work_{worker}_{round_}.txt").write_text(topic)
                 await calls(
                     client,
                     "settle",
@@ -201,25 +172,17 @@ def test_four_sessions_on_one_http_server(tmp_path: Path) -> None:
                     utilized=given["names"],
                 )
 
-    async def main() -> None:
+    async def main(url: str) -> None:
         async with anyio.create_task_group() as group:
             for worker in range(WORKERS):
-                group.start_soon(session, worker)
+                group.start_soon(session, url, worker)
 
-    try:
-        _wait_for(port, server)
-        anyio.run(main)
-    finally:
-        server.terminate()
-        try:
-            out, _ = server.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            out, _ = server.communicate()
+    with HttpServer(root) as server:
+        anyio.run(main, server.url)
     assert calls.errors == []
     assert calls.count == WORKERS * 5 * 5
     assert len(calls.settled) == WORKERS * 5 and all(s["verified"] for s in calls.settled)
-    assert out == ""  # logs go to stderr, never stdout
+    assert server.out == ""  # logs go to stderr, never stdout
     with sqlite3.connect(root / ".helix" / "helix.db") as conn:
         assert conn.execute("SELECT count(*) FROM trial").fetchone()[0] == len(calls.settled)
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

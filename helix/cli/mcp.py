@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from helix.cli.common import guarded
@@ -24,7 +26,9 @@ def mcp() -> None:
 
 
 @mcp.command("serve")
-@click.option("--http", is_flag=True, help="Streamable HTTP on 127.0.0.1 instead of stdio.")
+@click.option(
+    "--http", is_flag=True, help="Streamable HTTP on 127.0.0.1 instead of stdio; needs a token."
+)
 @click.option(
     "--port", default=8765, show_default=True, type=click.IntRange(1, 65535), help="With --http."
 )
@@ -33,9 +37,12 @@ def mcp_serve(http: bool, port: int) -> None:
     """Run the MCP server for the project helix finds from here.
 
     stdio by default (the client starts it); --http serves streamable HTTP at
-    http://127.0.0.1:PORT/mcp, on the loopback interface only. Tools: recall,
-    store, show, history, health, inject, settle, tasks_create, tasks_ready,
-    tasks_show, tasks_claim, tasks_close, tasks_history. Logs go to stderr.
+    http://127.0.0.1:PORT/mcp, on the loopback interface only, to requests that
+    send "Authorization: Bearer TOKEN". TOKEN is the environment variable
+    HELIX_MCP_TOKEN (at least 16 characters) or, when unset, a random one printed
+    on stderr with the URL at start. Tools: recall, store, show, history, health,
+    inject, settle, tasks_create, tasks_ready, tasks_show, tasks_claim,
+    tasks_close, tasks_history. Logs go to stderr.
 
     Example: helix mcp serve --http --port 8765
     """
@@ -45,4 +52,15 @@ def mcp_serve(http: bool, port: int) -> None:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
         raise HelixError(f"helix mcp serve needs the MCP SDK; {INSTALL_HINT}") from None
-    server.serve(http=http, port=port)
+    if not http:
+        server.serve()
+        return
+    from helix.mcp import http_transport
+
+    token = http_transport.token()
+    click.echo(f"helix mcp: serving http://{http_transport.HOST}:{port}/mcp", err=True)
+    if os.environ.get(http_transport.TOKEN_ENV):
+        click.echo(f"helix mcp: the bearer token is {http_transport.TOKEN_ENV}", err=True)
+    else:
+        click.echo(f"helix mcp: send 'Authorization: Bearer {token}'", err=True)
+    server.serve(http=True, port=port, token=token)

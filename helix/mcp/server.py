@@ -3,15 +3,21 @@
 Imported only by ``helix mcp serve``: the SDK is an optional extra
 (``helix[mcp]``) and slow to import, so nothing on the hook path may reach it.
 
-Each tool is a synchronous function, which the SDK runs in a worker thread, so
-a VERIFY that takes a minute never stalls the other clients of an HTTP server.
+Each tool's work (blocking: SQLite, the embedding model, a VERIFY that may run
+for minutes) runs in a worker thread from one of two pools (:class:`Workers`):
+:data:`VERIFY_AT_ONCE` threads for the calls that run VERIFY, more for the rest.
+A settle waiting for a VERIFY slot holds no thread, so however many slow settles
+are in flight, ``health`` or ``recall`` still answer at once.
+
 Parameters are typed and described (the SDK turns them into each tool's JSON
 schema and validates the arguments against it); text is bounded, so a huge
-argument is refused before helix reads it. Every failure comes back as a tool
-error with one line: helix's own errors with their message, anything
-unexpected as "internal error" with the detail logged to stderr. stdout carries
-the protocol and nothing else (the SDK diverts file descriptor 1 to stderr
-while it serves stdio, so even a child process cannot write into the stream).
+argument is refused before helix reads it, and numbers are strict: ``true``,
+``"3"``, NaN or infinity where a number belongs is refused, never coerced. Every
+failure comes back as a tool error with one line: helix's own errors with their
+message, anything unexpected as "internal error" with the detail logged to
+stderr. stdout carries the protocol and nothing else (the SDK diverts file
+descriptor 1 to stderr while it serves stdio, so even a child process cannot
+write into the stream).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import ToolAnnotations
@@ -29,11 +37,15 @@ from pydantic import Field, ValidationError
 
 from helix import __version__
 from helix.errors import HelixError, InvalidInput, NotFound
+from helix.mcp import http_transport
 from helix.mcp.service import RANKING_NOTE, Service
 from helix.vocab import Kind, TaskOutcome
 
 DEFAULT_PORT = 8765
-HOST = "127.0.0.1"  # never another interface: the tools write to the project
+# VERIFY commands are often test suites: a handful at once keeps the machine
+# usable; the other calls are short and only need a thread each.
+VERIFY_AT_ONCE = 8
+CALLS_AT_ONCE = 16
 
 log = logging.getLogger("helix.mcp")
 T = TypeVar("T")
@@ -52,6 +64,9 @@ FileList = Annotated[
     Field(max_length=LIST, description="File paths or globs (relative to the project root)."),
 ]
 Words = Annotated[list[Annotated[str, Field(max_length=SHORT)]] | None, Field(max_length=LIST)]
+
+# Numbers are strict: lax validation would read true as 1 and "3" as 3.
+Priority = Annotated[int, Field(ge=0, le=4, strict=True, description="0 is highest.")]
 
 INSTRUCTIONS = """\
 helix is this project's insight memory and task loop. Before a task, call `inject`
@@ -115,6 +130,23 @@ def _run(call: Callable[[], T]) -> T:
         raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
 
 
+class Workers:
+    """The worker threads tool calls run in: ``verify`` for calls that run a
+    VERIFY command, ``call`` for the rest. Each call's failures come back as one
+    line (:func:`_run`). Bounded by capacity limiters, not by the SDK's shared
+    default pool, which slow settles could fill."""
+
+    def __init__(self, verify_at_once: int = VERIFY_AT_ONCE, calls_at_once: int = CALLS_AT_ONCE):
+        self._verify = anyio.CapacityLimiter(verify_at_once)
+        self._calls = anyio.CapacityLimiter(calls_at_once)
+
+    async def call(self, work: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(_run, work, limiter=self._calls)
+
+    async def verify(self, work: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(_run, work, limiter=self._verify)
+
+
 class HelixServer(MCPServer):
     """``MCPServer`` whose argument errors read as one line per bad field."""
 
@@ -138,22 +170,23 @@ def build(service: Service) -> MCPServer:
     server: MCPServer = HelixServer(
         "helix", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
+    workers = Workers()
     reading = ToolAnnotations(read_only_hint=True)
     writing = ToolAnnotations(read_only_hint=False, destructive_hint=False)
 
     @server.tool(annotations=reading)
-    def recall(
+    async def recall(
         query: Annotated[str, Field(min_length=1, max_length=TEXT, description="The task.")],
-        limit: Annotated[int, Field(ge=1, le=50)] = 5,
+        limit: Annotated[int, Field(ge=1, le=50, strict=True)] = 5,
         files: FileList = None,
     ) -> dict[str, Any]:
         """Find insights for a task, best first. Relevance picks the candidates and
         proven usefulness orders them; each hit carries its ranking: relevance,
         uplift (estimated effect on the chance that VERIFY passes) and its sd."""
-        return dict(_run(lambda: service.recall(query, limit, files)))
+        return dict(await workers.call(lambda: service.recall(query, limit, files)))
 
     @server.tool(annotations=writing)
-    def store(
+    async def store(
         content: Annotated[
             str,
             Field(min_length=1, max_length=TEXT, description='"When X, do Y because Z".'),
@@ -165,28 +198,28 @@ def build(service: Service) -> MCPServer:
         """Store an insight. It passes the same safety screen as every other way in
         (secrets and hostile instructions are refused); a near-duplicate merges into
         the existing insight. The kind is inferred when not given."""
-        return _run(lambda: service.store(content, kind, tags, files))
+        return await workers.call(lambda: service.store(content, kind, tags, files))
 
     @server.tool(annotations=reading)
-    def show(name: Name) -> dict[str, Any]:
+    async def show(name: Name) -> dict[str, Any]:
         """One insight with its evidence trail (feedback events) and graph edges."""
-        return _run(lambda: service.show(name))
+        return await workers.call(lambda: service.show(name))
 
     @server.tool(annotations=reading)
-    def history(
-        name: Name, limit: Annotated[int, Field(ge=1, le=1000)] = 50
+    async def history(
+        name: Name, limit: Annotated[int, Field(ge=1, le=1000, strict=True)] = 50
     ) -> list[dict[str, Any]]:
         """The feedback events behind an insight's effectiveness, newest first: each
         outcome, whether helix verified it, and how the estimate moved."""
-        return _run(lambda: service.history(name, limit))
+        return await workers.call(lambda: service.history(name, limit))
 
     @server.tool(annotations=reading)
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         """The memory's totals, feedback-loop signals, model and schema."""
-        return _run(service.health)
+        return await workers.call(service.health)
 
     @server.tool(annotations=writing)
-    def tasks_create(
+    async def tasks_create(
         title: Annotated[str, Field(min_length=1, max_length=SHORT)],
         verify: Annotated[
             str | None,
@@ -194,7 +227,7 @@ def build(service: Service) -> MCPServer:
         ] = None,
         description: Annotated[str | None, Field(max_length=TEXT)] = None,
         acceptance: Annotated[str | None, Field(max_length=TEXT)] = None,
-        priority: Annotated[int | None, Field(ge=0, le=4, description="0 is highest.")] = None,
+        priority: Priority | None = None,
         labels: Words = None,
         deps: Annotated[
             list[Annotated[str, Field(max_length=128)]] | None,
@@ -212,57 +245,59 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Create a task in the project's tracker (.helix/tasks.jsonl). Its VERIFY
         is the command helix runs to judge every attempt at it."""
-        return _run(
+        return await workers.call(
             lambda: service.tasks_create(
                 title, verify, description, acceptance, priority, labels, deps, delta, verify_files
             )
         )
 
     @server.tool(annotations=reading)
-    def tasks_ready() -> list[dict[str, Any]]:
+    async def tasks_ready() -> list[dict[str, Any]]:
         """Open tasks whose dependencies are all done, highest priority first."""
-        return _run(service.tasks_ready)
+        return await workers.call(service.tasks_ready)
 
     @server.tool(annotations=reading)
-    def tasks_show(task_id: TaskId) -> dict[str, Any]:
+    async def tasks_show(task_id: TaskId) -> dict[str, Any]:
         """One task with its derived state and its parents' deliveries."""
-        return _run(lambda: service.tasks_show(task_id))
+        return await workers.call(lambda: service.tasks_show(task_id))
 
     @server.tool(annotations=writing)
-    def tasks_claim(
+    async def tasks_claim(
         task_id: TaskId,
         owner: Annotated[
             str, Field(min_length=1, max_length=SHORT, description="Who works on it.")
         ],
     ) -> dict[str, Any]:
         """Claim an open task (it becomes in_progress)."""
-        return dict(_run(lambda: service.tasks_claim(task_id, owner)))
+        return dict(await workers.call(lambda: service.tasks_claim(task_id, owner)))
 
     @server.tool(annotations=writing)
-    def tasks_close(
+    async def tasks_close(
         task_id: TaskId,
         outcome: TaskOutcome | None = None,
         summary: Annotated[str | None, Field(max_length=TEXT)] = None,
     ) -> dict[str, Any]:
         """Close a task by hand. This is bookkeeping only: it credits no insight.
         To finish an attempt and have VERIFY judge it, use settle."""
-        return dict(_run(lambda: service.tasks_close(task_id, outcome, summary)))
+        return dict(await workers.call(lambda: service.tasks_close(task_id, outcome, summary)))
 
     @server.tool(annotations=reading)
-    def tasks_history(task_id: TaskId) -> list[dict[str, Any]]:
+    async def tasks_history(task_id: TaskId) -> list[dict[str, Any]]:
         """Every attempt helix recorded for a task, newest first: the insights it
         was given, the VERIFY that judges it, and how it was settled."""
-        return _run(lambda: service.attempts(task_id))
+        return await workers.call(lambda: service.attempts(task_id))
 
     @server.tool(annotations=writing)
-    def inject(task_id: TaskId, limit: Annotated[int, Field(ge=1, le=20)] = 5) -> dict[str, Any]:
+    async def inject(
+        task_id: TaskId, limit: Annotated[int, Field(ge=1, le=20, strict=True)] = 5
+    ) -> dict[str, Any]:
         """Insights for a tracked task, and a new attempt in helix's ledger: the
         insights chosen and the task's VERIFY are recorded now, and settle trusts
         that record. Use the returned `block` in the prompt; keep `attempt`."""
-        return _run(lambda: service.inject(task_id, limit))
+        return await workers.call(lambda: service.inject(task_id, limit))
 
     @server.tool(annotations=writing)
-    def settle(
+    async def settle(
         task_id: TaskId,
         claimed: Annotated[
             Literal["delivered", "blocked", "partial"],
@@ -284,14 +319,19 @@ def build(service: Service) -> MCPServer:
             str | None, Field(max_length=128, description="Default: the newest open one.")
         ] = None,
         files_changed: FileList = None,
-        timeout: Annotated[float, Field(gt=0, le=3600, description="VERIFY's limit, s.")] = 600,
+        timeout: Annotated[
+            float,
+            Field(
+                gt=0, le=3600, strict=True, allow_inf_nan=False, description="VERIFY's limit, s."
+            ),
+        ] = 600,
     ) -> dict[str, Any]:
         """Finish an attempt started by inject. helix runs the VERIFY recorded then,
         in the project root, and credits the injected insights by its exit code: a
         claim alone never earns credit, and a delivery whose VERIFY fails is settled
         as blocked. A proven delivery closes the task; anything else reopens it."""
         return dict(
-            _run(
+            await workers.verify(
                 lambda: service.settle(
                     task_id,
                     claimed,
@@ -332,11 +372,19 @@ def build(service: Service) -> MCPServer:
     return server
 
 
-def serve(http: bool = False, port: int = DEFAULT_PORT) -> None:
-    """Serve the project helix resolves from here: stdio, or streamable HTTP on
-    127.0.0.1 at ``port`` (path ``/mcp``). Returns when the client goes away."""
+def serve(
+    http: bool = False,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    limits: http_transport.Limits | None = None,
+) -> None:
+    """Serve the project helix resolves from here: stdio (returns when the client
+    goes away), or streamable HTTP on 127.0.0.1 at ``port`` (path ``/mcp``) to
+    requests bearing ``token`` (:mod:`helix.mcp.http_transport`)."""
+    if http and not token:
+        raise InvalidInput("an HTTP server needs a bearer token")
     server = build(Service())
-    if http:
-        server.run("streamable-http", host=HOST, port=port)
+    if http and token:
+        http_transport.serve(server, token, port, limits)
     else:
         server.run("stdio")
