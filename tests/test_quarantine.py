@@ -125,6 +125,7 @@ def test_a_quarantined_insight_is_never_briefed_exported_nor_a_constraint(sessio
     assert json.loads(result.stdout)["status"] == "approved"
     assert "check_schema" in briefing(session)
     assert "check_schema" in exported(session)
+    assert json.loads(helix("memory", "list", "--quarantined", "--json").stdout) == []
     with session.memory() as memory:
         assert memory.get(name)["provenance"]["quarantined"] is False
         plan = injection.strategic_recall(memory, TASK, home=session.home, save=False)
@@ -190,6 +191,8 @@ def test_an_import_is_quarantined_and_injected_marked(session: Session, tmp_path
         [row] = memory.list()
         provenance = memory.get(row["name"])["provenance"]
     assert provenance["origin"] == "import" and provenance["quarantined"] is True
+    waiting = json.loads(helix("memory", "list", "--quarantined", "--json").stdout)
+    assert [i["name"] for i in waiting] == [row["name"]]
     injected = json.loads(helix("inject", TASK).stdout)
     assert injected["insights"][0]["confidence"] == "[unproven, imported (helix memory import)]"
     assert "imported (helix memory import)" in injected["block"]

@@ -504,15 +504,22 @@ def memory_import(file: str) -> None:
     show_default=True,
     type=click.Choice(("effectiveness", "recent", "name", "uses")),
 )
+@click.option(
+    "--quarantined",
+    is_flag=True,
+    help="Only insights an agent wrote or an import brought that wait for approval.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @guarded
-def memory_list(kind: str | None, tag: str | None, limit: int, order: str, as_json: bool) -> None:
+def memory_list(
+    kind: str | None, tag: str | None, limit: int, order: str, quarantined: bool, as_json: bool
+) -> None:
     """List insights as a table.
 
-    Example: helix memory list --kind failure --order recent
+    Example: helix memory list --quarantined --order recent
     """
     with open_memory(create=False) as mem:
-        rows = mem.list(kind=kind, tag=tag, limit=limit, order=order)
+        rows = mem.list(kind=kind, tag=tag, limit=limit, order=order, quarantined=quarantined)
     if as_json:
         emit(rows)
         return

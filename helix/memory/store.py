@@ -249,9 +249,12 @@ class Memory(InsightRows):
         tag: str | None = None,
         limit: int = 50,
         order: str = "effectiveness",
+        quarantined: bool = False,
     ) -> list[dict[str, Any]]:
         """Insights for people, ordered by ``effectiveness`` (default), ``recent``
-        (newest first), ``name`` or ``uses`` (most used first). Read-only."""
+        (newest first), ``name`` or ``uses`` (most used first); ``quarantined``
+        keeps only those waiting for a person's approval or independent evidence
+        (:mod:`helix.memory.quarantine`). Read-only."""
         orders = {
             "effectiveness": "effectiveness DESC, name",
             "recent": "created_at DESC, name",
@@ -267,6 +270,8 @@ class Memory(InsightRows):
         if tag:
             clauses.append("EXISTS (SELECT 1 FROM json_each(insight.tags) WHERE value = ?)")
             params.append(tag.lower())
+        if quarantined:
+            clauses.append(quarantine.held_clause("insight.name"))
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = self.conn.execute(
             f"SELECT {insight.COLUMNS} FROM insight {where} ORDER BY {orders[order]} LIMIT ?",
