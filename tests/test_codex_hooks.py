@@ -145,6 +145,7 @@ def test_a_builder_spawned_by_codex_gets_its_insights_and_is_settled_once(
     agent_id = captured("SubagentStart")["agent_id"]
     assert session.fire("PostToolUse_spawn_agent", tool_input=spawn) is None
     assert session.fire("SubagentStart") is None
+    (session.project / "migration.sql").write_text("ALTER TABLE orders ...\n")  # the work
     final = "DELIVERED: migration added\nUTILIZED: []"
     for _ in range(2):  # a repeated stop is not credited again
         assert session.fire("SubagentStop", last_assistant_message=final) is None
@@ -260,6 +261,7 @@ def test_an_agent_that_stops_before_its_spawn_is_linked_settles_from_its_rollout
     rollout.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert codex.first_prompt({"agent_transcript_path": str(rollout)}) == message
     session.fire("SubagentStart")
+    (session.project / "work.txt").write_text("done\n")  # the builder's work
     session.fire(
         "SubagentStop",
         agent_transcript_path=str(rollout),

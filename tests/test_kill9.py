@@ -516,15 +516,17 @@ def test_kill_9_during_store_and_store_many(zygote: Zygote, tmp_path: Path) -> N
 
 # ------------------------------------------------------------------ import
 def imported(memory: Memory, batch: int) -> tuple[int, int]:
-    """Insights and import events of one imported batch."""
+    """Insights of one imported batch, and those recorded as imported (quarantined):
+    an import carries no evidence, so its origin row is what it writes beside them."""
     insights = memory.conn.execute(
         "SELECT count(*) FROM insight WHERE content LIKE ?", (f"import {batch} line %",)
     ).fetchone()[0]
-    events = memory.conn.execute(
-        "SELECT count(*) FROM feedback_event WHERE task_id = ? AND outcome = 'import'",
-        (f"batch-{batch}",),
+    origins = memory.conn.execute(
+        "SELECT count(*) FROM insight JOIN insight_origin USING (name) "
+        "WHERE content LIKE ? AND origin = 'import'",
+        (f"import {batch} line %",),
     ).fetchone()[0]
-    return insights, events
+    return insights, origins
 
 
 def check_import_kind(run: Run) -> None:

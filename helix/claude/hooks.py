@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from helix import config, files
 from helix.claude import briefing, codex, transcripts
+from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
 from helix.errors import HelixError
 from helix.loop import contracts, injection, learning, results
 from helix.loop.judge import Spec
@@ -62,10 +63,8 @@ EVENTS = (
     "UserPromptSubmit",
     "SessionEnd",
 )
-AGENT_TYPES = {"helix:explorer": "explorer", "helix:planner": "planner", "helix:builder": "builder"}
 AGENT_DIR = config.AGENTS_DIR
 LOG_FILE = config.HOOKS_LOG_FILE
-INJECT_LIMIT = 5
 VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
 STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
@@ -210,7 +209,7 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
         prepared, block = _prepare(ctx, prompt, agent_type, f"spawn-{tool_use_id}")
     except Exception:
         # Recorded anyway, so its outcome can still be settled against its task.
-        spawn.update(_fields_of(prompt, agent_type, f"spawn-{tool_use_id}"), injection="failed")
+        spawn.update(fields_of(prompt, agent_type, f"spawn-{tool_use_id}"), injection="failed")
         _write_spawn(ctx, spawn)
         raise
     spawn.update(prepared)
@@ -235,7 +234,7 @@ def _prepare(
     there count: names an INJECTED line adds itself are never credited."""
     parsed = contracts.parse_prompt(prompt)
     fields = parsed.fields
-    prepared = _fields_of(prompt, agent_type, fallback_state, parsed)
+    prepared = fields_of(prompt, agent_type, fallback_state, parsed)
     builder = AGENT_TYPES[agent_type] == "builder"
     if parsed.no_inject:
         return _with_attempt(ctx, prepared, builder, "skipped: NO_INJECT"), None
@@ -248,7 +247,7 @@ def _prepare(
             memory,
             prepared["objective"],
             prepared["state_id"] if builder else None,
-            _limit(fields.get("MEMORY_LIMIT")),
+            limit(fields.get("MEMORY_LIMIT")),
             [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
             ctx.project,
             _judge(ctx, prepared),
@@ -332,22 +331,6 @@ def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
     return Spec(prepared.get("verify"), None, None, setter)
 
 
-def _fields_of(
-    prompt: str, agent_type: str, fallback_state: str, parsed: contracts.Prompt | None = None
-) -> dict[str, Any]:
-    """What settling needs to know from an agent's prompt."""
-    fields = (parsed or contracts.parse_prompt(prompt)).fields
-    role = AGENT_TYPES[agent_type]
-    task_id = _task_id(fields.get("TASK_ID")) if role == "builder" else None
-    return {
-        "task_id": task_id,
-        "state_id": task_id or fallback_state,
-        "verify": fields.get("VERIFY"),
-        "objective": _objective(fields, role, prompt),
-        "injected": [],
-    }
-
-
 def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
     with _records(ctx) as store:
         store.put_spawn(spawn)
@@ -407,7 +390,7 @@ def _new_record(
             prompt = codex.first_prompt(ctx.payload)
         else:
             prompt = transcripts.first_prompt(ctx.payload, agent_id)
-    record.update(_fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
+    record.update(fields_of(prompt or "", agent_type, f"agent-{agent_id}"))
     record["injection"] = source if prompt else "unknown: no spawn, no prompt"
     return record
 
@@ -451,30 +434,6 @@ def _link(ctx: Context, tool_use_id: Any, agent_id: Any) -> None:
     with _records(ctx) as store:
         if store.spawn(tool_use_id) is not None:
             store.link(tool_use_id, agent_id)
-
-
-def _objective(fields: dict[str, Any], role: str, prompt: str) -> str:
-    keys = {
-        "builder": ("TASK", "OBJECTIVE"),
-        "explorer": ("OBJECTIVE", "SCOPE", "FOCUS"),
-        "planner": ("OBJECTIVE",),
-    }[role]
-    parts = [str(fields[k]) for k in keys if fields.get(k)]
-    return "\n".join(parts) or prompt.strip()[:2000]
-
-
-def _task_id(value: Any) -> str | None:
-    try:
-        return files.file_id(str(value).strip()) if value else None
-    except Exception:  # noqa: BLE001 - a malformed TASK_ID: inject under the agent id
-        return None
-
-
-def _limit(value: Any) -> int:
-    try:
-        return max(1, min(injection.MAX_LIMIT, int(str(value).strip())))
-    except (TypeError, ValueError):
-        return INJECT_LIMIT
 
 
 # ---------------------------------------------------------------- SubagentStop

@@ -635,13 +635,9 @@ class Supervisor:
         for key in ("parent", "spec-id", "verify"):
             if task.get(key):
                 fields[key] = task[key]
-        # The VERIFY is the reviewed task's, set by whoever set that one.
-        setter = task.get("judge-set")
-        fields["judge-set"] = (
-            setter
-            if isinstance(setter, dict) and task.get("verify")
-            else provenance.stamp("run", [], provenance.now())
-        )
+        setter = task.get("judge-set")  # its VERIFY is the reviewed task's: so is who set it
+        ok = isinstance(setter, dict) and task.get("verify")
+        fields["judge-set"] = setter if ok else provenance.stamp("run", [], provenance.now())
         created = self.tracker.create(finding["title"], **fields)
         return created["id"]
 
