@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from helix_process import run_helix
 from mcp_client import error, ok, project, stdio_client
 
 pytestmark = pytest.mark.slow
@@ -124,6 +125,9 @@ def test_settle_credits_a_passing_verify_once(tmp_path: Path) -> None:
         async with stdio_client(project(tmp_path)) as client:
             stored = await ok(client, "store", content=ADVICE)
             task = await ok(client, "tasks_create", title=TASK, verify="exit 0")
+            # An MCP client is an agent: its judge credits once a person confirms it.
+            confirm = run_helix(tmp_path / ".helix", "tasks", "confirm", task["id"])
+            assert confirm.returncode == 0, confirm.stderr
             given = await ok(client, "inject", task_id=task["id"], limit=3)
             assert stored["name"] in given["names"] and given["attempt"]
             (tmp_path / "payments.py").write_text("RETRIES = 3\n")  # the work VERIFY judges
@@ -158,6 +162,31 @@ def test_settle_credits_a_passing_verify_once(tmp_path: Path) -> None:
     assert _events(tmp_path, seen["name"]) == [("delivered", 1, pytest.approx(_delta(seen)))]
     assert seen["attempts"][0]["attempt"] == settled["attempt"]
     assert seen["task"]["status"] == "closed" and seen["task"]["helix-verified"] is True
+
+
+def test_a_task_an_mcp_client_created_earns_no_credit_unconfirmed(tmp_path: Path) -> None:
+    """A builder with an MCP client can create its own task whose VERIFY cannot
+    fail: it runs, and the task closes, but nothing is credited."""
+
+    async def main() -> tuple[dict, dict]:
+        async with stdio_client(project(tmp_path)) as client:
+            await ok(client, "store", content=ADVICE)
+            task = await ok(client, "tasks_create", title=TASK, verify="exit 0")
+            given = await ok(client, "inject", task_id=task["id"], limit=3)
+            (tmp_path / "payments.py").write_text("RETRIES = 3\n")
+            settled = await ok(
+                client, "settle", task_id=task["id"], claimed="delivered", utilized=given["names"]
+            )
+            return task, settled
+
+    task, settled = anyio.run(main)
+    assert task["judge-set"]["route"] == "mcp"
+    assert settled["verification"]["passed"] is True and settled["verified"] is False
+    assert any("judge not confirmed" in p for p in settled["problems"])
+    with sqlite3.connect(tmp_path / ".helix" / "helix.db") as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM feedback_event WHERE verified = 1"
+        ).fetchone() == (0,)
 
 
 def _delta(seen: dict) -> float:

@@ -212,7 +212,10 @@ class Service:
         delta: list[str] | None = None,
         verify_files: list[str] | None = None,
     ) -> dict[str, Any]:
-        """``helix tasks create``."""
+        """``helix tasks create``. An MCP client is an agent: the task's VERIFY earns
+        no verified credit until a person confirms it (:mod:`helix.loop.provenance`)."""
+        from helix.loop import provenance
+
         given = {
             "verify": verify,
             "description": description,
@@ -225,6 +228,7 @@ class Service:
         }
         for dep in deps or []:
             files.file_id(dep)
+        given["judge-set"] = provenance.judge_set(self.paths.db, "mcp")
         return self.tracker().create(title, **{k: v for k, v in given.items() if v is not None})
 
     def tasks_ready(self) -> list[dict[str, Any]]:

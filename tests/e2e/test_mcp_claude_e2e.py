@@ -3,16 +3,19 @@
 started by the client, called by the (fake) model through the client's own MCP
 tools.
 
-The scripted model stores an insight, creates a task with a VERIFY, asks helix
-for the task's insights (which starts an attempt), does the work with Bash,
-settles (helix runs VERIFY itself) and recalls. The test then reads the store:
-the insight was credited once, by a verified pass.
+The scripted model stores an insight, creates a task with a VERIFY (which a
+person then confirms at the CLI: an MCP client's judge earns no credit before),
+asks helix for the task's insights (which starts an attempt), does the work with
+Bash, settles (helix runs VERIFY itself) and recalls. The test then reads the
+store: the insight was credited once, by a verified pass.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +44,10 @@ def _payload(request: Request) -> Any:
 class Model:
     """The main thread, one helix tool call per turn."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path) -> None:
         self.turn = 0
         self.seen: dict[str, Any] = {}
+        self.folder = folder
 
     def __call__(self, request: Request) -> Reply | None:
         if not main_thread(request):
@@ -65,6 +69,15 @@ class Model:
         if step == 3:
             self.seen["task"] = _payload(request)
             task_id = self.seen["task"]["id"]
+            self.seen["confirm"] = subprocess.run(  # the person, at a terminal
+                [sys.executable, "-m", "helix", "tasks", "confirm", task_id],
+                cwd=self.folder,
+                env={k: v for k, v in os.environ.items() if not k.startswith("HELIX_")},
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
             return Reply([tool_use("mcp__helix__inject", {"task_id": task_id, "limit": 3})])
         if step == 4:
             self.seen["inject"] = _payload(request)
@@ -108,7 +121,7 @@ def test_claude_calls_helix_over_mcp_and_the_settle_is_verified(
     settings.parent.mkdir(exist_ok=True)
     settings.write_text(json.dumps({"enabledMcpjsonServers": ["helix"]}))
 
-    model = Model()
+    model = Model(sandbox.project)
     run = run_claude(
         "Use helix to store what you know, then build and settle the report task.",
         model,
@@ -125,6 +138,8 @@ def test_claude_calls_helix_over_mcp_and_the_settle_is_verified(
     stored = model.seen["store"]
     name = stored["name"]
     assert model.seen["task"]["verify"] == "test -f report.txt"
+    assert model.seen["task"]["judge-set"]["route"] == "mcp"
+    assert model.seen["confirm"].returncode == 0, model.seen["confirm"].stderr
     assert name in [i["name"] for i in model.seen["inject"]["insights"]]
     settled = model.seen["settle"]
     assert settled["verification"]["passed"] is True, settled
