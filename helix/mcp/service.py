@@ -216,7 +216,7 @@ class Service:
         no verified credit until a person confirms it (:mod:`helix.loop.provenance`)."""
         from helix.loop import provenance
 
-        given = {
+        given: dict[str, Any] = {
             "verify": verify,
             "description": description,
             "acceptance": acceptance,
