@@ -12,8 +12,9 @@ file open cannot make helix wait.
 
 A process group is not a cage: a descendant may call ``setsid`` or daemonize
 (fork twice) and leave it. With ``reap=True`` the command runs under a small
-reaper, a fresh interpreter that imports only this module (no site-packages,
-so it starts in a few tens of milliseconds): it makes itself
+reaper (:mod:`helix.reaper`), a fresh interpreter running that one file with
+nothing but the standard library's ``os`` and ``signal`` (no site-packages, no
+package import, so it starts in about the time of a bare interpreter): it makes itself
 a Linux *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every orphan
 among its descendants is re-parented to it instead of to init, starts the
 command as its child, and when the command exits (or the reaper gets SIGTERM at
@@ -36,14 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-# The reaper's whole program: argv is [-c, folder holding the helix package, command...].
-_REAPER_MAIN = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from helix.processes import _reaper; sys.exit(_reaper(sys.argv[2:]))"
-)
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+# The reaper runs as a script by its path: no package import, no site-packages.
+_REAPER = str(Path(__file__).resolve().parent / "reaper.py")
 REAP_SECONDS = 5.0  # how long the reaper may spend killing; after that helix kills the group
-PR_SET_CHILD_SUBREAPER = 36  # from <linux/prctl.h>
 
 
 @dataclass(frozen=True)
@@ -80,7 +76,7 @@ def run_in_session(
     started = time.monotonic()
     command = list(argv)
     if reap and sys.executable:
-        command = [sys.executable, "-I", "-S", "-c", _REAPER_MAIN, _PACKAGE_PARENT, *command]
+        command = [sys.executable, "-I", "-S", _REAPER, *command]
     child = subprocess.Popen(
         command,
         cwd=cwd,
@@ -134,101 +130,3 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-# ------------------------------------------------------------------ the reaper
-class _Ended(Exception):
-    """Raised by the reaper's SIGTERM handler to stop waiting and start killing."""
-
-
-def _reaper(argv: list[str]) -> int:
-    """Run ``argv`` as a child subreaper, kill and reap every descendant when it
-    ends, and return its exit status (``128 + N`` for death by signal N)."""
-
-    def ended(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: nothing stops the sweep
-        raise _Ended
-
-    # Installed before the fork, so a SIGTERM never finds the reaper defenceless;
-    # the command's exec resets it to the default.
-    signal.signal(signal.SIGTERM, ended)
-    _become_subreaper()
-    try:
-        pid = os.fork()
-    except (OSError, _Ended):
-        return 126
-    if pid == 0:
-        try:
-            os.execvp(argv[0], argv)
-        except BaseException as exc:  # noqa: BLE001 - the child must never return
-            message = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
-            os.write(2, f"helix: cannot run {argv[0]}: {message}\n".encode(errors="replace"))
-        os._exit(127)
-    status = 128 + signal.SIGTERM
-    try:
-        while True:
-            done, raw = os.waitpid(-1, 0)  # reaps adopted orphans while the command runs
-            if done == pid:
-                status = _exit_status(raw)
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # nothing stops the sweep
-                break
-    except (_Ended, ChildProcessError):
-        pass
-    _kill_descendants(time.monotonic() + REAP_SECONDS)
-    return status
-
-
-def _become_subreaper() -> None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the process group still gets killed
-        pass
-
-
-def _exit_status(raw: int) -> int:
-    if os.WIFSIGNALED(raw):
-        return 128 + os.WTERMSIG(raw)
-    return os.waitstatus_to_exitcode(raw)
-
-
-def _kill_descendants(deadline: float) -> None:
-    """SIGKILL every child, reap it, repeat: each killed process's own children
-    are re-parented to the reaper and killed on the next round, until none is
-    left or ``deadline`` passes (an unkillable process is left to helix)."""
-    while time.monotonic() < deadline:
-        for child in _children():
-            try:
-                os.kill(child, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass  # one dead child reaped; look for more
-        except ChildProcessError:
-            return  # no child left, alive or dead
-        time.sleep(0.005)
-
-
-def _children() -> list[int]:
-    """The reaper's living and dead children, from ``/proc``."""
-    me = os.getpid()
-    try:
-        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
-            return [int(word) for word in handle.read().split()]
-    except OSError:
-        pass
-    found = []  # a kernel without the children file: scan every process's parent
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 1 and int(fields[1]) == me:
-            found.append(int(name))
-    return found
