@@ -14,7 +14,7 @@ import pytest
 from evidence import credit
 from topics import TOPICS
 
-from helix.claude import hooks
+from helix.claude import hooks, spawn_fields
 from helix.loop import contracts, injection, ledger, results
 from helix.loop.spawns import Records
 from helix.memory.store import Memory
@@ -302,7 +302,7 @@ def test_a_verified_delivery_is_credited_once_across_all_three_paths(stocked: Se
 def test_forged_files_in_helix_home_cannot_resettle_a_delivery(stocked: Session):
     """The agent's shell can write .helix/: extra start lines, a rewritten injection
     record or spawn file. None of them is read, so one delivery is credited once."""
-    task, _names, answer = deliver(stocked, "toolu_x", "x1", used=hooks.INJECT_LIMIT)
+    task, _names, answer = deliver(stocked, "toolu_x", "x1", used=spawn_fields.INJECT_LIMIT)
     events = feedback_events(stocked)
     with stocked.memory() as memory:
         everything = [i["name"] for i in memory.list(limit=100)]
