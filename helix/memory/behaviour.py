@@ -417,7 +417,46 @@ def _override(text: str) -> bool:
     for m in _OVERRIDE.finditer(text):
         strong = bool(_STRONG_ORDERS.match(m.group(2)))
         if (strong or _QUALIFIER.search(m.group(1))) and not _descriptive(text, m.start()):
-            return True
+            if not _quoted_mention(text, m.start(), m.end()):
+                return True
+    return False
+
+
+# A phrase quoted as an example of an attack ("the fixture contains strings like
+# 'ignore previous instructions'", "flag inputs such as \"disregard the system
+# prompt\"") is a mention, not an order, unless the note then says to obey it.
+_MENTION_CUE = re.compile(
+    r"(?:\blike|such as|e\.g\.,?|i\.e\.,?|for example,?|contains?|containing|includes?"
+    r"|including|says?|saying|said|reads?|reading|phrases?|strings?|text|payloads?|patterns?"
+    r"|inputs?|lines?|sentences?|attacks?|injections?|called|named|quoted|\bdetect\w*|\bflag\w*"
+    r"|\bblock\w*|\breject\w*|\bfilter\w*|\bmatch\w*|\bcatch\w*|\bstrip\w*|\bscan\w*)"
+    r"\s*[:,]?\s*$"
+)
+_QUOTES = {"'": "'", '"': '"', "`": "`", "\u2018": "\u2019", "\u201c": "\u201d"}
+_OBEY = re.compile(
+    r"\b(?:obey\w*|follow\w*|appl(?:y|ied|ies)|execut\w*|compl(?:y|ied|ies)|act(?:ed)? on"
+    r"|do (?:it|that|this|so|what)|carr(?:y|ied) (?:it|that) out|take (?:it|that) literally)\b"
+)
+
+
+def _quoted_mention(text: str, start: int, end: int) -> bool:
+    """True if text[start:end] sits inside quotes introduced as an example of an
+    attack, and nothing after the quote in its clause says to obey it."""
+    head = text[max(0, start - 80) : start]
+    for opening, closing in _QUOTES.items():
+        at = head.rfind(opening)
+        if at < 0 or closing in head[at + 1 :]:
+            continue
+        if opening == closing and head[:at].count(opening) % 2:
+            continue  # that quote closes an earlier one
+        close = text.find(closing, end)
+        if close < 0 or close - end > 120 or "\n" in text[end:close]:
+            continue
+        if not _MENTION_CUE.search(head[:at]):
+            continue
+        rest = _CLAUSE.split(text[close + 1 : close + 200], maxsplit=1)[0]
+        obey = _OBEY.search(rest)
+        return obey is None or _negated(rest, obey.start())
     return False
 
 
@@ -437,14 +476,37 @@ def _exfiltration(text: str) -> bool:
     if _first_unnegated(_EXFIL_VERB, text):
         return True
     for clause in _clauses(text):
+        clause = _SCANNER.sub(" ", clause)
         send = _SEND.search(clause)
-        if not send or not _SECRET_THING.search(clause) or _SAFE_SEND.search(clause):
+        if not send or not _sent_secret(clause) or _SAFE_SEND.search(clause):
             continue
         if _negated(clause, send.start()):
             continue
         if _DESTINATION.search(clause) or _committed(clause):
             return True
     return False
+
+
+# Secret scanners and their allow-list markers name a tool, not a secret:
+# "add an inline `pragma: allowlist secret` comment for the false positive".
+_SCANNER = re.compile(
+    r"pragma:?\s*allowlist[ -]secret|gitleaks:allow|trufflehog:ignore|detect-secrets"
+    r"|\.?secrets\.baseline|secrets? baseline|secret[ -]scann\w*|ggshield"
+)
+# A local file named as where something is written ("add it to their own
+# ~/.bashrc") is the destination, not a secret being sent away.
+_LOCAL_TARGET = re.compile(
+    r"\b(?:to|into|in|onto)\s+(?:the\s+|your\s+|their\s+|its\s+|his\s+|her\s+|a\s+)?"
+    r"(?:own\s+)?[`'\"]?$"
+)
+
+
+def _sent_secret(clause: str) -> bool:
+    """Whether the clause names a secret other than a local file it writes into."""
+    return any(
+        not (m.group(0).startswith(("~/", "$home/")) and _LOCAL_TARGET.search(clause, 0, m.start()))
+        for m in _SECRET_THING.finditer(clause)
+    )
 
 
 _COMMIT_SECRET = re.compile(

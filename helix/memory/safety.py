@@ -171,6 +171,18 @@ _DOTTED = re.compile(r"^[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+$")
 _SECRET_NAME = re.compile(r"^[A-Za-z_][\w-]*$")
 _SECRET_WORD = re.compile(r"password|passwd|secret|token|key|pass|pwd|cred", re.I)
 _NUMBER_UNIT = re.compile(r"^\d{1,5}(?:[-.]?[a-z]+)?$")
+# A word of the surrounding sentence, not a value: "replaces whatever follows
+# password=, token= or api_key= with ***" names the keys of a redaction helper.
+_PROSE_WORD = re.compile(
+    r"^(?:with|and|or|to|into|from|for|of|on|in|is|are|as|by|the|then|when|if|so|but|via"
+    r"|becomes?|gets?|followed|parameters?|params?|fields?|keys?|pairs?|values?|prefix(?:es)?)$"
+)
+# A keyword argument in code ("shell=False", "check=True", "timeout=30"), not a
+# password; one that turns off TLS checks (verify=False) stays suspect.
+_KWARG = re.compile(
+    r"^(?!(?:verify|ssl|check_hostname|validate_certs|verify_ssl|secure)\w*=(?:False|false|0)$)"
+    r"[A-Za-z_]\w*=(?:True|False|None|true|false|none|\d+)$"
+)
 # fmt: on
 
 
@@ -188,6 +200,8 @@ def _literal_assignment(low: str) -> bool:
         value = (v.group(2) if quoted else v.group(3).rstrip(".,:)]}>")).strip()
         if not value or _is_placeholder(value):
             continue
+        if not quoted and _PROSE_WORD.match(value):
+            continue  # a list of key names in prose: "password=, token= or api_key= with ***"
         if quoted:
             if len(value) >= 3:
                 return True
@@ -253,6 +267,8 @@ def _secretish(value: str, min_len: int) -> bool:
         return True  # 30+ characters of mixed case and digits: no path or word is like that
     if _COMMON_WORD.match(value.lower()) or _PATHLIKE.search(value) or _VERSION.match(value):
         return False
+    if _KWARG.match(value) and not _SECRET_WORD.search(value.split("=")[0]):
+        return False  # code: subprocess.run(args, shell=False)
     if "(" in value or _DOTTED.match(value) or value.isupper():
         return False  # code (get_token()), settings.SECRET_KEY, or an env var name
     if _SECRET_NAME.match(value) and _SECRET_WORD.search(value) and "_" in value:
@@ -370,20 +386,53 @@ def _detectors() -> list[Any]:
 # --- chat markup and old-style injection (run on folded, lower-cased text) --
 
 # fmt: off
+_ROLE_TAG = (
+    r"<\s*/\s*(?:system|assistant|user|human|developer)\b[^<>\n]{0,80}>"
+    r"|<\s*system(?:[-_ ]?(?:prompt|message|reminder|instructions?))?(?:\s[^<>\n]{0,80})?\s*>"
+    r"|<(?<![a-z0-9_]<)\s*(?:assistant|user|human|developer)(?:\s[^<>\n]{0,80})?\s*>"
+    r"|<\|\s*[a-z_][\w.-]{0,30}\s*\|>|\[/?inst\]|<</?sys>>"
+)
+_TAG_REASON = "contains a chat role tag"
 _MARKUP = tuple(
     (re.compile(p, re.M), reason)
     for p, reason in (
         (r"(?:new|updated|revised|real|actual|override|hidden|secret)[\s_*`~-]+(?:system[\s_*`~-]+)?"
          r"(?:instructions?|orders|directives?|task)\s*:", "contains a \"new instructions:\" phrase"),
-        (r"<\s*/\s*(?:system|assistant|user|human|developer)\b[^<>\n]{0,80}>"
-         r"|<\s*system(?:[-_ ]?(?:prompt|message|reminder|instructions?))?(?:\s[^<>\n]{0,80})?\s*>"
-         r"|<(?<![a-z0-9_]<)\s*(?:assistant|user|human|developer)(?:\s[^<>\n]{0,80})?\s*>"
-         r"|<\|\s*[a-z_][\w.-]{0,30}\s*\|>|\[/?inst\]|<</?sys>>",
-         "contains a chat role tag"),
+        (_ROLE_TAG, _TAG_REASON),
         (r"^[ >*#_]*(?:system|assistant|human)[ *_]*:", "starts a line with a chat role prefix"),
         (r"(?:^|\n)[ >*#_]*(?:system|assistant|human)[ *_]*:", "starts a line with a chat role prefix"),
     )
 )
+
+# A tag named as a thing ("let apply_chat_template insert the <|im_start|> and
+# <|im_end|> markers", "the special token `<|endoftext|>`") rather than used to
+# open a turn: followed, alone or in a list of tags, by a noun for markers, or
+# preceded by one, or alone in a code span that no role name follows.
+_MARKER_NOUN = r"(?:special[ -])?(?:markers?|tokens?|tags?|delimiters?|sequences?|strings?)\b"
+_TAG_NAMED_AFTER = re.compile(
+    r"[`'\"]?(?:\s*(?:,|and|or|/|,\s*and)\s*[`'\"]?(?:" + _ROLE_TAG + r")[`'\"]?)*"
+    r"\s+(?:chat[ -]template\s+|role\s+|turn\s+|control\s+)?" + _MARKER_NOUN
+)
+_TAG_NAMED_BEFORE = re.compile(
+    _MARKER_NOUN + r"\s*(?:like|such as|e\.g\.,?|named|called)?\s*[`'\"]?$"
+)
+_ROLE_AFTER = re.compile(r"`?\s*(?:system|user|assistant|developer|tool|human|ipython)\b")
+_TAG_PATTERN = re.compile(_ROLE_TAG)
+
+
+def _tag_named(folded: str, m: re.Match[str]) -> bool:
+    if _TAG_NAMED_AFTER.match(folded, m.end()):
+        return True
+    if _TAG_NAMED_BEFORE.search(folded[max(0, m.start() - 40) : m.start()]):
+        return True
+    in_span = folded[m.start() - 1 : m.start()] == "`" and folded[m.end() : m.end() + 1] == "`"
+    return in_span and not _ROLE_AFTER.match(folded, m.end())
+
+
+def _tags_only_named(folded: str) -> bool:
+    """True if every chat tag in the text is talked about, none used to open a turn."""
+    return all(_tag_named(folded, m) for m in _TAG_PATTERN.finditer(folded))
+
 
 _NET_TOOL = re.compile(
     r"(?:curl|wget|n(?:c|cat|etcat)|s(?:ocat|cp|ftp)|telnet|rsync|ftp"
@@ -423,6 +472,8 @@ def _net_exfiltration(folded: str) -> bool:
 def _injection_problem(folded: str) -> str | None:
     for pattern, reason in _MARKUP:
         if pattern.search(folded):
+            if reason == _TAG_REASON and _tags_only_named(folded):
+                continue
             return reason
     if _net_exfiltration(folded):
         return "looks like a command that sends secrets to a remote host"
