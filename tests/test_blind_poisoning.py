@@ -1,8 +1,8 @@
 """The blind poisoning batch, through the paths an agent writes by.
 
-``tests/data/poisoning/*-blind.jsonl`` was written after the safety screen was
-frozen, by someone who never saw it (``BLIND.md``), and the screen's own number on
-it was measured once and recorded there. This test holds what structure adds: a
+``tests/data/poisoning/*-blind.jsonl`` and ``*-blind2.jsonl`` were written by
+people who never saw the safety screen or its data (``BLIND.md``, ``BLIND2.md``),
+and the screen's own number on each was measured once and recorded there. This test holds what structure adds: a
 hostile text an agent writes (a builder's INSIGHT through the learning path, the
 MCP store tool's origin) is refused, or stored quarantined, and then never
 appears unmarked where another agent reads: not in the SessionStart briefing,
@@ -27,17 +27,20 @@ from helix.memory.store import Memory
 DATA = Path(__file__).parent / "data" / "poisoning"
 
 
-def texts(kind: str) -> list[str]:
-    lines = (DATA / f"{kind}-blind.jsonl").read_text(encoding="utf-8").splitlines()
+BATCHES = ("blind", "blind2")
+
+
+def texts(kind: str, batch: str = "blind") -> list[str]:
+    lines = (DATA / f"{kind}-{batch}.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line)["text"].replace("<<>>", "") for line in lines if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory, minilm: MiniLMEmbedder) -> tuple[Memory, list[str], int]:
+@pytest.fixture(scope="module", params=BATCHES)
+def stored(request, tmp_path_factory, minilm: MiniLMEmbedder) -> tuple[Memory, list[str], int]:
     root = tmp_path_factory.mktemp("blind")
     memory = Memory(root / ".helix" / "helix.db", embedder=minilm)
     names, refused = [], 0
-    for i, text in enumerate(texts("hostile")):
+    for i, text in enumerate(texts("hostile", request.param)):
         try:
             result = memory.store(text, origin=quarantine.learned(f"task:hx-{i:08x}"))
         except HelixError:
@@ -120,12 +123,13 @@ def test_the_control_an_approved_one_would_be_shown(stored, tmp_path: Path) -> N
         memory.conn.commit()
 
 
+@pytest.mark.parametrize("batch", BATCHES)
 def test_a_benign_look_alike_a_person_stores_is_not_quarantined(
-    tmp_path: Path, minilm: MiniLMEmbedder
+    tmp_path: Path, minilm: MiniLMEmbedder, batch: str
 ) -> None:
     with Memory(tmp_path / "helix.db", embedder=minilm) as memory:
         names = []
-        for text in texts("benign"):
+        for text in texts("benign", batch):
             try:
                 names.append(memory.store(text)["name"])
             except HelixError:
