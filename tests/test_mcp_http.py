@@ -157,7 +157,8 @@ def test_health_answers_while_many_slow_settles_run(tmp_path: Path) -> None:
         results = anyio.run(main, server.url)
     assert marks["health"] < 2, marks  # answered while VERIFYs were still running
     assert len(results) == settles
-    assert all(r["verified"] and r["outcome"] == "delivered" for r in results), results[0]
+    # Every VERIFY ran and passed (the tasks are an MCP client's: no verified credit).
+    assert all(r["verification"]["passed"] and r["outcome"] == "delivered" for r in results)
     running = most = 0
     for line in log.read_text().split():
         running += 1 if line == "start" else -1

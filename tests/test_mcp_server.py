@@ -208,6 +208,8 @@ def test_a_claim_alone_never_earns_credit(
             stored = await ok(client, "store", content=ADVICE)
             fields = {"title": TASK} | ({"verify": verify} if verify else {})
             task = await ok(client, "tasks_create", **fields)
+            confirm = run_helix(tmp_path / ".helix", "tasks", "confirm", task["id"])  # a person
+            assert confirm.returncode == 0, confirm.stderr
             given = await ok(client, "inject", task_id=task["id"])
             settled = await ok(
                 client,

@@ -70,16 +70,22 @@ async def remember(calls: Calls, client: Any, text: str, into: dict[str, Any]) -
     into.update(await calls(client, "store", content=text))
 
 
-async def agent(root: Path, worker: int, calls: Calls) -> None:
+def planned(root: Path, titles: list[str]) -> list[str]:
+    """Tasks a person created at the CLI before the agents start: their VERIFY earns
+    verified credit (one an MCP client creates does not until confirmed)."""
+    from helix.loop import provenance
+    from helix.tasks.tracker import Tracker
+
+    tracker = Tracker(root / ".helix" / "tasks.jsonl")
+    stamp = provenance.judge_set(root / ".helix" / "helix.db", "cli")
+    return [tracker.create(t, verify="true", **{"judge-set": stamp})["id"] for t in titles]
+
+
+async def agent(root: Path, worker: int, calls: Calls, ids: dict) -> None:
     async with stdio_client(root) as client:
         for round_ in range(ROUNDS):
             topic = TOPICS[(worker + round_) % len(TOPICS)]
-            task = await calls(
-                client,
-                "tasks_create",
-                title=f"{topic} (agent {worker}, round {round_})",
-                verify="true",
-            )
+            task = await calls(client, "tasks_show", task_id=ids[worker, round_])
             given = await calls(client, "inject", task_id=task["id"], limit=3)
             stored: dict[str, Any] = {}
             text = (
@@ -111,11 +117,14 @@ def test_four_agents_one_thousand_calls_no_lost_feedback(tmp_path: Path, minilm:
         for advice in SEED:
             memory.store(advice)
     calls = Calls()
+    pairs = [(w, r) for w in range(WORKERS) for r in range(ROUNDS)]
+    titles = [f"{TOPICS[(w + r) % len(TOPICS)]} (agent {w}, round {r})" for w, r in pairs]
+    ids = dict(zip(pairs, planned(root, titles), strict=True))
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
             for worker in range(WORKERS):
-                group.start_soon(agent, root, worker, calls)
+                group.start_soon(agent, root, worker, calls, ids)
 
     started = time.monotonic()
     anyio.run(main)
@@ -155,12 +164,16 @@ def test_four_sessions_on_one_http_server(tmp_path: Path) -> None:
     root = project(tmp_path)
     calls = Calls()
 
+    pairs = [(w, r) for w in range(WORKERS) for r in range(5)]
+    titles = [TOPICS[(w + r) % len(TOPICS)] for w, r in pairs]
+    ids = dict(zip(pairs, planned(root, titles), strict=True))
+
     async def session(url: str, worker: int) -> None:
         async with http_client(url) as client:
             for round_ in range(5):
-                topic = TOPICS[(worker + round_) % len(TOPICS)]
                 await calls(client, "store", content=f"{SEED[worker]} (seen by agent {worker})")
-                task = await calls(client, "tasks_create", title=topic, verify="true")
+                task = await calls(client, "tasks_show", task_id=ids[worker, round_])
+                topic = task["title"]
                 given = await calls(client, "inject", task_id=task["id"])
                 await calls(client, "recall", query=topic)
                 (root / f"work_{worker}_{round_}.txt").write_text(topic)

@@ -156,6 +156,7 @@ def test_a_builder_settled_from_a_subdirectory_verifies_at_the_root(project: Pat
     names = json.loads(given.split("INJECTED: ")[1].split("\n")[0])
     assert names, "the builder was given insights"
     fire("SubagentStart", agent_id="sub1", agent_type="helix:builder")
+    (project / "src" / "token_refresh.py").write_text("REFRESH = True\n")  # the work
     # As the client does: the agent's meta file names its spawn.
     subagents = transcript.parent / SESSION / "subagents"
     subagents.mkdir(parents=True)
