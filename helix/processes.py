@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from helix import reaper
+
 # The reaper runs as a script by its path: no package import, no site-packages.
 _REAPER = str(Path(__file__).resolve().parent / "reaper.py")
 REAP_SECONDS = 5.0  # how long the reaper may spend killing; after that helix kills the group
@@ -75,7 +77,8 @@ def run_in_session(
     """
     started = time.monotonic()
     command = list(argv)
-    if reap and sys.executable:
+    in_process = reap and _REAPING_HERE
+    if reap and not in_process and sys.executable:
         command = [sys.executable, "-I", "-S", _REAPER, *command]
     child = subprocess.Popen(
         command,
@@ -91,16 +94,35 @@ def run_in_session(
         code = child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        code = _stop(child, grace, reap)
+        code = _stop(child, grace, reap and not in_process)
     finally:
         if child.returncode is None:  # interrupted (e.g. Ctrl-C): leave nothing running
-            _stop(child, 0.0, reap)
+            _stop(child, 0.0, reap and not in_process)
+        if in_process:  # this process adopted what the command left: end it all
+            kill_group(child.pid)
+            reaper.kill_descendants(time.monotonic() + REAP_SECONDS)
+    if in_process and code is not None and code < 0:
+        code = 128 - code  # death by signal N reads 128 + N, as under the reaper
     kill_group(child.pid)  # stragglers the child left in its group
     return Finished(
         exit_code=None if timed_out else code,
         timed_out=timed_out,
         seconds=time.monotonic() - started,
     )
+
+
+_REAPING_HERE = False
+
+
+def reap_here() -> None:
+    """Make this process the reaper of the commands it runs with ``reap`` (a Linux
+    child subreaper), instead of starting a reaper process for each: for a
+    short-lived process that runs nothing else at the same time (a hook), which
+    saves the reaper's start on every VERIFY. Every child this process has when
+    such a command ends is taken for a leftover of it and killed."""
+    global _REAPING_HERE
+    reaper.become_subreaper()
+    _REAPING_HERE = True
 
 
 def _stop(child: subprocess.Popen[bytes], grace: float, reap: bool = False) -> int:

@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     # Installed before the fork, so a SIGTERM never finds the reaper defenceless;
     # the command's exec resets it to the default.
     signal.signal(signal.SIGTERM, ended)
-    _become_subreaper()
+    become_subreaper()
     try:
         pid = os.fork()
     except (OSError, _Ended):
@@ -55,11 +55,11 @@ def main(argv: list[str]) -> int:
                 break
     except (_Ended, ChildProcessError):
         pass
-    _kill_descendants(time.monotonic() + REAP_SECONDS)
+    kill_descendants(time.monotonic() + REAP_SECONDS)
     return status
 
 
-def _become_subreaper() -> None:
+def become_subreaper() -> None:
     try:
         import ctypes
 
@@ -75,7 +75,7 @@ def _exit_status(raw: int) -> int:
     return os.waitstatus_to_exitcode(raw)
 
 
-def _kill_descendants(deadline: float) -> None:
+def kill_descendants(deadline: float) -> None:
     """SIGKILL every child, reap it, repeat: each killed process's own children
     are re-parented to the reaper and killed on the next round, until none is
     left or ``deadline`` passes (an unkillable process is left to helix)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -195,3 +196,27 @@ def test_unusable_commands_fail_without_raising(tmp_path: Path, command, cwd, er
     assert result.passed is False
     assert error in result.error
     assert len(result.command or "") <= MAX_COMMAND
+
+
+@pytest.mark.parametrize("escape", list(ESCAPES.values()), ids=list(ESCAPES))
+@pytest.mark.parametrize("ending", ["pass", "timeout"])
+def test_a_hook_process_reaps_what_verify_left_itself(tmp_path: Path, escape, ending):
+    """A hook process is its own subreaper (no reaper process to start): what a
+    VERIFY it ran left behind, in any session, ends with the VERIFY."""
+    command = f"{escape}; sleep 60" if ending == "timeout" else f"{escape}; exit 0"
+    script = (
+        "import sys; from pathlib import Path; from helix import processes; "
+        "from helix.loop.verify import run_verify; processes.reap_here(); "
+        f"r = run_verify(sys.argv[1], Path(sys.argv[2]), timeout={1 if ending == 'timeout' else 20}); "
+        "print(r.passed, r.timed_out)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, command, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == (["False", "True"] if ending == "timeout" else ["True", "False"])
+    _must_be_gone(read_pid(tmp_path / "escaped.pid"))

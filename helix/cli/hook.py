@@ -32,8 +32,11 @@ def hook_command(event: str) -> None:
     started = time.monotonic()
     home = None
     try:
+        from helix import processes
         from helix.claude import hooks
 
+        # A hook process runs one event and exits: it reaps VERIFY's leftovers itself.
+        processes.reap_here()
         raw = sys.stdin.buffer.read(MAX_PAYLOAD + 1) if sys.stdin else b""
         if len(raw) > MAX_PAYLOAD:
             raise ValueError(f"payload larger than {MAX_PAYLOAD} bytes")
