@@ -174,7 +174,7 @@ def named_files(command: str, project: Path) -> list[str]:
             continue
         word = word.split("=", 1)[1] if word.startswith("-") else word
         word = word.split("::", 1)[0]  # pytest node ids: tests/test_x.py::test_y
-        rel = _inside(word, project)
+        rel = frames.inside(word, project)
         if rel is not None:
             found.append(rel)
     return found
@@ -185,24 +185,7 @@ def _declared(value: Any, project: Path) -> list[str]:
         value = [value]
     if not isinstance(value, list):
         return []
-    return [rel for v in value if isinstance(v, str) and (rel := _inside(v, project))]
-
-
-def _inside(word: str, project: Path) -> str | None:
-    """``word`` as a path relative to the project, or None when it is not one
-    (empty, a URL, outside the project, or a shell construct)."""
-    if not word or "\x00" in word or "://" in word or word.startswith(("$", "~")):
-        return None
-    if any(c in word for c in "*?[]{}`|;&<>"):
-        return None
-    try:
-        path = Path(word) if os.path.isabs(word) else project / word
-        rel = os.path.relpath(os.path.normpath(path), os.path.normpath(project))
-    except ValueError:
-        return None
-    if rel == "." or rel.startswith(".."):
-        return None
-    return rel
+    return [rel for v in value if isinstance(v, str) and (rel := frames.inside(v, project))]
 
 
 def digest(paths: Iterable[str], project: Path) -> str:
