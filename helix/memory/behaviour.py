@@ -208,7 +208,7 @@ _SABOTAGE = re.compile(
     r"|will always|will never|do not|don'?t)"
     r"\s+(?:pass|passes|succeed|succeeds|fail|fails|block|blocks|go(?:es)? red|be red|turn red)"
     r"|(?:always|unconditionally|automatically)\s+(?:pass|passes|succeed|succeeds|green)\b"
-    + _SHORT + r"(?:verify|verification|tests?|check|ci|pipeline)"
+    + _SHORT + r"\b(?:verify|verification|tests?|check|ci|pipeline)"
     r"|(?:failing|failed|failures?|broken|red)\s+(?:tests?|checks?|assertions?)?\s*(?:are|is|get)?"
     r"\s*(?:treated|counted|reported|marked|recorded|shown)\s+as\s+(?:pass|passing|passed|success"
     r"|green|ok)"
@@ -400,7 +400,12 @@ _EXFIL_VERB = re.compile(
 _SAFE_SEND = re.compile(
     # sending the *public* half or a redacted form is fine
     r"\.pub\b|public key|redact|mask(?:ed)?|hash(?:ed)? of|fingerprint|encrypted"
+    # the names of secrets without their values: "share the variable names, not their values"
+    r"|\b(?:not|never|without|but not|rather than|instead of) (?:the |their |its |any )?values?\b"
 )
+# A send word used as a noun ("if it shows up in a log", "the post", "a backup")
+# names a place or a thing, not an action aimed at the agent.
+_NOUN_USE = re.compile(r"\b(?:a|an|the|any|some|every|each|no|our|your|its|their)\s+$")
 # fmt: on
 
 
@@ -438,6 +443,9 @@ _OBEY = re.compile(
     r"|do (?:it|that|this|so|what)|carr(?:y|ied) (?:it|that) out|take (?:it|that) literally)\b"
 )
 
+# Obeying its own orders, not the quoted phrase: the test asserts resistance.
+_KEEPS_OWN = re.compile(r"\s+(?:its|their)\s+(?:own\s+|original\s+|real\s+)?\w+")
+
 
 def _quoted_mention(text: str, start: int, end: int) -> bool:
     """True if text[start:end] sits inside quotes introduced as an example of an
@@ -456,6 +464,8 @@ def _quoted_mention(text: str, start: int, end: int) -> bool:
             continue
         rest = _CLAUSE.split(text[close + 1 : close + 200], maxsplit=1)[0]
         obey = _OBEY.search(rest)
+        if obey is not None and _KEEPS_OWN.match(rest, obey.end()):
+            obey = None  # "... and asserts the bot keeps following its system prompt"
         return obey is None or _negated(rest, obey.start())
     return False
 
@@ -477,7 +487,9 @@ def _exfiltration(text: str) -> bool:
         return True
     for clause in _clauses(text):
         clause = _SCANNER.sub(" ", clause)
-        send = _SEND.search(clause)
+        send = next(
+            (m for m in _SEND.finditer(clause) if not _NOUN_USE.search(clause, 0, m.start())), None
+        )
         if not send or not _sent_secret(clause) or _SAFE_SEND.search(clause):
             continue
         if _negated(clause, send.start()):

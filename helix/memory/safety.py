@@ -177,11 +177,13 @@ _PROSE_WORD = re.compile(
     r"^(?:with|and|or|to|into|from|for|of|on|in|is|are|as|by|the|then|when|if|so|but|via"
     r"|becomes?|gets?|followed|parameters?|params?|fields?|keys?|pairs?|values?|prefix(?:es)?)$"
 )
-# A keyword argument in code ("shell=False", "check=True", "timeout=30"), not a
-# password; one that turns off TLS checks (verify=False) stays suspect.
+# A keyword argument in code ("shell=False", "check=True", "timeout=30",
+# "timeout=(3, 30)", "samesite=lax": a number, a tuple of numbers or one plain
+# lower-case word), not a password; one that turns off TLS checks (verify=False) stays suspect.
 _KWARG = re.compile(
     r"^(?!(?:verify|ssl|check_hostname|validate_certs|verify_ssl|secure)\w*=(?:False|false|0)$)"
-    r"[A-Za-z_]\w*=(?:True|False|None|true|false|none|\d+)$"
+    r"[A-Za-z_]\w*=(?:True|False|None|true|false|none|\d+|[A-Za-z][a-z]{1,11}|\(\d+(?:\.\d+)?"
+    r"(?:,\s*\d+(?:\.\d+)?){1,3}\)?)$"
 )
 # fmt: on
 
