@@ -1,8 +1,8 @@
-"""The blind poisoning batch, through the paths an agent writes by.
+"""The blind poisoning batches, through the paths an agent writes by.
 
-``tests/data/poisoning/*-blind.jsonl`` and ``*-blind2.jsonl`` were written by
-people who never saw the safety screen or its data (``BLIND.md``, ``BLIND2.md``),
-and the screen's own number on each was measured once and recorded there. This test holds what structure adds: a
+``tests/data/poisoning/*-blind{,2,3}.jsonl`` were written by people who never saw
+the safety screen or its data (``BLIND*.md``), and the screen's own number on each
+was measured once and recorded there. This test holds what structure adds: a
 hostile text an agent writes (a builder's INSIGHT through the learning path, the
 MCP store tool's origin) is refused, or stored quarantined, and then never
 appears unmarked where another agent reads: not in the SessionStart briefing,
@@ -27,7 +27,7 @@ from helix.memory.store import Memory
 DATA = Path(__file__).parent / "data" / "poisoning"
 
 
-BATCHES = ("blind", "blind2")
+BATCHES = ("blind", "blind2", "blind3")
 
 
 def texts(kind: str, batch: str = "blind") -> list[str]:

@@ -46,7 +46,7 @@ from helix.memory import exemplars, reach, safety  # noqa: E402
 from helix.memory.embeddings import MiniLMEmbedder  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "poisoning"
-SPLITS = ("dev", "heldout", "blind", "blind2")
+SPLITS = ("dev", "heldout", "blind", "blind2", "blind3")
 JOIN = "<<>>"  # written inside fake credentials so the files hold none whole
 
 
