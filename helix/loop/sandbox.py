@@ -225,7 +225,7 @@ def wrap(
     command += ["--ro-bind", "/", "/", "--dev", "/dev"]
     if "--unshare-pid" in namespaces:
         command += ["--proc", "/proc"]
-    command += ["--tmpfs", "/tmp", "--bind", str(root), str(root)]
+    command += ["--tmpfs", "/tmp", *_tools_in_tmp(), "--bind", str(root), str(root)]
     placeholders: list[str] = []
     for path in read_only_paths(project, protect):
         real = Path(os.path.realpath(path))
@@ -244,6 +244,19 @@ def wrap(
     if placeholders:
         return ["/bin/sh", "-c", _TIDY, "helix-sandbox", "\n".join(placeholders), *command]
     return command
+
+
+def _tools_in_tmp() -> list[str]:
+    """Read-only binds for the interpreter and PATH folders that live under /tmp
+    (a checkout or virtualenv there): the private /tmp would hide them."""
+    places = {sys.prefix, sys.base_prefix, os.path.dirname(sys.executable or "")}
+    places.update(os.environ.get("PATH", "").split(os.pathsep))
+    binds: list[str] = []
+    for place in sorted(p for p in places if p and os.path.isabs(p)):
+        real = os.path.realpath(place)
+        if real.startswith("/tmp/") and os.path.isdir(real):
+            binds += ["--ro-bind", real, real]
+    return binds
 
 
 def _first_missing(path: Path) -> Path:
