@@ -871,8 +871,9 @@ def test_export_to_a_closed_pipe(hrun: Runner, home: Path, tmp_path: Path) -> No
     assert proc.stdout.readline().startswith(b"{")
     proc.stdout.close()
     err = proc.stderr.read().decode("utf-8", "replace")
-    proc.wait(timeout=120)
+    code = proc.wait(timeout=120)
     assert "Traceback" not in err and "Exception ignored" not in err
+    assert code != 120  # Python's own exit when its final flush fails
     lines = err.splitlines()
     assert len(lines) <= 1 and all(line.startswith("helix:") for line in lines), err
 
@@ -1020,3 +1021,15 @@ def test_memory_why_explains_and_refuses_bad_input(hrun: Runner) -> None:
     assert_one_line_failure(hrun("memory", "why", "no-such-insight", "--for", "x"), 1)
     assert_one_line_failure(hrun("memory", "why", name, "--for", "   "), 2)
     assert hrun("memory", "why", name).returncode == 2  # --for is required
+
+
+def test_importing_a_file_of_which_no_line_is_valid_fails(hrun: Runner, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('not json\n{"nope": 1}\n', encoding="utf-8")
+    done = hrun("memory", "import", str(bad))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "no line of bad.jsonl could be imported (2 rejected)" in done.stderr
+    assert json.loads(done.stdout)["errors"]  # the reasons, line by line
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert hrun("memory", "import", str(empty)).returncode == 0  # nothing to import is fine

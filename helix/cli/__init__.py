@@ -8,6 +8,7 @@ clear line, no traceback), 2 called wrongly.
 from __future__ import annotations
 
 import io
+import os
 import sys
 
 import click
@@ -82,7 +83,22 @@ check_arguments(cli, skip=("hook",))
 
 
 def main() -> None:
-    cli(prog_name="helix")
+    try:
+        cli(prog_name="helix")
+    finally:
+        _flush_quietly()
+
+
+def _flush_quietly() -> None:
+    """A reader that stopped early (``helix memory export - | head -1``) is not an
+    error: what is still buffered goes nowhere, instead of Python's shutdown
+    printing a BrokenPipeError and exiting with 120."""
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -492,6 +492,9 @@ def memory_import(file: str) -> None:
             err=True,
         )
     emit(result)
+    if result["lines"] and not (result["added"] or result["merged"]):
+        # Nothing of a non-empty file could be imported: say so, and fail.
+        raise HelixError(f"no line of {label} could be imported ({result['rejected']} rejected)")
 
 
 @memory.command("list")
