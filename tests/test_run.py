@@ -656,3 +656,46 @@ def test_plugin_dir_is_given_only_to_a_claude_reviewer(world: World) -> None:
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("said", "fix"),
+    [
+        ("Invalid API key · Please run /login", "not logged in"),
+        ("API Error: 429 rate_limit_error: usage limit reached", "quota"),
+        ("request to https://api.example failed, reason: getaddrinfo ENOTFOUND", "network"),
+    ],
+)
+def test_an_agent_that_cannot_work_stops_the_run_and_charges_no_task(
+    world: World, said: str, fix: str
+) -> None:
+    first = world.task("first", "--verify", "true", "--priority", "0")
+    second = world.task("second", "--verify", "true", "--priority", "1")
+    world.script([{"kind": "build", "reply": said + "\n", "exit": 1}])
+    proc = world.run()
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    stopped = [line for line in proc.stderr.splitlines() if "stopped:" in line]
+    assert len(stopped) == 1 and "no task was charged" in stopped[0] and fix in stopped[0]
+    assert len(world.calls("build")) == 1  # at once: no second task, no retry
+    for task in (first, second):
+        record = world.tasks()[task]
+        assert record["status"] == "open" and not record.get("helix-attempts"), record
+        assert "blocked" not in (record.get("labels") or [])
+
+
+def test_a_task_the_run_gave_up_on_is_listed_and_can_be_unblocked(world: World) -> None:
+    task = world.task("x", "--verify", "false")
+    world.helix("tasks", "update", task, "--labels", '["blocked"]')
+    tracker_file = world.home / "tasks.jsonl"
+    lines = [json.loads(line) for line in tracker_file.read_text().splitlines() if line.strip()]
+    for line in lines:
+        if line["id"] == task:
+            line["helix-attempts"] = 4
+    tracker_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    listed = world.helix("tasks", "blocked")
+    assert f"helix tasks unblock {task}" in listed.stdout and "4 failed attempts" in listed.stdout
+    done = world.helix("tasks", "unblock", task, "--json")
+    assert done.returncode == 0, done.stderr
+    record = world.tasks()[task]
+    assert "blocked" not in (record.get("labels") or []) and record["helix-attempts"] == 0
+    assert "nothing blocked" in world.helix("tasks", "blocked").stdout

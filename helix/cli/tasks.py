@@ -16,6 +16,7 @@ import click
 from helix import config
 from helix.cli.common import emit, guarded, json_list
 from helix.errors import InvalidInput, Rejected
+from helix.run.selection import BLOCKED_LABEL
 from helix.tasks import graph as taskgraph
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import STATUSES, TYPES, Snapshot, Tracker, select
@@ -288,15 +289,53 @@ def tasks_blocked(as_json: bool) -> None:
 
     Example: helix tasks blocked --json
     """
-    found = taskgraph.blocked(open_tracker().read().tasks)
+    all_tasks = open_tracker().read().tasks
+    found: list[dict[str, Any]] = list(taskgraph.blocked(all_tasks))
+    listed = {item["id"] for item in found}
+    for task in all_tasks:  # the ones `helix run` gave up on (label `blocked`)
+        labels = task.get("labels") or []
+        if task.get("status") != "closed" and BLOCKED_LABEL in labels and task["id"] not in listed:
+            found.append(
+                {
+                    "id": task["id"],
+                    "title": task.get("title", ""),
+                    "status": task.get("status"),
+                    "waiting_on": [],
+                    "attempts": task.get("helix-attempts") or 0,
+                    "unblock": f"helix tasks unblock {task['id']}",
+                }
+            )
     if as_json:
         emit(found)
         return
     for item in found:
+        if item.get("unblock"):
+            click.echo(
+                f"{item['id']} {item['title']}  <- helix run gave up after "
+                f"{item['attempts']} failed attempts: {item['unblock']}"
+            )
+            continue
         waits = ", ".join(f"{w['id']} ({w['status']})" for w in item["waiting_on"])
         click.echo(f"{item['id']} {item['title']}  <- {waits}")
     if not found:
         click.echo("nothing blocked")
+
+
+@tasks.command("unblock")
+@click.argument("task_id")
+@json_option
+@guarded
+def tasks_unblock(task_id: str, as_json: bool) -> None:
+    """Give a task `helix run` gave up on another chance: drop its `blocked` label
+    and reset its failed attempts (its last error is kept for the next prompt).
+
+    Example: helix tasks unblock hx-1a2b3c4d
+    """
+    tracker = open_tracker()
+    task = tracker.get(task_id)
+    labels = [label for label in task.get("labels") or [] if label != BLOCKED_LABEL]
+    fields = {"labels": labels, "helix-attempts": 0}
+    show_task(tracker.update(task_id, **fields), as_json, "unblocked")
 
 
 @tasks.command("status")

@@ -1,30 +1,26 @@
 """``helix run``: a bounded supervisor that drains the task queue with an agent CLI.
 
-One cycle (:meth:`Supervisor.cycle`) takes the next execution-ready task (and
-related ready tasks, as a batch) from the tracker and:
+One cycle (:meth:`Supervisor.cycle`) takes the next ready task and related ones:
 
-1. re-reads each task and drops any whose fingerprint drifted since selection;
-2. claims it (owner ``helix``, this run's own pid and host);
-3. checkpoints the worktree (:mod:`helix.run.worktree`);
-4. injects memory for the whole batch in one call (diversified), and builds the
-   prompt: rules, project context, each task with acceptance, VERIFY, files,
-   parent deliveries, the last attempt's error and the insights;
-5. runs the agent (timeout; its whole process group is killed);
-6. for each task: runs VERIFY itself, settles feedback on the injected insights
+1. drops a task whose fingerprint drifted since selection, claims the rest (owner
+   ``helix``, this run's pid and host), checkpoints the worktree;
+2. injects memory for the batch in one call and builds the prompt;
+3. runs the agent (timeout; its whole process group is killed);
+4. for each task: runs VERIFY itself, settles feedback on the injected insights
    by that exit code, queues learning candidates, re-checks the fingerprint and
    only then closes it (verified) or records the failed attempt and releases it;
-7. stores the learning candidates the memory's rules accept;
-8. optionally has another agent review the change; findings become follow-up
-   tasks before the loop moves on.
+5. stores the learning candidates the memory's rules accept;
+6. optionally has another agent review the change (findings: follow-up tasks).
 
-A failed attempt releases the claim, undoes only that attempt's changes, and
-backs off ``min(5 * 2^(attempt-1), 40)`` s (``HELIX_BACKOFF_SLEEP`` overrides);
-the fourth failure blocks the task (label ``blocked``), skips it for the rest of
-the run, blocks its focused epic, and writes a blocker report.
+An agent that could not work at all (not logged in, out of quota, no network)
+stops the run at once, releasing its claims and charging no task. A failed
+attempt releases the claim, undoes only its changes, and backs off
+``min(5 * 2^(attempt-1), 40)`` s (``HELIX_BACKOFF_SLEEP`` overrides); the fourth
+failure blocks the task (label ``blocked``; ``helix tasks unblock``), skips it,
+blocks its focused epic, and writes a blocker report.
 
 When nothing is ready, a ``check`` pass decides with its first ``NEXT_ACTION:``
-(see :mod:`helix.run.prompts`); every branch is bounded. All state is written to
-``.helix/run-state.json`` after every step, in a ``finally``.
+(:mod:`helix.run.prompts`); every branch is bounded. State is saved after every step.
 """
 
 from __future__ import annotations
@@ -48,6 +44,7 @@ from helix.run import log as runlog
 from helix.run import prompts as runcontracts
 from helix.run import recovery, selection
 from helix.run.agents import AgentResult, AgentRunner
+from helix.run.agents.base import environment_failure
 from helix.run.blockers import BlockerReport
 from helix.run.log import RunLog
 from helix.run.state import Cycle, RunLock, RunState, stamp
@@ -381,6 +378,9 @@ class Supervisor:
         result: AgentResult,
         checkpoint: Checkpoint,
     ) -> list[Attempt]:
+        if why := environment_failure(result):  # the agent could not work at all
+            self._release_held()
+            raise Stop(f"{self.builder.name} cannot work: {why}; no task was charged", TROUBLE)
         if result.is_error:
             return [self._agent_failed(t, result) for t in tasks]
         answers = runcontracts.split_answers(result.text, [t["id"] for t in tasks])

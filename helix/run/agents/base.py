@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -206,6 +207,49 @@ def mentions(args: Sequence[str], flags: Sequence[str]) -> bool:
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# Failures of the agent's environment, not of the task: the agent could not work at
+# all, so the run stops at once and no task is charged. Each with how to fix it.
+_ENVIRONMENT = (
+    (
+        re.compile(
+            r"invalid api key|please run /login|not logged in|log ?in required|"
+            r"authentication[_ ](?:error|failed)|oauth token (?:has )?expired|"
+            r"\b401\b.{0,40}unauthori[sz]ed|unauthori[sz]ed.{0,40}\b401\b",
+            re.IGNORECASE,
+        ),
+        "it is not logged in: log in with the agent CLI (e.g. `claude /login`, `codex login`)",
+    ),
+    (
+        re.compile(
+            r"credit balance is too low|usage limit|quota|insufficient_quota|"
+            r"rate[_ ]limit(?:ed)?|\b429\b",
+            re.IGNORECASE,
+        ),
+        "its account is out of quota or rate-limited: wait, or check the plan, then re-run",
+    ),
+    (
+        re.compile(
+            r"getaddrinfo|enotfound|econnrefused|econnreset|could not resolve host|"
+            r"network (?:error|is unreachable)|unable to connect|connection (?:error|refused)",
+            re.IGNORECASE,
+        ),
+        "it cannot reach its model's service: check the network or proxy, then re-run",
+    ),
+)
+
+
+def environment_failure(result: AgentResult) -> str | None:
+    """Why a failed agent run failed because of its environment (login, quota,
+    network), in one line with the fix; None when the failure may be the task's."""
+    if not result.is_error or result.timed_out:
+        return None
+    said = f"{result.error}\n{result.text[-4000:]}"
+    for pattern, why in _ENVIRONMENT:
+        if pattern.search(said):
+            return why
+    return None
 
 
 def one_line(text: str) -> str:
