@@ -209,3 +209,25 @@ def test_a_weak_token_from_the_environment_is_refused(
     )
     assert done.returncode == 2
     assert expected in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_a_busy_port_is_one_clear_line(tmp_path: Path) -> None:
+    import socket
+
+    root = project(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "helix", "mcp", "serve", "--http", "--port", str(port)],
+            cwd=root,
+            env=server_env(root),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "choose another with --port" in done.stderr
+    assert "Bearer" not in done.stderr  # nothing printed before the refusal

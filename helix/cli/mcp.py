@@ -58,9 +58,25 @@ def mcp_serve(http: bool, port: int) -> None:
     from helix.mcp import http_transport
 
     token = http_transport.token()
+    _port_free(http_transport.HOST, port)
     click.echo(f"helix mcp: serving http://{http_transport.HOST}:{port}/mcp", err=True)
     if os.environ.get(http_transport.TOKEN_ENV):
         click.echo(f"helix mcp: the bearer token is {http_transport.TOKEN_ENV}", err=True)
     else:
         click.echo(f"helix mcp: send 'Authorization: Bearer {token}'", err=True)
     server.serve(http=True, port=port, token=token)
+
+
+def _port_free(host: str, port: int) -> None:
+    """One clear line, before anything is printed, when the port is taken (the
+    server would otherwise log a bind error and exit 3)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise HelixError(
+                f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose another with --port"
+            ) from None
