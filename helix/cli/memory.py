@@ -325,6 +325,38 @@ def memory_restore(name: str) -> None:
         emit(mem.restore(name))
 
 
+@memory.command("forget")
+@click.argument("name")
+@guarded
+def memory_forget(name: str) -> None:
+    """Take an insight out of recall and injection now (archived: `restore` brings
+    it back). Refused while an attempt is in flight (a person's action).
+
+    Example: helix memory forget flaky-db-tests
+    """
+    with open_memory() as mem:
+        _person_only(mem, "forget")
+        emit(mem.forget(name))
+
+
+@memory.command("edit")
+@click.argument("name")
+@click.option("--content", required=True, help="The corrected text ('-' reads stdin).")
+@guarded
+def memory_edit(name: str, content: str) -> None:
+    """Correct an insight's text: the new text goes through the same screen as
+    `store`, keeps the kind, tags and files, and replaces the old insight, which is
+    archived (restorable). The corrected text starts with no evidence: what was
+    earned belongs to the old words. Refused while an attempt is in flight.
+
+    Example: helix memory edit flaky-db-tests --content "When ... do ... because ..."
+    """
+    text = read_text(content, "--content")
+    with open_memory() as mem:
+        _person_only(mem, "edit")
+        emit(mem.edit(name, text))
+
+
 @memory.command("archived")
 @guarded
 def memory_archived() -> None:

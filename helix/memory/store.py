@@ -158,6 +158,26 @@ class Memory(InsightRows):
         """Archived insights, newest first, with the reason."""
         return upkeep.archived(self)
 
+    def forget(self, name: str) -> dict[str, Any]:
+        """Archive one insight now (restorable): :func:`helix.memory.upkeep.forget`."""
+        return upkeep.forget(self, name)
+
+    def edit(
+        self, name: str, content: str, origin: quarantine.Origin = quarantine.PERSON_AT_CLI
+    ) -> dict[str, Any]:
+        """Correct an insight's text. The new text is stored as any text is (the same
+        screen, kind, tags, source and files), and replaces the old insight, which is
+        archived (restorable): evidence belongs to the text it was earned by, so the
+        corrected text starts with none. A text that says the same thing again
+        leaves the insight as it is."""
+        old = self.get(name)
+        result = self.store(content, old["kind"], old["tags"], old["source"], old["files"], origin)
+        result["replaced"] = None
+        if result["name"] != name:
+            upkeep.forget(self, name, f"edited: replaced by {result['name']}")
+            result["replaced"] = name
+        return result
+
     def restore(self, name: str) -> dict[str, Any]:
         """Bring an archived insight back, with its evidence and surviving edges."""
         return upkeep.restore(self, name)

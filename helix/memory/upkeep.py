@@ -160,6 +160,14 @@ def prune(
     return {"pruned": len(pruned), "names": pruned}
 
 
+def forget(memory: InsightRows, name: str, reason: str = "forgotten by a person") -> dict:
+    """Archive one insight (restorable with :func:`restore`): it leaves recall and
+    injection at once. One transaction. Raises NotFound for an unknown name."""
+    with db.write(memory.conn):
+        _archive(memory, name, reason)
+    return {"forgotten": name, "restore_with": f"helix memory restore {name}"}
+
+
 def _archive(memory: InsightRows, name: str, reason: str) -> None:
     """Inside a write transaction: move one insight (and its edges) to the archive."""
     row = memory.row(name)
