@@ -116,8 +116,9 @@ def via_cli_import(home: Path, folder: Path) -> dict[str, bool]:
         path = folder / f"import-{start}.jsonl"
         path.write_text("".join(json.dumps({"content": t}) + "\n" for t in chunk))
         result = run_helix(home, "memory", "import", str(path))
-        assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
+        # An import of which no line could be stored fails, its report still printed.
+        assert result.returncode == (0 if report["added"] + report["merged"] else 1), result.stderr
         assert report["lines"] == len(chunk) and "errors_not_shown" not in report
         bad = {e["line"] for e in report["errors"]}
         assert all("refused by the safety screen" in e["reason"] for e in report["errors"])
