@@ -181,7 +181,7 @@ def take(
     work = [w.rstrip("/") for w in work if w]
     said = words(command or "")
     run, modules = executed(said, project)
-    named_dirs = [rel for rel in _named(said, project) if (project / rel).is_dir()]
+    named_dirs = [rel for rel in named(said, project) if (project / rel).is_dir()]
     declared = list(declared)
     # The agents' sandbox settings decide whether VERIFY runs sandboxed.
     pinned = set(run) | set(declared) | set(SANDBOX_SETTINGS)
@@ -266,7 +266,8 @@ def words(command: str) -> list[str]:
         return command.split()
 
 
-def _named(words: list[str], project: Path) -> list[str]:
+def named(words: list[str], project: Path) -> list[str]:
+    """Project-relative paths among a command's words (existing or not)."""
     found = []
     for word in words:
         if word in _SEPARATORS or word.startswith("-") and "=" not in word:

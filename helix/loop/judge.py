@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import stat
 import subprocess
 from collections.abc import Iterable, Iterator
@@ -45,7 +44,6 @@ from helix.loop import environment, frames
 MAX_FILES = 20_000  # names walked under one directory (a named one, or a non-git tree)
 MAX_BYTES = 64 << 20  # content read per digest; beyond it, size and mtime only
 SKIP_DIRS = frozenset({".git", ".helix", "node_modules", ".venv", "venv", "__pycache__"})
-_SHELL_WORDS = frozenset("&& || ; | & ( ) > >> < 2> 2>&1".split())
 
 
 class Spec(NamedTuple):
@@ -121,14 +119,18 @@ def fix(
     command = verify.strip() if isinstance(verify, str) and verify.strip() else None
     paths = _declared(work, project)
     kept = _declared(declared, project)
-    executed, _ = frames.executed(frames.words(command or ""), project)
+    said = frames.words(command or "")
+    executed, _ = frames.executed(said, project)
     named = [
         rel
-        for rel in named_files(command or "", project)
+        for rel in frames.named(said, project)
         if rel in executed or frames.kind(rel) or (project / rel).is_dir()
     ]
-    named = [rel for rel in named if rel in executed or not _in_work(rel, paths)]
-    judged = [rel for rel in _existing(named, project) if not _in_work(rel, paths)]
+    # What VERIFY executes is the judge's even in the work, as in the frame; a
+    # named folder stands for its files outside the work.
+    judged = [
+        rel for rel in _existing(named, project) if rel in executed or not _in_work(rel, paths)
+    ]
     names = sorted(set(judged) | set(_existing(kept, project)))
     recorded = environment.record(env)
     frame = frames.take(project, command, kept, paths, recorded)
@@ -160,24 +162,6 @@ def _existing(paths: Iterable[str], project: Path) -> Iterator[str]:
             yield from _walk(path, project)
         elif path.exists() or path.is_symlink():
             yield rel
-
-
-def named_files(command: str, project: Path) -> list[str]:
-    """Project-relative paths that a VERIFY command names (existing or not)."""
-    try:
-        words = shlex.split(command, comments=True)
-    except ValueError:
-        words = command.split()
-    found = []
-    for word in words:
-        if word in _SHELL_WORDS or word.startswith("-") and "=" not in word:
-            continue
-        word = word.split("=", 1)[1] if word.startswith("-") else word
-        word = word.split("::", 1)[0]  # pytest node ids: tests/test_x.py::test_y
-        rel = frames.inside(word, project)
-        if rel is not None:
-            found.append(rel)
-    return found
 
 
 def _declared(value: Any, project: Path) -> list[str]:

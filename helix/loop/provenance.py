@@ -33,6 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from helix.tasks.tracker import now_rfc3339
+
 ROUTES = ("cli", "mcp", "run", "spawn-prompt")
 JUDGE_FIELDS = ("verify", "verify-files", "delta")
 FIELD = "judge-set"
@@ -62,7 +64,8 @@ def judge_set(database: Path, route: str) -> dict[str, Any]:
 
 
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Now, as the task file stamps its times."""
+    return now_rfc3339(lambda: datetime.now(UTC))
 
 
 def sets_judge(fields: Mapping[str, Any]) -> bool:
