@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -35,3 +36,11 @@ def run_helix(
         stdin=subprocess.DEVNULL if stdin is None else None,
         timeout=timeout,
     )
+
+
+def ok(result: subprocess.CompletedProcess) -> object:
+    """Assert the command succeeded cleanly; its JSON on stdout, else its text."""
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    text = result.stdout.strip()
+    return json.loads(text) if text.startswith(("{", "[")) else text

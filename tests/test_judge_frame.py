@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helix_process import run_helix
+from helix_process import ok, run_helix
 
 from helix.memory.embeddings import MiniLMEmbedder
 from helix.memory.store import Memory
@@ -38,13 +38,6 @@ def home(tmp_path: Path, minilm: MiniLMEmbedder) -> Path:
     with Memory(home / "helix.db", embedder=minilm) as memory:
         memory.store(ADVICE)
     return home
-
-
-def ok(result) -> object:
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
-    text = result.stdout.strip()
-    return json.loads(text) if text.startswith(("{", "[")) else text
 
 
 def task(home: Path, verify: str, *options: str) -> str:
