@@ -560,7 +560,7 @@ BAD_INPUT = [
             "--outcome",
             "delivered",
             "--causal-names",
-            "nope",
+            "[nope",
         ],
         None,
         2,
@@ -1086,3 +1086,29 @@ def test_forget_and_edit_are_refused_while_an_attempt_is_in_flight(hrun: Runner)
         done = hrun("memory", *args)
         assert done.returncode == 1 and "in flight" in done.stderr, done.stderr
     assert ok(hrun("memory", "get", name))["content"] == "When CSS breaks, pin the bundler"
+
+
+def test_every_list_option_takes_one_style_plus_json(hrun: Runner) -> None:
+    """Comma-separated, repeated, or a JSON list: the same list each way."""
+    stored = [
+        ok(hrun("memory", "store", "--content", text, *args))
+        for text, args in (
+            ("When xi queues back up, drain the xiqueue before a deploy", ["--tags", "ops,xi"]),
+            (
+                "When omicron logs grow, rotate omicronlog files every hour",
+                ["--tags", "ops", "--tags", "omicron"],
+            ),
+            (
+                "When pi caches go stale, flush the picache after each import",
+                ["--tags", '["ops", "pi"]'],
+            ),
+        )
+    ]
+    tags = [ok(hrun("memory", "get", s["name"]))["tags"] for s in stored]
+    assert [sorted(t) for t in tags] == [["ops", "xi"], ["omicron", "ops"], ["ops", "pi"]]
+    a, b, c = (s["name"] for s in stored)
+    for names in ([f"{a},{b}"], [a, b], [json.dumps([a, b])]):
+        args = [x for n in names for x in ("--names", n)]
+        ok(hrun("memory", "feedback", *args, "--outcome", "blocked"))
+    uses = [ok(hrun("memory", "get", n))["use_count"] for n in (a, b, c)]
+    assert uses == [3, 3, 0]

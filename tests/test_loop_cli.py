@@ -307,7 +307,7 @@ def test_settle_reads_stdin(home: Path):
         (["settle", "TASK", "--output", "huge.txt"], 2, "larger than 1 MB"),
         (["settle", "TASK", "--output", "-", "--files-changed", '["a.py", 1]'], 2, "paths"),
         (["settle", "hx-00000000", "--output", "-"], 1, "hx-00000000"),
-        (["settle", "TASK", "--output", "-", "--files-changed", "nope"], 2, "not valid JSON"),
+        (["settle", "TASK", "--output", "-", "--files-changed", "[nope"], 2, "not valid JSON"),
         (["learn", "store", "--id", "lc-nope"], 1, "lc-nope"),
     ],
 )

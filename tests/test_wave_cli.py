@@ -66,8 +66,25 @@ def test_a_wave_through_the_cli(home: Path, tmp_path: Path):
 
 
 def test_timeout_is_not_an_error(home: Path):
-    report = ok(run(home, "wait", "builders", "--task-ids", "009", "--timeout", "0"))
-    assert report["timed_out"] is True and report["missing"] == ["009"]
+    task = Tracker(home / "tasks.jsonl").create("a wave's task")["id"]
+    report = ok(run(home, "wait", "builders", "--task-ids", task, "--timeout", "0"))
+    assert report["timed_out"] is True and report["missing"] == [task]
+
+
+def test_an_id_nothing_knows_is_said_at_once(home: Path):
+    """A typo would only wait out the whole timeout and exit 0."""
+    task = Tracker(home / "tasks.jsonl").create("a wave's task")["id"]
+    results.record_task_status(home, {"task_id": "009", "outcome": "delivered"})
+    proc = run(
+        home, "wait", "builders", "--task-ids", f"{task},009,hx-deadbeef", "--timeout", "120"
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "hx-deadbeef" in proc.stderr
+    assert task not in proc.stderr and "009" not in proc.stderr
+    # one list style everywhere: a JSON list, comma-separated, or repeated
+    for args in (["--task-ids", f'["{task}", "009"]'], ["--task-ids", task, "--task-ids", "009"]):
+        report = ok(run(home, "wait", "builders", *args, "--timeout", "0"))
+        assert report["completed"] == ["009"] and report["missing"] == [task]
 
 
 def test_since_filters_through_the_cli(home: Path):

@@ -10,8 +10,8 @@ import os
 import sqlite3
 import sys
 import traceback
-from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -78,16 +78,35 @@ def emit(value: Any) -> None:
     click.echo(text)
 
 
-@overload
-def json_list(text: str, what: str) -> list[Any]: ...
-@overload
-def json_list(text: None, what: str) -> None: ...
-@overload
-def json_list(text: str | None, what: str) -> list[Any] | None: ...
-def json_list(text: str | None, what: str) -> list[Any] | None:
+LIST_STYLE = "Comma-separated or a JSON list; repeatable."
+
+
+def list_option(*decls: str, help: str, required: bool = False) -> Callable[[Any], Any]:
+    """A list option, in the one style every list option takes: comma-separated
+    values, or a JSON list (for values that hold commas), given once or repeated;
+    the values of every occurrence are joined in order."""
+    return click.option(*decls, multiple=True, required=required, help=f"{help} {LIST_STYLE}")
+
+
+def json_list(values: str | Sequence[str] | None, what: str) -> list[Any] | None:
+    """The values of a list option (see :func:`list_option`); None when it was
+    not given, so "not given" and "given empty" (``'[]'``) stay apart."""
     from helix.memory.insight import parse_json_list
 
-    return parse_json_list(text, what)
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = (values,)
+    if not values:
+        return None
+    joined: list[Any] = []
+    for value in values:
+        text = value.strip()
+        if text[:1] in ("[", "{", '"'):  # JSON: it must be a list
+            joined.extend(parse_json_list(text, what))
+        else:
+            joined.extend(part.strip() for part in text.split(",") if part.strip())
+    return joined
 
 
 def read_text(value: str, what: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from helix import config, files
-from helix.cli.common import emit, guarded, json_list, open_memory, read_text
+from helix.cli.common import emit, guarded, json_list, list_option, open_memory, read_text
 from helix.errors import InvalidInput, NotFound
 from helix.vocab import CONFIDENCE_LEVELS
 
@@ -50,19 +50,19 @@ def read_source(value: str, what: str) -> str:
 @click.command("inject")
 @click.argument("objective", required=False)
 @click.option("--task-id", default=None, help="Record the injection for this task.")
-@click.option("--tasks", "task_list", default=None, help="Comma-separated tracker ids (a wave).")
+@list_option("--tasks", "task_list", help="Tracker ids (a wave).")
 @click.option(
     "--batch", default=None, help='JSON file (or -) of [{"task_id","objective","files"}].'
 )
-@click.option("--files", default=None, help="JSON list of files the task touches.")
+@list_option("--files", help="Files the task touches.")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 20))
 @guarded
 def inject_command(
     objective: str | None,
     task_id: str | None,
-    task_list: str | None,
+    task_list: tuple[str, ...],
     batch: str | None,
-    files: str | None,
+    files: tuple[str, ...],
     limit: int,
 ) -> None:
     """Choose insights for one task or a whole wave, and record what was given.
@@ -89,7 +89,7 @@ def inject_command(
         if task_id or files:
             raise InvalidInput("--task-id and --files go with OBJECTIVE, not a batch")
         if task_list:
-            ids = [t.strip() for t in task_list.split(",") if t.strip()]
+            ids = json_list(task_list, "--tasks") or []
             tracker = _tracker()
             tasks = [tracker.get(t) for t in ids]
             objectives = [injection.task_objective(t) for t in tasks]
@@ -170,7 +170,7 @@ def verify_command(task_id: str, timeout: float, cwd: str | None) -> None:
 @click.argument("task_id")
 @click.option("--output", "output", required=True, help="The agent's final message: a file or -.")
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(0.1, 86400))
-@click.option("--files-changed", default=None, help="JSON list of files the attempt changed.")
+@list_option("--files-changed", help="Files the attempt changed.")
 @click.option("--no-update", is_flag=True, help="Do not change the task in the tracker.")
 @click.option(
     "--attempt", "attempt_id", default=None, help="The attempt (default: the newest open)."
@@ -180,7 +180,7 @@ def settle_command(
     task_id: str,
     output: str,
     timeout: float,
-    files_changed: str | None,
+    files_changed: tuple[str, ...],
     no_update: bool,
     attempt_id: str | None,
 ) -> None:
@@ -276,7 +276,7 @@ def learn_candidates(as_json: bool) -> None:
 
 
 @learn.command("store")
-@click.option("--id", "ids", multiple=True, help="A candidate to store (repeatable).")
+@list_option("--id", "ids", help="Candidates to store.")
 @click.option(
     "--min-confidence",
     default="medium",
@@ -293,7 +293,7 @@ def learn_store(ids: tuple[str, ...], min_confidence: str) -> None:
     from helix.loop import learning
 
     with open_memory() as memory:
-        emit(learning.store(memory, list(ids) or None, min_confidence))
+        emit(learning.store(memory, json_list(ids, "--id"), min_confidence))
 
 
 @learn.command("discard")

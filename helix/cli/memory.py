@@ -15,6 +15,7 @@ from helix.cli.common import (
     emit,
     guarded,
     json_list,
+    list_option,
     open_memory,
     read_text,
 )
@@ -37,12 +38,16 @@ def memory() -> None:
 @memory.command("store")
 @click.option("--content", required=True, help="The insight text, or '-' to read it from stdin.")
 @click.option("--kind", type=click.Choice(KINDS), help="Default: inferred from the text.")
-@click.option("--tags", default=None, help="JSON list of tags, e.g. '[\"auth\"]'.")
+@list_option("--tags", help="Tags, e.g. auth,testing.")
 @click.option("--source", default="", help="Where it came from (task id, agent, user).")
-@click.option("--files", default=None, help="JSON list of file paths or globs it is tied to.")
+@list_option("--files", help="File paths or globs it is tied to.")
 @guarded
 def memory_store(
-    content: str, kind: str | None, tags: str | None, source: str, files: str | None
+    content: str,
+    kind: str | None,
+    tags: tuple[str, ...],
+    source: str,
+    files: tuple[str, ...],
 ) -> None:
     """Store an insight ("When X, do Y because Z"); near-duplicates merge.
 
@@ -68,10 +73,10 @@ def memory_store(
 @click.argument("query")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 100))
 @click.option("--min-relevance", default=0.35, show_default=True, type=click.FloatRange(0, 1))
-@click.option("--kinds", default=None, help="JSON list of kinds to keep.")
-@click.option("--tags", default=None, help="JSON list; keep insights with any of these tags.")
-@click.option("--files", default=None, help="JSON list of files in the task's delta (dual query).")
-@click.option("--suppress-names", default=None, help="JSON list of names to leave out.")
+@list_option("--kinds", help="Kinds to keep.")
+@list_option("--tags", help="Keep insights with any of these tags.")
+@list_option("--files", help="Files in the task's delta (dual query).")
+@list_option("--suppress-names", help="Names to leave out.")
 @click.option("--intent", type=click.Choice(("why", "how", "what", "debug")))
 @click.option("--graph-hops", default=0, show_default=True, type=click.IntRange(0, 3))
 @guarded
@@ -79,10 +84,10 @@ def memory_recall(
     query: str,
     limit: int,
     min_relevance: float,
-    kinds: str | None,
-    tags: str | None,
-    files: str | None,
-    suppress_names: str | None,
+    kinds: tuple[str, ...],
+    tags: tuple[str, ...],
+    files: tuple[str, ...],
+    suppress_names: tuple[str, ...],
     intent: str | None,
     graph_hops: int,
 ) -> None:
@@ -128,15 +133,13 @@ def memory_get(name: str) -> None:
 
 
 @memory.command("feedback")
-@click.option("--names", required=True, help="JSON list of the insights injected into the task.")
+@list_option("--names", required=True, help="The insights injected into the task.")
 @click.option("--outcome", required=True, type=click.Choice(SETTLED_OUTCOMES))
-@click.option(
-    "--causal-names", default=None, help="JSON list of those that mattered (default: all)."
-)
+@list_option("--causal-names", help="Those that mattered (default: all).")
 @click.option("--task-id", default=None, help="The task the outcome belongs to.")
 @guarded
 def memory_feedback(
-    names: str, outcome: str, causal_names: str | None, task_id: str | None
+    names: tuple[str, ...], outcome: str, causal_names: tuple[str, ...], task_id: str | None
 ) -> None:
     """Report an outcome by hand: recorded as unverified, so it can lower the
     insights' scores but never raise them. Verified credit comes only from a VERIFY
@@ -144,7 +147,7 @@ def memory_feedback(
 
     Example: helix memory feedback --names '["a","b"]' --outcome blocked --causal-names '["a"]'
     """
-    name_list = json_list(names, "--names")
+    name_list = json_list(names, "--names") or []
     causal = json_list(causal_names, "--causal-names")
     with open_memory() as mem:
         emit(mem.feedback(name_list, outcome, causal_names=causal, task_id=task_id))

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from helix import config
-from helix.cli.common import emit, guarded, open_memory
+from helix.cli.common import emit, guarded, json_list, list_option, open_memory
 from helix.errors import HelixError, InvalidInput
 from helix.run import recovery, selection
 from helix.run import state as runstate
@@ -70,7 +70,7 @@ AGENTS = ("claude", "codex", "cmd")
     show_default=True,
     help="Insights injected per task (the range of `helix inject --limit`).",
 )
-@click.option("--skip", "skip", multiple=True, help="A task id never to work on (repeatable).")
+@list_option("--skip", "skip", help="Task ids never to work on.")
 @click.option("--epic", help="Start focused on this epic.")
 @guarded
 def run_command(
@@ -158,7 +158,7 @@ def run_command(
         review_every=review_every,
         auto_align=auto_align,
         max_drain_passes=max_drain_passes,
-        skip=list(skip),
+        skip=json_list(skip, "--skip") or [],
         epic=epic,
         dry_run=dry_run,
         orphan_threshold=recovery.threshold(),

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from helix import config
-from helix.cli.common import emit, guarded, json_list
+from helix.cli.common import emit, guarded, json_list, list_option
 from helix.errors import InvalidInput, Rejected
 from helix.run.selection import BLOCKED_LABEL
 from helix.tasks import graph as taskgraph
@@ -65,20 +65,19 @@ def tasks() -> None:
 _fields = [
     click.option("--type", "issue_type", type=click.Choice(TYPES)),
     click.option("--priority", type=click.IntRange(0, 4), help="0 is highest."),
-    click.option("--labels", default=None, help="JSON list of labels."),
+    list_option("--labels", help="Labels."),
     click.option("--parent", default=None),
     click.option("--description", default=None),
     click.option("--acceptance", default=None),
     click.option("--spec-id", default=None),
     click.option("--verify", default=None, help="The command whose exit code proves the task."),
-    click.option(
+    list_option(
         "--verify-files",
-        default=None,
-        help="JSON list of files VERIFY depends on beyond those it names (changing one "
+        help="Files VERIFY depends on beyond those it names (changing one "
         "during an attempt settles it as tampered).",
     ),
-    click.option("--delta", default=None, help="JSON list of files the task may change."),
-    click.option("--relevant-files", default=None, help="JSON list of files to read first."),
+    list_option("--delta", help="Files the task may change."),
+    list_option("--relevant-files", help="Files to read first."),
     click.option("--budget", type=click.IntRange(1, 1000), help="Tool calls allowed."),
 ]
 
@@ -93,24 +92,27 @@ def collect(**values: Any) -> dict[str, Any]:
     fields = {k: v for k, v in values.items() if v is not None}
     for key in ("labels", "delta", "relevant_files", "verify_files"):
         if key in fields:
-            fields[key] = json_list(fields[key], f"--{key.replace('_', '-')}")
+            given = json_list(fields.pop(key), f"--{key.replace('_', '-')}")
+            if given is not None:
+                fields[key] = given
     return fields
 
 
 @tasks.command("create")
 @click.argument("title")
 @field_options
-@click.option("--deps", default=None, help="JSON list of task ids this one depends on.")
+@list_option("--deps", help="Task ids this one depends on.")
 @json_option
 @guarded
-def tasks_create(title: str, deps: str | None, as_json: bool, **values: Any) -> None:
+def tasks_create(title: str, deps: tuple[str, ...], as_json: bool, **values: Any) -> None:
     """Create a task.
 
     Example: helix tasks create "Add login route" --verify "pytest -q" --deps '["hx-1a2b3c4d"]'
     """
     fields = collect(**values)
-    if deps is not None:
-        fields["deps"] = json_list(deps, "--deps")
+    dep_list = json_list(deps, "--deps")
+    if dep_list is not None:
+        fields["deps"] = dep_list
     tracker = open_tracker()
     fields["judge-set"] = _judge_stamp()
     show_task(tracker.create(title, **fields), as_json, "created")
@@ -447,10 +449,10 @@ def tasks_dep_tree(task_id: str, as_json: bool) -> None:
 @tasks.command("plan")
 @click.argument("source")
 @click.option("--parent", default=None, help="An epic the new tasks belong to.")
-@click.option("--labels", default=None, help="JSON list of labels for every new task.")
+@list_option("--labels", help="Labels for every new task.")
 @json_option
 @guarded
-def tasks_plan(source: str, parent: str | None, labels: str | None, as_json: bool) -> None:
+def tasks_plan(source: str, parent: str | None, labels: tuple[str, ...], as_json: bool) -> None:
     """Create the task graph from a planner's output (its PLAN_SPEC), all or none.
 
     SOURCE is a file holding the planner's final message, or '-' for stdin. The plan

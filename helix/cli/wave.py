@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 from helix import config, files
-from helix.cli.common import emit, guarded, read_text
-from helix.errors import InvalidInput
+from helix.cli.common import emit, guarded, json_list, list_option, read_text
+from helix.errors import InvalidInput, NotFound
 from helix.loop import results, synthesis, waiting
 from helix.tasks.tracker import Tracker
 
@@ -32,8 +32,8 @@ def parse_since(value: str | None) -> datetime | None:
     return moment
 
 
-def parse_ids(value: str, what: str) -> list[str]:
-    ids = list(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+def parse_ids(values: tuple[str, ...], what: str) -> list[str]:
+    ids = list(dict.fromkeys(str(v) for v in json_list(values, what) or []))
     if not ids:
         raise InvalidInput(f"{what} names no task id")
     return ids
@@ -103,11 +103,11 @@ def wait() -> None:
 
 
 @wait.command("builders")
-@click.option("--task-ids", required=True, help="Comma-separated task ids of the wave.")
+@list_option("--task-ids", required=True, help="Task ids of the wave.")
 @timeout_option
 @since_option
 @guarded
-def wait_builders(task_ids: str, timeout: float, since: str | None) -> None:
+def wait_builders(task_ids: tuple[str, ...], timeout: float, since: str | None) -> None:
     """Wait until every task reports an outcome.
 
     Reads .helix/task-status.jsonl. Prints which tasks delivered, blocked, partial, skipped, crashed (unknown) or
@@ -117,7 +117,31 @@ def wait_builders(task_ids: str, timeout: float, since: str | None) -> None:
     """
     ids = parse_ids(task_ids, "--task-ids")
     moment = parse_since(since)
+    waiting.check_times(timeout, waiting.DEFAULT_POLL_S)
+    unknown = _unheard_of(ids)
+    if unknown:
+        raise NotFound(
+            f"no task {', '.join(unknown)}: not in the tracker, never injected, and no "
+            "builder has reported on it (check the ids: `helix tasks list`)"
+        )
     emit(waiting.wait_builders(config.resolve().home, ids, timeout, since=moment))
+
+
+def _unheard_of(ids: list[str]) -> list[str]:
+    """The ids no part of helix knows: not a tracker task, no attempt in the
+    ledger, no builder record. Waiting for one could only time out, so a typo
+    is said at once instead of after the whole timeout."""
+    from helix.loop import ledger
+    from helix.memory.store import Memory
+
+    paths = config.resolve()
+    known = {t.get("id") for t in Tracker(paths.tasks).read().tasks}
+    known |= set(results.scan_task_statuses(paths.home).latest)
+    rest = [t for t in ids if t not in known]
+    if not rest:
+        return []
+    with Memory.open(create=False) as memory:
+        return [t for t in rest if ledger.latest(memory, t) is None]
 
 
 @wait.command("explorers")
@@ -179,10 +203,10 @@ def wave_synthesize(results_file: str) -> None:
 @wave.command("deliveries")
 @click.option("--results", "results_file", default=None, help="Wave results JSON; '-' for stdin.")
 @click.option("--blockers", "blockers_file", default=None, help="JSON {task: [blocker ids]}.")
-@click.option("--tasks", "task_ids", default=None, help="Comma-separated ids; read the tracker.")
+@list_option("--tasks", "task_ids", help="Task ids; read the tracker.")
 @guarded
 def wave_deliveries(
-    results_file: str | None, blockers_file: str | None, task_ids: str | None
+    results_file: str | None, blockers_file: str | None, task_ids: tuple[str, ...]
 ) -> None:
     """What each task's blockers delivered.
 
@@ -193,7 +217,7 @@ def wave_deliveries(
 
     Example: helix wave deliveries --tasks hx-1a2b3c4d,hx-5e6f7a8b
     """
-    if task_ids is not None:
+    if task_ids:
         if results_file is not None or blockers_file is not None:
             raise InvalidInput("give either --tasks or --results with --blockers, not both")
         ids = parse_ids(task_ids, "--tasks")

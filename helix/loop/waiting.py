@@ -27,7 +27,7 @@ Monotonic = Callable[[], float]
 Sleep = Callable[[float], None]
 
 
-def _check_times(timeout: float, poll: float) -> None:
+def check_times(timeout: float, poll: float) -> None:
     if not 0 <= timeout <= MAX_TIMEOUT_S:
         raise InvalidInput(f"timeout must be between 0 and {MAX_TIMEOUT_S:.0f} seconds")
     if not poll > 0:
@@ -97,7 +97,7 @@ def wait_builders(
     wanted = list(dict.fromkeys(t.strip() for t in task_ids if isinstance(t, str) and t.strip()))
     if not wanted:
         raise InvalidInput("no task ids to wait for")
-    _check_times(timeout, poll)
+    check_times(timeout, poll)
     scan = results.StatusScan()
 
     def done() -> bool:
@@ -131,7 +131,7 @@ def wait_explorers(
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise InvalidInput("count must be a whole number of explorers, at least 1")
-    _check_times(timeout, poll)
+    check_times(timeout, poll)
     scan = results.ExplorerScan()
 
     def done() -> bool:
