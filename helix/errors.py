@@ -25,6 +25,10 @@ class Rejected(HelixError):
     """Content refused by a rule (too short, too long, flagged by the safety screen)."""
 
 
+class Screened(Rejected):
+    """Content refused by the safety screen: the one refusal a person may vouch past."""
+
+
 class StoreError(HelixError):
     """The database cannot be opened or written (corrupt, read-only, newer schema)."""
 

@@ -19,7 +19,7 @@ from helix.cli.common import (
     open_memory,
     read_text,
 )
-from helix.errors import HelixError, InvalidInput
+from helix.errors import HelixError, InvalidInput, Screened
 from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -41,6 +41,12 @@ def memory() -> None:
 @list_option("--tags", help="Tags, e.g. auth,testing.")
 @click.option("--source", default="", help="Where it came from (task id, agent, user).")
 @list_option("--files", help="File paths or globs it is tied to.")
+@click.option(
+    "--vouch",
+    is_flag=True,
+    help="If the safety screen refuses it, ask to store it as yours anyway (a person at "
+    "a terminal, nothing in flight).",
+)
 @guarded
 def memory_store(
     content: str,
@@ -48,6 +54,7 @@ def memory_store(
     tags: tuple[str, ...],
     source: str,
     files: tuple[str, ...],
+    vouch: bool,
 ) -> None:
     """Store an insight ("When X, do Y because Z"); near-duplicates merge.
 
@@ -56,17 +63,50 @@ def memory_store(
     flight (its builder holds a shell and may be the one asking), it is an
     agent's and quarantined until a person runs `helix memory approve NAME`.
 
+    The safety screen errs towards refusing. With --vouch, a text it refuses is
+    shown with the reason and stored as yours if you confirm at the terminal;
+    its origin records that you vouched for it. Refused while an attempt is in
+    flight, without a terminal, and never offered over MCP: it is a person's.
+
     Example: helix memory store --content - --tags '["testing"]' < insight.txt
     """
     text = read_text(content, "--content")
     tag_list, file_list = json_list(tags, "--tags"), json_list(files, "--files")
     with open_memory() as mem:
+        if vouch:
+            _person_only(mem, "store --vouch")
+            _at_a_terminal("store --vouch")
         origin = _origin(mem, "cli")
-        result = mem.store(
-            text, kind=kind, tags=tag_list, source=source, files=file_list, origin=origin
-        )
+        try:
+            result = mem.store(
+                text, kind=kind, tags=tag_list, source=source, files=file_list, origin=origin
+            )
+        except Screened as exc:
+            if not vouch or not _confirmed(str(exc)):
+                raise
+            result = mem.store(
+                text,
+                kind=kind,
+                tags=tag_list,
+                source=source,
+                files=file_list,
+                origin=origin,
+                vouched=True,
+            )
+            result["vouched"] = True
     _note_quarantine(result)
     emit(result)
+
+
+def _at_a_terminal(verb: str) -> None:
+    """Vouching asks a person at a terminal: an agent's shell has none on stdin."""
+    if not sys.stdin or not sys.stdin.isatty():
+        raise InvalidInput(f"`helix memory {verb}` asks for confirmation at a terminal")
+
+
+def _confirmed(refusal: str) -> bool:
+    click.echo(f"helix: {refusal}", err=True)
+    return click.confirm("Store it as yours anyway (you vouch for it)?", default=False, err=True)
 
 
 @memory.command("recall")
@@ -345,8 +385,9 @@ def memory_forget(name: str) -> None:
 @memory.command("edit")
 @click.argument("name")
 @click.option("--content", required=True, help="The corrected text ('-' reads stdin).")
+@click.option("--vouch", is_flag=True, help="As for `store`: vouch for a text the screen refuses.")
 @guarded
-def memory_edit(name: str, content: str) -> None:
+def memory_edit(name: str, content: str, vouch: bool) -> None:
     """Correct an insight's text: the new text goes through the same screen as
     `store`, keeps the kind, tags and files, and replaces the old insight, which is
     archived (restorable). The corrected text starts with no evidence: what was
@@ -357,7 +398,14 @@ def memory_edit(name: str, content: str) -> None:
     text = read_text(content, "--content")
     with open_memory() as mem:
         _person_only(mem, "edit")
-        emit(mem.edit(name, text))
+        if vouch:
+            _at_a_terminal("edit --vouch")
+        try:
+            emit(mem.edit(name, text))
+        except Screened as exc:
+            if not vouch or not _confirmed(str(exc)):
+                raise
+            emit({**mem.edit(name, text, vouched=True), "vouched": True})
 
 
 @memory.command("archived")

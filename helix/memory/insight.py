@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
-from helix.errors import InvalidInput, Rejected
+from helix.errors import InvalidInput, Rejected, Screened
 from helix.vocab import KINDS, RELATIONS
 
 MIN_CONTENT = 20
@@ -137,7 +137,7 @@ def screen(content: str, tags: Sequence[str], source: str, files: Sequence[str] 
     for label, text in fields:
         problem = find_problem(text)
         if problem:
-            raise Rejected(f"refused by the safety screen ({label}): {problem}")
+            raise Screened(f"refused by the safety screen ({label}): {problem}")
 
 
 _KIND_RULES = (

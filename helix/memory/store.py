@@ -83,11 +83,13 @@ class Memory(InsightRows):
         source: str = "",
         files: Iterable[str] | None = None,
         origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
+        vouched: bool = False,
     ) -> dict[str, Any]:
         """Add an insight, or merge it into a near-duplicate: :func:`helix.memory.writes.store`.
         ``origin`` says who wrote it: pass the agent's or import's
-        (:mod:`helix.memory.quarantine`) for anything a person did not write."""
-        return writes.store(self, content, kind, tags, source, files, origin)
+        (:mod:`helix.memory.quarantine`) for anything a person did not write;
+        ``vouched``: a person stores it past the safety screen."""
+        return writes.store(self, content, kind, tags, source, files, origin, vouched)
 
     def store_many(
         self,
@@ -163,7 +165,11 @@ class Memory(InsightRows):
         return upkeep.forget(self, name)
 
     def edit(
-        self, name: str, content: str, origin: quarantine.Origin = quarantine.PERSON_AT_CLI
+        self,
+        name: str,
+        content: str,
+        origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
+        vouched: bool = False,
     ) -> dict[str, Any]:
         """Correct an insight's text. The new text is stored as any text is (the same
         screen, kind, tags, source and files), and replaces the old insight, which is
@@ -171,7 +177,9 @@ class Memory(InsightRows):
         corrected text starts with none. A text that says the same thing again
         leaves the insight as it is."""
         old = self.get(name)
-        result = self.store(content, old["kind"], old["tags"], old["source"], old["files"], origin)
+        result = self.store(
+            content, old["kind"], old["tags"], old["source"], old["files"], origin, vouched
+        )
         result["replaced"] = None
         if result["name"] != name:
             upkeep.forget(self, name, f"edited: replaced by {result['name']}")
