@@ -4,6 +4,7 @@ embedding model."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -29,6 +30,9 @@ TOOLS = {
     "tasks_claim",
     "tasks_close",
     "tasks_history",
+    "forget",
+    "restore",
+    "edit",
 }
 ADVICE = (
     "When the payment client gets a 503 from the gateway, retry with exponential "
@@ -55,6 +59,7 @@ def test_tools_are_listed_with_descriptions_and_schemas(tmp_path: Path) -> None:
         assert settle["properties"]["claimed"]["enum"] == ["delivered", "blocked", "partial"]
         assert listed["recall"].annotations.read_only_hint is True
         assert listed["settle"].annotations.read_only_hint is False
+        assert listed["forget"].annotations.destructive_hint is True
         assert resources == {"helix://guide", "helix://health"}
         assert "VERIFY" in guide.contents[0].text
 
@@ -83,6 +88,41 @@ def test_store_then_recall_show_and_history(tmp_path: Path) -> None:
         assert shown["history"] == [] and trail == []
         assert health["total_insights"] == 1
         assert '"total_insights": 1' in summary.contents[0].text
+
+    anyio.run(main)
+
+
+def test_forget_restore_and_edit_correct_an_insight(tmp_path: Path) -> None:
+    """The CLI's corrections over MCP: forget and restore keep the evidence; an
+    edit replaces the words, starts unproven and, written by an agent, waits for
+    a person's approval; none of them while an attempt is in flight."""
+    home = tmp_path / ".helix"
+    person = run_helix(home, "memory", "store", "--content", ADVICE)
+    assert person.returncode == 0, person.stderr
+    name = json.loads(person.stdout)["name"]
+    better = ADVICE.replace("a few seconds", "up to ten seconds, so wait at least that long")
+
+    async def main() -> None:
+        async with stdio_client(project(tmp_path)) as client:
+            forgotten = await ok(client, "forget", name=name)
+            gone = await client.call_tool("show", {"name": name})
+            restored = await ok(client, "restore", name=name)
+            edited = await ok(client, "edit", name=name, content=better)
+            old = await client.call_tool("show", {"name": name})
+            new = await ok(client, "show", name=edited["name"])
+            unknown = await error(client, "forget", {"name": "no-such-insight"})
+            await ok(client, "tasks_create", title=TASK, verify="true")
+            tasks = await ok(client, "tasks_ready")
+            await ok(client, "inject", task_id=tasks[0]["id"])
+            in_flight = await error(client, "forget", {"name": edited["name"]})
+            still = await ok(client, "show", name=edited["name"])
+        assert forgotten["forgotten"] == name and gone.is_error
+        assert restored["name"] == name
+        assert edited["replaced"] == name and old.is_error
+        assert new["content"] == better and new["use_count"] == 0
+        assert new["provenance"]["quarantined"] is True
+        assert "no insight" in unknown
+        assert "in flight" in in_flight and still["name"] == edited["name"]
 
     anyio.run(main)
 

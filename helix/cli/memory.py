@@ -302,12 +302,7 @@ def _person_only(mem: Memory, verb: str) -> None:
     person's decision."""
     from helix.loop import ledger
 
-    running = ledger.open_attempts(mem)
-    if running:
-        raise HelixError(
-            f"refused: `helix memory {verb}` is for a person, and {len(running)} attempt(s) "
-            f"are in flight (task {running[0].task_id}); run it once they have settled"
-        )
+    ledger.refuse_in_flight(mem, f"`helix memory {verb}`")
 
 
 def _restorable(result: dict[str, Any], names: list[str]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from helix.errors import NotFound
+from helix.errors import HelixError, NotFound
 from helix.loop import frames
 from helix.loop import judge as judges
 from helix.memory import db
@@ -227,6 +227,18 @@ def open_attempts(memory: Store) -> list[Attempt]:
         (cutoff,),
     ).fetchall()
     return [_attempt(r) for r in rows]
+
+
+def refuse_in_flight(memory: Store, action: str) -> None:
+    """Raise HelixError when an attempt is in flight: ``action`` (a correction, a
+    bulk prune) is a person's decision, and while a builder holds a shell the
+    request may be the builder's."""
+    running = open_attempts(memory)
+    if running:
+        raise HelixError(
+            f"refused: {action} is for a person, and {len(running)} attempt(s) are in "
+            f"flight (task {running[0].task_id}); do it once they have settled"
+        )
 
 
 def attempts(memory: Store, task_id: str, limit: int = 20) -> list[Attempt]:

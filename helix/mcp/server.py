@@ -200,6 +200,33 @@ def build(service: Service) -> MCPServer:
         the existing insight. The kind is inferred when not given."""
         return await workers.call(lambda: service.store(content, kind, tags, files))
 
+    correcting = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+
+    @server.tool(annotations=correcting)
+    async def forget(name: Name) -> dict[str, Any]:
+        """Take an insight out of recall and injection (archived: `restore` brings it
+        back). Refused while a task's attempt is in flight."""
+        return await workers.call(lambda: service.forget(name))
+
+    @server.tool(annotations=writing)
+    async def restore(name: Name) -> dict[str, Any]:
+        """Bring back an archived (forgotten, pruned or edited) insight with its evidence."""
+        return await workers.call(lambda: service.restore(name))
+
+    @server.tool(annotations=correcting)
+    async def edit(
+        name: Name,
+        content: Annotated[
+            str,
+            Field(min_length=1, max_length=TEXT, description="The corrected text."),
+        ],
+    ) -> dict[str, Any]:
+        """Correct an insight's text. The new text passes the safety screen, replaces
+        the old insight (archived, restorable) and starts with no evidence; written by
+        an agent, it is quarantined until a person runs `helix memory approve`.
+        Refused while a task's attempt is in flight."""
+        return await workers.call(lambda: service.edit(name, content))
+
     @server.tool(annotations=reading)
     async def show(name: Name) -> dict[str, Any]:
         """One insight with its evidence trail (feedback events) and graph edges."""

@@ -180,6 +180,34 @@ class Service:
                 content, kind=kind, tags=tags, source=source, files=files, origin=origin
             )
 
+    def forget(self, name: str) -> dict[str, Any]:
+        """``helix memory forget``: archived, restorable; refused while an attempt
+        is in flight, as at the CLI (a correction is a person's)."""
+        from helix.loop import ledger
+
+        with self.memory(create=False) as mem:
+            ledger.refuse_in_flight(mem, "forget")
+            return mem.forget(name)
+
+    def restore(self, name: str) -> dict[str, Any]:
+        """``helix memory restore``: an archived insight back, with its evidence."""
+        from helix.loop import ledger
+
+        with self.memory(create=False) as mem:
+            ledger.refuse_in_flight(mem, "restore")
+            return mem.restore(name)
+
+    def edit(self, name: str, content: str) -> dict[str, Any]:
+        """``helix memory edit``: the corrected text replaces the insight (archived,
+        restorable) and starts with no evidence. It arrives over MCP, so it is an
+        agent's text: screened, and quarantined until a person approves it."""
+        from helix.loop import ledger
+        from helix.memory import quarantine
+
+        with self.memory(create=False) as mem:
+            ledger.refuse_in_flight(mem, "edit")
+            return mem.edit(name, content, origin=quarantine.over_mcp([]))
+
     def show(self, name: str) -> dict[str, Any]:
         """``helix memory show --json``: the insight, its evidence trail and edges."""
         with self.memory(create=False) as mem:

@@ -177,6 +177,20 @@ class Memory(InsightRows):
         corrected text starts with none. A text that says the same thing again
         leaves the insight as it is."""
         old = self.get(name)
+        if not origin.trusted:
+            # An agent's words never merge into a person's insight (they would be
+            # locked out of it and the edit silently lost): the old one steps aside
+            # first, and comes back if the new text is refused.
+            upkeep.forget(self, name, "edited by an agent: replaced")
+            try:
+                result = self.store(
+                    content, old["kind"], old["tags"], old["source"], old["files"], origin
+                )
+            except BaseException:
+                upkeep.restore(self, name)
+                raise
+            result["replaced"] = name if result["name"] != name else None
+            return result
         result = self.store(
             content, old["kind"], old["tags"], old["source"], old["files"], origin, vouched
         )
