@@ -4,6 +4,7 @@ says how to install it in one line."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -142,3 +143,31 @@ def test_serve_without_the_sdk_says_how_to_install_it(tmp_path: Path) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "helix[mcp]" in lines[0] and lines[0].startswith("helix: error:")
+
+
+def test_help_says_when_the_sdk_is_missing(tmp_path: Path) -> None:
+    """The README promises it: `helix mcp serve --help` names the missing extra."""
+    code = (
+        "import sys\n"
+        "{hide}"
+        "sys.argv = ['helix', 'mcp', 'serve', '--help']\n"
+        "from helix.cli import main\n"
+        "main()\n"
+    )
+    outputs = []
+    for hide in ("sys.modules['mcp'] = None\n", ""):
+        done = subprocess.run(
+            [sys.executable, "-c", code.format(hide=hide)],
+            env=_env(tmp_path),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    missing, present = outputs
+    assert "Usage:" in missing and "helix[mcp]" in missing and "not installed" in missing
+    if importlib.util.find_spec("mcp") is not None:
+        assert "not installed" not in present

@@ -25,7 +25,29 @@ def mcp() -> None:
     """
 
 
-@mcp.command("serve")
+def sdk_installed() -> bool:
+    """Whether the MCP SDK can be imported, without importing it (seconds)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class _Serve(click.Command):
+    """``serve``, whose help says so when the extra it needs is missing."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help(ctx, formatter)
+        if not sdk_installed():
+            formatter.write_paragraph()
+            formatter.write_text(
+                f"Not available yet: the MCP SDK is not installed; {INSTALL_HINT}."
+            )
+
+
+@mcp.command("serve", cls=_Serve)
 @click.option(
     "--http", is_flag=True, help="Streamable HTTP on 127.0.0.1 instead of stdio; needs a token."
 )
@@ -41,8 +63,8 @@ def mcp_serve(http: bool, port: int) -> None:
     send "Authorization: Bearer TOKEN". TOKEN is the environment variable
     HELIX_MCP_TOKEN (at least 16 characters) or, when unset, a random one printed
     on stderr with the URL at start. Tools: recall, store, show, history, health,
-    inject, settle, tasks_create, tasks_ready, tasks_show, tasks_claim,
-    tasks_close, tasks_history. Logs go to stderr.
+    forget, restore, edit, inject, settle, tasks_create, tasks_ready, tasks_show,
+    tasks_claim, tasks_close, tasks_history. Logs go to stderr.
 
     Example: helix mcp serve --http --port 8765
     """
