@@ -5,13 +5,17 @@ sessions through the real hook commands."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from helix.demo import estimates
+from helix.cli import cli
+from helix.demo import builder, estimates, narrate
 from helix.demo import story as demo
 from helix.loop import contracts
 from helix.memory.store import Memory
@@ -143,15 +147,32 @@ def test_demo_replays_the_sessions_through_the_hook_commands(scratch):
     assert (tasks[first["task_id"]], tasks[second["task_id"]]) == ("open", "closed")
 
 
-def test_demo_command_prints_the_story(tmp_path):
+WIDTH = 60
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """What `helix demo` prints on a terminal 60 columns wide."""
+    project = tmp_path_factory.mktemp("printed") / "d"
     out = subprocess.run(
-        [sys.executable, "-m", "helix", "demo", "--dir", str(tmp_path / "d")],
+        [sys.executable, "-m", "helix", "demo", "--dir", str(project)],
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "COLUMNS": str(WIDTH)},
     )
     assert out.returncode == 0, out.stderr
-    text = " ".join(out.stdout.split())
+    assert "Traceback" not in out.stderr
+    return out.stdout
+
+
+def flat(text: str) -> str:
+    """``text`` with its line breaks and indentation as single spaces."""
+    return " ".join(text.split())
+
+
+def test_demo_command_prints_the_story(printed):
+    text = flat(printed)
     assert "claimed DELIVERED; VERIFY exit 1 -> blocked" in text
     assert "VERIFY exit 0 -> delivered" in text
     assert "PARENT_DELIVERIES" in text
@@ -159,7 +180,95 @@ def test_demo_command_prints_the_story(tmp_path):
     assert "claimed BLOCKED; VERIFY exit 1 -> blocked" in text
     assert "claimed DELIVERED; VERIFY exit 0 -> delivered" in text
     assert "already settled" in text and "exit codes [0]" in text
-    assert "[unproven]" in out.stdout and "Traceback" not in out.stderr
+    assert "[unproven]" in printed
+
+
+def test_demo_shows_the_advice_not_only_names(printed):
+    text = flat(printed)
+    # Every insight's own words are printed where it first appears, whole.
+    advice = [item["content"] for item in demo.INSIGHTS] + [builder.LEARNED]
+    advice += [text for _kind, text in estimates.ADVICE.values()] + [estimates.REPLACEMENT[2]]
+    for words in advice:
+        assert flat(words) in text, words
+    # The rankings before and after learning show the advice they rank.
+    before = text.split("2. recall:")[1].split("3. plan:")[0]
+    after = text.split("6. the same recall")[1].split("7. learning")[0]
+    assert flat(demo.BAD) in before and flat(demo.GOOD) in before
+    assert flat(demo.GOOD) in after and flat(builder.LEARNED) in after
+    assert after.index(flat(demo.GOOD)) < after.index(flat(demo.BAD))  # the flip
+
+
+def test_demo_explains_its_columns(printed):
+    text = flat(printed)
+    assert text.count(flat(narrate.RANKING_LEGEND)) == 2  # before and after learning
+    assert text.count(flat(narrate.MOVE_LEGEND)) == 1
+    assert flat(estimates.SUMMARY_LEGEND) in text
+    assert "# relevance usefulness score confidence" in text
+    assert "# relevance usefulness score move confidence" in text
+    assert "advice kind baseline uplift +- outcomes passed rank" in text
+    for legend in (
+        "added: a new insight",
+        "each task: its id",
+        "per task: the insights put in its prompt",
+        "each candidate: how sure helix is of it",
+        "evidence: each task's outcome",
+        "each task: its number, its kind",
+        "each: the outcome, * if the builder named the insight as used",
+    ):
+        assert legend in text, legend
+
+
+def test_demo_fits_the_terminal_width_without_cutting_words(printed):
+    lines = printed.splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert max(len(line) for line in lines) > WIDTH - 10  # it uses the width it has
+    # Each word of the advice is printed whole, on one line.
+    tokens = {token for line in lines for token in line.split()}
+    for words in [demo.GOOD, demo.BAD, builder.LEARNED, estimates.REPLACEMENT[2]]:
+        assert set(words.split()) <= tokens, words
+    assert "…" not in printed  # no title cut short either
+
+
+def test_demo_ends_with_the_next_step(printed):
+    tail = printed.rstrip().splitlines()[-9:]
+    assert any(line.startswith("Next: install helix into your agent") for line in tail)
+    named = {
+        found.group(1)
+        for line in tail
+        if (found := re.match(r"helix ([a-z-]+(?: [a-z-]+)?)", line.strip()))
+    }
+    assert named == {"install claude", "install codex", "mcp serve", "memory list"}
+    for words in named:  # every command it names exists
+        command: Any = cli
+        for word in words.split():
+            command = command.commands[word]
+    assert "dashboard" not in " ".join(tail)
+
+
+@pytest.mark.parametrize(
+    ("text", "width", "indent", "hang"),
+    [
+        (demo.GOOD, 30, "  ", "    "),
+        ("a " + "x" * 70 + " b c", 30, "  ", "    "),  # a word wider than the line: cut
+        ("see " + "y" * 28 + " ok", 30, "      ", "        "),  # a word wider than its room
+        ("1  0.945  [unproven, written by an agent]", 24, "   ", "        "),
+        ("", 30, "  ", "  "),
+    ],
+)
+def test_wrap_breaks_between_words(text, width, indent, hang):
+    lines = narrate.wrap(text, width, indent, hang)
+    assert all(len(line) <= width for line in lines)
+    assert flat(" ".join(lines)) == flat(text) or any(len(w) > width for w in text.split())
+    for word in text.split():
+        if len(word) <= width:  # only a word wider than the width may be cut
+            assert any(word in line.split() for line in lines), word
+
+
+def test_the_narrator_wraps_to_the_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "50")
+    assert narrate.terminal_width() == 50
+    monkeypatch.setenv("COLUMNS", "5")
+    assert narrate.terminal_width() == narrate.MIN_WIDTH
 
 
 def test_the_demo_shows_exploration_context_and_drift(scratch):

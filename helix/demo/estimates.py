@@ -125,9 +125,17 @@ def run(project: Path, narrate: Narrator) -> dict[str, Any]:
     tracker = Tracker(paths.tasks)
     with Memory(paths.db) as memory:
         names = {}
+        narrate.note("  the advice in this act's own store, by the short names used below:")
         for key, (kind, text) in ADVICE.items():
             names[key] = memory.store(text, tags=[kind], source="demo")["name"]
+            narrate.note(f"    {key} ({kind} tasks): {names[key]}", hang=4)
+            narrate.advice(text, 6)
         meaning = {name: key for key, name in names.items()}
+        narrate.note(
+            "  each task: its number, its kind, the insight helix injected (exploring: "
+            "tried to learn whether it helps) and VERIFY's exit code (0: passed)",
+            style="dim",
+        )
         cli_round = 0
         for number in range(len(KINDS) * ROUNDS):
             kind = KINDS[number % len(KINDS)]
@@ -136,9 +144,11 @@ def run(project: Path, narrate: Narrator) -> dict[str, Any]:
                 names[key] = memory.store(text, tags=[CLI], source="demo")["name"]
                 meaning[names[key]] = key
                 narrate.note(
-                    f"  [bold]click 9 upgrade[/bold]: the decorator advice now breaks CLI "
-                    f"tasks; its replacement is stored as {names[key]}"
+                    f"  click 9 upgrade: the decorator advice now breaks CLI tasks; its "
+                    f"replacement {key} is stored as {names[key]}:",
+                    style="bold",
                 )
+                narrate.advice(text, 6)
             row = _task(number, kind, cli_round, root, memory, tracker, meaning, rng)
             record["tasks"].append(row)
             narrate.note(_line(row))
@@ -146,8 +156,9 @@ def run(project: Path, narrate: Narrator) -> dict[str, Any]:
                 cli_round += 1
         record["names"] = names
         record["final"] = _final(memory, names)
-    for line in _summary(record):
-        narrate.note(line)
+    for line in _summary(record, root):
+        cells = line.startswith("    ")  # a row of the table: continued under its cells
+        narrate.note(line, hang=4 if cells else 2, style="dim" if line == SUMMARY_LEGEND else "")
     return record
 
 
@@ -232,17 +243,26 @@ def _final(memory: Memory, names: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def _summary(record: dict[str, Any]) -> list[str]:
+SUMMARY_LEGEND = (
+    "  baseline: how often a task of that kind passes without advice; uplift: what the "
+    "insight adds to that chance, +- its uncertainty; outcomes: the VERIFY results it was "
+    "present for, and how many passed; rank: its place in recall for such a task"
+)
+
+
+def _summary(record: dict[str, Any], root: Path) -> list[str]:
     lines = ["", "  what the store now believes, for a task of each insight's kind:"]
+    lines.append(SUMMARY_LEGEND)
+    lines.append(f"    {'advice':16s} {'kind':8s}  baseline  uplift    +-  outcomes  passed  rank")
     for key, est in record["final"].items():
         lines.append(
-            f"    {key:16s} {est['kind']:8s} baseline {est['baseline']:.2f}  uplift "
-            f"{est['uplift']:+.2f} +- {est['sd']:.2f}  ({est['trials']} outcomes, "
-            f"{est['passes']} passed; rank {est['rank']})"
+            f"    {key:16s} {est['kind']:8s}  {est['baseline']:8.2f}  {est['uplift']:+6.2f}  "
+            f"{est['sd']:4.2f}  {est['trials']!s:>8}  {est['passes']!s:>6}  "
+            f"{(est['rank'] or '-')!s:>4}"
         )
     old, new = record["final"]["click-decorator"], record["final"]["click-typed"]
     lines.append(
         f"  the drifted decorator advice ranks {'below' if old['rank'] > new['rank'] else 'above'}"
-        f" its replacement; see any number with: helix memory why NAME --for TASK"
+        f" its replacement; see any number with: cd {root} && helix memory why NAME --for TASK"
     )
     return lines

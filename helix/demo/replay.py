@@ -176,9 +176,8 @@ class Replay:
         )
 
     # -------------------------------------------------------------- narration
-    def note(self, text: str) -> None:
-        """Narrate ``text`` as plain text (recorded words like [unproven] are not markup)."""
-        self.narrate.note(text.replace("[", "\\["))
+    def note(self, text: str, hang: int = 2) -> None:
+        self.narrate.note(text, hang)
 
     def tell(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
         event, note = call["event"], self.note
@@ -190,7 +189,7 @@ class Replay:
             self.sessions.append(payload["session_id"])
             context = (call["output"] or {}).get("hookSpecificOutput", {})
             brief = context.get("additionalContext", "").splitlines()[1:2] or [""]
-            self.narrate.note(f"  [bold]session {len(self.sessions)}[/bold]")
+            self.narrate.note(f"  session {len(self.sessions)}", style="bold")
             note(
                 f"    SessionStart ({payload['session_id'][:8]}) briefs the main thread: "
                 f"{brief[0].strip()}"
@@ -264,7 +263,7 @@ class Replay:
         )
         for name, line in list(zip(spawn.get("injected", []), lines, strict=False))[:EXCERPT_LINES]:
             mark = "  <- learned in session 1" if name in self.learned else ""
-            self.note(f"      {line.strip()[:150]}{mark}")
+            self.note(f"      {line.strip()}{mark}")
 
     def _tell_start(self, call: dict[str, Any], payload: dict[str, Any]) -> None:
         self.result["agents"][payload["agent_id"]] = {"session": len(self.sessions)}
@@ -297,11 +296,14 @@ class Replay:
         verified = sum(bool(e["verified"]) for e in feedback)
         self.note(
             f"    SubagentStop: claimed {claimed.upper()}; VERIFY exit {status.get('verify_exit')}"
-            f" -> {result.get('outcome')}; {len(feedback)} feedback events, {verified} verified"
-            " (* = causal):"
+            f" -> {result.get('outcome')}; {len(feedback)} feedback events, {verified} verified;"
+            " each: the outcome, * if the builder named the insight as used, the change to its"
+            " usefulness, the insight:"
         )
         for event in feedback:
             mark = "*" if event["causal"] else " "
             self.note(f"      {event['outcome']:9s}{mark} {event['delta']:+.3f} {event['insight']}")
         for name in stored:
             self.note(f"      the failure is stored as an insight: {name}")
+            with Memory(config.Paths.at(self.home).db) as memory:
+                self.narrate.advice(memory.get(name)["content"], 8)

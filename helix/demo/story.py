@@ -24,6 +24,7 @@ paths of the recording machine are placeholders, filled in with this project's.
 from __future__ import annotations
 
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -205,13 +206,20 @@ def run(
     record: dict[str, Any] = {"project": str(project), "stored": [], "waves": []}
     tracker = Tracker(config.Paths.at(home).tasks)
     with Memory(config.Paths.at(home).db) as memory:
-        narrate.step("1. store insights (embedded with all-MiniLM-L6-v2, screened, deduplicated)")
+        narrate.step("1. store insights: embedded (all-MiniLM-L6-v2), screened, deduplicated")
+        narrate.note(
+            "  added: a new insight, named from its words; merged: so close to a stored "
+            "one that it joins it instead of adding a copy",
+            style="dim",
+        )
         for item in INSIGHTS:
             result = memory.store(
                 item["content"], tags=item["tags"], files=item.get("files"), source="demo"
             )
             record["stored"].append(result)
-            narrate.note(f"  {result['status']:7s} {result['name']}")
+            into = "into " if result["status"] == "merged" else ""
+            narrate.note(f"  {result['status']:7s} {into}{result['name']}", hang=8)
+            narrate.advice(item["content"], 10)
         good, bad = record["stored"][0]["name"], record["stored"][1]["name"]
 
         def ranking() -> list[RecallHit]:
@@ -223,6 +231,11 @@ def run(
         narrate.ranking(before, f"recall: {RECALL_TASK!r}", None)
 
         narrate.step("3. plan: a task graph in .helix/tasks.jsonl")
+        narrate.note(
+            "  each task: its id, what to build, the tasks it waits for, and its VERIFY "
+            "command, whose exit code decides whether it is done",
+            style="dim",
+        )
         ids: dict[str, str] = {}
         for spec in TASKS:
             task = tracker.create(
@@ -234,9 +247,18 @@ def run(
             )
             ids[spec["key"]] = task["id"]
             waits = f" after {', '.join(ids[d] for d in spec['deps'])}" if spec["deps"] else ""
-            narrate.note(f"  {task['id']}  {spec['title']}{waits}  VERIFY: {spec['verify']}")
+            narrate.note(
+                f"  {task['id']}  {spec['title']}{waits}  VERIFY: {spec['verify']}", hang=13
+            )
 
         narrate.step("4. build in waves: inject, prompt, scripted builder, VERIFY, feedback")
+        narrate.note(
+            "  per task: the insights put in its prompt, the one the builder followed, what "
+            "it claimed and what VERIFY said; then per insight its part (helped or failed: "
+            "the builder used it; present: it was only in the prompt), its usefulness "
+            "before -> after, and its name",
+            style="dim",
+        )
         builder = ScriptedBuilder(project)
         for number in range(1, MAX_WAVES + 1):
             wave = taskgraph.ready(tracker.list())[: taskgraph.WAVE_CAP]
@@ -246,17 +268,29 @@ def run(
 
         narrate.step("5. learn: candidates proposed from outcomes, stored on request")
         record["candidates"] = learning.pending(home)
-        for item in record["candidates"]:
-            narrate.note(f"  ({item['confidence']}) {item['kind']}: {item['content'][:110]}")
         record["learned"] = learning.store(memory, None, "high", home)
-        for item in record["learned"]["stored"]:
-            narrate.note(f"  stored ({item['status']}): {item['name']}")
+        kept = {item["id"]: item for item in record["learned"]["stored"]}
+        narrate.note(
+            "  each candidate: how sure helix is of it, its kind, and the insight it became "
+            "(unproven, as an agent wrote it, until VERIFY results back it)",
+            style="dim",
+        )
+        for candidate in record["candidates"]:
+            done = kept.get(candidate["id"])
+            then = f"stored ({done['status']}) as {done['name']}" if done else "left queued"
+            narrate.note(f"  ({candidate['confidence']}) {candidate['kind']}, {then}:", hang=4)
+            narrate.advice(candidate["content"], 6)
 
         narrate.step("6. the same recall after learning")
         after = ranking()
         record["after"] = [r["name"] for r in after]
         narrate.ranking(
             after, f"recall: {RECALL_TASK!r}", {n: i for i, n in enumerate(record["before"], 1)}
+        )
+        narrate.note(
+            "  evidence: each task's outcome and what it changed in the insight's "
+            "usefulness; * = the builder named the insight as used",
+            style="dim",
         )
         for name in (good, bad):
             trail = memory.history(name)
@@ -265,24 +299,40 @@ def run(
                 f"{e['task_id']}:{e['outcome']}{'*' if e['causal'] else ''} {e['delta']:+.3f}"
                 for e in reversed(trail)
             )
-            narrate.note(f"  evidence for {name}: {steps or 'none'}  (* = causal)")
+            narrate.note(f"  evidence for {name}: {steps or 'none'}", hang=4)
         record["tasks"] = {t["id"]: t["status"] for t in tracker.list()}
         record["health"] = memory.health()
         narrate.note(
             f"\n  tasks: {sum(s == 'closed' for s in record['tasks'].values())}/"
             f"{len(record['tasks'])} closed; store: {record['health']['total_insights']} "
             f"insights, {record['health']['feedback_events']} feedback events, "
-            f"{record['health']['merges']} merge(s)  -> {home}"
+            f"{record['health']['merges']} merge(s), in {home}"
         )
     narrate.step(
-        f"7. the learning model over {len(estimates.KINDS) * estimates.ROUNDS} tasks: "
-        "exploration, a contextual baseline, drift"
+        f"7. learning over {len(estimates.KINDS) * estimates.ROUNDS} tasks: exploration, "
+        "a contextual baseline, drift"
     )
     record["estimates"] = estimates.run(project, narrate)
     if replay:
-        narrate.step("8. replay: two recorded Claude Code sessions through the real hook commands")
+        narrate.step("8. replay two recorded Claude Code sessions through the hooks")
         record["replay"] = Replay(project, narrate).run()
+    _next_steps(project, narrate)
     return record
+
+
+def _next_steps(project: Path, narrate: Narrator) -> None:
+    """What to do after the demo: commands that exist (see ``helix --help``)."""
+    narrate.step("next")
+    narrate.note("See what the demo learned, in its project:")
+    narrate.note(f"  cd {project}")
+    narrate.note("  helix memory list")
+    narrate.note(
+        "Next: install helix into your agent, and it learns from your tasks:", style="bold"
+    )
+    narrate.note("  helix install claude   for Claude Code", hang=23)
+    narrate.note("  helix install codex    for Codex", hang=23)
+    narrate.note("  helix mcp serve        for any other MCP client", hang=23)
+    narrate.note("  (helix install --help lists Cursor, OpenCode and agy)", hang=3)
 
 
 MAX_WAVES = 6
@@ -309,7 +359,7 @@ def _wave(
         judges=[injection.task_judge(t) for t in wave],
     )
     everything = tracker.list()
-    narrate.note(f"  [bold]wave {number}[/bold]: {', '.join(ids)}")
+    narrate.note(f"  wave {number}: {', '.join(ids)}", style="bold")
     rows = []
     for task, chosen in zip(wave, batch["results"], strict=True):
         deliveries = taskgraph.lineage(task, everything)
@@ -344,9 +394,9 @@ def _wave(
         }
         rows.append(row)
         if task.get("helix-last-error"):
+            error = textwrap.shorten(task["helix-last-error"], 160, placeholder=" ...")
             narrate.note(
-                f"    {task['id']} is a retry; its recall included the last error: "
-                f"{task['helix-last-error'][:70]}"
+                f"    {task['id']} is a retry; its recall included the last error: {error}"
             )
         parents = f" (PARENT_DELIVERIES from {', '.join(row['parents'])})" if deliveries else ""
         narrate.note(
@@ -357,7 +407,8 @@ def _wave(
         for change in settled["feedback"]:
             effect = next(e["effect"] for e in settled["effects"] if e["name"] == change["name"])
             narrate.note(
-                f"      {effect:7s} {change['name']}: {change['before']:.3f} -> {change['after']:.3f}"
+                f"      {effect:7s} {change['before']:.3f} -> {change['after']:.3f}  "
+                f"{change['name']}"
             )
     warnings = synthesis.convergent_warnings(
         [{"task_id": r["task"], "outcome": r["outcome"], "error": ""} for r in rows]
