@@ -103,19 +103,30 @@ def collect(**values: Any) -> dict[str, Any]:
 @field_options
 @list_option("--deps", help="Task ids this one depends on.")
 @json_option
+@click.option("-q", "--quiet", is_flag=True, help="Print the new id only (for scripts).")
 @guarded
-def tasks_create(title: str, deps: tuple[str, ...], as_json: bool, **values: Any) -> None:
+def tasks_create(
+    title: str, deps: tuple[str, ...], as_json: bool, quiet: bool, **values: Any
+) -> None:
     """Create a task.
 
-    Example: helix tasks create "Add login route" --verify "pytest -q" --deps '["hx-1a2b3c4d"]'
+    Example: helix tasks create "Add login route" --verify "pytest -q" --deps hx-1a2b3c4d
+
+    Example: parser=$(helix tasks create "Write the parser" --verify "pytest -q" -q)
     """
+    if quiet and as_json:
+        raise InvalidInput("--quiet and --json are two different outputs: give one")
     fields = collect(**values)
     dep_list = json_list(deps, "--deps")
     if dep_list is not None:
         fields["deps"] = dep_list
     tracker = open_tracker()
     fields["judge-set"] = _judge_stamp()
-    show_task(tracker.create(title, **fields), as_json, "created")
+    task = tracker.create(title, **fields)
+    if quiet:
+        click.echo(task["id"])
+        return
+    show_task(task, as_json, "created")
 
 
 def _judge_stamp() -> dict[str, Any]:
