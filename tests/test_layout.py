@@ -7,7 +7,8 @@ one above it, and never a sibling package of its own layer:
     claude | run | demo | mcp    Claude Code adapters, ``helix run``, ``helix demo``, ``helix mcp``
     loop                         one attempt: inject, prompt, verify, credit, learn
     memory | tasks               the insight memory; the task graph (strangers to each other)
-    ground                       errors, config, files, processes, reaper, render, repository, vocab
+    ground                       errors, config, files, jsontext, processes, reaper, render,
+                                 repository, vocab
 
 Every import counts, including those inside functions and ``if TYPE_CHECKING:``:
 a circle that only a type checker follows is still a circle in the design.
@@ -37,6 +38,7 @@ GROUND = {
     "errors",
     "config",
     "files",
+    "jsontext",
     "processes",
     "reaper",
     "render",

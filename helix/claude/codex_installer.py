@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -434,3 +435,224 @@ def role_problems(home: Path) -> list[str]:
     if missing:
         return [f"Codex lacks helix's agent roles {', '.join(missing)}: run: helix install codex"]
     return []
+
+
+# ------------------------------------------------------------------ uninstall
+def uninstall_codex(project: Path, dry_run: bool = False) -> dict[str, Any]:
+    """Take helix out of Codex: ``codex plugin remove`` and ``codex plugin
+    marketplace remove`` (Codex takes out its own ``[plugins...]`` and
+    ``[marketplaces...]`` tables and its copy of the plugin), then helix's marked
+    blocks (the agent roles in ``$CODEX_HOME/config.toml``; the sandbox profile
+    in the project's ``.codex/config.toml`` and in ``$CODEX_HOME``) with the blank
+    line install put beside each, the role files and ``rules/helix.rules``; a
+    config file or folder left empty by that goes too. Every file is checked
+    before anything changes, so a broken one stops it with one line
+    (:class:`HelixError`), untouched. Without the codex command (Codex was removed
+    first) helix takes Codex's two tables out itself (:func:`remove_records`),
+    and Codex's copy of the plugin.
+    Idempotent; with ``dry_run`` nothing runs."""
+    home = codex_home()
+    for layer in {sandbox_layer(scope, project) for scope in SANDBOX_SCOPES}:
+        _config_text(layer / "config.toml")  # refuses a broken file before any change
+    report: dict[str, Any] = {"codex_home": str(home), "commands": [], "ran": [], "removed": []}
+    codex = find_codex()
+    if codex is None:
+        report["removed"] += remove_records(home / "config.toml", dry_run)
+        cache = home / "plugins" / "cache" / MARKETPLACE
+        if cache.is_dir() and not cache.is_symlink():
+            report["removed"].append(str(cache))
+            if not dry_run:
+                shutil.rmtree(cache)  # what `codex plugin remove` deletes
+    else:
+        commands = _codex_uninstall_commands(codex)
+        report["commands"] = [" ".join(c) for c in commands]
+        report["removed"] += [
+            f"the plugin {PLUGIN_ID}" if c[2] == "remove" else f"the marketplace {MARKETPLACE}"
+            for c in commands
+        ]
+        for command in [] if dry_run else commands:
+            done = installer.run_client(codex, command[1:])
+            report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
+            if done.returncode != 0:
+                raise HelixError(f"'{' '.join(command)}' failed: {_error_line(done)}")
+    report["removed"] += _remove_block(home / "config.toml", BEGIN, END, dry_run)
+    for role in ROLES:
+        path = home / "helix" / "roles" / f"{role}.toml"
+        if path.is_file():
+            report["removed"].append(str(path))
+            if not dry_run:
+                path.unlink()
+    if not dry_run:
+        _remove_empty(home / "helix" / "roles", home / "helix")
+    for scope in SANDBOX_SCOPES:
+        layer = sandbox_layer(scope, project)
+        report["removed"] += _remove_block(
+            layer / "config.toml", SANDBOX_BEGIN, SANDBOX_END, dry_run
+        )
+        rules = layer / "rules" / RULES_FILE
+        if rules.is_file():
+            report["removed"].append(str(rules))
+            if not dry_run:
+                rules.unlink()
+        if not dry_run:
+            _remove_empty(layer / "rules", *([layer] if scope == "project" else []))
+    return report
+
+
+def _codex_uninstall_commands(codex: str) -> list[list[str]]:
+    """``plugin remove`` when Codex has the plugin, ``marketplace remove`` when it
+    has the marketplace: nothing when neither (a second uninstall runs nothing)."""
+    listed = _json_of(codex, ["plugin", "list", "--json"])
+    if not isinstance(listed, dict):
+        raise HelixError("could not ask Codex for its plugins (codex plugin list --json)")
+    installed = any(
+        isinstance(e, dict) and e.get("pluginId") == PLUGIN_ID for e in listed.get("installed", [])
+    )
+    commands = [["codex", "plugin", "remove", PLUGIN_ID]] if installed else []
+    if registered_marketplace(codex) is not None:
+        commands.append(["codex", "plugin", "marketplace", "remove", MARKETPLACE])
+    return commands
+
+
+# The tables ``codex plugin add`` and ``marketplace add`` write (measured, 0.169).
+RECORDS = {
+    f'[plugins."{PLUGIN_ID}"]': ("plugins", PLUGIN_ID),
+    f"[marketplaces.{MARKETPLACE}]": ("marketplaces", MARKETPLACE),
+}
+
+
+def recorded_in(home: Path) -> list[str]:
+    """What of helix ``$CODEX_HOME/config.toml`` holds, read without running
+    Codex (it may be gone): its plugin and marketplace tables, helix's roles."""
+    try:
+        text = (home / "config.toml").read_text("utf-8")
+        parsed = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    found = [
+        header
+        for header, (table, name) in RECORDS.items()
+        if isinstance(parsed.get(table), dict) and name in parsed[table]
+    ]
+    return found + (["helix's agent roles"] if BEGIN in text else [])
+
+
+def remove_records(path: Path, dry_run: bool = False) -> list[str]:
+    """Take Codex's own tables for helix (:data:`RECORDS`: each header and its
+    key lines, with the blank line before it, as Codex writes them) out of
+    ``path``, for when the codex command is gone. Checked: the result must parse
+    to the same settings less those two tables, else nothing is written and the
+    one line says to do it by hand."""
+    text = _config_text(path)
+    if text is None:
+        return []
+    expected = tomllib.loads(text)
+    lines = text.splitlines(keepends=True)
+    removed = []
+    for header, (table, name) in RECORDS.items():
+        starts = [n for n, line in enumerate(lines) if line.strip() == header]
+        if not starts:
+            continue
+        start = starts[0]
+        end = next(  # the table's key lines end at a blank line, a comment or a header
+            (
+                n
+                for n in range(start + 1, len(lines))
+                if not lines[n].strip() or lines[n].lstrip().startswith(("[", "#"))
+            ),
+            len(lines),
+        )
+        if start > 0 and not lines[start - 1].strip():
+            start -= 1  # the blank line Codex put before the table
+        del lines[start:end]
+        group = expected.get(table)
+        if isinstance(group, dict):
+            group.pop(name, None)
+            if not group:
+                del expected[table]
+        removed.append(f"{path}: {header}")
+    if not removed:
+        return []
+    updated = "".join(lines)
+    try:
+        same = tomllib.loads(updated) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise HelixError(
+            f"{path}: helix could not take Codex's tables for helix out safely; remove "
+            f"{' and '.join(RECORDS)} by hand"
+        )
+    if not dry_run:
+        files.write_output(path, [updated.encode("utf-8")])
+    return removed
+
+
+def _config_text(path: Path) -> str | None:
+    """A config.toml's text (None when missing), refused in one line when it is
+    unreadable, not TOML, or holds a marked block helix cannot take out whole."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HelixError(f"cannot read {path}: {exc}") from None
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise HelixError(
+            f"{path} is not valid TOML ({exc}); fix it, helix left it as it was"
+        ) from None
+    for begin, end in ((BEGIN, END), (SANDBOX_BEGIN, SANDBOX_END)):
+        without_block(text, begin, end, path)
+    return text
+
+
+def without_block(text: str, begin: str, end_mark: str, path: Path) -> str:
+    """``text`` without helix's marked block and the blank line install put
+    beside it (before an appended block, after a block at the top), so that
+    install then uninstall gives back the bytes of the file."""
+    start, end = text.find(begin), text.find(end_mark)
+    if start < 0 and end < 0:
+        return text
+    if start < 0 or end < start:
+        raise HelixError(
+            f"{path} has only part of helix's marked block ({begin[2:].strip()}); "
+            "remove what is left of it by hand"
+        )
+    before, after = text[:start], text[end + len(end_mark) :]
+    after = after.removeprefix("\n")  # the block's own line end
+    if not before:
+        return after.removeprefix("\n")  # the blank line after a block at the top
+    if not after and before.endswith("\n\n"):
+        return before[:-1]  # the blank line before an appended block
+    if before.endswith("\n\n") and after.startswith("\n"):
+        after = after[1:]
+    return before + after
+
+
+def _remove_block(path: Path, begin: str, end_mark: str, dry_run: bool) -> list[str]:
+    """Take one marked block out of ``path``; the file goes when nothing else was
+    in it. Returns what was (or would be) removed."""
+    text = _config_text(path)
+    if text is None:
+        return []
+    updated = without_block(text, begin, end_mark, path)
+    if updated == text:
+        return []
+    what = "agent roles" if begin == BEGIN else "sandbox profile"
+    if not dry_run:
+        if updated.strip() or path.is_symlink():
+            files.write_output(path, [updated.encode("utf-8")])
+        else:
+            path.unlink()
+    return [f"{path}: helix's {what}" + ("" if updated.strip() else " (the whole file)")]
+
+
+def _remove_empty(*folders: Path) -> None:
+    """Remove each folder, in order, that is empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return

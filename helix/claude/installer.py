@@ -13,6 +13,14 @@ same marketplace, pointing at ``helix/plugin``).
 The hooks call ``helix hook <event>`` through ``hooks/run-hook``, which finds helix
 on PATH: ``helix doctor`` checks that, reads the client's own plugin state, and
 runs the real hook command the way Claude Code would.
+
+:func:`uninstall_claude` undoes it with the client's own commands (``claude
+plugin uninstall`` in each scope, ``claude plugin marketplace remove``), then
+takes out the empty ``enabledPlugins`` / ``extraKnownMarketplaces`` objects
+those commands leave in a settings file that held only helix's entry (measured
+with 2.1.329: with them gone, a settings file Claude Code had written comes
+back byte for byte), and the ``--sandbox`` settings. Run it before ``pipx
+uninstall helix``: a registered plugin whose folder is gone "failed to load".
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from helix import __version__, config, files
+from helix import __version__, config, files, jsontext
+from helix.claude import logins
 from helix.errors import HelixError, InvalidInput, NotFound
 
 PLUGIN_NAME = "helix"
@@ -204,7 +213,7 @@ def registered_plugin(claude: str, project: Path) -> tuple[dict[str, Any] | None
     """The client's own record of the helix plugin (``claude plugin list --json``,
     as seen from ``project``), or None with the reason."""
     try:
-        done = run_client(claude, ["plugin", "list", "--json"], cwd=project)
+        done = run_client(claude, ["plugin", "list", "--json"], cwd=project, timeout=CHECK_TIMEOUT)
         entries = json.loads(done.stdout)
     except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
         return None, f"could not ask Claude Code for its plugins: {exc}"
@@ -216,17 +225,17 @@ def registered_plugin(claude: str, project: Path) -> tuple[dict[str, Any] | None
     return None, None
 
 
-def plugin_problems(claude: str | None, project: Path) -> tuple[dict[str, Any], list[str]]:
+def plugin_problems(claude: str, project: Path) -> tuple[dict[str, Any], list[str]]:
     """Is the plugin registered, enabled and served from a folder that matches this
-    helix? Returns (what was found, problems with their fixes)."""
+    helix? Returns (what was found, problems with their fixes). A Claude Code
+    without helix is not a problem here: ``{"installed": False}``, nothing to fix
+    unless the caller says helix is meant to be in it."""
     fix = "run: helix install claude"
-    if claude is None:
-        return {}, ["Claude Code (the claude command) was not found on PATH: install it first"]
     entry, error = registered_plugin(claude, project)
     if error:
         return {}, [error]
     if entry is None:
-        return {}, [f"the helix plugin is not installed in Claude Code: {fix}"]
+        return {"installed": False, "hint": f"to use helix in Claude Code, {fix}"}, []
     folder = Path(str(entry.get("readFromFolder") or entry.get("installPath") or ""))
     found = {
         "id": PLUGIN_ID,
@@ -240,12 +249,326 @@ def plugin_problems(claude: str | None, project: Path) -> tuple[dict[str, Any], 
             f"the helix plugin is installed but disabled: run: claude plugin enable {PLUGIN_ID}"
         )
     if found["version"] is None:
-        problems.append(f"the registered plugin folder {folder} is gone or broken: {fix}")
+        problems.append(
+            f"the registered plugin folder {folder} is gone or broken (Claude Code says "
+            f"it failed to load): {fix}, or take it out: helix uninstall claude"
+        )
     elif found["version"] != __version__:
         problems.append(
             f"the registered plugin is version {found['version']} but helix is {__version__}: {fix}"
         )
     return found, problems
+
+
+# ------------------------------------------------------------------ uninstall
+SETTINGS_KEYS = {"enabledPlugins": PLUGIN_ID, "extraKnownMarketplaces": MARKETPLACE}
+SCOPES = ("user", "project", "local")
+
+
+def settings_files(project: Path) -> dict[str, Path]:
+    """Claude Code's settings file of each scope."""
+    return {
+        "user": logins.claude_config_dir(os.environ) / "settings.json",
+        "project": project / ".claude" / "settings.json",
+        "local": project / ".claude" / "settings.local.json",
+    }
+
+
+def recorded_in(project: Path) -> list[str]:
+    """Claude Code's own files that name helix's plugin or marketplace, read
+    without running the client (it may be gone)."""
+    found = []
+    for path in settings_files(project).values():
+        if _helix_keys(files.read_json(path)):
+            found.append(str(path))
+    plugins = logins.claude_config_dir(os.environ) / "plugins"
+    installed = files.read_json(plugins / "installed_plugins.json")
+    if isinstance(installed, dict) and PLUGIN_ID in (installed.get("plugins") or {}):
+        found.append(str(plugins / "installed_plugins.json"))
+    known = files.read_json(plugins / "known_marketplaces.json")
+    if isinstance(known, dict) and MARKETPLACE in known:
+        found.append(str(plugins / "known_marketplaces.json"))
+    return found
+
+
+def _helix_keys(settings: Any) -> list[str]:
+    """The keys of a settings object that hold helix's plugin or marketplace."""
+    if not isinstance(settings, dict):
+        return []
+    return [
+        key
+        for key, name in SETTINGS_KEYS.items()
+        if isinstance(settings.get(key), dict) and name in settings[key]
+    ]
+
+
+def uninstall_claude(
+    project: Path, scope: str | None = None, dry_run: bool = False
+) -> dict[str, Any]:
+    """Take helix out of Claude Code: uninstall the plugin from each scope it is
+    installed in (or only ``scope``), remove the marketplace once no scope has the
+    plugin, tidy the settings those commands leave, and (unless ``scope`` is
+    "user") remove the project's ``--sandbox`` settings. Idempotent: with nothing
+    of helix's there, ``removed`` is empty and nothing runs. Without the claude
+    command (Claude Code was removed first), helix's entries are taken out of the
+    client's files directly (:func:`remove_records`)."""
+    if scope is not None and scope not in SCOPES:
+        raise InvalidInput(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    report: dict[str, Any] = {"commands": [], "ran": [], "removed": []}
+    if scope != "user":
+        remove_sandbox_settings(project, dry_run=True)  # a broken file stops it all here
+    claude = find_claude()
+    if claude is None:
+        report["removed"] += remove_records(project, scope, dry_run)
+    else:
+        commands = _uninstall_commands(claude, project, scope)
+        report["commands"] = [" ".join(c) for c in commands]
+        report["removed"] = [
+            f"the plugin {PLUGIN_ID} ({c[-1]} scope)"
+            if c[2] == "uninstall"
+            else f"the marketplace {MARKETPLACE}"
+            for c in commands
+        ]
+        if commands and not dry_run:
+            before = {
+                path: keys
+                for path in settings_files(project).values()
+                if (keys := _helix_keys(files.read_json(path)))
+            }
+            for command in commands:
+                done = run_client(claude, command[1:], cwd=project)
+                report["ran"].append({"command": " ".join(command), "exit_code": done.returncode})
+                if done.returncode != 0:
+                    detail = (done.stderr or done.stdout).strip().splitlines()
+                    raise HelixError(
+                        f"'{' '.join(command)}' failed: {detail[-1] if detail else 'no output'}"
+                    )
+            for path, keys in before.items():
+                report["removed"] += _tidy_settings(path, keys, project)
+    if scope != "user":
+        sandbox = remove_sandbox_settings(project, dry_run)
+        report["removed"] += [f"{sandbox['settings']}: {r}" for r in sandbox["removed"]]
+    return report
+
+
+def remove_records(project: Path, scope: str | None = None, dry_run: bool = False) -> list[str]:
+    """What ``claude plugin uninstall`` and ``marketplace remove`` would take out,
+    taken out of Claude Code's files by helix, for when the claude command is
+    gone: helix's key in ``enabledPlugins`` / ``extraKnownMarketplaces`` of each
+    settings file (the object too when that empties it, and the file when
+    nothing is left), and its entries in ``plugins/installed_plugins.json`` and
+    ``plugins/known_marketplaces.json``. Every file is checked before one is
+    written. Returns what was (or would be) removed."""
+    edits: list[tuple[Path, _Edit]] = []
+    for where, path in settings_files(project).items():
+        if scope is not None and where != scope:
+            continue
+        text = _read_settings(path)
+        if text is None:
+            continue
+        edit = _Edit(text, json.loads(text))
+        for key in _helix_keys(edit.data):
+            edit.drop_key([key, SETTINGS_KEYS[key]])
+        edits.append((path, edit))
+    plugins = logins.claude_config_dir(os.environ) / "plugins"
+    registries = {
+        plugins / "installed_plugins.json": (["plugins"], PLUGIN_ID),
+        plugins / "known_marketplaces.json": ([], MARKETPLACE),
+    }
+    for path, (parent, name) in registries.items() if scope in (None, "user") else ():
+        text = _read_settings(path)
+        if text is None:
+            continue
+        edit = _Edit(text, json.loads(text))
+        holder = edit.at(parent)
+        if isinstance(holder, dict) and name in holder:
+            edit.text = jsontext.remove(edit.text, [*parent, name])  # the parent stays
+            del holder[name]
+            edit.removed.append(".".join([*parent, name]))
+        edits.append((path, edit))
+    removed = []
+    for path, edit in edits:
+        if not edit.removed:
+            continue
+        removed += [f"{path}: {r}" for r in edit.removed]
+        if not dry_run:
+            _write_settings(path, edit.text, edit.data, project)
+    return removed
+
+
+def _uninstall_commands(claude: str, project: Path, scope: str | None) -> list[list[str]]:
+    """What to run: ``plugin uninstall`` for each scope helix is installed in, and
+    ``marketplace remove`` when no scope is left with it."""
+    try:
+        listed = json.loads(
+            run_client(
+                claude, ["plugin", "list", "--json"], cwd=project, timeout=CHECK_TIMEOUT
+            ).stdout
+        )
+        markets = json.loads(
+            run_client(
+                claude,
+                ["plugin", "marketplace", "list", "--json"],
+                cwd=project,
+                timeout=CHECK_TIMEOUT,
+            ).stdout
+        )
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        raise HelixError(f"could not ask Claude Code for its plugins: {exc}") from None
+    installed = [
+        str(e.get("scope"))
+        for e in (listed if isinstance(listed, list) else [])
+        if isinstance(e, dict) and e.get("id") == PLUGIN_ID
+    ]
+    chosen = sorted({s for s in installed if scope is None or s == scope}, key=SCOPES.index)
+    commands = [["claude", "plugin", "uninstall", PLUGIN_ID, "--scope", s] for s in chosen]
+    registered = any(
+        isinstance(m, dict) and m.get("name") == MARKETPLACE
+        for m in (markets if isinstance(markets, list) else [])
+    )
+    if registered and set(installed) <= set(chosen):
+        commands.append(["claude", "plugin", "marketplace", "remove", MARKETPLACE])
+    return commands
+
+
+def _tidy_settings(path: Path, keys: list[str], project: Path) -> list[str]:
+    """After the client's commands: drop each of ``keys`` that is now an empty
+    object (it held only helix's entry), and the file when nothing is left in it."""
+    text = _read_settings(path)
+    if text is None:
+        return []
+    data = json.loads(text)
+    empty = [k for k in keys if data.get(k) == {}]
+    if not empty:
+        return []
+    for key in empty:
+        text = jsontext.remove(text, [key])
+        del data[key]
+    _write_settings(path, text, data, project)
+    return [f"{path}: the empty {', '.join(empty)} left by the client"]
+
+
+def _read_settings(path: Path) -> str | None:
+    """A settings file's text, None when missing; refused (:class:`HelixError`: the
+    file is broken, the call was not wrong), untouched, when it is not a JSON object."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HelixError(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise HelixError(
+            f"{path} is not valid JSON ({exc}); fix it, helix left it as it was"
+        ) from None
+    if not isinstance(data, dict):
+        raise HelixError(f"{path} is not a JSON object; fix it, helix left it as it was")
+    return text
+
+
+def _write_settings(path: Path, text: str, expected: dict[str, Any], project: Path) -> None:
+    """Replace ``path`` with ``text`` (checked to parse to ``expected``), or remove
+    it when nothing is left, with the project's ``.claude/`` if that is empty."""
+    try:
+        ok = json.loads(text) == expected
+    except ValueError:
+        ok = False
+    if not ok:
+        raise HelixError(f"{path}: helix could not edit it safely; change it by hand")
+    if expected or path.is_symlink():
+        files.write_output(path, [text.encode("utf-8")])
+        return
+    path.unlink()
+    if path.parent == project / ".claude":
+        try:
+            path.parent.rmdir()
+        except OSError:
+            pass  # not empty: the user's
+
+
+def remove_sandbox_settings(project: Path, dry_run: bool = False) -> dict[str, Any]:
+    """Take :data:`SANDBOX_SETTINGS` out of the project's ``.claude/settings.json``:
+    helix's entries of each list (and a list, or an object, left empty by that),
+    then ``sandbox.enabled`` and ``sandbox.failIfUnavailable`` only when nothing
+    else is left in ``sandbox`` (a sandbox the user configured further stays on).
+    Nothing is touched when none of helix's entries is there. The rest of the
+    file is kept byte for byte; a file that is not a JSON object is refused,
+    untouched. Idempotent."""
+    path = project / ".claude" / "settings.json"
+    report: dict[str, Any] = {"settings": str(path), "removed": [], "written": False}
+    text = _read_settings(path)
+    if text is None:
+        return report
+    data = json.loads(text)
+    edit = _Edit(text, data)
+    for where, value in _sandbox_entries(SANDBOX_SETTINGS):
+        edit.drop_item(where, value)
+    sandbox = data.get("sandbox")
+    if (
+        edit.removed
+        and isinstance(sandbox, dict)
+        and set(sandbox) <= {"enabled", "failIfUnavailable"}
+    ):
+        if all(sandbox[k] is True for k in sandbox):
+            edit.drop_key(["sandbox"])
+    report["removed"] = edit.removed
+    if edit.removed and not dry_run:
+        _write_settings(path, edit.text, edit.data, project)
+        report["written"] = True
+    return report
+
+
+def _sandbox_entries(
+    settings: dict[str, Any], where: tuple[str, ...] = ()
+) -> list[tuple[list[str], Any]]:
+    """(path of a list, helix's value in it) for each list entry of ``settings``."""
+    found: list[tuple[list[str], Any]] = []
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            found += _sandbox_entries(value, (*where, key))
+        elif isinstance(value, list):
+            found += [([*where, key], v) for v in value]
+    return found
+
+
+class _Edit:
+    """The same removals made to a settings file's text and to its parsed value."""
+
+    def __init__(self, text: str, data: dict[str, Any]):
+        self.text, self.data = text, data
+        self.removed: list[str] = []
+
+    def at(self, path: list[str]) -> Any:
+        value: Any = self.data
+        for step in path:
+            value = value.get(step) if isinstance(value, dict) else None
+        return value
+
+    def drop_item(self, path: list[str], value: Any) -> None:
+        items = self.at(path)
+        if not isinstance(items, list) or value not in items:
+            return
+        while value in items:
+            index = items.index(value)
+            self.text = jsontext.remove(self.text, [*path, index])
+            items.pop(index)
+        self.removed.append(f"{'.'.join(path)}: {value}")
+        if not items:
+            self.drop_key(path)
+
+    def drop_key(self, path: list[str]) -> None:
+        """Remove the member at ``path``, and each object above it that this empties."""
+        self.text = jsontext.remove(self.text, path)
+        parent = self.at(path[:-1])
+        del parent[path[-1]]
+        if path[-1] == "sandbox":
+            self.removed.append("sandbox (enabled by helix, nothing else in it)")
+        elif path[-1] in (PLUGIN_ID, MARKETPLACE):
+            self.removed.append(".".join(path))
+        if not parent and len(path) > 1:
+            self.drop_key(path[:-1])
 
 
 def path_problems(helix_on_path: str | None) -> list[str]:

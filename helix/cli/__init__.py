@@ -14,7 +14,20 @@ import sys
 import click
 
 from helix import __version__
-from helix.cli import demo, doctor, export, hook, install, loop, mcp, memory, run, tasks, wave
+from helix.cli import (
+    demo,
+    doctor,
+    export,
+    hook,
+    install,
+    loop,
+    mcp,
+    memory,
+    run,
+    tasks,
+    uninstall,
+    wave,
+)
 from helix.cli.common import WARNINGS, check_arguments
 
 
@@ -73,6 +86,7 @@ cli.add_command(run.run_command)
 cli.add_command(run.status_command)
 cli.add_command(hook.hook_command)
 cli.add_command(install.install)
+cli.add_command(uninstall.uninstall)
 cli.add_command(export.export)
 cli.add_command(mcp.mcp)
 cli.add_command(demo.demo)

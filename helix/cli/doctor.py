@@ -12,25 +12,48 @@ from helix import __version__
 from helix.cli.common import emit, guarded, open_memory
 from helix.errors import HelixError
 
+CLIENTS = ("claude", "codex", "cursor", "opencode", "agy")
+
 
 @click.command("doctor")
+@click.option(
+    "--client",
+    "asked",
+    multiple=True,
+    type=click.Choice(CLIENTS),
+    help="A client you use, checked strictly: its absence, or helix missing from it, is "
+    "a problem. Repeatable.",
+)
 @guarded
-def doctor() -> None:
+def doctor(asked: tuple[str, ...]) -> None:
     """Check the installation and say how to fix each problem: the model files and
-    their hashes, the store, the plugin registered and enabled in Claude Code (and in
-    Codex, with helix's agent roles, when codex is on PATH), the helix on PATH that
-    the hooks run, a real SessionStart hook run, whether the MCP extra is installed
-    (information only), and that every Cursor, OpenCode or agy config registering
-    helix names a command that exists.
+    their hashes, the store, a real SessionStart hook run, and each agent client:
+    Claude Code and Codex (installed? helix's plugin in it, enabled and up to
+    date? Codex's agent roles? logged in?), and every Cursor, OpenCode or agy
+    config that registers helix (does its command exist?).
 
-    Prints the report as JSON; each problem is also one line on stderr; exit 1 if any.
+    Only what you use can fail. A client is in use when helix is installed in it
+    (`helix install` was run: its plugin is registered, or an MCP config names
+    helix), when HELIX_CLAUDE_BIN / HELIX_CODEX_BIN names it, or when --client
+    names it. A client not installed is "not installed (fine if you do not use
+    it)"; one installed without helix gets the command that adds it; the login of
+    a client not in use is said, never a failure. Login is read from the
+    client's files and environment (no network call, no secret printed); when
+    they show none, the client's own status command is asked, with a 10 s limit.
 
-    Example: helix doctor
+    Prints the report as JSON; notes and problems are also one line each on
+    stderr. Exit 1 when something you use is broken (the store or model, a
+    client in use: its command missing, its plugin broken, not logged in; a
+    broken MCP registration; helix not on PATH while a plugin's hooks need it),
+    or when no way in works at all (helix is in no client and the MCP extra is
+    missing, so not even `helix mcp serve` could run). Else exit 0.
+
+    Example: helix doctor --client claude
     """
     import shutil
 
     from helix import config
-    from helix.claude import installer
+    from helix.claude import checkup, installer
     from helix.memory import health
     from helix.memory.embeddings import get_embedder
     from helix.memory.modelfiles import check_model_files, minilm_dir
@@ -42,7 +65,8 @@ def doctor() -> None:
         str(paths.db),
         str(paths.project),
     )
-    problems = []
+    problems: list[str] = []
+    notes: list[str] = []
     try:
         embedder = get_embedder()
         report["embedder"] = embedder.model_id
@@ -64,26 +88,26 @@ def doctor() -> None:
             report["insights"] = health_report["total_insights"]
         except HelixError as exc:
             problems.append(str(exc))
-    claude = installer.find_claude()
-    report["claude"] = claude
-    plugin, plugin_problems = installer.plugin_problems(claude, paths.project)
-    report["plugin"] = plugin or None
-    problems += plugin_problems
-    # Codex is optional: without it there is nothing to check, and no problem.
-    from helix.claude import codex_installer
-
-    codex = codex_installer.find_codex()
-    report["codex"] = codex
-    codex_plugin, codex_problems = codex_installer.plugin_problems(codex)
-    report["codex_plugin"] = codex_plugin or None
-    problems += codex_problems
-    if codex is None:
-        click.echo("helix: note: codex not found on PATH; Codex checks skipped", err=True)
+    # The plugin clients: what is wrong with one in use is a problem, the rest notes.
+    plugins = [
+        checkup.check_claude(paths.project, "claude" in asked),
+        checkup.check_codex(paths.project, "codex" in asked),
+    ]
+    claude, codex = plugins
+    report["claude"], report["plugin"] = claude.command, claude.plugin or None
+    report["codex"], report["codex_plugin"] = codex.command, codex.plugin or None
+    for check in plugins:
+        problems += check.problems
+        notes += check.notes
+    report["clients"] = {check.name: check.summary() for check in plugins}
     on_path = shutil.which("helix")
     report["helix_on_path"] = on_path
-    problems += installer.path_problems(on_path)
+    hooks_needed = any(check.in_use for check in plugins)
+    for problem in installer.path_problems(on_path):
+        (problems if hooks_needed else notes).append(problem)
     # The hooks as Claude Code runs them: the registered plugin's run-hook when
     # there is one, else this package's own.
+    plugin = claude.plugin
     folder = Path(plugin["folder"]) if plugin.get("version") else installer.packaged_plugin()
     hook_problems = installer.check_hooks(
         [sys.executable, "-m", "helix", "hook", "SessionStart"], folder
@@ -91,14 +115,13 @@ def doctor() -> None:
     report["hooks"] = "SessionStart answered with hook JSON" if not hook_problems else "broken"
     # The hook's briefing warns of the same model problem in its own words: one line each.
     problems += [p for p in hook_problems if not any(q in p for q in problems)]
-    # The MCP extra is optional: its absence is said, never a problem. Asked
-    # without importing the SDK, which takes seconds.
+    # The MCP extra is optional: its absence is said, never a problem on its own.
+    # Asked without importing the SDK, which takes seconds.
     from helix.cli.mcp import INSTALL_HINT
     from helix.mcp import clients
 
-    report["mcp_extra"] = (
-        "installed" if clients.mcp_extra_installed() else f"not installed; {INSTALL_HINT}"
-    )
+    extra = clients.mcp_extra_installed()
+    report["mcp_extra"] = "installed" if extra else f"not installed; {INSTALL_HINT}"
     # Every MCP client config that registers helix must name a command that runs.
     found = clients.registrations(paths.project)
     report["mcp_clients"] = found
@@ -108,8 +131,32 @@ def doctor() -> None:
         for r in found
         if r["problem"]
     ]
+    registered = {r["client"] for r in found}
+    problems += [
+        f"helix is not registered in {clients.CLIENTS[name].title}: run: helix install {name}"
+        for name in asked
+        if name in clients.CLIENTS and name not in registered
+    ]
+    ways = [check.title for check in plugins if check.in_use]
+    ways += sorted({clients.CLIENTS[name].title for name in registered})
+    report["in_use"] = ways
+    if not ways:
+        connect = (
+            "to connect an agent, run helix install claude (or codex, cursor, opencode, "
+            "agy), or have any MCP client start `helix mcp serve`"
+        )
+        if extra:
+            notes.append(f"helix is not installed in any agent client yet; {connect}")
+        else:
+            problems.append(
+                "no way in works: helix is in no agent client and cannot serve MCP (the "
+                f"MCP extra is missing); {connect}, after: {INSTALL_HINT}"
+            )
+    report["notes"] = notes
     report["problems"] = problems
     emit(report)
+    for note in notes:
+        click.echo(f"helix: note: {note}", err=True)
     for problem in problems:
         click.echo(f"helix: problem: {problem}", err=True)
     if problems:

@@ -13,7 +13,8 @@ from helix.cli.common import emit, guarded
 @click.group()
 def install() -> None:
     """Install helix into an agent client: the plugin in Claude Code, the MCP
-    server in Cursor, OpenCode or Antigravity CLI (agy).
+    server in Cursor, OpenCode or Antigravity CLI (agy). `helix uninstall
+    <client>` takes out exactly what this adds.
 
     Example: helix install cursor --dry-run
     """

@@ -5,12 +5,17 @@ Each client keeps its servers in a JSON file, at the project or in the user's
 home, under a key of its own; :data:`CLIENTS` says where and in which shape
 (``docs/clients.md`` cites the sources each fact comes from). Installing is a
 merge: the file is parsed, the one ``helix`` entry is added or brought up to
-date (keys the user added to it, such as ``env``, are kept), every other key is
-left as it was, and the file is replaced atomically through
-:func:`helix.files.write_output` (a symlinked dotfile stays a link, the mode is
-kept). Guarantees:
+date (keys the user added to it, such as ``env``, are kept), and the edit is
+made in the text (:mod:`helix.jsontext`), so every other byte of the file (the
+user's keys, order, indentation) stays as it was; the file is replaced
+atomically through :func:`helix.files.write_output` (a symlinked dotfile stays
+a link, the mode is kept). :func:`uninstall` is the reverse edit: it takes the
+``helix`` entry out, and the servers key and the file too when helix's entry
+was all they held, so install then uninstall gives back the file's bytes.
+Guarantees, for both:
 
-* idempotent: when the entry is already what it would be, nothing is written;
+* idempotent: when the entry is already what it would be (or, uninstalling,
+  already gone), nothing is written;
 * never destructive: a file that does not parse, whose root or servers key is
   not an object, or (OpenCode's JSONC) that holds comments helix could not keep,
   is refused with one line naming it, and left byte for byte as it was;
@@ -37,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from helix import files
+from helix import files, jsontext
 from helix.errors import HelixError, InvalidInput
 
 SERVER_NAME = "helix"
@@ -243,22 +248,188 @@ def install(
             f'"{client.servers_key}" object by hand: {snippet[1:-1]}'
         )
     after_root = {**root, client.servers_key: {**servers, SERVER_NAME: merged}}
-    after = json.dumps(after_root, indent=2, ensure_ascii=False) + "\n"
-    report["action"] = "created" if before is None else "added" if current is None else "updated"
-    report["diff"] = [
-        line.rstrip("\n")
-        for line in difflib.unified_diff(
-            (before or "").splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=str(path) if before is not None else "/dev/null",
-            tofile=str(path),
+    if before is None:
+        after = json.dumps(after_root, indent=2, ensure_ascii=False) + "\n"
+    else:
+        after = _edited(
+            path, before, after_root, jsontext.put, [client.servers_key, SERVER_NAME], merged
         )
-    ]
+    report["action"] = "created" if before is None else "added" if current is None else "updated"
+    report["diff"] = _diff(path, before, after)
     if not dry_run:
         path.parent.mkdir(parents=True, exist_ok=True)
         files.write_output(path, [after.encode("utf-8")])
         report["written"] = True
     return report
+
+
+class UninstallReport(TypedDict):
+    """What :func:`uninstall` did (or, with ``dry_run``, would do) to one config."""
+
+    client: str
+    scope: str
+    config: str
+    key: str
+    action: str  # "removed", "removed the file" or "left" (an entry that is not helix's)
+    written: bool
+    diff: list[str]
+    reason: str | None  # why an entry was left
+
+
+def uninstall(
+    name: str,
+    scope: str | None,
+    project: Path,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> list[UninstallReport]:
+    """Take helix's server out of client ``name``'s configs (``scope``, or both
+    scopes when None): one report per config that held it; empty when none did.
+
+    Removes the ``helix`` entry, then the servers key if helix's entry was its
+    last, then the file if nothing is left in it (a symlinked file is kept,
+    holding ``{}``), then the folders install created for it if they are empty.
+    An entry named ``helix`` whose command is not ``... mcp serve`` of a helix
+    is not helix's: it is left, and the report says so. Every config is read and
+    checked before anything is written, so one malformed file stops the whole
+    uninstall with one line (:class:`HelixError`) and nothing changed. Atomic,
+    idempotent; with ``dry_run`` nothing is written."""
+    client = _client(name)
+    env = os.environ if env is None else env
+    scopes = SCOPES if scope is None else (scope,)
+    if scope is not None and scope not in SCOPES:
+        raise InvalidInput(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    planned: list[tuple[UninstallReport, Path, Path, str | None]] = []
+    for where in scopes:
+        base, names = (
+            (project, client.project_files)
+            if where == "project"
+            else (client.user_base(env), client.user_files)
+        )
+        for relative in names:
+            path = base / relative
+            text = _read_text(path)
+            if text is None:
+                continue
+            plan = _removal(client, where, path, text)
+            if plan is not None:
+                planned.append((plan[0], path, base, plan[1]))
+    for report, path, base, after in [] if dry_run else planned:
+        if report["action"] == "removed the file":
+            path.unlink()
+            _remove_empty_folders(path.parent, base)
+        elif after is not None:
+            files.write_output(path, [after.encode("utf-8")])
+        else:
+            continue  # an entry that is not helix's: left as it was
+        report["written"] = True
+    return [report for report, *_ in planned]
+
+
+def _removal(
+    client: Client, scope: str, path: Path, text: str
+) -> tuple[UninstallReport, str | None] | None:
+    """The report and the new text (None: nothing to write, or the file goes)
+    for one config; None when helix is not in it."""
+    if client.comments and _has_comments(text):
+        try:
+            servers = json.loads(_strip_jsonc(text)).get(client.servers_key)
+        except (ValueError, AttributeError):
+            servers = None
+        if isinstance(servers, dict) and SERVER_NAME in servers:
+            raise HelixError(
+                f"{path} has comments or trailing commas, which helix does not rewrite; "
+                f'remove the "{SERVER_NAME}" entry from its "{client.servers_key}" object by hand'
+            )
+    root = _parse(path, text, client)
+    servers = root.get(client.servers_key)
+    if servers is None:
+        return None
+    if not isinstance(servers, dict):
+        raise HelixError(f"{path}: {client.servers_key!r} is not a JSON object; fix it first")
+    if SERVER_NAME not in servers:
+        return None
+    report = UninstallReport(
+        client=client.name,
+        scope=scope,
+        config=str(path),
+        key=f"{client.servers_key}.{SERVER_NAME}",
+        action="removed",
+        written=False,
+        diff=[],
+        reason=None,
+    )
+    if not _is_helix_entry(servers[SERVER_NAME]):
+        report["action"] = "left"
+        report["reason"] = "its command is not `helix mcp serve`, so it is not helix's"
+        return report, None
+    rest = {k: v for k, v in servers.items() if k != SERVER_NAME}
+    after_root = {k: v for k, v in root.items() if k != client.servers_key or rest}
+    if rest:
+        after_root[client.servers_key] = rest
+    after = _edited(path, text, after_root, _without_helix, client.servers_key, bool(rest))
+    report["diff"] = _diff(path, text, after if after_root else None)
+    if not after_root and not path.is_symlink():
+        report["action"] = "removed the file"
+        return report, None
+    return report, after
+
+
+def _without_helix(text: str, servers_key: str, keep_servers: bool) -> str:
+    """``text`` without any ``helix`` server (and without the servers key when
+    nothing else is in it)."""
+    while jsontext.locate(text, [servers_key, SERVER_NAME]) is not None:
+        text = jsontext.remove(text, [servers_key, SERVER_NAME])
+    return text if keep_servers else jsontext.remove(text, [servers_key])
+
+
+def _is_helix_entry(entry: Any) -> bool:
+    """Does this entry start ``helix mcp serve`` (as install writes it: ``helix``,
+    a path to a ``helix`` script, or ``python -m helix``)?"""
+    if not isinstance(entry, dict):
+        return False
+    command = entry.get("command")
+    args = entry.get("args") or []
+    full = [*command] if isinstance(command, list) else [command, *args]
+    if not all(isinstance(part, str) for part in full) or full[-2:] != list(SERVE_ARGS):
+        return False
+    program = full[:-2]
+    return bool(program) and (Path(program[0]).name == "helix" or program[-2:] == ["-m", "helix"])
+
+
+def _edited(path: Path, before: str, expected: dict[str, Any], edit: Callable, *args: Any) -> str:
+    """``edit(before, *args)``, checked: the result must parse to ``expected``."""
+    try:
+        after = edit(before, *args)
+        ok = json.loads(after) == expected
+    except (ValueError, KeyError):
+        ok = False
+    if not ok:
+        raise HelixError(f"{path}: helix could not edit it safely; change it by hand")
+    return str(after)
+
+
+def _diff(path: Path, before: str | None, after: str | None) -> list[str]:
+    return [
+        line.rstrip("\n")
+        for line in difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            (after or "").splitlines(keepends=True),
+            fromfile=str(path) if before is not None else "/dev/null",
+            tofile=str(path) if after is not None else "/dev/null",
+        )
+    ]
+
+
+def _remove_empty_folders(folder: Path, base: Path) -> None:
+    """Remove ``folder`` and its parents below ``base`` while they are empty
+    (the folders install made for a config file)."""
+    while folder != base and base in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
 
 
 def registrations(
