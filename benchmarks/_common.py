@@ -240,6 +240,43 @@ def run_child(
     }
 
 
+# ------------------------------------------------------------------ the floor
+
+FLOOR = 'python -c "import numpy"'
+
+
+def floor_command() -> list[str]:
+    """A bare ``python -c "import numpy"``: what any Python tool that computes with
+    numpy pays before its first line of work. Cold paths are reported as a ratio to
+    it, measured in the same run and interleaved with them, so a figure means the
+    same on a fast machine and on a slow or busy one."""
+    return [sys.executable, "-c", "import numpy"]
+
+
+def over_floor(value: dict[str, Any], floor: dict[str, Any]) -> float | None:
+    """The median of a wall-time summary as a multiple of the floor's median."""
+    return ratio(value["median"], floor["median"], 2)
+
+
+def add_base_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--base",
+        type=Path,
+        metavar="DIR",
+        help="also time the helix of another checkout (DIR/helix, put first on "
+        "PYTHONPATH), interleaved run by run with this one: side-by-side figures "
+        "from one run (e.g. DIR made by `git worktree add DIR <commit>`)",
+    )
+
+
+def base_env(env: dict[str, str], base: Path) -> dict[str, str]:
+    """``env`` with ``base``'s helix package found before this checkout's."""
+    if not (base / "helix" / "__init__.py").is_file():
+        raise SystemExit(f"--base {base}: no helix package there")
+    path = [str(base.resolve()), env.get("PYTHONPATH", "")]
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
 def hook_log_errors(home: Path) -> list[str]:
     """The failures hooks logged in ``.helix/hooks.log`` (hooks fail open: they
     exit 0 whatever happened, so this log is where an error shows)."""

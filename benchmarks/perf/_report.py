@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from _common import FLOOR
+
 PLOT_NAME = "benchmarks-perf.png"
 
 
@@ -75,8 +77,18 @@ def hooks_section(r: dict) -> list[str]:
         row = [event]
         for t in tiers:
             s = t["events"][event]
-            row.append(f"{spread_s(s['wall_s'])}, {mb(s['peak_rss_mb']['max'])}")
+            ratio = f" = {times_floor(s)} floor" if s.get("ratio_to_floor") else ""
+            row.append(f"{spread_s(s['wall_s'])}{ratio}, {mb(s['peak_rss_mb']['max'])}")
         rows.append(row)
+    if all("floor_s" in t for t in tiers):
+        rows.append([f"floor: `{FLOOR}`"] + [spread_s(t["floor_s"]) for t in tiers])
+    if any(t.get("base") for t in tiers):  # the same hooks of the --base checkout
+        for event in events:
+            row = [f"{event} [base]"]
+            for t in tiers:
+                s = (t.get("base") or {}).get("events", {}).get(event)
+                row.append(f"{spread_s(s['wall_s'])} = {times_floor(s)} floor" if s else "-")
+            rows.append(row)
     rows.append(
         ["insights injected per spawn (PreToolUse)"]
         + [f"{t['injected_per_start']['median']:.0f}" for t in tiers]
@@ -86,9 +98,10 @@ def hooks_section(r: dict) -> list[str]:
     return [
         "### Hook latency (fresh process)",
         "",
-        f"Median wall time (p10-p90 in brackets) and peak RSS of each hook as its own "
-        f"process, {r['details']['runs_per_tier']} builder lifecycles per store size "
-        "after 2 warm-ups. PreToolUse is the hook that injects (it rewrites the Agent "
+        f"Median wall time (p10-p90 in brackets), as a multiple of the floor (a bare "
+        f"`{FLOOR}`, interleaved with the hooks in the same run), and peak RSS of each "
+        f"hook as its own process, {r['details']['runs_per_tier']} builder lifecycles per "
+        "store size after 2 warm-ups. PreToolUse is the hook that injects (it rewrites the Agent "
         "call's prompt through updatedInput); SubagentStart only records the start. "
         "SubagentStop gives the verified feedback to the 5 injected "
         "insights (VERIFY is `true`); SubagentStop+INSIGHT also stores a new insight, "
@@ -183,31 +196,50 @@ def recall_section(r: dict) -> list[str]:
     ]
 
 
+def times_floor(v: dict) -> str:
+    """A wall time as a multiple of the floor measured in the same run."""
+    return "-" if not v.get("ratio_to_floor") else f"{v['ratio_to_floor']:.2f}x"
+
+
 def fresh_section(r: dict) -> list[str]:
     d = r["details"]
+    launchers = {**d["launchers"], **((d.get("base") or {}).get("launchers") or {})}
     rows = [
-        [name, spread_s(v["wall_s"]), secs(v["cpu_s_user_plus_sys"]), mb(v["peak_rss_mb"]["max"])]
-        for name, v in d["launchers"].items()
+        [
+            name,
+            spread_s(v["wall_s"]),
+            times_floor(v),
+            secs(v["cpu_s_user_plus_sys"]),
+            mb(v["peak_rss_mb"]["max"]),
+        ]
+        for name, v in launchers.items()
     ]
+    floor = d.get("floor_s")
+    if floor:
+        rows.append([f"floor: `{FLOOR}`", spread_s(floor), "1x", "-", "-"])
     ref = d.get("reference_torch") or {}
     if "wall_s" in ref:
         rows.append(
             [
                 f"sentence-transformers + torch {ref.get('torch', '')} (one-shot script)",
                 spread_s(ref["wall_s"]),
+                times_floor(ref),
                 secs(ref["cpu_s_user_plus_sys"]),
                 mb(ref["peak_rss_mb"]["max"]),
             ]
         )
+    header = ["command", "wall, median (p10-p90)", "x floor", "CPU median", "peak RSS"]
     out = [
         "### Recall as a fresh process",
         "",
         f"`helix memory recall QUERY --limit 5` on the real 1,000-insight store, "
-        f"{d['runs_per_launcher']} runs per launcher after 2 warm-ups; the reference is the "
+        f"{d['runs_per_launcher']} runs per launcher after 2 warm-ups, interleaved with the "
+        f"floor, a bare `{FLOOR}` (x floor: the median over the floor's median from the same "
+        "run, comparable across machines); the reference is the "
         "same recall as a one-shot sentence-transformers script (import, load the model, "
         "embed, load the vectors, cosine top-5, print).",
         "",
-        *table(["command", "wall, median (p10-p90)", "CPU median", "peak RSS"], rows),
+        *table(header, rows),
     ]
     if ref.get("ratio_wall"):
         out += [

@@ -8,10 +8,14 @@ ranking) and printing JSON. That is what every agent hook pays per prompt.
 Method: the real 1,000-insight store of ``_stores.py`` (cached in ``.cache/bench``,
 copied into a scratch directory). Each launcher (``python -m helix`` and, if
 present, the ``helix`` console script next to ``sys.executable``) gets 2 warm-up
-runs, then ``--runs`` timed runs with a different query each; launchers are
-interleaved so background noise hits both. Wall time is measured around Popen ..
-os.wait4, and the child's peak RSS comes from the rusage os.wait4 returns for that
-child.
+runs, then ``--runs`` timed runs with a different query each. Every round also
+runs the floor, a bare ``python -c "import numpy"``, and the launchers and the
+floor are interleaved so background noise hits them alike: each launcher is
+reported as a multiple of the floor's median from the same run, a figure that
+means the same on a fast machine and on a slow or busy one. With ``--base DIR``
+the helix of another checkout (DIR on PYTHONPATH) runs in the same rounds too,
+for side-by-side figures. Wall time is measured around Popen .. os.wait4, and the
+child's peak RSS comes from the rusage os.wait4 returns for that child.
 
 The reference (when ``make bench-ref`` could set up ``.venv-ref``): a one-shot
 script that does what a sentence-transformers user would, on the same store (with
@@ -22,9 +26,11 @@ way, with 1 warm-up and ``--ref-runs`` runs interleaved with helix's. It does le
 than helix's recall (no keywords, files or ranking), so the ratio flatters the
 reference if anything.
 
-Target: median wall <= 0.35 s and peak RSS <= 300 MB, for every helix launcher.
+Target (issue 23): median wall <= 1.5x the floor and peak RSS <= 300 MB, for every
+helix launcher.
 
-    python benchmarks/perf/recall_fresh.py [--runs 20] [--ref-runs 6] [--no-ref] [--json]
+    python benchmarks/perf/recall_fresh.py [--runs 20] [--ref-runs 6] [--no-ref]
+        [--base DIR] [--json]
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as common  # noqa: E402
 import _stores  # noqa: E402
 
-TARGET_S = 0.35
+TARGET_FLOOR_RATIO = 1.5
 TARGET_RSS_MB = 300.0
 STORE_SIZE = 1000
 
@@ -78,11 +84,22 @@ def launchers() -> dict[str, list[str]]:
     return found
 
 
+def variants(env: dict[str, str], base: Path | None) -> dict[str, tuple[list[str], dict]]:
+    """name -> (command, environment) of every helix launcher timed: this
+    checkout's, then (with ``--base``) the other checkout's."""
+    found = {name: (cmd, env) for name, cmd in launchers().items()}
+    if base is not None:
+        other = common.base_env(env, base)
+        found.update({f"{name} [base]": (cmd, other) for name, cmd in launchers().items()})
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20, help="timed runs per launcher (>= 15)")
     parser.add_argument("--ref-runs", type=int, default=6, help="timed runs of the reference")
     parser.add_argument("--no-ref", action="store_true", help="skip the torch reference")
+    common.add_base_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     args = parser.parse_args()
     runs = max(15, args.runs)
@@ -96,7 +113,7 @@ def main() -> int:
         env = common.child_env(HELIX_HOME=str(home))
         work = tmp / "cwd"
         work.mkdir()
-        cmds = launchers()
+        cmds = variants(env, args.base)
         qs = common.queries(runs + 2 + 5, seed=7)
         ref_cmd = None
         if ref_python:
@@ -108,17 +125,25 @@ def main() -> int:
             common.run_child([sys.executable, "-c", "pass"], env, work)["wall"] for _ in range(7)
         ]
         samples: dict[str, list[dict]] = {name: [] for name in cmds}
+        floor: list[float] = []
         ref_samples: list[dict] = []
-        for cmd in cmds.values():  # warm-ups: page cache, .pyc files
+        for cmd, cmd_env in cmds.values():  # warm-ups: page cache, .pyc files
             for q in qs[:2]:
-                common.run_child([*cmd, "memory", "recall", q, "--limit", "5"], env, work)
+                common.run_child([*cmd, "memory", "recall", q, "--limit", "5"], cmd_env, work)
+        common.run_child(common.floor_command(), env, work)
         if ref_cmd:
             common.run_child([*ref_cmd, qs[0]], common.ref_env(), work)
         ref_every = max(1, runs // max(1, args.ref_runs))
         for n, q in enumerate(qs[2 : 2 + runs]):
-            for name, cmd in cmds.items():
+            # The floor and every launcher once per round, in an order that rotates.
+            order = [None, *cmds]
+            for name in order[n % len(order) :] + order[: n % len(order)]:
+                if name is None:
+                    floor.append(common.run_child(common.floor_command(), env, work)["wall"])
+                    continue
+                cmd, cmd_env = cmds[name]
                 recall = [*cmd, "memory", "recall", q, "--limit", "5"]
-                samples[name].append(checked(common.run_child(recall, env, work)))
+                samples[name].append(checked(common.run_child(recall, cmd_env, work)))
             if ref_cmd and n % ref_every == 0 and len(ref_samples) < args.ref_runs:
                 ref_samples.append(checked(common.run_child([*ref_cmd, q], common.ref_env(), work)))
             if (n + 1) % 5 == 0:
@@ -140,15 +165,22 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    per_launcher = {}
-    errors = []
+    floor_s = common.summary(floor)
+    measured, failed = {}, {}
     for name, rows in samples.items():
         ok = [r for r in rows if r["hits"] is not None]
-        errors += [f"{name}: exit {r['code']}: {r['stderr'][-300:]}" for r in rows if r not in ok]
-        v = per_launcher[name] = summarise(ok)
+        failed[name] = [
+            f"{name}: exit {r['code']}: {r['stderr'][-300:]}" for r in rows if r not in ok
+        ]
+        v = measured[name] = summarise(ok)
+        v["ratio_to_floor"] = common.over_floor(v["wall_s"], floor_s)
         v["passed"] = bool(ok) and (
-            v["wall_s"]["median"] <= TARGET_S and v["peak_rss_mb"]["max"] <= TARGET_RSS_MB
+            v["ratio_to_floor"] <= TARGET_FLOOR_RATIO and v["peak_rss_mb"]["max"] <= TARGET_RSS_MB
         )
+    per_launcher = {k: v for k, v in measured.items() if not k.endswith("[base]")}
+    base = {k: v for k, v in measured.items() if k.endswith("[base]")}
+    errors = [e for name in per_launcher for e in failed[name]]
+    base_errors = [e for name in base for e in failed[name]]
     worst = max(per_launcher, key=lambda k: per_launcher[k]["wall_s"]["median"])
     passed = not errors and all(v["passed"] for v in per_launcher.values())
     max_rss = max(v["peak_rss_mb"]["max"] for v in per_launcher.values())
@@ -167,19 +199,25 @@ def main() -> int:
             reference["ratio_rss"] = common.ratio(
                 reference["peak_rss_mb"]["median"], ours["peak_rss_mb"]["median"]
             )
+            reference["ratio_to_floor"] = common.over_floor(reference["wall_s"], floor_s)
     extra = f"peak RSS {max_rss:.0f} MB"
     if reference.get("ratio_wall"):
         extra += (
             f"; torch reference {reference['wall_s']['median']:.2f} s = "
             f"{reference['ratio_wall']}x, {reference['peak_rss_mb']['median']:.0f} MB"
         )
+    extra += f"; floor ({common.FLOOR}) {floor_s['median']:.3f} s"
     details = {
-        "headline": f"slowest launcher: {worst}",
+        "headline": f"slowest launcher: {worst}, {per_launcher[worst]['ratio_to_floor']}x the floor",
         "headline_extra": extra,
-        "thresholds": {"median_wall_s": TARGET_S, "peak_rss_mb": TARGET_RSS_MB},
+        "thresholds": {"floor_ratio": TARGET_FLOOR_RATIO, "peak_rss_mb": TARGET_RSS_MB},
         "runs_per_launcher": runs,
         "warmups_per_launcher": 2,
+        "floor_s": floor_s,
         "launchers": per_launcher,
+        "base": {"path": str(args.base), "launchers": base, "errors": base_errors[:10]}
+        if base
+        else None,
         "reference_torch": reference,
         "python_startup_s": common.summary(baseline),
         "breakdown_s_median": {k: round(common.median(v), 4) for k, v in breakdown.items()},
@@ -189,7 +227,8 @@ def main() -> int:
     }
     res = common.result(
         "recall_fresh",
-        f"median <= {TARGET_S} s, peak RSS <= {TARGET_RSS_MB:.0f} MB",
+        f"median <= {TARGET_FLOOR_RATIO}x the floor ({common.FLOOR}), "
+        f"peak RSS <= {TARGET_RSS_MB:.0f} MB",
         per_launcher[worst]["wall_s"]["median"],
         per_launcher[worst]["wall_s"]["p90"],
         "s",
@@ -199,13 +238,16 @@ def main() -> int:
     lines = [
         f"store: {STORE_SIZE} real insights ({store['bytes_per_insight']} bytes per insight)",
         f"bare `python -c pass`: median {details['python_startup_s']['median']:.3f} s",
+        f"floor `{common.FLOOR}`: median {floor_s['median']:.3f} s  p10-p90 "
+        f"{floor_s['p10']:.3f}-{floor_s['p90']:.3f} s (interleaved with the launchers)",
     ]
-    shown = list(per_launcher.items())
+    shown = list(measured.items())
     if "wall_s" in reference:
         shown.append(("torch reference", reference))
     for name, v in shown:
+        times = f"{v['ratio_to_floor']:.2f}x floor  " if v["ratio_to_floor"] else ""
         lines.append(
-            f"{name:24s} wall median {v['wall_s']['median']:.3f} s  p10-p90 "
+            f"{name:31s} {times}wall median {v['wall_s']['median']:.3f} s  p10-p90 "
             f"{v['wall_s']['p10']:.3f}-{v['wall_s']['p90']:.3f} s  cpu median "
             f"{v['cpu_s_user_plus_sys']['median']:.3f} s  "
             f"peak RSS max {v['peak_rss_mb']['max']:.0f} MB"
@@ -218,6 +260,8 @@ def main() -> int:
     )
     if errors:
         lines.append(f"ERRORS: {len(errors)}; first: {errors[0]}")
+    if base_errors:
+        lines.append(f"ERRORS of --base: {len(base_errors)}; first: {base_errors[0]}")
     return common.finish(res, args.json, lines)
 
 
