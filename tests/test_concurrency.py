@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from helix.errors import StoreError
 from helix.memory import db, uplift
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.migrations import LATEST, MIGRATIONS
@@ -181,6 +182,140 @@ def test_parallel_feedback_loses_no_update(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert refitted == pytest.approx(stored, abs=1e-6)
+
+
+# ------------------------------------------------------ writers under load
+BUSY_WORKER = r"""
+from helix.memory import db, feedback
+from helix.memory.store import Memory
+db_path, names = sys.argv[3], json.loads(sys.argv[4])
+memory = Memory(Path(db_path))
+# A short patience (helix's is 30 s), so a starved writer shows quickly.
+memory.conn.execute(f"PRAGMA busy_timeout = {int(sys.argv[5])}")
+wait_for_go()
+end = time.monotonic() + float(sys.argv[6])
+done, longest = 0, 0.0
+while time.monotonic() < end:
+    asked = time.monotonic()
+    # Commit and begin again at once, as a loop of settlements does: the lock is
+    # free only for microseconds between two of this worker's transactions.
+    with db.write(memory.conn):
+        longest = max(longest, time.monotonic() - asked)
+        feedback.apply(memory, names, "blocked", names[:1], f"w{worker}-{done}", True)
+    done += 1
+memory.close()
+print(json.dumps({"writes": done, "longest_wait": longest}))
+"""
+
+BURNER = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass\n"
+
+
+def test_busy_writers_on_a_loaded_machine_never_see_locked(tmp_path: Path) -> None:
+    """Writers that commit back to back, on a machine busy with CPU burners: no
+    writer may give up while the others keep committing. SQLite's own busy
+    handler (polling every 100 ms) lost the lock to the busy writers for its
+    whole timeout, and "database is locked" reached the caller."""
+    db_path = tmp_path / "store" / "helix.db"
+    with Memory(db_path, embedder=HashEmbedder()) as memory:
+        names = [
+            memory.store(f"When {t}job{t} queues stall, restart {t}worker{t} pools first")["name"]
+            for t in ("kilo", "lima")
+        ]
+    burners = [
+        subprocess.Popen([sys.executable, "-c", BURNER], stdin=subprocess.DEVNULL)
+        for _ in range(2 * (os.cpu_count() or 2))
+    ]
+    try:
+        # 1 s of patience: far more than one transaction takes, even loaded.
+        results = run_workers(
+            tmp_path, BUSY_WORKER, 6, [str(db_path), json.dumps(names), "1000", "6"]
+        )
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert_all_clean(results)
+    reports = [json.loads(out) for _code, out, _err in results]
+    writes = sum(r["writes"] for r in reports)
+    conn = sqlite3.connect(db_path)
+    try:
+        uses = dict(conn.execute("SELECT name, use_count FROM insight"))
+        trials = conn.execute("SELECT count(*) FROM trial").fetchone()[0]
+    finally:
+        conn.close()
+    # Every write that returned was kept, once.
+    assert uses == {name: writes for name in names}
+    assert trials == writes
+
+
+def test_a_writer_behind_a_stuck_holder_gets_one_clear_error(tmp_path: Path) -> None:
+    """A lock held with no commit for the whole busy timeout: helix's StoreError
+    (one line, not sqlite3's "database is locked"), no transaction left open,
+    and the connection's busy timeout as it was."""
+    db_path = tmp_path / "store" / "helix.db"
+    conn, _backup = db.connect(db_path)
+    conn.execute("PRAGMA busy_timeout = 300")
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="stayed locked") as caught, db.write(conn):
+            raise AssertionError("the write went ahead under another's lock")
+        assert "\n" not in str(caught.value)
+        assert not conn.in_transaction
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 300
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with db.write(conn):  # and the next write, the lock free, goes through
+        conn.execute("INSERT INTO meta(key, value) VALUES ('after', 1)")
+    conn.close()
+
+
+def test_a_write_from_an_old_snapshot_is_a_clear_error(tmp_path: Path) -> None:
+    """A connection that still reads an old snapshot (a query not run to its
+    end) while another commits cannot write: SQLite says SQLITE_BUSY_SNAPSHOT at
+    once, and no wait helps. helix says so in a StoreError, never sqlite3's
+    "database is locked"."""
+    db_path = tmp_path / "store" / "helix.db"
+    conn, _backup = db.connect(db_path)
+    conn.execute("PRAGMA busy_timeout = 300")
+    other, _backup = db.connect(db_path)
+    unfinished = conn.execute("SELECT version FROM schema_version")
+    assert unfinished.fetchone() is not None
+    with db.write(other):
+        other.execute("INSERT INTO meta(key, value) VALUES ('moved', 1)")
+    with pytest.raises(StoreError, match="older snapshot"), db.write(conn):
+        raise AssertionError("wrote from an old snapshot")
+    assert not conn.in_transaction
+    unfinished.close()
+    with db.write(conn):  # the query finished, the connection writes again
+        conn.execute("INSERT INTO meta(key, value) VALUES ('after', 1)")
+    conn.close()
+    other.close()
+
+
+def test_a_commit_that_stays_busy_rolls_back_with_one_clear_error(tmp_path: Path) -> None:
+    """A rollback-journal database (helix switches its own to WAL, where a
+    commit is never busy): a reader keeps COMMIT from taking its exclusive lock.
+    The write is rolled back whole and reported as a StoreError."""
+    path = tmp_path / "plain.db"
+    conn = sqlite3.connect(path, isolation_level=None, timeout=0.3)
+    conn.execute("CREATE TABLE t(x)")
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    try:
+        with pytest.raises(StoreError, match="could not commit"), db.write(conn):
+            conn.execute("INSERT INTO t VALUES (1)")
+        assert not conn.in_transaction
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    with db.write(conn):
+        conn.execute("INSERT INTO t VALUES (2)")
+    assert conn.execute("SELECT x FROM t").fetchall() == [(2,)]
+    conn.close()
 
 
 # -------------------------------------------------------------------- stores

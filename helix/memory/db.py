@@ -10,9 +10,19 @@ Guarantees:
   with a clear :class:`StoreError` and left byte-for-byte untouched;
 * :func:`write` takes ``BEGIN IMMEDIATE``, so read-modify-write sequences in
   concurrent processes serialise instead of losing updates;
-* a writer waits up to ``BUSY_TIMEOUT_MS`` for the lock, and bulk upkeep
-  (:func:`write_batches`) never holds it for more than about ``BATCH_SECONDS``
-  at a time, so a waiting writer waits instead of failing.
+* a writer waits for the lock as long as other writers keep committing, and
+  gives up (a :class:`StoreError`, never a raw ``database is locked``) only
+  when nobody has committed for ``BUSY_TIMEOUT_MS``: a holder that is stuck,
+  not a busy machine; bulk upkeep (:func:`write_batches`) never holds the lock
+  for more than about ``BATCH_SECONDS`` at a time.
+
+Why :func:`write` polls for the lock itself instead of leaving it to SQLite's
+busy timeout: SQLite's busy handler sleeps 100 ms between tries once it has
+waited a while, and a process that commits and begins again at once retakes
+the lock within microseconds. On a loaded machine a few such writers kept one
+waiter out for its whole 30 s, and it failed while the store was making
+progress all along. So the waiter tries every few milliseconds, and its
+deadline moves whenever another connection commits.
 """
 
 from __future__ import annotations
@@ -31,13 +41,17 @@ from helix import files
 from helix.errors import StoreError
 from helix.memory.migrations import LATEST, MIGRATIONS
 
-# How long a writer waits for the lock before failing "database is locked".
+# How long a statement waits for a lock before failing "database is locked"; a
+# writer (:func:`write`) waits this long after the last commit anyone made.
 BUSY_TIMEOUT_MS = 30_000
+# A writer waiting for the lock tries again after at most this long (jittered).
+POLL_SECONDS = 0.01
 # Bulk upkeep holds the write lock about this long per transaction (plus the
 # step under way and the commit: ~40 ms in all on the 30k benchmark)...
 BATCH_SECONDS = 0.03
-# ...then leaves it free about this long. SQLite's busy handler polls a held lock
-# every 100 ms at most, so a gap this long lets every waiting writer in.
+# ...then leaves it free about this long: a waiting writer of helix's tries every
+# POLL_SECONDS, one on SQLite's own busy handler every 100 ms at most, so a gap
+# this long lets every waiting writer in.
 PAUSE_SECONDS = 0.1
 
 
@@ -76,7 +90,7 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
         try:
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not is_busy(exc):
                 raise
             mode = None
         if str(mode).lower() == "wal":
@@ -112,14 +126,108 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 @contextlib.contextmanager
 def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction taken with ``BEGIN IMMEDIATE``; commits or rolls back."""
-    conn.execute("BEGIN IMMEDIATE")
+    """One write transaction taken with ``BEGIN IMMEDIATE``; commits or rolls back.
+
+    Waits for the write lock as long as other connections keep committing
+    (:func:`begin_immediate`). A database that stays locked raises
+    :class:`StoreError`, never ``sqlite3.OperationalError``, and leaves no
+    transaction open.
+    """
+    begin_immediate(conn)
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+    except BaseException as exc:
+        if conn.in_transaction:  # SQLite may have rolled it back already
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
+            raise StoreError(f"the database stayed locked mid-write ({exc})") from None
         raise
-    conn.execute("COMMIT")
+    try:
+        # WAL: a commit only appends to the log and is never busy. Journal
+        # mode (a store helix has not switched yet): it waits out readers for
+        # up to the busy timeout, and the transaction stays open if it fails.
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        if is_busy(exc):
+            raise StoreError(
+                f"could not commit: readers kept the database locked ({exc})"
+            ) from None
+        raise
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """True for SQLITE_BUSY and SQLITE_LOCKED, extended codes included
+    (BUSY_SNAPSHOT, BUSY_RECOVERY...): "database is locked" in some form."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return "locked" in str(exc) or "busy" in str(exc)
+    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def begin_immediate(conn: sqlite3.Connection) -> None:
+    """Take the write lock (``BEGIN IMMEDIATE``), waiting while another
+    connection holds it.
+
+    Tries every few milliseconds (module docstring), with SQLite's own busy
+    handler off meanwhile. Gives up with :class:`StoreError` only when nobody
+    has committed for the connection's busy timeout (``BUSY_TIMEOUT_MS`` for
+    helix's), so a writer outwaits any number of busy writers but not one stuck
+    in its transaction.
+    """
+    (saved,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        _poll_for_lock(conn, int(saved) / 1000)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(saved)}")
+
+
+def _poll_for_lock(conn: sqlite3.Connection, patience: float) -> None:
+    quiet_since = time.monotonic()
+    seen = None
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            error = exc
+        version = _data_version(conn)
+        now = time.monotonic()
+        if version is not None and version != seen:
+            # Someone committed since we last looked: the lock is changing hands.
+            if seen is not None:
+                quiet_since = now
+            seen = version
+        elif now - quiet_since >= patience:
+            if getattr(error, "sqlite_errorname", "") == "SQLITE_BUSY_SNAPSHOT":
+                # Nobody else is writing: this connection itself still reads an
+                # older snapshot (a query not run to its end), which cannot write.
+                raise StoreError(
+                    "cannot write: this connection still reads an older snapshot of "
+                    f"the database (an unfinished query) ({error})"
+                )
+            raise StoreError(
+                f"the database stayed locked for {patience:g} s with no other "
+                f"process committing ({error}); is a helix process stuck?"
+            )
+        time.sleep(pause * random.uniform(0.5, 1.5))
+        pause = min(pause * 2, POLL_SECONDS)
+
+
+def _data_version(conn: sqlite3.Connection) -> int | None:
+    """A number that changes whenever another connection commits; None while
+    the database cannot be read (another connection recovering its log)."""
+    try:
+        return int(conn.execute("PRAGMA data_version").fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        if is_busy(exc):
+            return None
+        raise
 
 
 def write_batches(
