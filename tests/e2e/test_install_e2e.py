@@ -105,6 +105,9 @@ class Newcomer:
             DISABLE_AUTOUPDATER="1",
             DISABLE_TELEMETRY="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            # A newcomer is logged in (the fake model server takes any key); `helix
+            # doctor` says so, and says "not logged in" otherwise.
+            ANTHROPIC_API_KEY="sk-ant-newcomer-test-key",
         )
 
     def sh(self, command: str, cwd: Path | None = None, timeout: float = 300):
