@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from helix import files
+from helix.loop.records import Settlement
 
 
 class RunLog:
@@ -77,3 +78,20 @@ def shown(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def settlement(settled: Settlement) -> str:
+    """One log line for a settled attempt, in the words of the ledger: a VERIFY
+    that was not run because the judge changed is never called "failed"."""
+    check = settled["verification"]
+    if settled.get("tampered"):
+        verify = "not run (the judge changed)"
+    elif check["passed"] is None:
+        verify = "none"
+    else:
+        verify = f"{'passed' if check['passed'] else 'failed'} (exit {check['exit_code']})"
+    line = (
+        f"claimed {settled['claimed']}, VERIFY {verify}, outcome {settled['outcome']}, "
+        f"feedback on {len(settled['feedback'])} insight(s)"
+    )
+    return line + (f"\n{check['output_tail']}" if check["passed"] is False else "")

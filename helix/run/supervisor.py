@@ -429,17 +429,8 @@ class Supervisor:
         )
         if settled.get("tampered"):
             self.log.event(f"{task_id}: TAMPERED, settled unverified: {settled['tampered']}")
-        check = settled["verification"]
-        self.log.verbose(
-            f"{task_id}: claimed {settled['claimed']}, VERIFY "
-            + (
-                "none"
-                if check["passed"] is None
-                else f"{'passed' if check['passed'] else 'failed'} (exit {check['exit_code']})"
-            )
-            + f", outcome {settled['outcome']}, feedback on {len(settled['feedback'])} insight(s)"
-            + (f"\n{check['output_tail']}" if check["passed"] is False else "")
-        )
+        check, tampered = settled["verification"], bool(settled.get("tampered"))
+        self.log.verbose(f"{task_id}: {runlog.settlement(settled)}")
         current = self.tracker.get(task_id)
         if selection.fingerprint(current) != print_ or current.get("status") != "in_progress":
             self.tracker.unclaim(task_id)
@@ -447,10 +438,10 @@ class Supervisor:
             return Attempt(task_id, "drift", drifted=True, settled=settled)
         cause = verification.Verification(**check).cause()
         updated = outcomes.apply(self.tracker, current, settled, cause)
-        closed = updated.get("status") == "closed"
-        if closed:
-            self._closed_by_run += 1
-        if closed:
+        self._closed_by_run += (closed := updated.get("status") == "closed")
+        if tampered:  # the summary, the log and the ledger say the same word
+            label = "TAMPERED"
+        elif closed:
             label = "DELIVERED" if check["passed"] else "DELIVERED (unverified)"
         elif settled["claimed"] == "delivered":
             label = "VERIFY FAILED"
