@@ -10,6 +10,9 @@ The default, all-MiniLM-L6-v2, loads lazily from the files shipped inside the he
 package (``helix/model``: float16 weights, see ``scripts/convert_minilm.py``) or
 from ``HELIX_MODEL_DIR`` (those files, or the original float32 checkpoint); nothing
 is fetched from a model hub and nothing needs installing beside helix.
+
+numpy is imported by the functions that make or decode vectors, not here: choosing
+an embedder and naming its model cost a command that reads rows nothing.
 """
 
 from __future__ import annotations
@@ -22,8 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-
 from helix.errors import InvalidInput
 from helix.memory.modelfiles import (  # noqa: F401 - the model's files are part of this API
     MINILM_FILES,
@@ -34,7 +35,9 @@ from helix.memory.modelfiles import (  # noqa: F401 - the model's files are part
     minilm_dir,
 )
 
-if TYPE_CHECKING:  # imported with the model, in MiniLMEmbedder._load
+if TYPE_CHECKING:  # numpy comes with the first vector; the model in MiniLMEmbedder._load
+    import numpy as np
+
     from helix.memory.bert import BertEncoder
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -89,6 +92,8 @@ class HashEmbedder:
         self.model_id = f"helix/hash-{dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in re.findall(r"[a-z0-9_]+", text.lower()):
@@ -132,6 +137,8 @@ def get_embedder(name: str | None = None) -> Embedder:
 
 def to_blob(vector: np.ndarray) -> bytes:
     """Encode one vector as little-endian float32 bytes."""
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
@@ -139,4 +146,6 @@ def from_blob(blob: bytes | None, dim: int) -> np.ndarray | None:
     """Decode a vector, or None when it is missing or of another width."""
     if not blob or len(blob) != dim * 4:
         return None
+    import numpy as np
+
     return np.frombuffer(blob, dtype="<f4")

@@ -6,7 +6,8 @@ modules that implement the memory's verbs (:mod:`helix.memory.writes`,
 :mod:`helix.memory.recall`, :mod:`helix.memory.feedback`, :mod:`helix.memory.graph`,
 :mod:`helix.memory.upkeep`, :mod:`helix.memory.transfer`) are functions of an
 ``InsightRows``, so none of them needs the ``Memory`` class, and the class needs
-none of their internals.
+none of their internals. numpy, the embedder and the vector index load when first
+used, so reading rows never pays for them.
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from helix.errors import InvalidInput, NotFound
 from helix.memory import db, insight
-from helix.memory.embeddings import Embedder, get_embedder
-from helix.memory.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from helix.memory.embeddings import Embedder
+    from helix.memory.vectors import VectorIndex
 
 
 class Row(NamedTuple):
@@ -74,6 +77,8 @@ class InsightRows:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
+            from helix.memory.embeddings import get_embedder
+
             self._embedder = get_embedder()
         return self._embedder
 
@@ -83,6 +88,8 @@ class InsightRows:
 
     def vectors(self) -> VectorIndex:
         """The vector index of the current model, brought up to date with the store."""
+        from helix.memory.vectors import VectorIndex
+
         embedder = self.embedder
         if self._index is None or self._index.model_id != embedder.model_id:
             self._index = VectorIndex(embedder.model_id, embedder.dim)
@@ -90,6 +97,8 @@ class InsightRows:
         return self._index
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         vectors = np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
         if vectors.shape != (len(texts), self.embedder.dim):
             raise InvalidInput(

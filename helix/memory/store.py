@@ -7,7 +7,10 @@ instead of losing updates.
 
 Each verb lives in a module of its own (:mod:`helix.memory.writes`, ``recall``,
 ``feedback``, ``graph``, ``upkeep``, ``transfer``), as a function of the rows
-(:class:`helix.memory.rows.InsightRows`) that ``Memory`` is built on.
+(:class:`helix.memory.rows.InsightRows`) that ``Memory`` is built on. The verbs that
+compute with vectors (writes, recall, feedback, transfer, explain) are imported by
+the methods that call them: numpy comes with them, and a command that only reads
+rows (``helix memory list``, ``show``, ``history``) never loads it.
 """
 
 from __future__ import annotations
@@ -16,28 +19,17 @@ import builtins
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helix import config
 from helix.errors import InvalidInput
-from helix.memory import (
-    db,
-    feedback,
-    graph,
-    insight,
-    quarantine,
-    ranking,
-    recall,
-    transfer,
-    upkeep,
-    writes,
-)
-from helix.memory.embeddings import Embedder, get_embedder
-from helix.memory.feedback import OUTCOMES
+from helix.memory import db, graph, insight, quarantine, ranking, upkeep
 from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows, now_utc
-from helix.memory.writes import DUPLICATE_THRESHOLD
-from helix.vocab import KINDS, RELATIONS
+from helix.vocab import KINDS, SETTLED_OUTCOMES
+
+if TYPE_CHECKING:
+    from helix.memory.embeddings import Embedder
 
 RECENT_DAYS = 7
 
@@ -89,6 +81,8 @@ class Memory(InsightRows):
         ``origin`` says who wrote it: pass the agent's or import's
         (:mod:`helix.memory.quarantine`) for anything a person did not write;
         ``vouched``: a person stores it past the safety screen."""
+        from helix.memory import writes
+
         return writes.store(self, content, kind, tags, source, files, origin, vouched)
 
     def store_many(
@@ -107,6 +101,8 @@ class Memory(InsightRows):
         any transaction; the writes go in short transactions, so concurrent
         feedback is never starved.
         """
+        from helix.memory import writes
+
         return writes.store_many(self, items, batch_size, on_progress, origin)
 
     # ----------------------------------------------------------------- recall
@@ -126,6 +122,8 @@ class Memory(InsightRows):
     ) -> list[RecallHit]:
         """Hybrid retrieval ordered by proven usefulness, read-only:
         :func:`helix.memory.recall.recall`."""
+        from helix.memory import recall
+
         return recall.recall(
             self,
             query,
@@ -235,11 +233,15 @@ class Memory(InsightRows):
     # --------------------------------------------------------------- transfer
     def export(self, embeddings: bool = False) -> Iterable[dict[str, Any]]:
         """Yield every insight as a JSON-ready dict (one JSONL line each)."""
+        from helix.memory import transfer
+
         return transfer.export(self, embeddings)
 
     def import_lines(self, lines: Iterable[str], source_label: str = "") -> dict[str, Any]:
         """Import JSONL written by ``export``: the advice, never its evidence or
         vectors (:mod:`helix.memory.transfer`); bad lines are reported, not fatal."""
+        from helix.memory import transfer
+
         return transfer.import_lines(self, lines, source_label)
 
     # -------------------------------------------------------------- quarantine
@@ -332,6 +334,8 @@ class Memory(InsightRows):
     ) -> dict[str, Any]:
         """Apply a reported outcome, as unverified evidence (it can lower scores,
         never raise them): :func:`helix.memory.feedback.feedback`."""
+        from helix.memory import feedback
+
         return feedback.feedback(self, names, outcome, causal_names, task_id)
 
     # ------------------------------------------------------------------- graph
@@ -362,7 +366,7 @@ class Memory(InsightRows):
         by_kind = {k: 0 for k in KINDS}
         by_kind.update(dict(q("SELECT kind, count(*) FROM insight GROUP BY kind").fetchall()))
         since = db.stamp(self.clock() - timedelta(days=RECENT_DAYS))
-        outcome_list = ",".join(f"'{o}'" for o in OUTCOMES)
+        outcome_list = ",".join(f"'{o}'" for o in SETTLED_OUTCOMES)
         events = q(
             f"SELECT count(*), coalesce(sum(causal), 0) FROM feedback_event "
             f"WHERE outcome IN ({outcome_list})"
@@ -408,6 +412,8 @@ class Memory(InsightRows):
 
 
 def _configured_model_id() -> str:
+    from helix.memory.embeddings import get_embedder
+
     try:
         return get_embedder().model_id
     except Exception:  # a broken HELIX_EMBEDDER must not break health
@@ -424,4 +430,4 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-__all__ = ["Memory", "OUTCOMES", "RELATIONS", "DUPLICATE_THRESHOLD"]
+__all__ = ["Memory"]

@@ -14,6 +14,10 @@ its rows inside its batch and skips an insight that no longer is what the plan
 assumed (used, re-embedded or removed meanwhile), so a concurrent write is never
 clobbered, an interruption between batches leaves a consistent store, and a
 rerun does the rest.
+
+The archive's verbs (forget, archived, restore, prune) compute nothing: numpy and
+the modules that need it (uplift, writes) are imported by the verbs that do, so
+``helix memory archived`` or ``forget`` never loads them.
 """
 
 from __future__ import annotations
@@ -25,10 +29,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import numpy as np
-
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, graph, insight, quarantine, uplift, writes
+from helix.memory import db, graph, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 
@@ -104,6 +106,8 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
             "SELECT 1 FROM trial_insight WHERE insight = ? LIMIT 1", (name,)
         ).fetchone()
         if kept:
+            from helix.memory import uplift
+
             est = uplift.estimate(memory.conn, [name], None, memory.clock())[name]
             after, sd, evidence = est.effectiveness, est.sd, est.evidence
         else:
@@ -315,6 +319,8 @@ def _plan_merges(memory: InsightRows, threshold: float) -> list[_Merge]:
     waits for it), then works on them in memory: the similarities come a block
     of rows at a time, and the keeper of each pair is chosen with the evidence
     the earlier merges of the plan will have added to it."""
+    import numpy as np
+
     conn = memory.conn
     conn.execute("BEGIN")
     try:
@@ -499,6 +505,8 @@ def chunk(
             "succeeded (store a failure with `helix memory store --kind failure`)"
         )
     content = f"When {task.strip().rstrip('.')}: {approach.strip()}"
+    from helix.memory import writes
+
     return writes.store(
         memory,
         content,
