@@ -10,6 +10,9 @@ Resolution order for the data directory (the ``.helix`` folder):
 
 Nothing is created here: the data directory is made on the first write.
 
+Files that belong to no project and can be made again (the model's float32
+weights) live in the user's cache folder instead (:func:`user_cache`).
+
 ``HELIX_DB`` overrides only the database file; everything else still lives in the
 data directory.
 
@@ -196,3 +199,14 @@ def find_project(start: Path, env: Mapping[str, str] | None = None) -> Paths | N
     except OSError:
         return None
     return paths if is_project else None
+
+
+def user_cache(env: Mapping[str, str] | None = None) -> Path:
+    """The user's cache folder for helix, for files any project may share and that
+    can be made again (the embedding model's float32 weights):
+    ``$XDG_CACHE_HOME/helix``, else ``~/.cache/helix`` (a relative XDG_CACHE_HOME
+    is ignored, as the XDG spec says). Pure: creates nothing; raises RuntimeError
+    when there is no home to put it in."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CACHE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "helix"

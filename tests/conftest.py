@@ -15,8 +15,16 @@ from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder
 from helix.memory.store import Memory
 
 
+@pytest.fixture(scope="session")
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's XDG_CACHE_HOME: the model's float32 copy is made once per run,
+    never in the user's own ~/.cache."""
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, user_cache: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user_cache))
     monkeypatch.setenv("HELIX_HOME", str(tmp_path / "helix-home"))
     for name in ("HELIX_DB", "HELIX_EMBEDDER", "HELIX_MODEL_DIR", "HELIX_DEBUG"):
         monkeypatch.delenv(name, raising=False)

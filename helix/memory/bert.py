@@ -3,18 +3,20 @@
 Why not torch or onnxruntime: hooks start as fresh processes, and torch costs ~5 s
 and ~500 MB per start. The model is small (6 layers, 384 wide), so numpy's BLAS does
 the work in milliseconds. The weights ship with helix as float16 (``helix/model``,
-made by ``scripts/convert_minilm.py``); they are converted to float32 once, at load
-(the word-embedding table row by row, as a batch looks rows up), and all arithmetic
-is float32. The result matches sentence-transformers' mean-pooled, normalised
-output of the original float32 model to a cosine above 0.9999 (see
-tests/test_embeddings.py); a float32 checkpoint (``HELIX_MODEL_DIR``) is used as
-stored and matches it to float32 precision.
+made by ``scripts/convert_minilm.py``); they are converted to float32 once per
+machine, into the user's cache, and mapped from there at every later load
+(:mod:`helix.memory.weights`; the word-embedding table stays float16 and is
+converted row by row, as a batch looks rows up), and all arithmetic is float32.
+The result matches sentence-transformers' mean-pooled, normalised output of the
+original float32 model to a cosine above 0.9999 (see tests/test_embeddings.py); a
+float32 checkpoint (``HELIX_MODEL_DIR``) is used as stored and matches it to
+float32 precision.
 
-Speed notes, measured on a 2-core machine: the weights file is memory-mapped, and
-the 30,522-row word-embedding table stays mapped in its stored dtype (a query
-converts only the rows of its own tokens, so a short query reads a few pages of
-it, not all of it); dense weights are used in their stored (out, in) layout (see
-``_linear`` for the small-batch formulation), Q/K/V are fused into one matmul,
+Speed notes, measured on a 2-core machine: the weights are memory-mapped, and the
+30,522-row word-embedding table stays mapped in its stored dtype (a query converts
+only the rows of its own tokens); dense weights are used in their stored (out, in)
+layout (see ``_linear`` for the small-batch formulation), Q/K/V are fused into one
+matmul (:func:`helix.memory.weights.layout`),
 inputs are bucketed by length so batches carry little padding, and GELU's erf uses
 an in-place rational approximation (max error 1.5e-7) instead of a Python-level
 ``math.erf``.
@@ -24,92 +26,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from helix.memory import weights
+from helix.memory.weights import (  # noqa: F401 - the checkpoint readers are part of this API
+    float16_to_float32,
+    read_safetensors,
+)
+
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 MAX_WORKERS = 4
-_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
-# Kept in its stored dtype: _forward converts only the rows a batch looks up.
-_WORD_TABLE = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight")
-
-
-def read_safetensors(path: Path, keep: Collection[str] = ()) -> dict[str, np.ndarray]:
-    """Every tensor of a .safetensors file, float16 ones as float32. Read-only.
-
-    float32 tensors, and the tensors named in ``keep`` (in their stored dtype), are
-    views of the memory-mapped file: only the pages actually used are read, so a
-    short query touches a few rows of the word-embedding table, not all of it. Other
-    float16 tensors are read and converted once, here, into one float32 buffer: a
-    copy, with no float16 page left resident beside it. One large buffer rather
-    than one array per tensor because numpy backs large allocations with huge pages
-    where the kernel allows: first-touching the 42 MB then takes 6 ms, not 22 ms
-    (measured), a visible part of a hook's cold start.
-    """
-    with open(path, "rb") as handle:
-        header_len = int.from_bytes(handle.read(8), "little")
-        if not 0 < header_len < 10_000_000:
-            raise ValueError(f"{path} is not a safetensors file")
-        header = json.loads(handle.read(header_len))
-        header.pop("__metadata__", None)
-        data_start = 8 + header_len
-        blob = np.memmap(path, dtype=np.uint8, mode="r", offset=data_start)
-        convert = {
-            name: spec
-            for name, spec in header.items()
-            if spec["dtype"] == "F16" and name not in keep
-        }
-        sizes = [np.prod(spec["shape"], dtype=int) for spec in convert.values()]
-        buffer = np.empty(sum(sizes), np.float32)
-        scratch = np.empty(max(sizes, default=0), "<f2")  # reused: no page faults per tensor
-        tensors, used = {}, 0
-        for name, spec in header.items():
-            start, end = spec["data_offsets"]
-            if name in convert:
-                count = (end - start) // 2
-                handle.seek(data_start + start)
-                if handle.readinto(scratch[:count].data) != end - start:
-                    raise ValueError(f"{path} is truncated")
-                out = buffer[used : used + count]
-                float16_to_float32(scratch[:count], out)
-                tensors[name] = out.reshape(spec["shape"])
-                used += count
-            else:
-                dtype = _DTYPES[spec["dtype"]]
-                tensors[name] = blob[start:end].view(dtype).reshape(spec["shape"])
-    return tensors
-
-
-_BLOCK = 1 << 16  # elements per step: the temporaries stay in cache
-
-
-def float16_to_float32(half: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Exactly ``half.astype(np.float32)`` for finite values, flat, into ``out`` (a
-    new array if None).
-
-    numpy's own cast does not use the CPU's conversion instructions and takes 25 ms
-    for this model's 10.6M dense weights; this takes 11 ms (measured). Shifting a
-    half's 15 exponent and mantissa bits into place makes a float32 whose exponent
-    is too small by 127 - 15 = 112, and multiplying by 2**112 fixes that exactly,
-    subnormals and zero included; the sign bit lands in place through the sign
-    extension of int16 to int32. An inf or NaN would come out as a finite number
-    above 65504; model weights hold neither (scripts/convert_minilm.py refuses them,
-    and the packaged file is pinned by sha256), so no pass is spent looking.
-    """
-    bits = np.ascontiguousarray(half).reshape(-1).view(np.int16)
-    if out is None:
-        out = np.empty(bits.shape, np.float32)
-    words = out.view(np.int32)
-    for start in range(0, bits.size, _BLOCK):
-        block = words[start : start + _BLOCK]
-        np.left_shift(bits[start : start + _BLOCK], 13, out=block, dtype=np.int32)
-        block &= np.int32(-0x70002000)  # 0x8FFFE000: the sign, then the 15 shifted bits
-        values = block.view(np.float32)
-        values *= np.float32(2.0**112)
-    return out
 
 
 def _layer_norm(
@@ -201,48 +131,41 @@ class BertEncoder:
         self.hidden = int(config["hidden_size"])
         self.layers = int(config["num_hidden_layers"])
         self.dim = self.hidden
-        raw = read_safetensors(model_dir / "model.safetensors", keep=_WORD_TABLE)
-        self._prepare(raw)
+        self._prepare(weights.load(model_dir / "model.safetensors"))
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
 
     def _prepare(self, raw: dict[str, np.ndarray]) -> None:
-        def get(name: str) -> np.ndarray:
-            return raw[name if name in raw else f"bert.{name}"]
+        """Take the tensors of :func:`helix.memory.weights.load` (no copies)."""
 
         def dense(prefix: str) -> _Pair:
             # Kept (out, in) as stored.
-            return get(prefix + ".weight"), get(prefix + ".bias")
+            return raw[prefix + ".weight"], raw[prefix + ".bias"]
 
-        self.word = get("embeddings.word_embeddings.weight")  # float16 or float32
-        self.position = get("embeddings.position_embeddings.weight")
-        self.token_type = get("embeddings.token_type_embeddings.weight")[0]
+        self.word = raw["embeddings.word_embeddings.weight"]  # float16 or float32
+        self.position = raw["embeddings.position_embeddings.weight"]
+        self.token_type = raw["embeddings.token_type_embeddings.weight"][0]
         self.emb_norm: _Pair = (
-            get("embeddings.LayerNorm.weight"),
-            get("embeddings.LayerNorm.bias"),
+            raw["embeddings.LayerNorm.weight"],
+            raw["embeddings.LayerNorm.bias"],
         )
         self.blocks: list[_Layer] = []
-        # One allocation for every layer's fused Q/K/V weights: large enough for numpy
-        # to back it with huge pages (page faults cost as much as the copy otherwise).
-        fused = np.empty((self.layers, 3 * self.hidden, self.hidden), np.float32)
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-            q, qb = dense(p + "attention.self.query")
-            k, kb = dense(p + "attention.self.key")
-            v, vb = dense(p + "attention.self.value")
+            qkv, qkv_b = dense(p + "attention.self.qkv")
             self.blocks.append(
                 _Layer(
-                    qkv=np.concatenate([q, k, v], axis=0, out=fused[i]),
-                    qkv_b=np.concatenate([qb, kb, vb]),
+                    qkv=qkv,
+                    qkv_b=qkv_b,
                     out=dense(p + "attention.output.dense"),
                     norm1=(
-                        get(p + "attention.output.LayerNorm.weight"),
-                        get(p + "attention.output.LayerNorm.bias"),
+                        raw[p + "attention.output.LayerNorm.weight"],
+                        raw[p + "attention.output.LayerNorm.bias"],
                     ),
                     up=dense(p + "intermediate.dense"),
                     down=dense(p + "output.dense"),
-                    norm2=(get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
+                    norm2=(raw[p + "output.LayerNorm.weight"], raw[p + "output.LayerNorm.bias"]),
                 )
             )
 

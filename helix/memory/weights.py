@@ -1,0 +1,314 @@
+"""The encoder's weights: read from a checkpoint, or mapped from a float32 copy made once.
+
+helix ships MiniLM's weights as float16 (``helix/model``, 45 MB); the encoder
+computes in float32. Converting them at every start cost each fresh process 20-40
+ms, most of a hook's model load, so the first start writes the converted weights,
+laid out as :class:`helix.memory.bert.BertEncoder` multiplies with them (each
+layer's query, key and value fused into one matrix), to a file in the user's cache
+(:func:`helix.config.user_cache`), and later starts map that file: 2-3 ms for the
+mapping (MAP_POPULATE: the whole file's page-table entries in one call, no copy)
+and the check below, measured on a 2-core machine. The vectors are the same to the
+bit: the file holds exactly the float32 values the conversion gives.
+
+The cache file
+
+- is named by the pinned sha256 of the float16 source and by the layout version
+  (:data:`LAYOUT`), so another helix version or another model never reads it;
+- is made only from a source whose sha256 is the pinned one (hashed while it is
+  read whole for the conversion anyway; 20 ms, paid once): what is cached is
+  what helix pins, never a file that merely has the pinned size;
+- is written to a temp file beside it, fsynced and ``os.replace``-d into place:
+  a reader sees a whole file or none, and processes that start together each
+  write their own temp file; the last rename wins, and every copy is whole and
+  identical;
+- is checked at every load: its size must be the one its header describes (a
+  truncated or extended file fails), the header must name this layout, the
+  source's digest and the sha256 of its own tensor table (a damaged name, shape
+  or offset fails), and a 64-bit checksum of all the data (a sum of 8-byte words,
+  weighted by the position of their 32 KB block) must match: damage to any one
+  word, a zeroed or a moved block fails. That costs ~1.5 ms of arithmetic over
+  pages the forward pass reads anyway; a full sha256 (30 ms) would cost more than
+  the load it saves. It is not a defence against a deliberate edit: whoever can
+  write your cache can write your site-packages. A file that fails is rebuilt,
+  never used.
+
+A cache that cannot be written (no home, a read-only or full disk) costs speed,
+never a failure: the weights are then converted in memory, as every start did
+before. Checkpoints other than the pinned float16 file (``HELIX_MODEL_DIR``
+naming the original float32 model) are read as stored, memory-mapped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import mmap
+import os
+import re
+import tempfile
+from collections.abc import Collection
+from pathlib import Path
+
+import numpy as np
+
+from helix import config
+from helix.memory.modelfiles import MINILM_FILES
+
+LAYOUT = 1  # of the cached file: bump when what it holds or how changes
+FORMAT = "helix-encoder-float32"
+# Kept in its stored dtype: the encoder converts only the rows a batch looks up.
+WORD_TABLE = "embeddings.word_embeddings.weight"
+_KEEP = (WORD_TABLE, f"bert.{WORD_TABLE}")
+_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+_LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
+_QKV = ("query", "key", "value")
+_SUM_BLOCK = 4096  # 8-byte words per block of the checksum (32 KB)
+
+
+def load(path: Path) -> dict[str, np.ndarray]:
+    """The encoder's tensors from the checkpoint ``path``, laid out by :func:`layout`.
+    The pinned float16 checkpoint comes from its float32 copy in the user's cache,
+    made on first use (see the module docstring); any other is read as stored.
+    Never fails for want of a cache."""
+    pinned_size, digest = MINILM_FILES["model.safetensors"]
+    if path.stat().st_size != pinned_size:
+        return layout(read_safetensors(path, keep=_KEEP))
+    try:
+        target = config.user_cache() / f"minilm-{digest[:16]}-f32-v{LAYOUT}.safetensors"
+    except RuntimeError:  # no home directory: nowhere to keep it
+        target = None
+    if target is not None:
+        found = mapped(target, digest)
+        if found is not None:
+            return found
+    tensors = layout(read_safetensors(path, keep=_KEEP))
+    if target is not None and _writable(target.parent) and _sha256(path) == digest:
+        with contextlib.suppress(OSError):
+            write(target, tensors, digest)
+    return tensors
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a cache file could be written in ``folder`` (made if missing): asked
+    before hashing the source, so a read-only cache costs no 45 MB hash per start."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def layout(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``raw`` as the encoder reads it: names without the ``bert.`` prefix, and each
+    layer's query, key and value weights and biases fused, in that order, into
+    ``encoder.layer.N.attention.self.qkv.weight`` and ``.bias`` (one matmul instead
+    of three). The fused weights of all layers share one allocation, large enough
+    for numpy to back it with huge pages (page faults cost as much as the copy
+    otherwise)."""
+    tensors = {name.removeprefix("bert."): tensor for name, tensor in raw.items()}
+    layers = sorted({int(m.group(1)) for name in tensors if (m := _LAYER.match(name))})
+    if not layers:
+        return tensors
+    query = tensors[f"encoder.layer.{layers[0]}.attention.self.query.weight"]
+    fused = np.empty((len(layers), 3 * query.shape[0], query.shape[1]), np.float32)
+    for n, i in enumerate(layers):
+        prefix = f"encoder.layer.{i}.attention.self."
+        weights = [tensors.pop(f"{prefix}{part}.weight") for part in _QKV]
+        biases = [tensors.pop(f"{prefix}{part}.bias") for part in _QKV]
+        tensors[prefix + "qkv.weight"] = np.concatenate(weights, axis=0, out=fused[n])
+        tensors[prefix + "qkv.bias"] = np.concatenate(biases).astype(np.float32, copy=False)
+    return tensors
+
+
+# ------------------------------------------------------------------ the cache
+
+
+def mapped(path: Path, digest: str) -> dict[str, np.ndarray] | None:
+    """The tensors of the cache file ``path``, as read-only views of its mapping;
+    None when it is missing, or fails a check (see the module docstring)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)  # Linux only
+        view = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ) if size > 8 else None
+    except (OSError, ValueError):
+        view = None
+    finally:
+        os.close(fd)
+    if view is None:
+        return None
+    try:
+        return _checked(view, digest)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None  # truncated, damaged, or not ours: rebuilt by the caller
+
+
+def _checked(view: mmap.mmap, digest: str) -> dict[str, np.ndarray]:
+    header_len = int.from_bytes(view[:8], "little")
+    if not 0 < header_len <= len(view) - 8:
+        raise ValueError("no header")
+    header = json.loads(view[8 : 8 + header_len])
+    meta = header.pop("__metadata__")
+    expected = {"format": FORMAT, "layout": str(LAYOUT), "source_sha256": digest}
+    if {k: meta.get(k) for k in expected} != expected or meta["specs"] != _specs_digest(header):
+        raise ValueError("not this layout, source or tensor table")
+    data = np.frombuffer(view, np.uint8, offset=8 + header_len)
+    if data.size != max(spec["data_offsets"][1] for spec in header.values()):
+        raise ValueError("truncated or extended")
+    if meta["checksum"] != f"{checksum(data):016x}":
+        raise ValueError("damaged")
+    return {
+        name: data[spec["data_offsets"][0] : spec["data_offsets"][1]]
+        .view(_DTYPES[spec["dtype"]])
+        .reshape(spec["shape"])
+        for name, spec in header.items()
+    }
+
+
+def write(path: Path, tensors: dict[str, np.ndarray], digest: str) -> None:
+    """Write ``tensors`` to ``path`` as a cache file (safetensors, float32 tensors
+    first so every one stays aligned), atomically: a temp file in the same folder,
+    fsynced, then ``os.replace``. Raises OSError when it cannot."""
+    names = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+    order = sorted(tensors, key=lambda name: (-tensors[name].dtype.itemsize, name))
+    specs, offset = {}, 0
+    for name in order:
+        size = tensors[name].nbytes
+        specs[name] = {
+            "dtype": names[tensors[name].dtype],
+            "shape": list(tensors[name].shape),
+            "data_offsets": [offset, offset + size],
+        }
+        offset += size
+    data = np.empty(offset, np.uint8)
+    for name in order:
+        start, end = specs[name]["data_offsets"]
+        data[start:end] = np.ascontiguousarray(tensors[name]).reshape(-1).view(np.uint8)
+    meta = {
+        "format": FORMAT,
+        "layout": str(LAYOUT),
+        "source_sha256": digest,
+        "specs": _specs_digest(specs),
+        "checksum": f"{checksum(data):016x}",
+    }
+    header = json.dumps({"__metadata__": meta, **specs}, separators=(",", ":")).encode()
+    header += b" " * (-len(header) % 64)  # the data starts aligned
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(len(header).to_bytes(8, "little"))
+            handle.write(header)
+            handle.write(data.data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def checksum(data: np.ndarray) -> int:
+    """A 64-bit checksum of the bytes ``data`` (uint8): the wrapping sum of its
+    8-byte words, each 32 KB block's sum weighted by the block's position, so a
+    changed word, a zeroed block and two swapped blocks all change it."""
+    usable = data.size // 8 * 8
+    words = data[:usable].view(np.uint64)
+    blocks = words.size // _SUM_BLOCK
+    sums = words[: blocks * _SUM_BLOCK].reshape(blocks, _SUM_BLOCK).sum(axis=1, dtype=np.uint64)
+    total = int((sums * np.arange(1, blocks + 1, dtype=np.uint64)).sum(dtype=np.uint64))
+    total += (blocks + 1) * int(words[blocks * _SUM_BLOCK :].sum(dtype=np.uint64))
+    total += int(data[usable:].sum(dtype=np.uint64))
+    return total % (1 << 64)
+
+
+def _specs_digest(specs: dict) -> str:
+    return hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def read_safetensors(path: Path, keep: Collection[str] = ()) -> dict[str, np.ndarray]:
+    """Every tensor of a .safetensors file, float16 ones as float32. Read-only.
+
+    float32 tensors, and the tensors named in ``keep`` (in their stored dtype), are
+    views of the memory-mapped file: only the pages actually used are read, so a
+    short query touches a few rows of the word-embedding table, not all of it. Other
+    float16 tensors are read and converted once, here, into one float32 buffer: a
+    copy, with no float16 page left resident beside it. One large buffer rather
+    than one array per tensor because numpy backs large allocations with huge pages
+    where the kernel allows: first-touching the 42 MB then takes 6 ms, not 22 ms
+    (measured).
+    """
+    with open(path, "rb") as handle:
+        header_len = int.from_bytes(handle.read(8), "little")
+        if not 0 < header_len < 10_000_000:
+            raise ValueError(f"{path} is not a safetensors file")
+        header = json.loads(handle.read(header_len))
+        header.pop("__metadata__", None)
+        data_start = 8 + header_len
+        blob = np.memmap(path, dtype=np.uint8, mode="r", offset=data_start)
+        convert = {
+            name: spec
+            for name, spec in header.items()
+            if spec["dtype"] == "F16" and name not in keep
+        }
+        sizes = [np.prod(spec["shape"], dtype=int) for spec in convert.values()]
+        buffer = np.empty(sum(sizes), np.float32)
+        scratch = np.empty(max(sizes, default=0), "<f2")  # reused: no page faults per tensor
+        tensors, used = {}, 0
+        for name, spec in header.items():
+            start, end = spec["data_offsets"]
+            if name in convert:
+                count = (end - start) // 2
+                handle.seek(data_start + start)
+                if handle.readinto(scratch[:count].data) != end - start:
+                    raise ValueError(f"{path} is truncated")
+                out = buffer[used : used + count]
+                float16_to_float32(scratch[:count], out)
+                tensors[name] = out.reshape(spec["shape"])
+                used += count
+            else:
+                dtype = _DTYPES[spec["dtype"]]
+                tensors[name] = blob[start:end].view(dtype).reshape(spec["shape"])
+    return tensors
+
+
+_BLOCK = 1 << 16  # elements per step: the temporaries stay in cache
+
+
+def float16_to_float32(half: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Exactly ``half.astype(np.float32)`` for finite values, flat, into ``out`` (a
+    new array if None).
+
+    numpy's own cast does not use the CPU's conversion instructions and takes 25 ms
+    for this model's 10.6M dense weights; this takes 11 ms (measured). Shifting a
+    half's 15 exponent and mantissa bits into place makes a float32 whose exponent
+    is too small by 127 - 15 = 112, and multiplying by 2**112 fixes that exactly,
+    subnormals and zero included; the sign bit lands in place through the sign
+    extension of int16 to int32. An inf or NaN would come out as a finite number
+    above 65504; model weights hold neither (scripts/convert_minilm.py refuses them,
+    and the packaged file is pinned by sha256), so no pass is spent looking.
+    """
+    bits = np.ascontiguousarray(half).reshape(-1).view(np.int16)
+    if out is None:
+        out = np.empty(bits.shape, np.float32)
+    words = out.view(np.int32)
+    for start in range(0, bits.size, _BLOCK):
+        block = words[start : start + _BLOCK]
+        np.left_shift(bits[start : start + _BLOCK], 13, out=block, dtype=np.int32)
+        block &= np.int32(-0x70002000)  # 0x8FFFE000: the sign, then the 15 shifted bits
+        values = block.view(np.float32)
+        values *= np.float32(2.0**112)
+    return out

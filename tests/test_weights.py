@@ -1,0 +1,234 @@
+"""The model's float32 copy in the user's cache: made once from the pinned float16
+weights, mapped afterwards, identical to converting in memory, rebuilt whenever it
+is damaged, never needed (an unwritable cache only costs speed)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helix.memory import weights
+from helix.memory.bert import BertEncoder
+from helix.memory.modelfiles import MINILM_FILES, PACKAGED_MODEL_DIR
+
+SOURCE = PACKAGED_MODEL_DIR / "model.safetensors"
+DIGEST = MINILM_FILES["model.safetensors"][1]
+TEXTS = ["When a migration fails, roll back in one transaction", "x " * 300, "short"]
+
+
+@pytest.fixture(scope="module")
+def converted() -> dict[str, np.ndarray]:
+    """The packaged weights converted in memory, as every start did before the cache."""
+    return weights.layout(weights.read_safetensors(SOURCE, keep=[weights.WORD_TABLE]))
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty XDG_CACHE_HOME of this test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "helix"
+
+
+def cached_files(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.iterdir()) if cache.is_dir() else []
+
+
+def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """The same tensors to the bit (dtype, shape and bytes)."""
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes()
+        for k in a
+    )
+
+
+def test_first_load_makes_the_copy_and_later_loads_map_it(cache, converted):
+    first = weights.load(SOURCE)
+    (name,) = cached_files(cache)
+    assert name == f"minilm-{DIGEST[:16]}-f32-v{weights.LAYOUT}.safetensors"
+    again = weights.load(SOURCE)
+    assert same(first, converted) and same(again, converted)
+    # Mapped, not copied: every tensor is a view of the file's read-only mapping.
+    assert not any(t.flags.writeable or t.flags.owndata for t in again.values())
+    assert {t.dtype for t in again.values()} == {np.dtype(np.float32), np.dtype(np.float16)}
+    assert again[weights.WORD_TABLE].dtype == np.float16  # converted row by row, as before
+
+
+def test_vectors_from_the_copy_equal_those_converted_in_memory(cache, monkeypatch):
+    from_cache_first = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)  # makes the copy
+    from_cache = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)  # maps it
+    assert cached_files(cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/is/ignored")
+    monkeypatch.setenv("HOME", str(cache.parent / "file"))
+    (cache.parent / "file").write_text("a file, so ~/.cache cannot be made")
+    in_memory = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
+    assert np.array_equal(from_cache, in_memory)
+    assert np.array_equal(from_cache_first, in_memory)
+
+
+def _truncate(data: bytearray) -> bytearray:
+    return data[:-4096]
+
+
+def _extend(data: bytearray) -> bytearray:
+    return data + b"\0" * 64
+
+
+def _flip_a_weight(data: bytearray) -> bytearray:
+    data[len(data) // 2] ^= 0x01
+    return data
+
+
+def _zero_a_block(data: bytearray) -> bytearray:
+    data[-100_000:-50_000] = bytes(50_000)
+    return data
+
+
+def _swap_two_blocks(data: bytearray) -> bytearray:
+    a, b, size = len(data) // 3, 2 * len(data) // 3, 32 * 1024
+    data[a : a + size], data[b : b + size] = data[b : b + size], data[a : a + size]
+    return data
+
+
+def _rename_a_tensor(data: bytearray) -> bytearray:
+    at = data.index(b"embeddings.LayerNorm.bias")
+    data[at : at + 10] = b"embeddingZ"
+    return data
+
+
+def _garbage_header(data: bytearray) -> bytearray:
+    data[8:40] = b"x" * 32
+    return data
+
+
+def _huge_header_length(data: bytearray) -> bytearray:
+    data[:8] = (1 << 62).to_bytes(8, "little")
+    return data
+
+
+def _empty(data: bytearray) -> bytearray:
+    return bytearray()
+
+
+def _another_layout(data: bytearray) -> bytearray:
+    at = data.index(f'"layout":"{weights.LAYOUT}"'.encode())
+    data[at + 10] = ord("9")
+    return data
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _truncate,
+        _extend,
+        _flip_a_weight,
+        _zero_a_block,
+        _swap_two_blocks,
+        _rename_a_tensor,
+        _garbage_header,
+        _huge_header_length,
+        _empty,
+        _another_layout,
+    ],
+    ids=lambda f: f.__name__.strip("_"),
+)
+def test_a_damaged_copy_is_detected_and_rebuilt(cache, converted, damage):
+    weights.load(SOURCE)
+    (path,) = cache.iterdir()
+    good = path.read_bytes()
+    path.write_bytes(damage(bytearray(good)))
+    assert weights.mapped(path, DIGEST) is None  # never used
+    assert same(weights.load(SOURCE), converted)
+    assert path.read_bytes() == good  # rebuilt, whole
+    assert weights.mapped(path, DIGEST) is not None
+
+
+def test_an_unwritable_cache_still_embeds(tmp_path, monkeypatch, converted):
+    """As root no permission bit stops a write, so the cache folder is made
+    impossible instead: XDG_CACHE_HOME lies under a file."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
+    assert same(weights.load(SOURCE), converted)
+    assert same(weights.load(SOURCE), converted)
+    assert blocker.read_text() == "" and sorted(os.listdir(tmp_path)) == ["not-a-folder"]
+    vectors = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
+    assert vectors.shape == (3, 384)
+
+
+def test_no_home_at_all_still_embeds(monkeypatch, converted):
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: (_ for _ in ()).throw(RuntimeError)))
+    assert same(weights.load(SOURCE), converted)
+
+
+def test_a_file_that_is_not_the_pinned_one_is_never_cached(tmp_path, cache, converted):
+    """Same size as the pinned weights, other bytes: converted in memory, as
+    stored, and nothing is cached (a cache named by the pinned digest holds
+    exactly what that digest pins)."""
+    model = tmp_path / "model"
+    shutil.copytree(PACKAGED_MODEL_DIR, model)
+    data = bytearray((model / "model.safetensors").read_bytes())
+    data[-2:] = b"\x00\x3c"  # the last float16 weight becomes 1.0
+    (model / "model.safetensors").write_bytes(data)
+    loaded = weights.load(model / "model.safetensors")
+    assert cached_files(cache) == []
+    assert not same(loaded, converted)
+    assert BertEncoder(model).encode(["still embeds"]).shape == (1, 384)
+
+
+def test_a_float32_checkpoint_is_read_as_stored(tmp_path, cache, converted):
+    """HELIX_MODEL_DIR may name a float32 checkpoint (the upstream model, see
+    tests/test_embeddings.py): mapped as it is, and no copy is made of it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "convert_minilm", Path(__file__).parents[1] / "scripts" / "convert_minilm.py"
+    )
+    converter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(converter)
+    widened = weights.read_safetensors(SOURCE)
+    converter.write_safetensors(tmp_path / "model.safetensors", widened, {"format": "pt"})
+    for name in ("config.json", "tokenizer.json"):
+        shutil.copy(PACKAGED_MODEL_DIR / name, tmp_path / name)
+    loaded = weights.load(tmp_path / "model.safetensors")
+    assert cached_files(cache) == []
+    assert isinstance(loaded[weights.WORD_TABLE], np.memmap)  # as stored, float32
+    assert all(loaded[k].tobytes() == converted[k].astype(np.float32).tobytes() for k in loaded)
+    assert np.array_equal(
+        BertEncoder(tmp_path).encode(TEXTS), BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
+    )
+
+
+CHILD = """
+import hashlib, sys
+from helix.memory.bert import BertEncoder
+from helix.memory.modelfiles import PACKAGED_MODEL_DIR
+vectors = BertEncoder(PACKAGED_MODEL_DIR).encode(sys.argv[1:])
+print(hashlib.sha256(vectors.tobytes()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_processes_loading_at_once_share_one_whole_copy(tmp_path, cache):
+    """Six fresh processes load the model together on an empty cache: each makes
+    and renames its own temp file, all embed identically, one whole file stays."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent)}
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, *TEXTS], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(6)
+    ]
+    outputs = [child.communicate(timeout=300)[0].strip() for child in children]
+    assert all(child.returncode == 0 for child in children)
+    expected = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
+    assert set(outputs) == {hashlib.sha256(expected.tobytes()).hexdigest()}
+    (path,) = cache.iterdir()  # no temp file left behind
+    assert weights.mapped(path, DIGEST) is not None
