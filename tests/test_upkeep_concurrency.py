@@ -5,11 +5,13 @@ The store (a few thousand rows, inserted with SQL into a store ``Memory`` create
 holds near-duplicate pairs for consolidate, failing rows for prune and dormant
 rows for decay. The upkeep worker measures how long each of its write
 transactions holds the lock (each must stay under ``MAX_HOLD_S``); the feedback
-workers give SQLite a busy timeout far below helix's own, so a starved writer
-shows up as a failed call. That patience is a few seconds, not one: on a loaded
-2-core machine two feedback workers and the upkeep take turns, and a worker
-descheduled while it holds the lock made a one-second patience fail without any
-long hold by the upkeep.
+workers give their connection a busy timeout far below helix's own, and each
+call must finish within it. (A call fails only when nobody commits for that
+long, so the upkeep's own commits would keep a starved call waiting: its
+latency is what shows the starvation.) That patience is a few seconds, not
+one: on a loaded 2-core machine two feedback workers and the upkeep take turns,
+and a worker descheduled while it holds the lock made a one-second patience
+fail without any long hold by the upkeep.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ FEEDBACK_WORKERS = 2
 BUSY_TIMEOUT_MS = 5_000  # the feedback workers' patience, far below helix's 30 s
 MAX_HOLD_S = 0.5
 IMPORTED = 1500  # insights store_many adds at the end
-TIMEOUT = 120
+# Bounds a failure only. The upkeep gives way between batches for a fixed time,
+# and a loaded machine fits less work in each: at load 13 on 2 cores it ran 50 s.
+TIMEOUT = 300
 
 # Opens the store with a connection that times every write transaction, runs the
 # upkeep verbs one after another, and prints their results and the longest hold.
@@ -176,7 +180,6 @@ def test_upkeep_leaves_room_for_every_feedback_call(tmp_path: Path):
         for w in range(FEEDBACK_WORKERS)
     ]
     upkeep = spawn(UPKEEP, str(IMPORTED))
-    started = time.monotonic()
     try:
         out, err = upkeep.communicate(timeout=TIMEOUT)
     finally:
@@ -195,10 +198,10 @@ def test_upkeep_leaves_room_for_every_feedback_call(tmp_path: Path):
         f_out, f_err = feeder.communicate(timeout=TIMEOUT)
         assert feeder.returncode == 0, f_err[-2000:]
         fed.append(json.loads(f_out))
-    assert time.monotonic() - started < 90
 
     # Every feedback call got through, and none waited long.
     assert [f["failed"] for f in fed] == [0] * FEEDBACK_WORKERS, [f["errors"] for f in fed]
+    assert max(f["max_latency"] for f in fed) < BUSY_TIMEOUT_MS / 1000, fed
     assert report["max_hold"] < MAX_HOLD_S, report
     assert report["transactions"] > 4  # it really worked in batches
 
