@@ -36,42 +36,6 @@ def insight_table(rows: list[dict[str, Any]], title: str | None = None) -> None:
     out.print(table)
 
 
-def ranking_table(
-    rows: Sequence[Mapping[str, Any]], title: str, previous: dict[str, int] | None = None
-) -> None:
-    """A recall result: rank, relevance, effectiveness, score, and rank movement."""
-    table = Table(title=title)
-    table.add_column("#", justify="right")
-    table.add_column("insight", overflow="fold")
-    table.add_column("relevance", justify="right")
-    table.add_column("effect.", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("conf.", justify="right")
-    if previous is not None:
-        table.add_column("move", justify="center")
-    for rank, row in enumerate(rows, start=1):
-        cells = [
-            str(rank),
-            escape(row["name"]),
-            f"{row['_relevance']:.3f}",
-            f"{row['_effectiveness']:.3f}",
-            f"{row['_score']:.3f}",
-            escape(row["_confidence"]),
-        ]
-        if previous is not None:
-            before = previous.get(row["name"])
-            if before is None:
-                cells.append("new")
-            elif before > rank:
-                cells.append(f"[green]+{before - rank}[/green]")
-            elif before < rank:
-                cells.append(f"[red]-{rank - before}[/red]")
-            else:
-                cells.append("=")
-        table.add_row(*cells)
-    console().print(table)
-
-
 def insight_detail(item: dict[str, Any]) -> None:
     out = console()
     out.print(
