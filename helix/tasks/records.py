@@ -48,6 +48,11 @@ TaskRecord = TypedDict(
         "helix-remaining": str,
         "helix-last-error": str,
         "helix-verified": bool,
+        # who set the judge, by which route, while which attempts were in flight,
+        # and a person's confirmation of it (helix.loop.provenance)
+        "judge-set": dict[str, Any],
+        # the attempt whose settlement last updated the task (settlement recovery)
+        "helix-applied-attempt": str,
     },
     total=False,
 )
