@@ -29,6 +29,7 @@ from helix.cli import (
     wave,
 )
 from helix.cli.common import WARNINGS, check_arguments
+from helix.memory import blas
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,6 +98,9 @@ check_arguments(cli, skip=("hook",))
 
 
 def main() -> None:
+    # A command's products are small: one BLAS thread, given as numpy loads; bulk
+    # work takes every core (helix.memory.blas has the measurements).
+    blas.start_single_threaded()
     try:
         cli(prog_name="helix")
     finally:

@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, graph, insight, quarantine
+from helix.memory import blas, db, graph, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 
@@ -274,7 +274,8 @@ def consolidate(memory: InsightRows, threshold: float = 0.9) -> dict[str, Any]:
         raise InvalidInput("threshold must be between 0.5 and 1.0")
     merges: list[dict[str, Any]] = []
     for _round in range(MAX_ROUNDS):
-        plan = _plan_merges(memory, threshold)
+        with blas.bulk():  # the similarity blocks are large products
+            plan = _plan_merges(memory, threshold)
         overtaken = False
 
         def merge(step: _Merge) -> None:

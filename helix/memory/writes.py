@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, Rejected, Screened
-from helix.memory import db, exemplars, insight, quarantine
+from helix.memory import blas, db, exemplars, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 from helix.memory.vectors import VectorIndex
@@ -335,26 +335,28 @@ def store_many(
         except (InvalidInput, Rejected) as exc:
             report["rejected"].append({"item": position, "reason": str(exc)})
     done = 0
-    for chunk in db.chunks(prepared, batch_size):
-        chunk_items = len(chunk)  # progress counts refused items too
-        vectors = memory.embed([item["content"] for _pos, item in chunk])
-        refused = _hostile_meaning(memory, vectors)
-        if any(refused):
-            for (position, _item), problem in zip(chunk, refused, strict=True):
-                if problem:
-                    report["rejected"].append({"item": position, "reason": problem})
-            keep = [n for n, problem in enumerate(refused) if not problem]
-            chunk, vectors = [chunk[n] for n in keep], vectors[keep]
-        first = 0
-        while first < len(chunk):
-            # Bounds the score matrix's memory (the cosines of a part to every row).
-            part_size = max(1, SCORE_BLOCK // max(len(memory.vectors()), 1))
-            part = chunk[first : first + part_size]
-            _store_part(memory, part, vectors[first : first + len(part)], report)
-            first += len(part)
-        done += chunk_items
-        if on_progress:
-            on_progress(done)
+    # Bulk work: the cosines of a part to every row are one large product.
+    with blas.bulk():
+        for chunk in db.chunks(prepared, batch_size):
+            chunk_items = len(chunk)  # progress counts refused items too
+            vectors = memory.embed([item["content"] for _pos, item in chunk])
+            refused = _hostile_meaning(memory, vectors)
+            if any(refused):
+                for (position, _item), problem in zip(chunk, refused, strict=True):
+                    if problem:
+                        report["rejected"].append({"item": position, "reason": problem})
+                keep = [n for n, problem in enumerate(refused) if not problem]
+                chunk, vectors = [chunk[n] for n in keep], vectors[keep]
+            first = 0
+            while first < len(chunk):
+                # Bounds the score matrix's memory (the cosines of a part to every row).
+                part_size = max(1, SCORE_BLOCK // max(len(memory.vectors()), 1))
+                part = chunk[first : first + part_size]
+                _store_part(memory, part, vectors[first : first + len(part)], report)
+                first += len(part)
+            done += chunk_items
+            if on_progress:
+                on_progress(done)
     report["ignored"] = sorted(ignored)[:50]
     return report
 
