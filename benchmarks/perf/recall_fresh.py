@@ -59,6 +59,7 @@ BREAKDOWN = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from helix import cli  # noqa: F401  (the CLI imports what the command imports)
+cli.blas.start_single_threaded()  # as cli.main does, before numpy loads
 from helix.memory.store import Memory
 t1 = time.perf_counter()
 mem = Memory.open(create=False)

@@ -14,21 +14,7 @@ import sys
 import click
 
 from helix import __version__
-from helix.cli import (
-    demo,
-    doctor,
-    export,
-    hook,
-    install,
-    loop,
-    mcp,
-    memory,
-    run,
-    tasks,
-    uninstall,
-    wave,
-)
-from helix.cli.common import WARNINGS, check_arguments
+from helix.cli.common import WARNINGS, LazyCommands, check_arguments
 from helix.memory import blas
 
 
@@ -71,30 +57,37 @@ def _say_warnings() -> None:
         click.echo(f"helix: warning: {problem}", err=True)
 
 
-# One root, one explicit registration per command and group (their modules never
-# import this one). click lists them sorted, whatever the order here.
-cli.add_command(memory.memory)
-cli.add_command(tasks.tasks)
-cli.add_command(loop.inject_command)
-cli.add_command(loop.strategic_recall_command)
-cli.add_command(loop.verify_command)
-cli.add_command(loop.settle_command)
-cli.add_command(loop.history_command)
-cli.add_command(loop.learn)
-cli.add_command(wave.wait)
-cli.add_command(wave.wave)
-cli.add_command(run.run_command)
-cli.add_command(run.status_command)
-cli.add_command(hook.hook_command)
-cli.add_command(install.install)
-cli.add_command(uninstall.uninstall)
-cli.add_command(export.export)
-cli.add_command(mcp.mcp)
-cli.add_command(demo.demo)
-cli.add_command(doctor.doctor)
-# One rule for every argument of every command, applied once to the whole tree:
+# One root, one explicit registration per command and group: its name and where it
+# is defined (its module never imports this one). Each is imported when a command
+# line names it, so a hook's process loads the hook's module, not the whole CLI.
+# click lists them sorted, whatever the order here.
+COMMANDS = {
+    "memory": "helix.cli.memory:memory",
+    "tasks": "helix.cli.tasks:tasks",
+    "inject": "helix.cli.loop:inject_command",
+    "strategic-recall": "helix.cli.loop:strategic_recall_command",
+    "verify": "helix.cli.loop:verify_command",
+    "settle": "helix.cli.loop:settle_command",
+    "history": "helix.cli.loop:history_command",
+    "learn": "helix.cli.loop:learn",
+    "wait": "helix.cli.wave:wait",
+    "wave": "helix.cli.wave:wave",
+    "run": "helix.cli.run:run_command",
+    "status": "helix.cli.run:status_command",
+    "hook": "helix.cli.hook:hook_command",
+    "install": "helix.cli.install:install",
+    "uninstall": "helix.cli.uninstall:uninstall",
+    "export": "helix.cli.export:export",
+    "mcp": "helix.cli.mcp:mcp",
+    "demo": "helix.cli.demo:demo",
+    "doctor": "helix.cli.doctor:doctor",
+}
+# One rule for every argument of every command, applied to each as it is loaded:
 # text must be UTF-8 and numbers finite. Hooks keep their own contract (fail open).
-check_arguments(cli, skip=("hook",))
+cli.commands = LazyCommands(
+    COMMANDS, prepare=lambda name, command: None if name == "hook" else check_arguments(command)
+)
+check_arguments(cli, skip=COMMANDS)  # the root's own options
 
 
 def main() -> None:
