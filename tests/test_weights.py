@@ -5,6 +5,7 @@ is damaged, never needed (an unwritable cache only costs speed)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -41,11 +42,17 @@ def cached_files(cache: Path) -> list[str]:
 
 
 def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    """The same tensors to the bit (dtype, shape and bytes)."""
+    """The same weights to the bit (dtype, shape and bytes); the vocabulary aside."""
+    a, b = ({k: v for k, v in t.items() if k != weights.VOCAB} for t in (a, b))
     return a.keys() == b.keys() and all(
         a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes()
         for k in a
     )
+
+
+def vocabulary(tensors: dict[str, np.ndarray]) -> list[str] | None:
+    found = tensors.get(weights.VOCAB)
+    return None if found is None else bytes(found).decode("utf-8").split("\n")
 
 
 def test_first_load_makes_the_copy_and_later_loads_map_it(cache, converted):
@@ -54,9 +61,13 @@ def test_first_load_makes_the_copy_and_later_loads_map_it(cache, converted):
     assert name == f"minilm-{DIGEST[:16]}-f32-v{weights.LAYOUT}.safetensors"
     again = weights.load(SOURCE)
     assert same(first, converted) and same(again, converted)
+    # The tokenizer's vocabulary comes with them, in id order.
+    vocab = json.loads((PACKAGED_MODEL_DIR / "tokenizer.json").read_text())["model"]["vocab"]
+    assert vocabulary(first) == vocabulary(again) == sorted(vocab, key=vocab.__getitem__)
     # Mapped, not copied: every tensor is a view of the file's read-only mapping.
     assert not any(t.flags.writeable or t.flags.owndata for t in again.values())
-    assert {t.dtype for t in again.values()} == {np.dtype(np.float32), np.dtype(np.float16)}
+    kinds = {t.dtype for name, t in again.items() if name != weights.VOCAB}
+    assert kinds == {np.dtype(np.float32), np.dtype(np.float16)}
     assert again[weights.WORD_TABLE].dtype == np.float16  # converted row by row, as before
 
 
@@ -157,6 +168,7 @@ def test_an_unwritable_cache_still_embeds(tmp_path, monkeypatch, converted):
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
     assert same(weights.load(SOURCE), converted)
     assert same(weights.load(SOURCE), converted)
+    assert vocabulary(weights.load(SOURCE)) is None  # the tokenizers library tokenizes
     assert blocker.read_text() == "" and sorted(os.listdir(tmp_path)) == ["not-a-folder"]
     vectors = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
     assert vectors.shape == (3, 384)
@@ -204,6 +216,21 @@ def test_a_float32_checkpoint_is_read_as_stored(tmp_path, cache, converted):
     assert np.array_equal(
         BertEncoder(tmp_path).encode(TEXTS), BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
     )
+
+
+def test_a_tokenizer_that_is_not_the_pinned_one_gives_no_vocabulary(tmp_path, cache):
+    """The Python tokenizer implements the pinned tokenizer.json's pipeline, so the
+    cache carries a vocabulary only from that file; without one the encoder uses
+    the tokenizers library."""
+    model = tmp_path / "model"
+    shutil.copytree(PACKAGED_MODEL_DIR, model)
+    tokenizer = model / "tokenizer.json"
+    tokenizer.write_text(tokenizer.read_text().replace('"lowercase":true', '"lowercase":false'))
+    assert vocabulary(weights.load(model / "model.safetensors")) is None
+    assert cached_files(cache)  # the weights are cached all the same
+    encoder = BertEncoder(model)
+    assert encoder.wordpiece is None
+    assert encoder.encode(["Still Embeds"]).shape == (1, 384)
 
 
 CHILD = """

@@ -14,12 +14,13 @@ float32 precision.
 
 Speed notes, measured on a 2-core machine: the weights are memory-mapped, and the
 30,522-row word-embedding table stays mapped in its stored dtype (a query converts
-only the rows of its own tokens); dense weights are used in their stored (out, in)
+only the rows of its own tokens); a few ASCII texts are tokenized in Python from the
+vocabulary cached with the weights (:mod:`helix.memory.wordpiece`), so a hook never
+starts the tokenizers library; dense weights are used in their stored (out, in)
 layout (see ``_linear`` for the small-batch formulation), Q/K/V are fused into one
-matmul (:func:`helix.memory.weights.layout`),
-inputs are bucketed by length so batches carry little padding, and GELU's erf uses
-an in-place rational approximation (max error 1.5e-7) instead of a Python-level
-``math.erf``.
+matmul (:func:`helix.memory.weights.layout`), inputs are bucketed by length so
+batches carry little padding, and GELU's erf uses an in-place rational
+approximation (max error 1.5e-7) instead of a Python-level ``math.erf``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -37,9 +39,16 @@ from helix.memory.weights import (  # noqa: F401 - the checkpoint readers are pa
     float16_to_float32,
     read_safetensors,
 )
+from helix.memory.wordpiece import WordPiece
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 MAX_WORKERS = 4
+# Up to this many texts are tokenized in Python when they can be; more go to the
+# tokenizers library, whose start is then small beside the work, and which is faster.
+PYTHON_TOKENIZED = 32
 
 
 def _layer_norm(
@@ -124,17 +133,44 @@ class BertEncoder:
     """Mean-pooled, L2-normalised sentence vectors from a BERT checkpoint directory."""
 
     def __init__(self, model_dir: Path):
-        from tokenizers import Tokenizer  # lazy: only callers that embed pay for it
-
         config = json.loads((model_dir / "config.json").read_text())
         self.heads = int(config["num_attention_heads"])
         self.hidden = int(config["hidden_size"])
         self.layers = int(config["num_hidden_layers"])
         self.dim = self.hidden
-        self._prepare(weights.load(model_dir / "model.safetensors"))
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.model_dir = model_dir
+        raw = weights.load(model_dir / "model.safetensors")
+        vocabulary = raw.pop(weights.VOCAB, None)
+        self._prepare(raw)
+        # A few ASCII texts (a hook's, a query) are tokenized in Python from the
+        # cached vocabulary; anything else by the tokenizers library, started on
+        # first use (20-25 ms). Both give the same ids (tests/test_wordpiece.py).
+        self.wordpiece = (
+            None
+            if vocabulary is None
+            else WordPiece(bytes(vocabulary).decode("utf-8").split("\n"), MAX_TOKENS)
+        )
+        self._tokenizer: Tokenizer | None = None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizers library's tokenizer of the model, loaded when first used."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(MAX_TOKENS)
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids, ``[CLS]`` ... ``[SEP]``, truncated to MAX_TOKENS."""
+        if self.wordpiece is not None and len(texts) <= PYTHON_TOKENIZED:
+            ids = [self.wordpiece.encode(text) for text in texts]
+            if all(i is not None for i in ids):
+                return cast(list[list[int]], ids)
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
 
     def _prepare(self, raw: dict[str, np.ndarray]) -> None:
         """Take the tensors of :func:`helix.memory.weights.load` (no copies)."""
@@ -174,8 +210,7 @@ class BertEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self.tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
+        ids = self.token_ids(texts)
         # Length bucketing: similar lengths share a batch, so padding stays small.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]

@@ -8,7 +8,10 @@ layer's query, key and value fused into one matrix), to a file in the user's cac
 (:func:`helix.config.user_cache`), and later starts map that file: 2-3 ms for the
 mapping (MAP_POPULATE: the whole file's page-table entries in one call, no copy)
 and the check below, measured on a 2-core machine. The vectors are the same to the
-bit: the file holds exactly the float32 values the conversion gives.
+bit: the file holds exactly the float32 values the conversion gives. It also holds
+the tokenizer's vocabulary (:data:`VOCAB`), from which
+:class:`helix.memory.wordpiece.WordPiece` tokenizes ASCII text without starting the
+tokenizers library (another 20-25 ms).
 
 The cache file
 
@@ -16,14 +19,15 @@ The cache file
   (:data:`LAYOUT`), so another helix version or another model never reads it;
 - is made only from a source whose sha256 is the pinned one (hashed while it is
   read whole for the conversion anyway; 20 ms, paid once): what is cached is
-  what helix pins, never a file that merely has the pinned size;
+  what helix pins, never a file that merely has the pinned size (and the
+  vocabulary only from the pinned tokenizer.json);
 - is written to a temp file beside it, fsynced and ``os.replace``-d into place:
   a reader sees a whole file or none, and processes that start together each
   write their own temp file; the last rename wins, and every copy is whole and
   identical;
 - is checked at every load: its size must be the one its header describes (a
   truncated or extended file fails), the header must name this layout, the
-  source's digest and the sha256 of its own tensor table (a damaged name, shape
+  source's (and tokenizer's) digest and the sha256 of its own tensor table (a damaged name, shape
   or offset fails), and a 64-bit checksum of all the data (a sum of 8-byte words,
   weighted by the position of their 32 KB block) must match: damage to any one
   word, a zeroed or a moved block fails. That costs ~1.5 ms of arithmetic over
@@ -55,12 +59,14 @@ import numpy as np
 from helix import config
 from helix.memory.modelfiles import MINILM_FILES
 
-LAYOUT = 1  # of the cached file: bump when what it holds or how changes
+LAYOUT = 2  # of the cached file: bump when what it holds or how changes
 FORMAT = "helix-encoder-float32"
 # Kept in its stored dtype: the encoder converts only the rows a batch looks up.
 WORD_TABLE = "embeddings.word_embeddings.weight"
+# The tokenizer's tokens in id order, newline-separated UTF-8 (uint8), in the cache.
+VOCAB = "tokenizer.vocab"
 _KEEP = (WORD_TABLE, f"bert.{WORD_TABLE}")
-_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "U8": np.uint8}
 _LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
 _QKV = ("query", "key", "value")
 _SUM_BLOCK = 4096  # 8-byte words per block of the checksum (32 KB)
@@ -69,8 +75,9 @@ _SUM_BLOCK = 4096  # 8-byte words per block of the checksum (32 KB)
 def load(path: Path) -> dict[str, np.ndarray]:
     """The encoder's tensors from the checkpoint ``path``, laid out by :func:`layout`.
     The pinned float16 checkpoint comes from its float32 copy in the user's cache,
-    made on first use (see the module docstring); any other is read as stored.
-    Never fails for want of a cache."""
+    made on first use (see the module docstring), with the vocabulary of the
+    tokenizer.json beside it (:data:`VOCAB`) when that is the pinned one; any other
+    checkpoint is read as stored. Never fails for want of a cache."""
     pinned_size, digest = MINILM_FILES["model.safetensors"]
     if path.stat().st_size != pinned_size:
         return layout(read_safetensors(path, keep=_KEEP))
@@ -84,9 +91,28 @@ def load(path: Path) -> dict[str, np.ndarray]:
             return found
     tensors = layout(read_safetensors(path, keep=_KEEP))
     if target is not None and _writable(target.parent) and _sha256(path) == digest:
+        vocabulary = _vocabulary(path.parent / "tokenizer.json")
+        if vocabulary is not None:
+            tensors[VOCAB] = vocabulary
         with contextlib.suppress(OSError):
             write(target, tensors, digest)
     return tensors
+
+
+def _vocabulary(tokenizer: Path) -> np.ndarray | None:
+    """The tokens of the pinned tokenizer.json in id order, newline-separated
+    UTF-8; None for any other file (its pipeline may not be the one
+    :class:`helix.memory.wordpiece.WordPiece` implements)."""
+    try:
+        if _sha256(tokenizer) != MINILM_FILES["tokenizer.json"][1]:
+            return None
+        vocab = json.loads(tokenizer.read_text("utf-8"))["model"]["vocab"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    tokens = sorted(vocab, key=vocab.__getitem__)
+    if [vocab[t] for t in tokens] != list(range(len(tokens))) or any("\n" in t for t in tokens):
+        return None
+    return np.frombuffer("\n".join(tokens).encode("utf-8"), np.uint8)
 
 
 def _writable(folder: Path) -> bool:
@@ -159,8 +185,10 @@ def _checked(view: mmap.mmap, digest: str) -> dict[str, np.ndarray]:
     header = json.loads(view[8 : 8 + header_len])
     meta = header.pop("__metadata__")
     expected = {"format": FORMAT, "layout": str(LAYOUT), "source_sha256": digest}
+    if VOCAB in header:
+        expected["tokenizer_sha256"] = MINILM_FILES["tokenizer.json"][1]
     if {k: meta.get(k) for k in expected} != expected or meta["specs"] != _specs_digest(header):
-        raise ValueError("not this layout, source or tensor table")
+        raise ValueError("not this layout, source, tokenizer or tensor table")
     data = np.frombuffer(view, np.uint8, offset=8 + header_len)
     if data.size != max(spec["data_offsets"][1] for spec in header.values()):
         raise ValueError("truncated or extended")
@@ -178,7 +206,7 @@ def write(path: Path, tensors: dict[str, np.ndarray], digest: str) -> None:
     """Write ``tensors`` to ``path`` as a cache file (safetensors, float32 tensors
     first so every one stays aligned), atomically: a temp file in the same folder,
     fsynced, then ``os.replace``. Raises OSError when it cannot."""
-    names = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16"}
+    names = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.uint8): "U8"}
     order = sorted(tensors, key=lambda name: (-tensors[name].dtype.itemsize, name))
     specs, offset = {}, 0
     for name in order:
@@ -200,6 +228,8 @@ def write(path: Path, tensors: dict[str, np.ndarray], digest: str) -> None:
         "specs": _specs_digest(specs),
         "checksum": f"{checksum(data):016x}",
     }
+    if VOCAB in tensors:
+        meta["tokenizer_sha256"] = MINILM_FILES["tokenizer.json"][1]
     header = json.dumps({"__metadata__": meta, **specs}, separators=(",", ":")).encode()
     header += b" " * (-len(header) % 64)  # the data starts aligned
     path.parent.mkdir(parents=True, exist_ok=True)
