@@ -31,7 +31,6 @@ host program's own thread settings (threadpoolctl limits included) stay its own.
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
 import importlib.machinery
 import os
 import sys
@@ -92,9 +91,14 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-class _OneThreadAtLoad(importlib.abc.MetaPathFinder):
-    """Finds the OpenBLAS-linked numpy extension, as the path finder would, and has
-    it loaded with one BLAS thread (:class:`_SingleThreadedLoad`). Inert otherwise."""
+# The import system's protocols, without importlib.abc (which imports
+# importlib.resources, tempfile and three compression modules: 2-5 ms of a start).
+
+
+class _OneThreadAtLoad:
+    """A meta path finder: finds the OpenBLAS-linked numpy extension, as the path
+    finder would, and has it loaded with one BLAS thread
+    (:class:`_SingleThreadedLoad`). Inert otherwise."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -104,11 +108,11 @@ class _OneThreadAtLoad(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or spec.loader is None:
             return spec
-        spec.loader = _SingleThreadedLoad(spec.loader, self)
+        spec.loader = _SingleThreadedLoad(spec.loader, self)  # type: ignore[assignment]
         return spec
 
 
-class _SingleThreadedLoad(importlib.abc.Loader):
+class _SingleThreadedLoad:
     """The extension's own loader, with ``OPENBLAS_NUM_THREADS=1`` while its shared
     libraries load (OpenBLAS reads it once, then); then the environment is as it
     was and the finder leaves ``sys.meta_path``. Everything else is the wrapped
