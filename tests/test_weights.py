@@ -43,7 +43,7 @@ def cached_files(cache: Path) -> list[str]:
 
 def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     """The same weights to the bit (dtype, shape and bytes); the vocabulary aside."""
-    a, b = ({k: v for k, v in t.items() if k != weights.VOCAB} for t in (a, b))
+    a, b = ({k: v for k, v in t.items() if k not in weights.VOCAB} for t in (a, b))
     return a.keys() == b.keys() and all(
         a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes()
         for k in a
@@ -51,8 +51,11 @@ def same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
 
 
 def vocabulary(tensors: dict[str, np.ndarray]) -> list[str] | None:
-    found = tensors.get(weights.VOCAB)
-    return None if found is None else bytes(found).decode("utf-8").split("\n")
+    """The cached vocabulary's tokens in id order, None when there is none."""
+    if weights.VOCAB[0] not in tensors:
+        return None
+    blob, offsets = bytes(tensors[weights.VOCAB[0]]), tensors[weights.VOCAB[1]].tolist()
+    return [blob[a:b].decode("utf-8") for a, b in zip(offsets, offsets[1:], strict=False)]
 
 
 def test_first_load_makes_the_copy_and_later_loads_map_it(cache, converted):
@@ -66,7 +69,7 @@ def test_first_load_makes_the_copy_and_later_loads_map_it(cache, converted):
     assert vocabulary(first) == vocabulary(again) == sorted(vocab, key=vocab.__getitem__)
     # Mapped, not copied: every tensor is a view of the file's read-only mapping.
     assert not any(t.flags.writeable or t.flags.owndata for t in again.values())
-    kinds = {t.dtype for name, t in again.items() if name != weights.VOCAB}
+    kinds = {t.dtype for name, t in again.items() if name not in weights.VOCAB}
     assert kinds == {np.dtype(np.float32), np.dtype(np.float16)}
     assert again[weights.WORD_TABLE].dtype == np.float16  # converted row by row, as before
 

@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from helix.memory.bert import MAX_TOKENS, BertEncoder
 from helix.memory.modelfiles import PACKAGED_MODEL_DIR
-from helix.memory.wordpiece import WordPiece
+from helix.memory.wordpiece import HashedVocabulary, WordPiece
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 
@@ -35,8 +35,29 @@ def vocabulary() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wordpiece(vocabulary) -> WordPiece:
-    return WordPiece(vocabulary, MAX_TOKENS)
+def hashed(vocabulary) -> HashedVocabulary:
+    return HashedVocabulary(*(memoryview(a) for a in HashedVocabulary.build(vocabulary)))
+
+
+@pytest.fixture(scope="module")
+def wordpiece(hashed) -> WordPiece:
+    return WordPiece(hashed, MAX_TOKENS)
+
+
+def test_the_hashed_vocabulary_is_the_vocabulary(vocabulary, hashed):
+    """Every token at its id, and nothing else found: near misses, prefixes,
+    extensions, other cases, the empty string, non-ASCII neighbours."""
+    ids = {token: n for n, token in enumerate(vocabulary)}
+    assert all(hashed.get(token) == n for token, n in ids.items())
+    rng = random.Random(5)
+    probes = ["", "##", "[unk]", "THE", "the ", " the", "thee", "caf\u00e9", "\u00e9t\u00e9x"]
+    for token in rng.sample(vocabulary, 3000):
+        probes += [token + "q", token[:-1], token.upper(), "##" + token, token + "\x00"]
+    for probe in probes:
+        assert hashed.get(probe) == ids.get(probe), probe
+    as_dict = WordPiece(ids, MAX_TOKENS)
+    text = "A dict gives the same ids: unaffable, WordPiece-ing 42 things!"
+    assert as_dict.encode(text) == WordPiece(hashed, MAX_TOKENS).encode(text)
 
 
 def ascii_texts(vocabulary: list[str], count: int, seed: int) -> list[str]:

@@ -39,7 +39,7 @@ from helix.memory.weights import (  # noqa: F401 - the checkpoint readers are pa
     float16_to_float32,
     read_safetensors,
 )
-from helix.memory.wordpiece import WordPiece
+from helix.memory.wordpiece import HashedVocabulary, WordPiece
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -140,15 +140,15 @@ class BertEncoder:
         self.dim = self.hidden
         self.model_dir = model_dir
         raw = weights.load(model_dir / "model.safetensors")
-        vocabulary = raw.pop(weights.VOCAB, None)
+        vocabulary = [raw.pop(name) for name in weights.VOCAB if name in raw]
         self._prepare(raw)
         # A few ASCII texts (a hook's, a query) are tokenized in Python from the
         # cached vocabulary; anything else by the tokenizers library, started on
         # first use (20-25 ms). Both give the same ids (tests/test_wordpiece.py).
         self.wordpiece = (
-            None
-            if vocabulary is None
-            else WordPiece(bytes(vocabulary).decode("utf-8").split("\n"), MAX_TOKENS)
+            WordPiece(HashedVocabulary(*(a.data for a in vocabulary)), MAX_TOKENS)
+            if len(vocabulary) == len(weights.VOCAB)
+            else None
         )
         self._tokenizer: Tokenizer | None = None
 

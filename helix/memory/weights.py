@@ -9,7 +9,8 @@ layer's query, key and value fused into one matrix), to a file in the user's cac
 mapping (MAP_POPULATE: the whole file's page-table entries in one call, no copy)
 and the check below, measured on a 2-core machine. The vectors are the same to the
 bit: the file holds exactly the float32 values the conversion gives. It also holds
-the tokenizer's vocabulary (:data:`VOCAB`), from which
+the tokenizer's vocabulary (:data:`VOCAB`: the arrays of a
+:class:`helix.memory.wordpiece.HashedVocabulary`), from which
 :class:`helix.memory.wordpiece.WordPiece` tokenizes ASCII text without starting the
 tokenizers library (another 20-25 ms).
 
@@ -27,14 +28,14 @@ The cache file
   identical;
 - is checked at every load: its size must be the one its header describes (a
   truncated or extended file fails), the header must name this layout, the
-  source's (and tokenizer's) digest and the sha256 of its own tensor table (a damaged name, shape
-  or offset fails), and a 64-bit checksum of all the data (a sum of 8-byte words,
-  weighted by the position of their 32 KB block) must match: damage to any one
-  word, a zeroed or a moved block fails. That costs ~1.5 ms of arithmetic over
-  pages the forward pass reads anyway; a full sha256 (30 ms) would cost more than
-  the load it saves. It is not a defence against a deliberate edit: whoever can
-  write your cache can write your site-packages. A file that fails is rebuilt,
-  never used.
+  source's (and the tokenizer's) digest and the checksum of its own tensor table
+  (a damaged name, shape or offset fails), and a 64-bit checksum of all the data
+  (a sum of 8-byte words, weighted by the position of their 32 KB block) must
+  match: damage to any one word, a zeroed or a moved block fails. That costs ~1.5
+  ms of arithmetic over pages the forward pass reads anyway; a full sha256 (30
+  ms) would cost more than the load it saves. It is not a defence against a
+  deliberate edit: whoever can write your cache can write your site-packages. A
+  file that fails is rebuilt, never used.
 
 A cache that cannot be written (no home, a read-only or full disk) costs speed,
 never a failure: the weights are then converted in memory, as every start did
@@ -45,12 +46,10 @@ naming the original float32 model) are read as stored, memory-mapped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import mmap
 import os
 import re
-import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
@@ -58,15 +57,24 @@ import numpy as np
 
 from helix import config
 from helix.memory.modelfiles import MINILM_FILES
+from helix.memory.wordpiece import HashedVocabulary
 
-LAYOUT = 2  # of the cached file: bump when what it holds or how changes
+LAYOUT = 3  # of the cached file: bump when what it holds or how changes
 FORMAT = "helix-encoder-float32"
 # Kept in its stored dtype: the encoder converts only the rows a batch looks up.
 WORD_TABLE = "embeddings.word_embeddings.weight"
-# The tokenizer's tokens in id order, newline-separated UTF-8 (uint8), in the cache.
-VOCAB = "tokenizer.vocab"
+# The tokenizer's vocabulary in the cache: the tokens, offsets and slots arrays of a
+# helix.memory.wordpiece.HashedVocabulary.
+VOCAB = ("tokenizer.tokens", "tokenizer.offsets", "tokenizer.slots")
 _KEEP = (WORD_TABLE, f"bert.{WORD_TABLE}")
-_DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "U8": np.uint8}
+_DTYPES = {
+    "F32": np.float32,
+    "F16": np.float16,
+    "I64": np.int64,
+    "U32": np.uint32,
+    "I32": np.int32,
+    "U8": np.uint8,
+}
 _LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
 _QKV = ("query", "key", "value")
 _SUM_BLOCK = 4096  # 8-byte words per block of the checksum (32 KB)
@@ -91,28 +99,32 @@ def load(path: Path) -> dict[str, np.ndarray]:
             return found
     tensors = layout(read_safetensors(path, keep=_KEEP))
     if target is not None and _writable(target.parent) and _sha256(path) == digest:
-        vocabulary = _vocabulary(path.parent / "tokenizer.json")
-        if vocabulary is not None:
-            tensors[VOCAB] = vocabulary
+        tensors.update(_vocabulary(path.parent / "tokenizer.json"))
         with contextlib.suppress(OSError):
             write(target, tensors, digest)
     return tensors
 
 
-def _vocabulary(tokenizer: Path) -> np.ndarray | None:
-    """The tokens of the pinned tokenizer.json in id order, newline-separated
-    UTF-8; None for any other file (its pipeline may not be the one
-    :class:`helix.memory.wordpiece.WordPiece` implements)."""
+def _vocabulary(tokenizer: Path) -> dict[str, np.ndarray]:
+    """The :data:`VOCAB` arrays of the pinned tokenizer.json; none for any other
+    file (its pipeline may not be the one :class:`helix.memory.wordpiece.WordPiece`
+    implements)."""
     try:
         if _sha256(tokenizer) != MINILM_FILES["tokenizer.json"][1]:
-            return None
+            return {}
         vocab = json.loads(tokenizer.read_text("utf-8"))["model"]["vocab"]
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return {}
     tokens = sorted(vocab, key=vocab.__getitem__)
-    if [vocab[t] for t in tokens] != list(range(len(tokens))) or any("\n" in t for t in tokens):
-        return None
-    return np.frombuffer("\n".join(tokens).encode("utf-8"), np.uint8)
+    if [vocab[t] for t in tokens] != list(range(len(tokens))):
+        return {}
+    blob, offsets, slots = HashedVocabulary.build(tokens)
+    arrays = (
+        np.frombuffer(blob, np.uint8),
+        np.frombuffer(offsets, np.uint32),
+        np.frombuffer(slots, np.int32),
+    )
+    return dict(zip(VOCAB, arrays, strict=True))
 
 
 def _writable(folder: Path) -> bool:
@@ -126,6 +138,8 @@ def _writable(folder: Path) -> bool:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib  # only when a cache file is made: a start that maps one never loads it
+
     with open(path, "rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -185,7 +199,7 @@ def _checked(view: mmap.mmap, digest: str) -> dict[str, np.ndarray]:
     header = json.loads(view[8 : 8 + header_len])
     meta = header.pop("__metadata__")
     expected = {"format": FORMAT, "layout": str(LAYOUT), "source_sha256": digest}
-    if VOCAB in header:
+    if VOCAB[0] in header:
         expected["tokenizer_sha256"] = MINILM_FILES["tokenizer.json"][1]
     if {k: meta.get(k) for k in expected} != expected or meta["specs"] != _specs_digest(header):
         raise ValueError("not this layout, source, tokenizer or tensor table")
@@ -206,7 +220,7 @@ def write(path: Path, tensors: dict[str, np.ndarray], digest: str) -> None:
     """Write ``tensors`` to ``path`` as a cache file (safetensors, float32 tensors
     first so every one stays aligned), atomically: a temp file in the same folder,
     fsynced, then ``os.replace``. Raises OSError when it cannot."""
-    names = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.uint8): "U8"}
+    names = {np.dtype(dtype): name for name, dtype in _DTYPES.items()}
     order = sorted(tensors, key=lambda name: (-tensors[name].dtype.itemsize, name))
     specs, offset = {}, 0
     for name in order:
@@ -228,10 +242,12 @@ def write(path: Path, tensors: dict[str, np.ndarray], digest: str) -> None:
         "specs": _specs_digest(specs),
         "checksum": f"{checksum(data):016x}",
     }
-    if VOCAB in tensors:
+    if VOCAB[0] in tensors:
         meta["tokenizer_sha256"] = MINILM_FILES["tokenizer.json"][1]
     header = json.dumps({"__metadata__": meta, **specs}, separators=(",", ":")).encode()
     header += b" " * (-len(header) % 64)  # the data starts aligned
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -263,7 +279,8 @@ def checksum(data: np.ndarray) -> int:
 
 
 def _specs_digest(specs: dict) -> str:
-    return hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()
+    table = json.dumps(specs, sort_keys=True).encode()
+    return f"{checksum(np.frombuffer(table, np.uint8)):016x}"
 
 
 # ---------------------------------------------------------------- checkpoints
