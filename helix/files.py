@@ -38,7 +38,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -74,6 +73,8 @@ def write_bytes(path: Path, data: bytes) -> Path:
     """Atomically and durably replace ``path`` with ``data``: temp file in the same
     folder, fsync, ``os.replace``, fsync of the folder. The temp file is removed
     if anything fails, so a failed write leaves the old file as it was."""
+    import tempfile  # here: commands that only read never load it (nor shutil, lzma...)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -182,6 +183,8 @@ def _replace_with(path: Path, chunks: Iterable[bytes], mode: int | None, shown: 
         os.umask(umask)
         mode = 0o666 & ~umask
     try:
+        import tempfile
+
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise HelixError(f"cannot write to {shown}: {exc.strerror or exc}") from None

@@ -17,7 +17,6 @@ an embedder and naming its model cost a command that reads rows nothing.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import re
@@ -92,6 +91,8 @@ class HashEmbedder:
         self.model_id = f"helix/hash-{dim}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import hashlib
+
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

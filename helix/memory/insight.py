@@ -6,7 +6,6 @@ are pure functions so the store, the CLI and later the hooks agree on the rules.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -188,6 +187,8 @@ def slug_base(content: str) -> str:
 
 
 def slug_variant(base: str, content: str, attempt: int) -> str:
+    import hashlib  # here: a command that reads rows never loads OpenSSL (3 ms)
+
     digest = hashlib.sha1(f"{content}\x00{attempt}".encode()).hexdigest()[:6]
     return f"{base}-{digest}"
 
