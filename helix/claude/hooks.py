@@ -44,7 +44,7 @@ from helix import config, files
 from helix.claude import briefing, codex, transcripts
 from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
 from helix.errors import HelixError
-from helix.loop import contracts, injection, learning, results
+from helix.loop import contracts, injection, results
 from helix.loop.judge import Spec
 from helix.loop.records import Settlement
 
@@ -600,6 +600,8 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
 
 
 def _settle_planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
+    from helix.loop import learning  # with verify and socket: not on the injecting path
+
     plan = contracts.parse_plan(text)
     candidates = [
         learning.candidate(
@@ -626,6 +628,7 @@ def _store_learning(memory: Memory, home: Path, refused: Sequence[Mapping[str, s
     at once, through the safety screen; low-confidence ones stay queued. What the
     screen refused (when proposed or when stored) is logged by reason only: its
     text may hold a secret."""
+    from helix.loop import learning
     from helix.memory import safety  # only when something was stored: see insight.py
 
     done = learning.store(memory, None, "medium", home)
