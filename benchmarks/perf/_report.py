@@ -279,8 +279,14 @@ def store_section(r: dict) -> list[str]:
         ],
         [
             "`helix memory store` as a fresh process (1,000-insight store)",
-            spread_s(fresh["wall_s"]),
-            f"peak RSS {mb(fresh['peak_rss_mb']['max'])}",
+            spread_s(fresh["wall_s"])
+            + (f" = {times_floor(fresh)} the floor" if fresh.get("ratio_to_floor") else ""),
+            f"peak RSS {mb(fresh['peak_rss_mb']['max'])}"
+            + (
+                f"; floor `{FLOOR}` {fresh['floor_s']['median']:.3f} s in the same run"
+                if fresh.get("floor_s")
+                else ""
+            ),
         ],
     ]
     out = ["### Store and bulk import", "", *table(["what", "throughput / latency", "notes"], rows)]
