@@ -56,6 +56,12 @@ LESSON_EFFECT = 0.3  # the same for knowing a pitfall (a derived failure insight
 HARMFUL_EFFECT = 0.5  # share of the chance to pass that harmful advice takes away
 MIN_PASS, MAX_PASS = 0.02, 0.98
 
+NAME = "a"
+# One context (every task is in the same code base) and a builder that follows
+# every injected insight that concerns its task; world B differs in both.
+CONTEXTS: tuple[str, ...] = ("",)
+FALSE_CLAIM = 0.0  # share of not-followed insights an honest builder lists as UTILIZED
+
 HELPFUL, DISTRACTOR, HARMFUL, LESSON, NOISE = "helpful", "distractor", "harmful", "lesson", "noise"
 CROSS = "cross"  # helps ``family``, harms ``hurts``
 CLASSES = (HELPFUL, DISTRACTOR, HARMFUL, LESSON, NOISE, CROSS)
@@ -82,13 +88,15 @@ class Advice:
             CROSS: HELPFUL_EFFECT,
         }.get(self.cls, 0.0)
 
-    def applies(self, family: str) -> bool:
-        """Whether a builder of ``family`` follows it when it is injected."""
+    def applies(self, family: str, context: str = "") -> bool:
+        """Whether a builder of ``family`` follows it when it is injected (world A
+        has one context: ``context`` is ignored)."""
         return family in (self.family, self.hurts)
 
-    def effect_on(self, family: str) -> float:
+    def effect_on(self, family: str, context: str = "") -> float:
         """The signed effect on a task of ``family``: above 0 helps (share of the
-        chance to fail removed), below 0 harms (share of the chance to pass taken)."""
+        chance to fail removed), below 0 harms (share of the chance to pass taken).
+        ``context`` is ignored (world A has one)."""
         if family == self.family:
             return -self.effect if self.cls == HARMFUL else self.effect
         if family == self.hurts:
@@ -122,12 +130,14 @@ class Family:
         return out
 
 
-def pass_probability(base: float, given: list[Advice], family: str | None = None) -> float:
+def pass_probability(
+    base: float, given: list[Advice], family: str | None = None, context: str = ""
+) -> float:
     """The chance that VERIFY passes for a builder of ``family`` with base pass
     rate ``base`` who follows ``given`` (each key counts once). Without
     ``family`` each piece of advice acts on its own family."""
     distinct = {a.key: a for a in given}.values()
-    return pass_chance(base, [a.effect_on(family or a.family) for a in distinct])
+    return pass_chance(base, [a.effect_on(family or a.family, context) for a in distinct])
 
 
 def pass_chance(base: float, effects: Iterable[float]) -> float:
@@ -841,6 +851,22 @@ INSIGHT_WEIGHTS = {HELPFUL: 2.0, DISTRACTOR: 1.0, HARMFUL: 0.5, CROSS: 1.0}
 PITFALL_SHARE = 0.6
 # What a team's store holds before the run, per family.
 INITIAL = {HELPFUL: 1, DISTRACTOR: 3, HARMFUL: 1}
+
+
+def follow_probability(slot: int, text: str) -> float:
+    """The chance that a builder follows an injected insight that concerns its
+    task, at prompt position ``slot``: always, in world A."""
+    return 1.0
+
+
+def description(fam: Family, context: str = "") -> str:
+    """A task's description: its family's (world A has one context)."""
+    return fam.description
+
+
+def task_texts(fam: Family) -> list[tuple[str, str]]:
+    """Every (title, description) a task of ``fam`` can have."""
+    return [(title, fam.description) for title in fam.titles]
 
 
 def family(slug: str) -> Family:
