@@ -25,7 +25,10 @@ NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE = (
     "oracle",
 )
 CEILING, BEST_IN_POOL = "true_usefulness", "best_in_pool"
-ARMS = (NO_MEMORY, RELEVANCE, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
+# As many insights per task as helix's ranking would inject, drawn uniformly
+# from the live store (seeded), no feedback: what any memory must beat.
+RANDOM = "random_insights"
+ARMS = (NO_MEMORY, RELEVANCE, RANDOM, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
 CEILING_ARMS = (CEILING, BEST_IN_POOL)
 DEFAULT_ARMS = ARMS + CEILING_ARMS
 FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
@@ -33,7 +36,7 @@ FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
 ABLATION_PREFIX = "ablate_"
 UPLIFT_MODULE = "helix.memory.uplift"
 # Arms whose figures say how well a learner chose; the others are baselines or ceilings.
-LEARNERS = (UNLEARNED, HELIX, ADVERSARIAL)
+LEARNERS = (RANDOM, UNLEARNED, HELIX, ADVERSARIAL)
 
 
 def ablation_arms() -> list[str]:

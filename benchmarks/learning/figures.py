@@ -24,6 +24,7 @@ from .arms import (
     LEARNERS,
     NO_MEMORY,
     ORACLE,
+    RANDOM,
     RELEVANCE,
     UNLEARNED,
 )
@@ -125,6 +126,7 @@ def aggregate(runs: list[dict[str, Any]], block: int) -> dict[str, Any]:
     paired = {}
     for a, b in (
         (HELIX, RELEVANCE),
+        (HELIX, RANDOM),
         (HELIX, UNLEARNED),
         (UNLEARNED, RELEVANCE),
         (HELIX, NO_MEMORY),

@@ -19,6 +19,7 @@ from .arms import (
     HELIX,
     NO_MEMORY,
     ORACLE,
+    RANDOM,
     RELEVANCE,
     UNLEARNED,
 )
@@ -26,6 +27,7 @@ from .arms import (
 NAMES = {
     NO_MEMORY: "no memory",
     RELEVANCE: "relevance-only",
+    RANDOM: "random insights",
     UNLEARNED: "helix ranking, no feedback",
     HELIX: "helix",
     ADVERSARIAL: "helix, adversarial builder",
@@ -33,7 +35,7 @@ NAMES = {
     CEILING: "true-usefulness ceiling",
     BEST_IN_POOL: "best in relevance pool",
 }
-CLASSES = ("helpful", "lesson", "cross", "distractor", "noise", "harmful")
+CLASSES = ("helpful", "lesson", "cross", "contextual", "distractor", "noise", "harmful")
 
 # The headline targets the diagnostics are read against (the issue that asked
 # for them set these; they are goals for the learning model, not claims).
@@ -41,8 +43,17 @@ GAP_OVERALL, GAP_LAST_QUARTER = 0.40, 0.55
 MAX_DISTRACTOR_CORR = 0.10
 MAX_DRIFT_USES = 15
 MAX_ADVERSARY_POINTS = 0.02
-# What bound.py writes: the reference learners' figures for one seed set.
-BOUND = Path(__file__).resolve().parent / "bound.json"
+# What bound.py writes: the reference learners' figures for one seed set, per world.
+HERE = Path(__file__).resolve().parent
+BOUND = HERE / "bound.json"
+# The share of the honest reference's gain helix should reach (issue 24).
+HONEST_SHARE = 0.80
+REFERENCES = ("honest", "reach", "known")
+REFERENCE_NAMES = {
+    "honest": "honest (helix's pool, not told which concern the task)",
+    "reach": "full reach (whole store, not told which concern the task)",
+    "known": "full knowledge (told which insights concern the task, whole store)",
+}
 
 
 def _pct(value: float | None, digits: int = 1) -> str:
@@ -87,14 +98,12 @@ def _mean(arms: dict[str, Any], arm: str, key: str) -> float | None:
     return None if not stat else stat["mean"]
 
 
-def markdown(results: dict[str, Any]) -> str:
-    """The section: setup, figure, tables, what it means, where helix did not
-    win, how to reproduce, and the limits of the model."""
-    arms = results["arms"]
-    cfg = results["config"]
-    seeds = results["seeds"]
-    paired = results.get("paired", {})
-    lines = [
+def _world(results: dict[str, Any]) -> str:
+    return results.get("config", {}).get("world", "a")
+
+
+def _world_a() -> list[str]:
+    return [
         "## Learning curve",
         "",
         "Does learning from verified outcomes make builders pass VERIFY more often than "
@@ -110,8 +119,47 @@ def markdown(results: dict[str, Any]) -> str:
         "(derived failures) and from explicit INSIGHTs of builders that passed. Every arm "
         "faces the same tasks and the same random draws. The model is described in "
         "`benchmarks/learning/simulation.py` and `benchmarks/learning/world.py`.",
-        "",
-        "![Learning curve: pass rate per block of tasks, per arm](learning-curve.png)",
+    ]
+
+
+def _world_b(results: dict[str, Any]) -> list[str]:
+    facts = results.get("world", {})
+    follow = facts.get("follow_model", {})
+    return [
+        "The same question in a world that differs in structure, not in seed "
+        "(`benchmarks/learning/world_b.py`): "
+        f"{len(facts.get('families', []))} task families of 2-3 titles "
+        f"({facts.get('titles', '?')} titles; world A: 10 of 6), so each kind of task recurs "
+        "about half as often; helpful advice worded after the mechanism, unlike the tasks it "
+        "helps, while each title has a useless note that quotes it word for word; one piece "
+        "of contextual advice per family that helps tasks in one code base (the Django "
+        "monolith or the async services, drawn per task and named in its description) and "
+        "harms or does nothing in the other; and a builder that follows an injected insight "
+        f"with a chance that falls with its prompt slot ({follow.get('by_slot')}) and its "
+        f"length (times {follow.get('long_text_factor')} above "
+        f"{follow.get('long_text_chars')} characters), and lists an injected insight it did "
+        f"not follow as UTILIZED with chance {facts.get('false_claim')}. No drift and no "
+        "cross-family advice. Same effects, sharing of INSIGHTs and failures as world A.",
+    ]
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The section: setup, figure, tables, what it means, where helix did not
+    win, how to reproduce, and the limits of the model."""
+    arms = results["arms"]
+    cfg = results["config"]
+    seeds = results["seeds"]
+    paired = results.get("paired", {})
+    if _world(results) != "a":
+        intro = [f"## Learning curve, world {_world(results).upper()}", "", *_world_b(results)]
+    else:
+        intro = [
+            *_world_a(),
+            "",
+            "![Learning curve: pass rate per block of tasks, per arm](learning-curve.png)",
+        ]
+    lines = [
+        *intro,
         "",
         f"{len(seeds)} {results.get('seed_set', '')} seeds ({', '.join(map(str, seeds))}); "
         f"{cfg['tasks']} tasks per seed in waves of {cfg['wave']}, {cfg['limit']} insights "
@@ -213,7 +261,10 @@ def markdown(results: dict[str, Any]) -> str:
         "pip install -e '.[bench]'                                  # matplotlib",
         "python benchmarks/learning/run.py                          # held-out seeds: results.json + docs/learning-curve.png",
         "python benchmarks/learning/run.py --seeds dev              # the development seeds",
-        "python benchmarks/learning/run.py --quick                  # ~1 min smoke test",
+        "python benchmarks/learning/run.py --quick                  # ~1-2 min smoke test",
+        "python benchmarks/learning/run.py --world b                # world B: results_b.json",
+        "python benchmarks/learning/run.py --world both             # both worlds, one after the other",
+        "python benchmarks/learning/bound.py --world both           # the reference learners (after run.py)",
         "```",
         "",
         "The run is deterministic for a given helix version: the draws are seeded, and "
@@ -409,47 +460,179 @@ def _compare(paired: dict[str, Any], a: str, b: str) -> str | None:
     )
 
 
+def load_bound(results: dict[str, Any]) -> dict[str, Any] | None:
+    """What ``bound.py`` wrote for this world, if it was run on the same seeds."""
+    world = _world(results)
+    path = BOUND if world == "a" else HERE / f"bound_{world}.json"
+    try:
+        bound = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if bound.get("seeds") != results.get("seeds") or not bound.get("references"):
+        return None
+    return bound
+
+
+def best_policy(by_policy: dict[str, Any], key: str = "gap_closed_overall") -> str:
+    """The policy whose gap closed (overall) is largest: the reference's best."""
+    return max(by_policy, key=lambda p: (by_policy[p].get(key) or {}).get("mean") or -9.0)
+
+
 def _bound(results: dict[str, Any]) -> list[str]:
     """What ``bound.py`` measured for the same seeds, if it was run: the share of
-    the gap a learner told the world's exact model closes."""
-    try:
-        bound = json.loads(BOUND.read_text())
-    except (OSError, ValueError):
-        return []
-    if bound.get("seeds") != results.get("seeds") or not bound.get("policies"):
+    the gap each reference learner closes, and helix's gain as a share of each
+    one's gain."""
+    bound = load_bound(results)
+    if not bound:
         return []
     lines = [
-        "### What a learner that knows the world reaches",
+        "### What learners told more than helix reach",
         "",
-        "`python benchmarks/learning/bound.py` runs, on the same seeds and draws, a "
-        "Bayesian learner given what helix never has: the world's exact effect model, "
-        "exactly the insights that concern each task (no relevance pool), and each "
-        "task's true base rate. It learns each insight's class from the verified "
-        "outcomes and chooses by its posterior mean (greedy), the mean plus 1.5 sd "
-        "(optimistic), or one draw (Thompson). A reference point for the targets, not "
-        "a proof: a cleverer policy could do better.",
+        "`python benchmarks/learning/bound.py"
+        + ("" if _world(results) == "a" else f" --world {_world(results)}")
+        + "` runs, on the same seeds and draws, Bayesian reference learners told the world's "
+        "effect model, each task's base rate, family and context, and the builder's follow "
+        "model. They differ in what they may choose from and whether they know which "
+        "candidates concern the task:",
         "",
-        "| learner | overall | last quarter | gap closed overall | gap closed last quarter | AUC |",
-        "| --- | --- | --- | --- | --- | --- |",
+        *[f"- **{r}**: told {bound['told'][r]}." for r in bound["references"]],
+        "",
+        "Each learns every insight's class from the verified outcomes and chooses by its "
+        "posterior mean (greedy), the mean plus k sd (optimistic; k per reference, "
+        + ", ".join(f"{r} {k:g}" for r, k in bound.get("optimism", {}).items())
+        + ", chosen on world A's development seeds), or one draw (Thompson). Reference "
+        "points, not proofs: a cleverer policy could do better. helix's share is its gain "
+        "over relevance-only as a share of the reference's gain, with a 95% bootstrap "
+        "interval over seeds.",
+        "",
+        "| learner | overall | last quarter | gap closed overall | gap closed last quarter "
+        "| helix's share of its gain, overall | last quarter | AUC |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    diag = results.get("diagnostics", {}).get("gap_closed", {}).get(HELIX, {})
-    helix_auc = results.get("diagnostics", {}).get("arms", {}).get(HELIX, {}).get("auc")
-    if diag:
-        lines.append(
-            f"| helix | {_cell(results['arms'][HELIX]['overall'])} | "
-            f"{_cell(results['arms'][HELIX].get('last_quarter'))} | "
-            f"{_ratio(diag.get('overall'))} | {_ratio(diag.get('last_quarter'))} | "
-            f"{_number(helix_auc)} |"
-        )
-    for policy, row in bound["policies"].items():
-        if policy == ORACLE:
+    diag = results.get("diagnostics", {})
+    for arm in (HELIX, RANDOM):
+        gap = diag.get("gap_closed", {}).get(arm, {})
+        if not gap or arm not in results["arms"]:
             continue
         lines.append(
-            f"| {policy} | {_cell(row['overall'])} | {_cell(row['last_quarter'])} | "
-            f"{_ratio(row.get('gap_closed_overall'))} | "
-            f"{_ratio(row.get('gap_closed_last_quarter'))} | {_number(row.get('auc'))} |"
+            f"| {NAMES[arm]} | {_cell(results['arms'][arm]['overall'])} | "
+            f"{_cell(results['arms'][arm].get('last_quarter'))} | "
+            f"{_ratio(gap.get('overall'))} | {_ratio(gap.get('last_quarter'))} | - | - | "
+            f"{_number(diag.get('arms', {}).get(arm, {}).get('auc'))} |"
         )
-    return [*lines, ""]
+    for reference, by_policy in bound["references"].items():
+        for policy, row in by_policy.items():
+            lines.append(
+                f"| {reference} {policy} | {_cell(row['overall'])} | "
+                f"{_cell(row['last_quarter'])} | {_ratio(row.get('gap_closed_overall'))} | "
+                f"{_ratio(row.get('gap_closed_last_quarter'))} | "
+                f"{_ratio(row.get('helix_share_overall'))} | "
+                f"{_ratio(row.get('helix_share_last_quarter'))} | {_number(row.get('auc'))} |"
+            )
+    return [*lines, "", *_against_references(results, bound), ""]
+
+
+def _against_references(results: dict[str, Any], bound: dict[str, Any]) -> list[str]:
+    """Where helix falls short of the references, in sentences computed from the
+    numbers (each reference at its best policy)."""
+    gap = results.get("diagnostics", {}).get("gap_closed", {})
+    helix = gap.get(HELIX, {})
+    if not helix:
+        return []
+    out = ["Where helix falls short of the references (each at its best policy):", ""]
+    for reference, by_policy in bound["references"].items():
+        policy = best_policy(by_policy)
+        row = by_policy[policy]
+        share = {k: row.get(f"helix_share_{k}") for k in ("overall", "last_quarter")}
+        verdicts = []
+        for key, label in (("overall", "overall"), ("last_quarter", "in the last quarter")):
+            stat = share[key]
+            if not stat or stat.get("mean") is None:
+                continue
+            verdicts.append(
+                f"{_ratio(stat)} of its gain {label}"
+                + (
+                    f" ({'meets' if stat['mean'] >= HONEST_SHARE else '**below**'} the "
+                    f"{100 * HONEST_SHARE:.0f}% target)"
+                    if reference == "honest"
+                    else ""
+                )
+            )
+        out.append(
+            f"- **{REFERENCE_NAMES.get(reference, reference)}**, {policy}: closes "
+            f"{_ratio(row.get('gap_closed_overall'))} of the gap overall and "
+            f"{_ratio(row.get('gap_closed_last_quarter'))} in the last quarter, against "
+            f"helix's {_ratio(helix.get('overall'))} and {_ratio(helix.get('last_quarter'))}; "
+            + ("helix reaches " + " and ".join(verdicts) if verdicts else "no share computed")
+            + "."
+        )
+    refs = bound["references"]
+    if "honest" in refs and "reach" in refs:
+        honest = refs["honest"][best_policy(refs["honest"])].get("gap_closed_overall") or {}
+        reach = refs["reach"][best_policy(refs["reach"])].get("gap_closed_overall") or {}
+        if honest.get("mean") is not None and reach.get("mean") is not None:
+            diff = reach["mean"] - honest["mean"]
+            out.append(
+                f"- **Reach**: choosing from the whole store instead of helix's pool, without "
+                f"being told more, moves the reference's gap closed by {100 * diff:+.0f} "
+                "points: "
+                + (
+                    "relevance's pool keeps out advice worth having."
+                    if diff > 0.05
+                    else "within a few points, the pool is not what limits a learner here."
+                    if diff > -0.05
+                    else "the pool helps a learner that must find out for itself, by keeping "
+                    "off-topic insights out."
+                )
+            )
+    random = gap.get(RANDOM, {}).get("overall")
+    versus = results.get("paired", {}).get(f"{HELIX} - {RANDOM}", {}).get("overall")
+    if random and versus:
+        out.append(
+            f"- **Random insights** (same count, from the store) close {_ratio(random)} of the "
+            f"gap; helix minus random: {_points(versus)}, {_verdict(versus)}."
+        )
+    return out
+
+
+def side_by_side(by_world: dict[str, dict[str, Any]]) -> str:
+    """Both worlds in one table: each arm's overall pass rate, and the gap closed
+    by helix, random insights and each reference at its best policy."""
+    worlds = list(by_world)
+    lines = [
+        "## Both worlds",
+        "",
+        "| | " + " | ".join(f"world {w.upper()}" for w in worlds) + " |",
+        "| --- |" + " --- |" * len(worlds),
+    ]
+    arms = [a for a in NAMES if any(a in r["arms"] for r in by_world.values())]
+    for arm in arms:
+        cells = [_cell(by_world[w]["arms"].get(arm, {}).get("overall")) for w in worlds]
+        lines.append(f"| {NAMES[arm]}, pass rate | " + " | ".join(cells) + " |")
+    for arm in (HELIX, RANDOM):
+        for key, label in (("overall", "overall"), ("last_quarter", "last quarter")):
+            cells = [
+                _ratio(
+                    by_world[w].get("diagnostics", {}).get("gap_closed", {}).get(arm, {}).get(key)
+                )
+                for w in worlds
+            ]
+            lines.append(f"| {NAMES[arm]}, gap closed {label} | " + " | ".join(cells) + " |")
+    bounds = {w: load_bound(by_world[w]) for w in worlds}
+    for reference in REFERENCES:
+        for key, label in (("overall", "overall"), ("last_quarter", "last quarter")):
+            cells = []
+            for w in worlds:
+                by_policy = (bounds[w] or {}).get("references", {}).get(reference)
+                if not by_policy:
+                    cells.append("-")
+                    continue
+                policy = best_policy(by_policy)
+                cells.append(f"{_ratio(by_policy[policy].get(f'gap_closed_{key}'))} ({policy})")
+            lines.append(
+                f"| {reference} reference, gap closed {label} | " + " | ".join(cells) + " |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def _meaning(results: dict[str, Any]) -> list[str]:
@@ -654,9 +837,16 @@ def _limits(results: dict[str, Any]) -> list[str]:
         f"(mean cosine of written advice to its own family's tasks: {relevance}). Where the "
         "helpful advice is also the most relevant, relevance alone does well and there is "
         "less to learn.",
-        "- The simulated builder follows every injected insight of its task's family and "
-        "the cross-family advice that concerns it, and nothing else; blocked tasks are not "
-        "retried; one project with ten families.",
+        (
+            "- The simulated builder follows every injected insight of its task's family and "
+            "the cross-family advice that concerns it, and nothing else; blocked tasks are not "
+            "retried; one project with ten families."
+            if _world(results) == "a"
+            else "- The simulated builder follows an injected insight of its task's family "
+            "with a chance set by its slot and length (world B's follow model), and nothing "
+            "else; blocked tasks are not retried; one project with twenty families in two "
+            "code bases."
+        ),
         "- The honest builder claims (UTILIZED) what it followed, which is nearly "
         "everything of its family that it was given: it cannot know which advice made "
         "VERIFY pass, so its claims carry little more information than the adversary's. "

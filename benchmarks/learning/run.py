@@ -1,16 +1,22 @@
-"""The learning-curve benchmark: success rate per block of tasks for eight arms
-(no memory, relevance-only retrieval, helix's ranking without feedback, helix,
-helix with an adversarial builder, an oracle, and two ceilings that choose from
-the relevance pool knowing the truth) in a simulated world that runs the real
-helix library, with diagnostics of what helix learned.
+"""The learning-curve benchmark: success rate per block of tasks for nine arms
+(no memory, relevance-only retrieval, random insights, helix's ranking without
+feedback, helix, helix with an adversarial builder, an oracle, and two ceilings
+that choose from the relevance pool knowing the truth) in a simulated world
+that runs the real helix library, with diagnostics of what helix learned.
 
-Writes ``benchmarks/learning/results.json`` and ``docs/learning-curve.png`` and
-prints the markdown report (``--json``: the results JSON on stdout; progress
-always goes to stderr). The reported figures come from the held-out seeds; the
-development seeds are the only ones any parameter was looked at on.
+Two worlds (``--world a|b|both``; ``world.py`` and ``world_b.py``), each with
+its own seeds. Per world it writes the results (``results.json`` for world A,
+``results_b.json`` for B, in ``benchmarks/learning/``), helix's candidate pool
+per task (``pools.json``, ``pools_b.json``: what the honest reference of
+``bound.py`` may choose from; not for ``--quick`` runs) and a plot (world A:
+``docs/learning-curve.png``; B: ``benchmarks/learning/learning-curve-b.png``;
+skipped without matplotlib), and prints the markdown report (``--json``: the
+results JSON on stdout; progress always goes to stderr). The reported figures
+come from the held-out seeds; the development seeds are the only ones any
+parameter was looked at on.
 
-    python benchmarks/learning/run.py [--quick] [--seeds dev|heldout] [--json]
-        [--arms a,b,...] [--ablation] [--pool N] [--seed-count N]
+    python benchmarks/learning/run.py [--quick] [--world a|b|both] [--seeds dev|heldout]
+        [--json] [--arms a,b,...] [--ablation] [--pool N] [--seed-count N]
 
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
 the full held-out run (240 tasks x 12 seeds x 8 arms) takes ~7-9 min on a
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime
@@ -39,12 +46,14 @@ import _common as common  # noqa: E402
 
 from learning import arms, report, simulation  # noqa: E402
 
-RESULTS = common.BENCH_DIR / "learning" / "results.json"
+HERE = common.BENCH_DIR / "learning"
+RESULTS = HERE / "results.json"
 PLOT = common.REPO_DIR / "docs" / "learning-curve.png"
 SEED_SETS = {"dev": simulation.DEVELOPMENT_SEEDS, "heldout": simulation.HELD_OUT_SEEDS}
 COLOURS = {
     arms.NO_MEMORY: "#7f7f7f",
     arms.RELEVANCE: "#1f77b4",
+    arms.RANDOM: "#bcbd22",
     arms.UNLEARNED: "#9467bd",
     arms.HELIX: "#d62728",
     arms.ADVERSARIAL: "#ff7f0e",
@@ -55,6 +64,7 @@ COLOURS = {
 LABELS = {
     arms.NO_MEMORY: "no memory",
     arms.RELEVANCE: "relevance-only retrieval",
+    arms.RANDOM: "random insights (same count)",
     arms.UNLEARNED: "helix ranking, no feedback",
     arms.HELIX: "helix",
     arms.ADVERSARIAL: "helix, adversarial builder",
@@ -78,6 +88,16 @@ def choose_arms(names: str | None, ablation: bool, log=common.log) -> list[str]:
     return chosen
 
 
+def paths(world: str) -> dict[str, Path]:
+    """Where world ``world``'s results, pools and plot go by default."""
+    suffix = "" if world == "a" else f"_{world}"
+    return {
+        "results": HERE / f"results{suffix}.json",
+        "pools": HERE / f"pools{suffix}.json",
+        "plot": PLOT if world == "a" else HERE / f"learning-curve{suffix.replace('_', '-')}.png",
+    }
+
+
 def measure(
     quick: bool,
     seed_set: str,
@@ -85,14 +105,18 @@ def measure(
     log=common.log,
     pool: int = 0,
     seed_count: int | None = None,
+    world: str = "a",
 ) -> dict[str, Any]:
-    """Run the benchmark and return the results dict (nothing is written).
-    ``pool`` generated distractors are stored at t=0; ``seed_count`` runs only
-    the first seeds of the set (for the slow large-pool configuration)."""
+    """Run the benchmark in world ``world`` and return the results dict (nothing
+    is written). ``pool`` generated distractors are stored at t=0 (world A);
+    ``seed_count`` runs only the first seeds of the set (for the slow
+    large-pool configuration)."""
     from threadpoolctl import threadpool_limits
 
-    cfg = (simulation.Config.quick if quick else simulation.Config)(distractor_pool=pool)
-    seeds = SEED_SETS[seed_set][: seed_count or (2 if quick else None)]
+    cfg = (simulation.Config.quick if quick else simulation.Config)(
+        distractor_pool=pool, world=world
+    )
+    seeds = simulation.seeds_of(world, seed_set)[: seed_count or (2 if quick else None)]
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     # One BLAS thread: the run embeds texts one at a time, where more threads
@@ -104,10 +128,11 @@ def measure(
             "name": "learning_curve",
             "quick": quick,
             "seed_set": "development" if seed_set == "dev" else "held-out",
-            "development_seeds": list(simulation.DEVELOPMENT_SEEDS),
-            "held_out_seeds": list(simulation.HELD_OUT_SEEDS),
+            "development_seeds": list(simulation.seeds_of(world, "dev")),
+            "held_out_seeds": list(simulation.seeds_of(world, "heldout")),
             "command": "python benchmarks/learning/run.py"
             + (" --quick" if quick else "")
+            + (f" --world {world}" if world != "a" else "")
             + (" --seeds dev" if seed_set == "dev" else "")
             + (f" --pool {pool}" if pool else "")
             + (f" --seed-count {seed_count}" if seed_count else ""),
@@ -119,10 +144,41 @@ def measure(
     return results
 
 
-def plot(results: dict[str, Any], path: Path) -> None:
+def save_pools(results: dict[str, Any], path: Path) -> None:
+    """Move helix's candidate pools out of ``results`` into ``path``, merged by
+    seed with what the file holds (development and held-out runs both add to
+    it), written atomically. A run of another length than the file's starts it
+    afresh."""
+    pools = results.pop("pools", None)
+    if not pools:
+        return
+    tasks = results["config"]["tasks"]
+    try:
+        held = json.loads(path.read_text())
+    except (OSError, ValueError):
+        held = {}
+    if held.get("tasks") != tasks:
+        held = {"tasks": tasks, "seeds": {}}
+    held["seeds"].update(pools)
+    held["seeds"] = dict(sorted(held["seeds"].items(), key=lambda item: int(item[0])))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(
+        "{"
+        + f'"tasks": {tasks}, "seeds": {{\n'
+        + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in held["seeds"].items())
+        + "\n}}\n"
+    )
+    os.replace(tmp, path)
+
+
+def plot(results: dict[str, Any], path: Path) -> bool:
     """Left: success rate per block per arm, with the 95% band across seeds.
-    Right: helix minus relevance-only per block, paired by seed."""
-    import matplotlib
+    Right: helix minus relevance-only per block, paired by seed. False, and
+    nothing drawn, without matplotlib (the ``bench`` extra)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
 
     matplotlib.use("Agg")  # no display needed, none probed for
     import matplotlib.pyplot as plt
@@ -164,6 +220,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
+    return True
 
 
 def _band(
@@ -186,7 +243,13 @@ def _band(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a ~1 minute smoke test")
+    parser.add_argument("--quick", action="store_true", help="a ~1-2 minute smoke test")
+    parser.add_argument(
+        "--world",
+        choices=("a", "b", "both"),
+        default="a",
+        help="world A (world.py, the default), world B (world_b.py) or both, one after the other",
+    )
     parser.add_argument(
         "--seeds",
         choices=sorted(SEED_SETS),
@@ -208,30 +271,59 @@ def main() -> int:
         "--pool",
         type=int,
         default=0,
-        help="store this many generated look-alike distractors at t=0 (2000: ~2x slower)",
+        help="store this many generated look-alike distractors at t=0 (world A; 2000: ~2x slower)",
     )
     parser.add_argument(
         "--seed-count", type=int, help="run only the first N seeds of the set (default: all)"
     )
     parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
-    parser.add_argument("--plot", type=Path, default=PLOT, help="where to write the PNG")
+    parser.add_argument(
+        "--out", type=Path, help="where to write the JSON (one world only; default per world)"
+    )
+    parser.add_argument(
+        "--plot", type=Path, help="where to write the PNG (one world only; default per world)"
+    )
     args = parser.parse_args()
     chosen = choose_arms(args.arms, args.ablation)
     known = set(arms.DEFAULT_ARMS) | set(arms.ablation_arms())
     unknown = [a for a in chosen if a not in known]
     if unknown:
         parser.error(f"unknown arm(s): {', '.join(unknown)}")
+    worlds = ["a", "b"] if args.world == "both" else [args.world]
+    if len(worlds) > 1 and (args.out or args.plot):
+        parser.error("--out and --plot name one world's files: use them with --world a or b")
 
-    results = measure(args.quick, args.seeds, chosen, pool=args.pool, seed_count=args.seed_count)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    plot(results, args.plot)
-    common.log(f"wrote {args.out} and {args.plot} in {results['total_s']:.0f} s")
+    everything = {}
+    for world in worlds:
+        where = paths(world)
+        results = measure(
+            args.quick,
+            args.seeds,
+            chosen,
+            pool=args.pool,
+            seed_count=args.seed_count,
+            world=world,
+        )
+        if args.quick:
+            results.pop("pools", None)  # 80-task pools are no reference's business
+        else:
+            save_pools(results, where["pools"])
+        out = args.out or where["results"]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        drawn = plot(results, args.plot or where["plot"])
+        common.log(
+            f"world {world}: wrote {out}"
+            + (f" and {args.plot or where['plot']}" if drawn else " (no plot: no matplotlib)")
+            + f" in {results['total_s']:.0f} s"
+        )
+        everything[world] = results
     if args.json:
-        print(json.dumps(results, indent=1))
+        print(json.dumps(everything if len(worlds) > 1 else everything[worlds[0]], indent=1))
     else:
-        print(report.markdown(results))
+        print("\n".join(report.markdown(r) for r in everything.values()))
+        if len(worlds) > 1:
+            print(report.side_by_side(everything))
     return 0
 
 

@@ -105,16 +105,15 @@ it exists, because helix fsyncs every state file.
 from __future__ import annotations
 
 import json
-import math
-import os
 import random
 import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -122,7 +121,7 @@ import numpy as np
 from helix import config
 from helix.errors import NotFound
 from helix.loop import contracts, injection, learning, outcomes
-from helix.memory.embeddings import Embedder, get_embedder, minilm_dir
+from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -137,190 +136,33 @@ from .arms import (
     HELIX,
     NO_MEMORY,
     ORACLE,
+    RANDOM,
     RELEVANCE,
     switched,
 )
+from .draws import (  # noqa: F401  (re-exported: the simulation's draws, by their old names)
+    DEVELOPMENT_SEEDS,
+    HELD_OUT_SEEDS,
+    Config,
+    Task,
+    drift_for,
+    failed_tests,
+    failure_for,
+    followed,
+    initial_pool,
+    seeds_of,
+    shared_by,
+    tasks_for,
+    verify_output,
+    world_of,
+)
 from .figures import aggregate, auc, pearson, per_seed
+from .plumbing import CachingEmbedder, TokenCounter, scratch_root, texts_to_warm  # noqa: F401
 
 # The relevance-gated candidate pool the ceiling arms choose from.
 CEILING_POOL, CEILING_FLOOR = 20, 0.35
 
-DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # the only seeds any parameter was looked at on
-HELD_OUT_SEEDS = tuple(range(1001, 1013))  # 12 seeds, reported, never tuned on
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class Config:
-    tasks: int = 240
-    wave: int = 4
-    limit: int = 3
-    block: int = 20  # tasks per point of the learning curve
-    session_waves: int = 8  # decay and prune after this many waves
-    hours_per_wave: float = 12.0
-    honest_claim_rate: float = 0.9
-    overclaim: float = 0.2
-    # Generated look-alike distractors stored at t=0. Off by default: with 2,000
-    # every arm takes about twice as long, ~14 min for the 12 held-out seeds on
-    # 2 cores (``run.py --pool 2000``), over the ~10 min the full run may take.
-    distractor_pool: int = 0
-    difficulty: float = 0.2  # each title's base pass rate: family's +- up to this
-    drift: bool = True  # one helpful insight per seed turns harmful at DRIFT_AT
-
-    @classmethod
-    def quick(cls, **changes: Any) -> Config:
-        return cls(tasks=80, **changes)
-
-
-# ------------------------------------------------------------------ the draws
-
-
-@dataclass(frozen=True)
-class Task:
-    """One task and every random number its builder will use, fixed per seed so
-    that all arms face the same world."""
-
-    index: int
-    family: str
-    title: str
-    u_pass: float
-    u_claim: float
-    u_insight: float
-    u_pick: float
-    u_cause: float
-    u_error: float
-    u_utilized: tuple[float, ...]
-    base: float = 0.5  # this title's pass rate without advice
-    tests: int = 12  # how many tests its VERIFY runs
-
-
-def tasks_for(seed: int, cfg: Config) -> list[Task]:
-    rng = random.Random(f"tasks-{seed}")
-    # Difficulty and test counts come from their own stream, so the draws above
-    # stay what they were before titles had a difficulty.
-    hard = random.Random(f"difficulty-{seed}")
-    base = {
-        title: min(0.9, max(0.1, fam.base_pass + hard.uniform(-cfg.difficulty, cfg.difficulty)))
-        for fam in world.FAMILIES
-        for title in fam.titles
-    }
-    tests = {title: hard.randint(6, 30) for fam in world.FAMILIES for title in fam.titles}
-    out = []
-    for i in range(cfg.tasks):
-        fam = rng.choice(world.FAMILIES)
-        title = rng.choice(fam.titles)
-        out.append(
-            Task(
-                index=i,
-                family=fam.slug,
-                title=title,
-                u_pass=rng.random(),
-                u_claim=rng.random(),
-                u_insight=rng.random(),
-                u_pick=rng.random(),
-                u_cause=rng.random(),
-                u_error=rng.random(),
-                u_utilized=tuple(rng.random() for _ in range(cfg.limit)),
-                base=base[title],
-                tests=tests[title],
-            )
-        )
-    return out
-
-
-def failed_tests(task: Task, p: float) -> int:
-    """How many of the task's tests fail when its builder did not pass: from the
-    same draw as the verdict, more of them the further the draw fell beyond the
-    pass chance ``p`` (so more, on average, when ``p`` was lower)."""
-    share = (task.u_pass - p) / (1.0 - p) if p < 1.0 else 1.0
-    return max(1, min(task.tests, math.ceil(task.tests * share)))
-
-
-def verify_output(passed: bool, passed_tests: int, failed: int, error: str = "") -> str:
-    """What a task's VERIFY prints: a pytest-like summary line (``12 passed in
-    0.8s``, ``3 failed, 9 passed in 0.8s``) and, on failure, the error after it,
-    so that the last line naming an error (which helix derives a failure from)
-    stays the error itself."""
-    seconds = f"{0.2 + 0.05 * (passed_tests + failed):.1f}s"
-    if passed:
-        return f"{passed_tests} passed in {seconds}\n"
-    summary = f"{failed} failed, {passed_tests} passed" if passed_tests else f"{failed} failed"
-    return f"{summary} in {seconds}\nFAILED: {error}\n"
-
-
-def drift_for(seed: int, cfg: Config) -> world.Drift | None:
-    """Which helpful insight this seed's "upgrade" turns harmful, if drift is on."""
-    return random.Random(f"drift-{seed}").choice(world.DRIFTS) if cfg.drift else None
-
-
-def initial_pool(seed: int, drift: world.Drift | None = None) -> list[world.Advice]:
-    """What the team's store holds at t=0: per family ``world.INITIAL``, half of
-    the cross-family advice, and the insight that will drift (it must be known
-    to go stale)."""
-    rng = random.Random(f"pool-{seed}")
-    out: list[world.Advice] = []
-    for fam in world.FAMILIES:
-        advice = fam.advice()
-        for cls, count in world.INITIAL.items():
-            chosen = rng.sample([a for a in advice if a.cls == cls], count)
-            if drift and cls == world.HELPFUL and fam.slug == drift.family:
-                chosen = [drift.old]
-            out += chosen
-    out += random.Random(f"cross-{seed}").sample(
-        world.CROSS_ADVICE, len(world.CROSS_ADVICE) // 2 + 1
-    )
-    rng.shuffle(out)
-    return out
-
-
-def failure_for(task: Task, fam: world.Family) -> world.Advice:
-    """What blocked a failing builder; the failure helix derives from it says this."""
-    if task.u_cause < world.PITFALL_SHARE:
-        k = int(task.u_error * len(fam.pitfalls))
-        return world.Advice(f"{fam.slug}/lesson/{k}", fam.slug, world.LESSON, fam.pitfalls[k])
-    k = int(task.u_error * len(world.NOISE_ERRORS))
-    return world.Advice(f"{fam.slug}/noise/{k}", fam.slug, world.NOISE, world.NOISE_ERRORS[k])
-
-
-def shared_by(task: Task, fam: world.Family, entered: set[str]) -> world.Advice | None:
-    """The INSIGHT a passing builder shares, if any: one of its family's written
-    insights not in ``entered`` (the keys the pool has seen)."""
-    if task.u_insight >= world.INSIGHT_RATE:
-        return None
-    unseen = [a for a in world.written(fam.slug) if a.key not in entered]
-    if not unseen:
-        return None
-    weights = [world.INSIGHT_WEIGHTS[a.cls] for a in unseen]
-    target = task.u_pick * sum(weights)
-    for advice, weight in zip(unseen, weights, strict=True):
-        target -= weight
-        if target < 0:
-            return advice
-    return unseen[-1]
-
-
-# ---------------------------------------------------------------- the plumbing
-
-
-class CachingEmbedder:
-    """The real model, asked once per distinct text in a process. The same texts
-    recur across arms and seeds, and a text's vector never changes, so this
-    only saves time; every vector is the model's own."""
-
-    def __init__(self, inner: Embedder):
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dim = inner.dim
-        self._cache: dict[str, np.ndarray] = {}
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
-                self._cache[text] = np.asarray(vector, dtype=np.float32)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
 
 
 class Clock:
@@ -329,57 +171,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-class TokenCounter:
-    """WordPiece tokens of a text, with the embedding model's own tokenizer."""
-
-    def __init__(self) -> None:
-        from tokenizers import Tokenizer
-
-        self._tokenizer = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
-
-    def __call__(self, text: str) -> int:
-        if not text:
-            return 0
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
-
-def texts_to_warm(failures: bool = True, pool: int = 0) -> list[str]:
-    """Texts the runs will embed that are known in advance: the written advice,
-    every task objective, and (``failures``) every failure helix can derive from
-    a pitfall or noise error (worded by :func:`helix.loop.learning.candidates` itself,
-    from an ERROR line and from VERIFY output). One batch embeds them several
-    times faster than one call each as they first appear."""
-    texts = world.all_texts(pool)
-    for fam in world.FAMILIES:
-        for title in fam.titles:
-            texts.append(injection.task_objective({"title": title, "description": fam.description}))
-            if not failures:
-                continue
-            for error in (*fam.pitfalls, *world.NOISE_ERRORS):
-                for said, shown in ((error, ""), ("", verify_output(False, 9, 3, error))):
-                    settled = {
-                        "task_id": "warm-up",
-                        "outcome": "blocked",
-                        "verified": True,
-                        "insights": [],
-                        "error": said,
-                        "tried": "",
-                        "verification": {"passed": False, "output_tail": shown},
-                    }
-                    texts += [
-                        c["content"] for c in learning.candidates(None, settled, {"title": title})
-                    ]
-    return list(dict.fromkeys(texts))
-
-
-def scratch_root() -> str | None:
-    """Stores live in /dev/shm when it exists: helix fsyncs every state file, and
-    this benchmark measures learning, not the disk."""
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
 # ------------------------------------------------------------------ one arm
@@ -401,8 +192,9 @@ class Arm:
         self.arm, self.seed, self.cfg, self.tokens = arm, seed, cfg, tokens
         # An ablation arm behaves as helix does; only the learning model differs.
         self.kind = HELIX if arm.startswith(ABLATION_PREFIX) else arm
+        self.w = world_of(cfg.world)
         self.drift = drift_for(seed, cfg)
-        self.flip_at = int(world.DRIFT_AT * cfg.tasks)
+        self.flip_at = int(self.w.DRIFT_AT * cfg.tasks)
         self.flipped: dict[str, Any] | None = None  # the drift's bookkeeping once it happened
         self.clock = Clock()
         self.project = root
@@ -414,17 +206,19 @@ class Arm:
         self.embedder = embedder
         self.memory = Memory(paths.db, embedder=embedder, clock=self.clock)
         self.tracker = Tracker(paths.tasks, clock=self.clock)
-        self.says: dict[str, world.Advice] = {}  # stored insight name -> what it says
+        self.says: dict[str, Any] = {}  # stored insight name -> what it says
         self.entered: set[str] = set()  # written advice that has been shared once
         self.pruned: Counter[str] = Counter()
         self.sessions = 0
         self.records: list[dict[str, Any]] = []
+        # helix's candidate pool per task index (the keys of what relevance admitted)
+        self.pools: dict[int, list[str]] = {}
 
     def close(self) -> None:
         self.memory.close()
 
     # ----------------------------------------------------------- the pool
-    def seed_pool(self, advice: list[world.Advice]) -> None:
+    def seed_pool(self, advice: list[Any]) -> None:
         report = self.memory.store_many(
             [{"content": a.text, "tags": [a.family], "source": "team"} for a in advice]
         )
@@ -442,10 +236,10 @@ class Arm:
         old, new = self.drift.old, self.drift.new
         stale = [name for name, a in self.says.items() if a.key == old.key]
         for name in stale:
-            self.says[name] = replace(self.says[name], cls=world.HARMFUL)
+            self.says[name] = replace(self.says[name], cls=self.w.HARMFUL)
         self.seed_pool([new])
         fresh = [name for name, a in self.says.items() if a.key == new.key]
-        fam = world.family(self.drift.family)
+        fam = self.w.family(self.drift.family)
         # The family's task the stale advice is most relevant to: where it matters.
         objectives = [
             injection.task_objective({"title": t, "description": fam.description})
@@ -462,11 +256,11 @@ class Arm:
             "ranks": [],
         }
 
-    def _learn(self, settled: dict[str, Any], shared: world.Advice | None, failure: Any) -> None:
+    def _learn(self, settled: dict[str, Any], shared: Any, failure: Any) -> None:
         """Store the settlement's candidates as the SubagentStop hook does, and
         remember what each stored insight says."""
         queued = {c["id"]: c for c in learning.pending(self.home)}
-        meaning: dict[str, world.Advice] = {}
+        meaning: dict[str, Any] = {}
         for cid in settled.get("candidates", []):
             item = queued.get(cid)
             if item is None:
@@ -503,9 +297,9 @@ class Arm:
         """The initial pool, then the tasks wave by wave, the clock moving and a
         session ending every ``session_waves`` waves."""
         if self.arm != NO_MEMORY:
-            self.seed_pool(initial_pool(self.seed, self.drift))
+            self.seed_pool(initial_pool(self.seed, self.drift, self.w))
             if self.cfg.distractor_pool:
-                self.seed_pool(world.distractor_pool(self.cfg.distractor_pool))
+                self.seed_pool(self.w.distractor_pool(self.cfg.distractor_pool))
         for w, start in enumerate(range(0, len(tasks), self.cfg.wave)):
             if self.drift and self.flipped is None and start >= self.flip_at:
                 if self.arm == NO_MEMORY:
@@ -528,7 +322,7 @@ class Arm:
             self._build(task, task_id, names, block)
 
     def _plan(self, task: Task) -> str:
-        fam = world.family(task.family)
+        fam = self.w.family(task.family)
         # The judge is written when the task is planned and never touched again:
         # it reports what the builder's work left in work/ (an edited judge would
         # settle as tampered).
@@ -539,9 +333,9 @@ class Arm:
         )
         record = self.tracker.create(
             task.title,
-            description=fam.description,
+            description=self.w.description(fam, task.context),
             verify=f"sh verify/{script}",
-            labels=[fam.slug],
+            labels=[fam.slug, *([task.context] if task.context else [])],
         )
         return record["id"]
 
@@ -559,9 +353,13 @@ class Arm:
                 self._ceiling(task, injection.task_objective(self.tracker.get(i)))
                 for task, i in zip(tasks, ids, strict=True)
             ]
+        objectives = [injection.task_objective(self.tracker.get(i)) for i in ids]
+        if self.arm == HELIX:
+            for task, objective in zip(tasks, objectives, strict=True):
+                self.pools[task.index] = self._pool(objective)
         batch = injection.batch_inject(
             self.memory,
-            [injection.task_objective(self.tracker.get(i)) for i in ids],
+            objectives,
             # No injection record, no feedback: the no-learning baseline.
             ids if self.kind in FEEDBACK_ARMS else None,
             self.cfg.limit,
@@ -569,12 +367,36 @@ class Arm:
             relevance_only=self.arm == RELEVANCE,
             judges=[injection.task_judge(self.tracker.get(i)) for i in ids],
         )
+        if self.arm == RANDOM:
+            return [
+                self._random(task, len(r["names"]))
+                for task, r in zip(tasks, batch["results"], strict=True)
+            ]
         return [(r["names"], r["block"]) for r in batch["results"]]
+
+    def _pool(self, objective: str) -> list[str]:
+        """The keys of what helix's relevance stage admits as candidates for this
+        objective (the recall :func:`helix.loop.injection.batch_inject` makes
+        before it chooses; recall is read-only, so asking changes nothing)."""
+        hits = self.memory.recall(
+            objective,
+            limit=max(injection.POOL_SIZE, 2 * self.cfg.limit),
+            min_relevance=injection.POOL_FLOOR,
+        )
+        return sorted({self.says[h["name"]].key for h in hits if h["name"] in self.says})
+
+    def _random(self, task: Task, count: int) -> tuple[list[str], str]:
+        """``count`` insights (as many as helix's ranking would inject here)
+        drawn uniformly from the live store, seeded by seed and task."""
+        live = [n for (n,) in self.memory.conn.execute("SELECT name FROM insight ORDER BY name")]
+        rng = random.Random(f"random-{self.cfg.world}-{self.seed}-{task.index}")
+        names = rng.sample(live, min(count, len(live)))
+        return names, contracts.insight_lines([self.memory.get(n) for n in names])
 
     def _oracle(self, task: Task) -> tuple[list[str], str]:
         best: dict[str, tuple[float, str]] = {}
         for name, advice in self.says.items():
-            effect = advice.effect_on(task.family)
+            effect = advice.effect_on(task.family, task.context)
             if effect <= 0:
                 continue
             if advice.key not in best or name < best[advice.key][1]:
@@ -604,7 +426,7 @@ class Arm:
         scored = []
         for rank, hit in enumerate(hits):
             advice = self.says.get(hit["name"])
-            effect = advice.effect_on(task.family) if advice else 0.0
+            effect = advice.effect_on(task.family, task.context) if advice else 0.0
             if effect > 0:
                 scored.append((-effect, rank, hit["name"], advice))
         scored.sort(key=lambda item: item[:2])
@@ -622,14 +444,11 @@ class Arm:
         return names, contracts.insight_lines(rows)
 
     def _build(self, task: Task, task_id: str, names: list[str], block: str) -> None:
-        followed = [
-            (slot, name, self.says[name])
-            for slot, name in enumerate(names)
-            if name in self.says and self.says[name].applies(task.family)
-        ]
-        p = world.pass_probability(task.base, [a for _s, _n, a in followed], task.family)
+        follows = followed(task, names, self.says, self.w)
+        given = [a for _s, _n, a in follows]
+        p = self.w.pass_probability(task.base, given, task.family, task.context)
         passed = task.u_pass < p
-        effects = [a.effect_on(task.family) for _s, _n, a in followed]
+        effects = [a.effect_on(task.family, task.context) for a in given]
         record = {
             "i": task.index,
             "family": task.family,
@@ -643,10 +462,10 @@ class Arm:
         self.records.append(record)
         if self.arm == NO_MEMORY:
             return
-        fam = world.family(task.family)
+        fam = self.w.family(task.family)
         failure = None if passed else self._failure(task, fam)
         shared = self._shared(task, fam) if passed else None
-        output = self._output(task, names, followed, passed, failure, shared)
+        output = self._output(task, names, follows, passed, failure, shared)
         # The builder's work: what VERIFY will find when helix runs it.
         failed = 0 if passed else failed_tests(task, p)
         (self.project / "work" / self._result(task)).write_text(
@@ -686,11 +505,11 @@ class Arm:
         if fresh is not None and (stale is None or stale > fresh):
             state["recovered_after"] = state["uses"]
 
-    def _failure(self, task: Task, fam: world.Family) -> world.Advice:
-        return failure_for(task, fam)
+    def _failure(self, task: Task, fam: Any) -> Any:
+        return failure_for(task, fam, self.w)
 
-    def _shared(self, task: Task, fam: world.Family) -> world.Advice | None:
-        chosen = shared_by(task, fam, self.entered)
+    def _shared(self, task: Task, fam: Any) -> Any:
+        chosen = shared_by(task, fam, self.entered, self.w)
         if chosen is not None:
             self.entered.add(chosen.key)
         return chosen
@@ -699,17 +518,25 @@ class Arm:
         self,
         task: Task,
         names: list[str],
-        followed: list[tuple[int, str, world.Advice]],
+        follows: list[tuple[int, str, Any]],
         passed: bool,
-        failure: world.Advice | None,
-        shared: world.Advice | None,
+        failure: Any,
+        shared: Any,
     ) -> str:
-        """The builder's final message, in the contract helix parses."""
+        """The builder's final message, in the contract helix parses. An honest
+        builder lists what it followed (each with ``honest_claim_rate``) and, in a
+        world with claim noise (``FALSE_CLAIM``), injected insights it did not
+        follow, each with that chance."""
         if self.kind == ADVERSARIAL:
             utilized = list(names)
         else:
             rate = self.cfg.honest_claim_rate
-            utilized = [n for slot, n, _a in followed if task.u_utilized[slot] < rate]
+            done = {slot for slot, _n, _a in follows}
+            utilized = [
+                n
+                for slot, n in enumerate(names)
+                if (task.u_utilized[slot] < rate if slot in done else self._false_claim(task, slot))
+            ]
         lines = []
         if passed or self.kind == ADVERSARIAL or task.u_claim < self.cfg.overclaim:
             lines.append(f"DELIVERED: {task.title}")
@@ -721,6 +548,9 @@ class Arm:
                 "INSIGHT: " + json.dumps({"content": shared.text, "tags": [shared.family]})
             )
         return "\n".join(lines) + "\n"
+
+    def _false_claim(self, task: Task, slot: int) -> bool:
+        return bool(task.u_noise) and task.u_noise[slot] < self.w.FALSE_CLAIM
 
     # -------------------------------------------------------------- summary
     def summary(self) -> dict[str, Any]:
@@ -766,15 +596,14 @@ class Arm:
             if advice and advice.cls in (world.HELPFUL, world.DISTRACTOR):
                 by_family[advice.family][advice.cls].append((name, eff, uses))
         by_score, by_rank = [], []
-        for fam in world.FAMILIES:
+        for fam in self.w.FAMILIES:
             helpful = by_family[fam.slug][world.HELPFUL]
             distractors = by_family[fam.slug][world.DISTRACTOR]
             if not helpful or not distractors:
                 continue
             by_score.append(auc([e for _n, e, _u in helpful], [e for _n, e, _u in distractors]))
-            objective = injection.task_objective(
-                {"title": fam.titles[0], "description": fam.description}
-            )
+            title, description = self.w.task_texts(fam)[0]
+            objective = injection.task_objective({"title": title, "description": description})
             hits = self.memory.recall(objective, limit=100, relevance_only=self.arm == RELEVANCE)
             place = {h["name"]: -k for k, h in enumerate(hits)}
             missing = -len(hits) - 1  # not recalled: below every hit, tied with each other
@@ -836,60 +665,66 @@ def run_arm(
             end = sim.summary() if arm != NO_MEMORY else {}
         finally:
             sim.close()
-    return {"arm": arm, "seed": seed, "records": sim.records, "end": end}
+    return {"arm": arm, "seed": seed, "records": sim.records, "end": end, "pools": sim.pools}
 
 
 # ------------------------------------------------------------- the world, described
 
 
-def world_facts(embedder: Embedder, pool: int = 0) -> dict[str, Any]:
+def world_facts(embedder: Embedder, pool: int = 0, w: ModuleType = world) -> dict[str, Any]:
     """What the world is like, for the report: sizes, base rates, effects, and
     how relevant each class of written advice is to its own family's tasks
     (mean cosine of task objective and advice), so a reader can see that
     distractors were written to compete with helpful advice on relevance."""
     cosines: dict[str, list[float]] = defaultdict(list)
-    for fam in world.FAMILIES:
-        advice = fam.advice()
-        objectives = [
-            injection.task_objective({"title": t, "description": fam.description})
-            for t in fam.titles
+
+    def objectives(fam: Any) -> list[str]:
+        return [
+            injection.task_objective({"title": t, "description": d}) for t, d in w.task_texts(fam)
         ]
-        sims = embedder.embed(objectives) @ embedder.embed([a.text for a in advice]).T
+
+    for fam in w.FAMILIES:
+        advice = fam.advice()
+        sims = embedder.embed(objectives(fam)) @ embedder.embed([a.text for a in advice]).T
         for k, a in enumerate(advice):
             cosines[a.cls].extend(float(x) for x in sims[:, k])
-    generated = world.distractor_pool(pool)
-    for fam in world.FAMILIES:
+    generated = w.distractor_pool(pool)
+    for fam in w.FAMILIES:
         texts = [a.text for a in generated if a.family == fam.slug]
         if not texts:
             continue
-        objectives = [
-            injection.task_objective({"title": t, "description": fam.description})
-            for t in fam.titles
-        ]
-        sims = embedder.embed(objectives) @ embedder.embed(texts).T
+        sims = embedder.embed(objectives(fam)) @ embedder.embed(texts).T
         cosines["generated distractor"].extend(float(x) for x in sims.ravel())
-    counts = Counter(a.cls for fam in world.FAMILIES for a in fam.advice())
-    counts[world.CROSS] = len(world.CROSS_ADVICE)
-    return {
-        "families": [f.slug for f in world.FAMILIES],
-        "base_pass": {f.slug: f.base_pass for f in world.FAMILIES},
+    counts = Counter(a.cls for fam in w.FAMILIES for a in fam.advice())
+    if w.CROSS_ADVICE:
+        counts[w.CROSS] = len(w.CROSS_ADVICE)
+    out = {
+        "name": w.NAME,
+        "families": [f.slug for f in w.FAMILIES],
+        "titles": sum(len(f.titles) for f in w.FAMILIES),
+        "base_pass": {f.slug: f.base_pass for f in w.FAMILIES},
         "written_advice": dict(counts),
         "pitfalls_per_family": 2,
-        "noise_errors": len(world.NOISE_ERRORS),
+        "noise_errors": len(w.NOISE_ERRORS),
         "effects": {
-            "helpful": world.HELPFUL_EFFECT,
-            "lesson": world.LESSON_EFFECT,
-            "harmful": world.HARMFUL_EFFECT,
+            "helpful": w.HELPFUL_EFFECT,
+            "lesson": w.LESSON_EFFECT,
+            "harmful": w.HARMFUL_EFFECT,
         },
-        "insight_rate": world.INSIGHT_RATE,
-        "insight_weights": world.INSIGHT_WEIGHTS,
-        "pitfall_share": world.PITFALL_SHARE,
+        "insight_rate": w.INSIGHT_RATE,
+        "insight_weights": w.INSIGHT_WEIGHTS,
+        "pitfall_share": w.PITFALL_SHARE,
         "generated_distractors": pool,
-        "drift_at": world.DRIFT_AT,
-        "drifts": [d.family for d in world.DRIFTS],
-        "initial_pool_per_family": world.INITIAL,
+        "drift_at": w.DRIFT_AT,
+        "drifts": [d.family for d in w.DRIFTS],
+        "initial_pool_per_family": w.INITIAL,
         "mean_cosine_to_own_tasks": {c: round(sum(v) / len(v), 4) for c, v in cosines.items()},
     }
+    if len(w.CONTEXTS) > 1:
+        out["contexts"] = list(w.CONTEXTS)
+        out["follow_model"] = w.FOLLOW_MODEL
+        out["false_claim"] = w.FALSE_CLAIM
+    return out
 
 
 def run(
@@ -902,9 +737,11 @@ def run(
     """Every arm on every seed; the aggregated results (see :func:`aggregate`)
     with the configuration, the seeds, the world's facts and the timings."""
     started = time.perf_counter()
+    w = world_of(cfg.world)
     if embedder is None:
         embedder = CachingEmbedder(get_embedder("minilm"))
-        embedder.embed(texts_to_warm(pool=cfg.distractor_pool))
+    if isinstance(embedder, CachingEmbedder):
+        embedder.embed(texts_to_warm(pool=cfg.distractor_pool, w=w))
         log(f"embedded {len(embedder._cache)} known texts ({time.perf_counter() - started:.1f} s)")
     tokens = TokenCounter()
     runs = []
@@ -922,9 +759,11 @@ def run(
             )
             runs.append(result)
     out = aggregate(runs, cfg.block)
+    # helix's candidate pool per task (keys), for the honest reference of bound.py
+    out["pools"] = {str(r["seed"]): r["pools"] for r in runs if r["arm"] == HELIX}
     out["seconds_per_seed"] = {a: round(sum(t) / len(t), 1) for a, t in timings.items()}
     out["config"] = asdict(cfg)
     out["seeds"] = list(seeds)
-    out["world"] = world_facts(embedder, cfg.distractor_pool)
+    out["world"] = world_facts(embedder, cfg.distractor_pool, w)
     out["runtime_s"] = round(time.perf_counter() - started, 1)
     return out

@@ -1,0 +1,230 @@
+"""The draws of the learning-curve benchmark: which world, its configuration,
+each seed's tasks with every random number their builders will use, the
+store's initial pool, the drift, what a failing builder runs into and what a
+passing one shares.
+
+Everything here is pure and seeded, so the simulation (which drives helix) and
+the reference learners of :mod:`bound` (which do not) face exactly the same
+world. Two worlds exist (:data:`WORLDS`): ``a`` (:mod:`world`) and ``b``
+(:mod:`world_b`); both modules offer the same names, and the functions below
+take the world from the configuration.
+
+Each world adds its own draws from streams of their own, so adding a world (or
+a draw to world B) never moves a draw world A's figures were made with.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from . import world, world_b
+
+WORLDS: dict[str, ModuleType] = {"a": world, "b": world_b}
+DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # world A: the only seeds any parameter was looked at on
+HELD_OUT_SEEDS = tuple(range(1001, 1013))  # world A: 12 seeds, reported, never tuned on
+
+
+def world_of(name: str) -> ModuleType:
+    """The module of world ``name`` (``a`` or ``b``)."""
+    try:
+        return WORLDS[name]
+    except KeyError:
+        raise ValueError(f"no world {name!r}: choose from {', '.join(WORLDS)}") from None
+
+
+def seeds_of(name: str, seed_set: str) -> tuple[int, ...]:
+    """World ``name``'s development (``dev``) or held-out (``heldout``) seeds."""
+    w = world_of(name)
+    dev = getattr(w, "DEVELOPMENT_SEEDS", DEVELOPMENT_SEEDS)
+    held = getattr(w, "HELD_OUT_SEEDS", HELD_OUT_SEEDS)
+    return dev if seed_set == "dev" else held
+
+
+@dataclass(frozen=True)
+class Config:
+    tasks: int = 240
+    wave: int = 4
+    limit: int = 3
+    block: int = 20  # tasks per point of the learning curve
+    session_waves: int = 8  # decay and prune after this many waves
+    hours_per_wave: float = 12.0
+    honest_claim_rate: float = 0.9
+    overclaim: float = 0.2
+    # Generated look-alike distractors stored at t=0. Off by default: with 2,000
+    # every arm takes about twice as long, ~14 min for the 12 held-out seeds on
+    # 2 cores (``run.py --pool 2000``), over the ~10 min the full run may take.
+    distractor_pool: int = 0
+    difficulty: float = 0.2  # each title's base pass rate: family's +- up to this
+    drift: bool = True  # one helpful insight per seed turns harmful at DRIFT_AT
+    world: str = "a"  # which world (WORLDS)
+
+    @classmethod
+    def quick(cls, **changes: Any) -> Config:
+        return cls(tasks=80, **changes)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task and every random number its builder will use, fixed per seed so
+    that all arms face the same world."""
+
+    index: int
+    family: str
+    title: str
+    u_pass: float
+    u_claim: float
+    u_insight: float
+    u_pick: float
+    u_cause: float
+    u_error: float
+    u_utilized: tuple[float, ...]
+    base: float = 0.5  # this title's pass rate without advice
+    tests: int = 12  # how many tests its VERIFY runs
+    # World B only (world A has one context and a builder that follows everything):
+    context: str = ""  # the part of the code base the task touches
+    u_follow: tuple[float, ...] = ()  # per prompt slot: does the builder follow it?
+    u_noise: tuple[float, ...] = ()  # per prompt slot: a false UTILIZED claim?
+
+
+def tasks_for(seed: int, cfg: Config) -> list[Task]:
+    w = world_of(cfg.world)
+    # World A's streams keep their names; world B's are named apart from them.
+    prefix = "" if cfg.world == "a" else f"{cfg.world}-"
+    rng = random.Random(f"{prefix}tasks-{seed}")
+    # Difficulty and test counts come from their own stream, so the draws above
+    # stay what they were before titles had a difficulty.
+    hard = random.Random(f"{prefix}difficulty-{seed}")
+    base = {
+        title: min(0.9, max(0.1, fam.base_pass + hard.uniform(-cfg.difficulty, cfg.difficulty)))
+        for fam in w.FAMILIES
+        for title in fam.titles
+    }
+    tests = {title: hard.randint(6, 30) for fam in w.FAMILIES for title in fam.titles}
+    extra = random.Random(f"{prefix}context-{seed}")
+    out = []
+    for i in range(cfg.tasks):
+        fam = rng.choice(w.FAMILIES)
+        title = rng.choice(fam.titles)
+        task = Task(
+            index=i,
+            family=fam.slug,
+            title=title,
+            u_pass=rng.random(),
+            u_claim=rng.random(),
+            u_insight=rng.random(),
+            u_pick=rng.random(),
+            u_cause=rng.random(),
+            u_error=rng.random(),
+            u_utilized=tuple(rng.random() for _ in range(cfg.limit)),
+            base=base[title],
+            tests=tests[title],
+        )
+        if len(w.CONTEXTS) > 1:
+            task = Task(
+                **{
+                    **task.__dict__,
+                    "context": extra.choice(w.CONTEXTS),
+                    "u_follow": tuple(extra.random() for _ in range(cfg.limit)),
+                    "u_noise": tuple(extra.random() for _ in range(cfg.limit)),
+                }
+            )
+        out.append(task)
+    return out
+
+
+def failed_tests(task: Task, p: float) -> int:
+    """How many of the task's tests fail when its builder did not pass: from the
+    same draw as the verdict, more of them the further the draw fell beyond the
+    pass chance ``p`` (so more, on average, when ``p`` was lower)."""
+    share = (task.u_pass - p) / (1.0 - p) if p < 1.0 else 1.0
+    return max(1, min(task.tests, math.ceil(task.tests * share)))
+
+
+def verify_output(passed: bool, passed_tests: int, failed: int, error: str = "") -> str:
+    """What a task's VERIFY prints: a pytest-like summary line (``12 passed in
+    0.8s``, ``3 failed, 9 passed in 0.8s``) and, on failure, the error after it,
+    so that the last line naming an error (which helix derives a failure from)
+    stays the error itself."""
+    seconds = f"{0.2 + 0.05 * (passed_tests + failed):.1f}s"
+    if passed:
+        return f"{passed_tests} passed in {seconds}\n"
+    summary = f"{failed} failed, {passed_tests} passed" if passed_tests else f"{failed} failed"
+    return f"{summary} in {seconds}\nFAILED: {error}\n"
+
+
+def drift_for(seed: int, cfg: Config) -> Any:
+    """Which helpful insight this seed's "upgrade" turns harmful, if drift is on
+    and the world has drifts (world B has none)."""
+    w = world_of(cfg.world)
+    if not cfg.drift or not w.DRIFTS:
+        return None
+    return random.Random(f"drift-{seed}").choice(w.DRIFTS)
+
+
+def initial_pool(seed: int, drift: Any = None, w: ModuleType = world) -> list[Any]:
+    """What the team's store holds at t=0: per family ``w.INITIAL``, half of
+    the cross-family advice, and the insight that will drift (it must be known
+    to go stale)."""
+    prefix = "" if w is world else f"{w.NAME}-"
+    rng = random.Random(f"{prefix}pool-{seed}")
+    out: list[Any] = []
+    for fam in w.FAMILIES:
+        advice = fam.advice()
+        for cls, count in w.INITIAL.items():
+            chosen = rng.sample([a for a in advice if a.cls == cls], count)
+            if drift and cls == w.HELPFUL and fam.slug == drift.family:
+                chosen = [drift.old]
+            out += chosen
+    if w.CROSS_ADVICE:
+        out += random.Random(f"{prefix}cross-{seed}").sample(
+            w.CROSS_ADVICE, len(w.CROSS_ADVICE) // 2 + 1
+        )
+    rng.shuffle(out)
+    return out
+
+
+def failure_for(task: Task, fam: Any, w: ModuleType = world) -> Any:
+    """What blocked a failing builder; the failure helix derives from it says this."""
+    if task.u_cause < w.PITFALL_SHARE:
+        k = int(task.u_error * len(fam.pitfalls))
+        return w.Advice(f"{fam.slug}/lesson/{k}", fam.slug, w.LESSON, fam.pitfalls[k])
+    k = int(task.u_error * len(w.NOISE_ERRORS))
+    return w.Advice(f"{fam.slug}/noise/{k}", fam.slug, w.NOISE, w.NOISE_ERRORS[k])
+
+
+def shared_by(task: Task, fam: Any, entered: set[str], w: ModuleType = world) -> Any:
+    """The INSIGHT a passing builder shares, if any: one of its family's written
+    insights not in ``entered`` (the keys the pool has seen)."""
+    if task.u_insight >= w.INSIGHT_RATE:
+        return None
+    unseen = [a for a in w.written(fam.slug) if a.key not in entered]
+    if not unseen:
+        return None
+    weights = [w.INSIGHT_WEIGHTS[a.cls] for a in unseen]
+    target = task.u_pick * sum(weights)
+    for advice, weight in zip(unseen, weights, strict=True):
+        target -= weight
+        if target < 0:
+            return advice
+    return unseen[-1]
+
+
+def followed(task: Task, names: list[str], says: dict[str, Any], w: ModuleType) -> list[Any]:
+    """``(slot, name, advice)`` for each injected insight the builder follows:
+    advice that concerns its task (:meth:`Advice.applies`), and in a world with
+    a follow model (:func:`world_b.follow_probability`) only when the slot's
+    draw falls below the chance to follow that slot and text."""
+    out = []
+    for slot, name in enumerate(names):
+        advice = says.get(name)
+        if advice is None or not advice.applies(task.family, task.context):
+            continue
+        chance = w.follow_probability(slot, advice.text)
+        if chance < 1.0 and task.u_follow[slot] >= chance:
+            continue
+        out.append((slot, name, advice))
+    return out
