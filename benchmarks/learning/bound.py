@@ -1,178 +1,363 @@
-"""How much of the gap could a learner that knows the world close? A reference
-point for the learning benchmark's targets.
+"""How much of the gap could a learner close with the evidence the world gives?
+Reference points for the learning benchmark's targets, in both worlds.
 
 The learning benchmark asks helix to close a share of the gap between
 relevance-only retrieval and an oracle that injects exactly the helpful advice.
-This script runs, in the same world, a Bayesian learner that is given what helix
-can never have:
+This script runs, in the same world (``--world a|b``), on the same seeds and
+draws, Bayesian reference learners. Every one of them is told:
 
-* **the world's exact effect model**: every insight either helps (removes
-  ``HELPFUL_EFFECT`` of the chance to fail), teaches a pitfall (``LESSON_EFFECT``),
-  does nothing, or harms (takes ``HARMFUL_EFFECT`` of the chance to pass), with a
-  prior over the four close to the world's own mix, and the exact formula by
-  which advice changes the pass chance (:func:`world.pass_probability`);
-* **the exact candidates**: every stored insight that concerns the task (its
-  family's and the cross-family advice about it), with no relevance pool to miss
-  one or to offer an off-topic one;
-* **each task's true base pass rate**, so difficulty never confounds anything.
+* **the world's effect model**: an insight helps (removes ``HELPFUL_EFFECT`` of
+  the chance to fail), teaches a pitfall (``LESSON_EFFECT``), does nothing, or
+  harms (takes ``HARMFUL_EFFECT`` of the chance to pass); in world B also
+  contextual advice, which helps in one code base and harms or does nothing in
+  the other (four more classes). A prior over the classes close to the world's
+  mix of stored advice (:data:`PRIORS`), and the exact formula by which advice
+  changes the pass chance (``world.pass_chance``);
+* **each task's true base pass rate**, its family (the kind of task, which
+  helix has as a label) and, in world B, its code base;
+* **the builder's follow model**: in world B the chance that the builder follows
+  the insight in each prompt slot (``world_b.follow_probability``, by position
+  and length), so an outcome is a mixture over what was followed; in world A
+  the builder follows everything that concerns its task.
 
-It learns each insight's class per family from the verified outcomes (Gibbs
+They differ in what they may choose from and whether they are told which
+candidates concern the task (:data:`REFERENCES`):
+
+* ``honest``: **helix's own candidate pool** for that task, as the helix arm's
+  relevance stage admitted it (recorded per task by ``run.py`` in
+  ``pools.json`` / ``pools_b.json``; what the learner's own store holds of
+  it), **not told** which candidates concern the task: an off-topic candidate
+  is, to it, one more insight whose class it must learn;
+* ``reach``: **the whole store**, not told which insights concern the task (full
+  reach, no more knowledge than ``honest``): what relevance's reach costs or
+  saves a learner that must find out for itself;
+* ``known``: **exactly the insights of the whole store that concern the task**
+  (told which concern it; the original reference of this script, "any insight
+  that concerns the task, from the whole store").
+
+Each learns every insight's class per family from the verified outcomes (Gibbs
 sampling over the classes of the insights each outcome involved) and chooses
-``limit`` insights per task (leaving out any whose value is below zero) by one
-of three values: **greedy**, the posterior mean effect; **optimistic**, the mean
-plus ``OPTIMISM`` posterior sds (an upper confidence bound: untried advice gets
-tried); **Thompson**, one posterior draw.
-Older outcomes count half after ``HALF_USES`` newer tasks of their family, as in
-helix, so the drifted insight can be caught.
+``limit`` insights per task (leaving out any whose value is below zero), in
+order of value (the first prompt slot is the likeliest followed), by one of
+three values: **greedy**, the posterior mean effect in the task's context;
+**optimistic**, the mean plus k posterior sds (:data:`OPTIMISM`, k chosen per
+reference on world A's development seeds only: ``--sweep``); **Thompson**, one
+posterior draw. Older outcomes count half after ``HALF_USES`` newer tasks of
+their family, as in helix, so the drifted insight can be caught.
 
-Everything else is the simulation's (:mod:`simulation`): the same seeds, task
+Everything else is the simulation's (:mod:`draws`): the same seeds, task
 sequence and random draws, initial pool, drift, INSIGHTs shared by passing
-builders (:func:`simulation.shared_by`) and failures (:func:`simulation.failure_for`).
-No embedding model and no helix are involved, so a seed takes seconds.
+builders and failures, and the builder's follow draws. No embedding model and
+no helix are involved, so a seed takes seconds.
 
-This is a reference point, not a proof: a cleverer policy could do better than
-these three. But a learner told this much that closes only a share X of the gap says
-that a target well above X asks more of 240 tasks' evidence than the world holds.
+These are reference points, not proofs: a cleverer policy could do better. But
+a learner told this much that closes only a share X of the gap says that a
+target well above X asks more of 240 tasks' evidence than the world holds.
 
-    python benchmarks/learning/bound.py [--seeds dev|heldout] [--json]
+    python benchmarks/learning/bound.py [--world a|b|both] [--seeds dev|heldout]
+        [--references honest,reach,known] [--sweep] [--jobs N] [--json]
 
-On the held-out seeds it also writes ``bound.json``, which the learning report
-(:mod:`report`) shows beside helix's figures.
-
-The gap is measured against the relevance-only and oracle arms of
-``results.json`` for the same seeds (run ``run.py`` on that seed set first), and
-against this script's own oracle (the same rule as the simulation's) as a check.
+On the held-out seeds it writes ``bound.json`` (world A) or ``bound_b.json``,
+which the learning report (:mod:`report`) shows beside helix's figures. The gap
+is measured against the relevance-only and oracle arms of ``results.json`` /
+``results_b.json`` for the same seeds (run ``run.py`` on that seed set first),
+and against this script's own oracle (the same rule as the simulation's) as a
+check; helix's gain is also given as a share of each reference's gain.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
 import sys
+import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from learning import simulation, world  # noqa: E402
+from learning import draws, world  # noqa: E402
 from learning.figures import auc, gap_closed, interval  # noqa: E402
 
+HERE = Path(__file__).resolve().parent
 EFFECTS = (world.HELPFUL_EFFECT, world.LESSON_EFFECT, 0.0, -world.HARMFUL_EFFECT)
-# Helpful, lesson, nothing, harmful: roughly the world's mix of stored advice.
+# Helpful, lesson, nothing, harmful: roughly world A's mix of stored advice.
 PRIOR = (0.25, 0.10, 0.45, 0.20)
 SWEEPS = 12
 HALF_USES = 20.0
-# The optimistic learner's bonus, in posterior sds, chosen on the development
-# seeds (1.0: 27% of the gap overall, 1.5: 34%, 2.0: 28%).
-OPTIMISM = 1.5
-POLICIES = ("oracle", "greedy", "optimistic", "thompson")
-RESULTS = Path(__file__).resolve().parent / "results.json"
-OUTPUT = Path(__file__).resolve().parent / "bound.json"
+REFERENCES = ("honest", "reach", "known")
+TOLD = {
+    "honest": "effect model, each task's base rate, family and context, the builder's follow "
+    "model; chooses only from helix's own candidate pool for the task (what relevance "
+    "admitted in the helix arm); NOT told which candidates concern the task",
+    "reach": "effect model, each task's base rate, family and context, the builder's follow "
+    "model; chooses from the whole store; NOT told which insights concern the task",
+    "known": "effect model, each task's base rate, family and context, the builder's follow "
+    "model, and exactly which insights concern the task; chooses any of those from the "
+    "whole store",
+}
+# The optimistic learner's bonus in posterior sds, per reference, chosen on world
+# A's development seeds only (``--sweep``: mean pass rate over seeds 1-4 for k =
+# 0.5, 1, 1.5, 2): honest 0.678, 0.655, 0.676, 0.676; reach 0.480, 0.484, 0.481,
+# 0.490; known (chosen before the others existed, by gap closed) 1.0: 27%, 1.5:
+# 34%, 2.0: 28%. World B uses the same k.
+OPTIMISM = {"known": 1.5, "honest": 0.5, "reach": 2.0}
+SWEEP = (0.5, 1.0, 1.5, 2.0)
+POLICIES = ("greedy", "optimistic", "thompson")
+
+
+class Model:
+    """A world's effect model as the reference learners are told it: each class's
+    effect per context, and the prior over the classes."""
+
+    def __init__(self, w: ModuleType) -> None:
+        self.w = w
+        contexts = w.CONTEXTS
+        base = [dict.fromkeys(contexts, e) for e in EFFECTS]
+        if len(contexts) == 1:
+            self.effects, self.prior = base, PRIOR
+            return
+        # Contextual advice: helps in one code base, harms or does nothing in the other.
+        extra = [
+            {c: (w.HELPFUL_EFFECT if c == home else elsewhere) for c in contexts}
+            for home in contexts
+            for elsewhere in (-w.HARMFUL_EFFECT, 0.0)
+        ]
+        self.effects = base + extra
+        # World B per family stores 2 helpful, ~3 distractor, 1 harmful and 1
+        # contextual insight, plus failures (lessons and noise).
+        self.prior = (0.18, 0.10, 0.45, 0.15) + (0.03,) * len(extra)
+
+    @property
+    def classes(self) -> range:
+        return range(len(self.effects))
 
 
 class Learner:
     """The posterior over each insight's class, per family, by Gibbs sampling."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, model: Model | None = None) -> None:
         self.rng = random.Random(f"bound-{seed}")
+        self.model = model or Model(world)
         self.state: dict[tuple[str, str], int] = {}
-        # family -> [(task index, base, chosen keys, passed)]
-        self.trials: dict[str, list[tuple[int, float, tuple[str, ...], bool]]] = {}
+        # family -> [(task index, base, chosen keys, passed, context, follow chances)]
+        self.trials: dict[str, list[tuple[Any, ...]]] = {}
 
-    def values(self, family: str, candidates: list[str], policy: str) -> dict[str, float]:
-        """Each candidate's value under ``policy``: its posterior mean effect
-        (greedy), that plus OPTIMISM posterior sds (optimistic), or one draw."""
+    def values(
+        self,
+        family: str,
+        candidates: list[str],
+        policy: str,
+        context: str = "",
+        optimism: float = OPTIMISM["known"],
+    ) -> dict[str, float]:
+        """Each candidate's value in ``context`` under ``policy``: its posterior
+        mean effect (greedy), that plus ``optimism`` posterior sds
+        (optimistic), or the effect of one draw (Thompson)."""
         trials = self.trials.get(family, [])
         weight = [0.5 ** (sum(1 for u in trials if u[0] > t[0]) / HALF_USES) for t in trials]
+        involved: dict[str, list[int]] = {}
+        for n, trial in enumerate(trials):
+            for key in trial[2]:
+                involved.setdefault(key, []).append(n)
+        classes, prior = self.model.classes, self.model.prior
+        effects = [e[context] for e in self.model.effects]
         for key in candidates:
-            self.state.setdefault((family, key), self.rng.choices(range(4), PRIOR)[0])
+            self.state.setdefault((family, key), self.rng.choices(classes, prior)[0])
         first = dict.fromkeys(candidates, 0.0)
         second = dict.fromkeys(candidates, 0.0)
         for _ in range(SWEEPS):
             for key in candidates:
-                probs = self._conditional(family, key, trials, weight)
-                self.state[(family, key)] = self.rng.choices(range(4), probs)[0]
-                first[key] += sum(e * p for e, p in zip(EFFECTS, probs, strict=True)) / SWEEPS
-                second[key] += sum(e * e * p for e, p in zip(EFFECTS, probs, strict=True)) / SWEEPS
+                probs = self._conditional(family, key, trials, weight, involved.get(key, []))
+                self.state[(family, key)] = self.rng.choices(classes, probs)[0]
+                first[key] += sum(e * p for e, p in zip(effects, probs, strict=True)) / SWEEPS
+                second[key] += sum(e * e * p for e, p in zip(effects, probs, strict=True)) / SWEEPS
         if policy == "greedy":
             return first
         if policy == "optimistic":
             return {
-                k: first[k] + OPTIMISM * math.sqrt(max(0.0, second[k] - first[k] ** 2))
+                k: first[k] + optimism * math.sqrt(max(0.0, second[k] - first[k] ** 2))
                 for k in candidates
             }
-        return {key: EFFECTS[self.state[(family, key)]] for key in candidates}
+        return {key: effects[self.state[(family, key)]] for key in candidates}
 
-    def _conditional(self, family: str, key: str, trials: list, weight: list[float]) -> list[float]:
-        logs = [math.log(p) for p in PRIOR]
-        for (_i, base, chosen, passed), w in zip(trials, weight, strict=True):
-            if key not in chosen:
-                continue
-            others = [EFFECTS[self.state[(family, k)]] for k in chosen if k != key]
-            for c, effect in enumerate(EFFECTS):
-                p = world.pass_chance(base, [*others, effect])
+    def _conditional(
+        self, family: str, key: str, trials: list, weight: list[float], involved: list[int]
+    ) -> list[float]:
+        logs = [math.log(p) for p in self.model.prior]
+        for n in involved:
+            _i, base, chosen, passed, context, follow = trials[n]
+            w = weight[n]
+            others = [
+                self.model.effects[self.state[(family, k)]][context] for k in chosen if k != key
+            ]
+            if follow is None:
+                chance = {e: world.pass_chance(base, [*others, e]) for e in self._effects(context)}
+            else:
+                chance = _mixtures(base, chosen, key, others, self._effects(context), follow)
+            for c, effect_by_context in enumerate(self.model.effects):
+                p = chance[effect_by_context[context]]
                 logs[c] += w * math.log(p if passed else 1.0 - p)
         top = max(logs)
         raw = [math.exp(v - top) for v in logs]
         return [r / sum(raw) for r in raw]
 
+    def _effects(self, context: str) -> list[float]:
+        """The distinct effects the classes have in ``context``, in class order."""
+        return list(dict.fromkeys(e[context] for e in self.model.effects))
+
     def observe(
-        self, family: str, index: int, base: float, chosen: list[str], passed: bool
+        self,
+        family: str,
+        index: int,
+        base: float,
+        chosen: list[str],
+        passed: bool,
+        context: str = "",
+        follow: Sequence[float] | None = None,
     ) -> None:
-        self.trials.setdefault(family, []).append((index, base, tuple(chosen), passed))
+        """One verified outcome; ``follow``: the chance the builder followed each
+        chosen insight (None: it follows every one)."""
+        self.trials.setdefault(family, []).append(
+            (index, base, tuple(chosen), passed, context, tuple(follow) if follow else None)
+        )
 
 
-def run_seed(seed: int, policy: str, cfg: simulation.Config) -> dict[str, Any]:
-    """One policy over one seed's tasks; pass records and the end-of-run AUC."""
-    tasks = simulation.tasks_for(seed, cfg)
-    drift = simulation.drift_for(seed, cfg)
-    store = {a.key: a for a in simulation.initial_pool(seed, drift)}
+def _mixture(
+    base: float,
+    chosen: tuple[str, ...],
+    key: str,
+    others: list[float],
+    effect: float,
+    follow: tuple[float, ...],
+) -> float:
+    """The pass chance when each chosen insight is followed with its own chance:
+    the mixture over which of them were followed (``others``: the effects of the
+    chosen insights other than ``key``, in order; ``effect``: ``key``'s)."""
+    return _mixtures(base, chosen, key, others, [effect], follow)[effect]
+
+
+def _mixtures(
+    base: float,
+    chosen: tuple[str, ...],
+    key: str,
+    others: list[float],
+    effects: list[float],
+    follow: tuple[float, ...],
+) -> dict[float, float]:
+    """:func:`_mixture` for each of ``effects`` of ``key``, sharing the work: the
+    others' follow patterns are enumerated once, and the chance without ``key``
+    followed once."""
+    slot = chosen.index(key)
+    own = follow[slot]
+    rest = follow[:slot] + follow[slot + 1 :]
+    parts = []
+    for mask in itertools.product((False, True), repeat=len(others)):
+        weight = 1.0
+        for taken, chance in zip(mask, rest, strict=True):
+            weight *= chance if taken else 1.0 - chance
+        if weight:
+            parts.append((weight, [e for e, taken in zip(others, mask, strict=True) if taken]))
+    without = sum(w * world.pass_chance(base, picked) for w, picked in parts)
+    out = {}
+    for effect in effects:
+        with_it = sum(w * world.pass_chance(base, [*picked, effect]) for w, picked in parts)
+        out[effect] = min(world.MAX_PASS, max(world.MIN_PASS, (1 - own) * without + own * with_it))
+    return out
+
+
+def load_pools(world_name: str) -> dict[str, dict[str, list[str]]]:
+    """helix's candidate pools per seed and task index, as ``run.py`` recorded them."""
+    path = HERE / ("pools.json" if world_name == "a" else f"pools_{world_name}.json")
+    try:
+        return json.loads(path.read_text())["seeds"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def run_seed(
+    seed: int,
+    policy: str,
+    cfg: draws.Config,
+    reference: str = "known",
+    pools: dict[str, list[str]] | None = None,
+    optimism: float | None = None,
+) -> dict[str, Any]:
+    """One reference learner with one policy (or the oracle) over one seed's
+    tasks; pass records and the end-of-run AUC. ``pools`` (for ``honest``):
+    helix's candidate pool per task index."""
+    w = draws.world_of(cfg.world)
+    model = Model(w)
+    followed_always = len(w.CONTEXTS) == 1
+    k = OPTIMISM[reference] if optimism is None else optimism
+    tasks = draws.tasks_for(seed, cfg)
+    drift = draws.drift_for(seed, cfg)
+    store = {a.key: a for a in draws.initial_pool(seed, drift, w)}
     entered = set(store)
-    learner = Learner(seed)
-    flip_at = int(cfg.tasks * world.DRIFT_AT)
+    learner = Learner(seed, model)
+    flip_at = int(cfg.tasks * w.DRIFT_AT)
     passed_list: list[bool] = []
     for task in tasks:
         if drift and task.index >= flip_at and drift.new.key not in store:
             old = store[drift.old.key]
-            store[old.key] = world.Advice(old.key, old.family, world.HARMFUL, old.text)
+            store[old.key] = w.Advice(old.key, old.family, w.HARMFUL, old.text)
             store[drift.new.key] = drift.new
-        candidates = sorted(k for k, a in store.items() if a.applies(task.family))
-        if policy == "oracle":
-            good = [k for k in candidates if store[k].effect_on(task.family) > 0]
-            chosen = sorted(good, key=lambda k: (-store[k].effect_on(task.family), k))
+        if reference == "honest":
+            pool = (pools or {}).get(str(task.index), [])
+            candidates = sorted(k for k in pool if k in store)
+        elif reference == "reach" and policy != "oracle":
+            candidates = sorted(store)
         else:
-            value = learner.values(task.family, candidates, policy)
+            candidates = sorted(k for k, a in store.items() if a.applies(task.family, task.context))
+        if policy == "oracle":
+            good = [k for k in candidates if store[k].effect_on(task.family, task.context) > 0]
+            chosen = sorted(good, key=lambda k: (-store[k].effect_on(task.family, task.context), k))
+        else:
+            value = learner.values(task.family, candidates, policy, task.context, k)
             chosen = [k for k in sorted(candidates, key=lambda k: (-value[k], k)) if value[k] >= 0]
         chosen = chosen[: cfg.limit]
-        p = world.pass_chance(task.base, [store[k].effect_on(task.family) for k in chosen])
+        follows = draws.followed(task, chosen, store, w)
+        p = w.pass_probability(task.base, [a for _s, _n, a in follows], task.family, task.context)
         passed = task.u_pass < p
         passed_list.append(passed)
-        learner.observe(task.family, task.index, task.base, chosen, passed)
-        fam = world.family(task.family)
+        chances = (
+            None
+            if followed_always
+            else [w.follow_probability(slot, store[key].text) for slot, key in enumerate(chosen)]
+        )
+        learner.observe(task.family, task.index, task.base, chosen, passed, task.context, chances)
+        fam = w.family(task.family)
         if passed:
-            shared = simulation.shared_by(task, fam, entered)
+            shared = draws.shared_by(task, fam, entered, w)
             if shared is not None:
                 entered.add(shared.key)
                 store[shared.key] = shared
         else:
-            failure = simulation.failure_for(task, fam)
+            failure = draws.failure_for(task, fam, w)
             store.setdefault(failure.key, failure)
-    return {"passed": passed_list, "auc": _auc(learner, store) if policy != "oracle" else None}
+    return {
+        "passed": passed_list,
+        "auc": _auc(learner, store, w) if policy != "oracle" else None,
+    }
 
 
-def _auc(learner: Learner, store: dict[str, world.Advice]) -> float | None:
-    """Helpful against distractor advice by posterior mean at the end, per family."""
+def _auc(learner: Learner, store: dict[str, Any], w: ModuleType) -> float | None:
+    """Helpful against distractor advice by posterior mean at the end, per family
+    (in the first context)."""
     scores = []
-    for fam in world.FAMILIES:
+    for fam in w.FAMILIES:
         keys = [k for k, a in store.items() if a.family == fam.slug]
         if not keys:
             continue
-        value = learner.values(fam.slug, keys, "greedy")
-        helpful = [value[k] for k in keys if store[k].cls == world.HELPFUL]
-        distractors = [value[k] for k in keys if store[k].cls == world.DISTRACTOR]
+        value = learner.values(fam.slug, keys, "greedy", w.CONTEXTS[0])
+        helpful = [value[k] for k in keys if store[k].cls == w.HELPFUL]
+        distractors = [value[k] for k in keys if store[k].cls == w.DISTRACTOR]
         if helpful and distractors:
             scores.append(auc(helpful, distractors))
     return sum(scores) / len(scores) if scores else None
@@ -186,73 +371,218 @@ def _rates(passed: list[bool]) -> dict[str, float]:
     }
 
 
-def measure(seeds: Sequence[int], cfg: simulation.Config) -> dict[str, Any]:
-    per: dict[str, dict[int, dict[str, Any]]] = {p: {} for p in POLICIES}
+def measure(
+    seeds: Sequence[int],
+    cfg: draws.Config,
+    references: Sequence[str] = REFERENCES,
+    log=lambda message: None,
+    jobs: int = 1,
+) -> dict[str, Any]:
+    """Every reference and policy (and the oracle) on every seed, with the gap
+    each closes and helix's gain as a share of each one's gain. ``jobs``
+    processes share the runs (each run is a pure function of its seed, so the
+    figures do not depend on it)."""
+    pools = load_pools(cfg.world)
+    missing = [s for s in seeds if str(s) not in pools]
+    if "honest" in references and missing:
+        log(f"no helix pools for seeds {missing}: run run.py on them first; honest skipped")
+        references = [r for r in references if r != "honest"]
+    per: dict[str, dict[int, dict[str, Any]]] = {"oracle": {}}
     for seed in seeds:
-        for policy in POLICIES:
-            run = run_seed(seed, policy, cfg)
-            per[policy][seed] = {**_rates(run["passed"]), "auc": run["auc"]}
-    reference = _reference(seeds)
-    out: dict[str, Any] = {"seeds": list(seeds), "policies": {}}
-    for policy in POLICIES:
-        row: dict[str, Any] = {}
-        for key in ("overall", "last_quarter"):
-            row[key] = interval([per[policy][s][key] for s in seeds])
-            if reference:
-                # Against the simulation's relevance-only arm and its oracle, and
-                # against this script's own oracle (the same rule) as a check.
-                for label, top in (("", reference["oracle"]), ("_own_oracle", per["oracle"])):
-                    figures = {"relevance_only": reference["relevance_only"], "oracle": top}
-                    arm = f"bound {policy}"  # never the name of a reference arm
-                    found = gap_closed({**figures, arm: per[policy]}, arm, key)
-                    row[f"gap_closed{label}_{key}"] = (
-                        {k: found[k] for k in ("mean", "lo", "hi")} if found else None
-                    )
-        aucs = [per[policy][s]["auc"] for s in seeds if per[policy][s]["auc"] is not None]
-        row["auc"] = interval(aucs) if aucs else None
-        out["policies"][policy] = row
-    out["reference"] = "results.json" if reference else None
+        run = run_seed(seed, "oracle", cfg)
+        per["oracle"][seed] = {**_rates(run["passed"]), "auc": None}
+    calls = [
+        (seed, policy, cfg, reference, pools.get(str(seed)))
+        for reference in references
+        for policy in POLICIES
+        for seed in seeds
+    ]
+    t0 = time.perf_counter()
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs) as pool:
+            runs = list(pool.map(_run, calls))
+    else:
+        runs = [_run(call) for call in calls]
+    for (seed, policy, _cfg, reference, _pool), run in zip(calls, runs, strict=True):
+        per.setdefault(f"{reference} {policy}", {})[seed] = {
+            **_rates(run["passed"]),
+            "auc": run["auc"],
+        }
+    log(f"{len(calls)} reference runs in world {cfg.world}: {time.perf_counter() - t0:.0f} s")
+    results = _results(cfg.world, seeds)
+    out: dict[str, Any] = {
+        "world": cfg.world,
+        "seeds": list(seeds),
+        "told": {r: TOLD[r] for r in references},
+        "optimism": {r: OPTIMISM[r] for r in references},
+        "oracle": _row(per, "oracle", seeds, results),
+        "references": {
+            r: {p: _row(per, f"{r} {p}", seeds, results) for p in POLICIES} for r in references
+        },
+    }
+    out["reference"] = _results_name(cfg.world) if results else None
     return out
 
 
-def _reference(seeds: Sequence[int]) -> dict[str, dict[int, dict[str, float]]] | None:
-    """The simulation's relevance-only and oracle figures for these seeds, if
-    ``results.json`` holds them all."""
+def _run(call: tuple[Any, ...]) -> dict[str, Any]:
+    return run_seed(*call)
+
+
+def _row(
+    per: dict[str, dict[int, dict[str, Any]]],
+    arm: str,
+    seeds: Sequence[int],
+    results: dict[str, dict[int, dict[str, float]]] | None,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for key in ("overall", "last_quarter"):
+        row[key] = interval([per[arm][s][key] for s in seeds])
+        if not results:
+            continue
+        # Against the simulation's relevance-only arm and its oracle, and against
+        # this script's own oracle (the same rule) as a check.
+        for label, top in (("", results["oracle"]), ("_own_oracle", per["oracle"])):
+            figures = {"relevance_only": results["relevance_only"], "oracle": top}
+            name = f"bound {arm}"  # never the name of a reference arm
+            found = gap_closed({**figures, name: per[arm]}, name, key)
+            row[f"gap_closed{label}_{key}"] = (
+                {k: found[k] for k in ("mean", "lo", "hi")} if found else None
+            )
+        if "helix" in results and arm != "oracle":
+            # helix's gain over relevance-only as a share of this reference's gain.
+            figures = {"relevance_only": results["relevance_only"], "helix": results["helix"]}
+            found = gap_closed({**figures, "reference": per[arm]}, "helix", key, top="reference")
+            row[f"helix_share_{key}"] = (
+                {k: found[k] for k in ("mean", "lo", "hi")} if found else None
+            )
+    aucs = [per[arm][s]["auc"] for s in seeds if per[arm][s].get("auc") is not None]
+    row["auc"] = interval(aucs) if aucs else None
+    row["per_seed"] = {
+        str(s): {k: round(per[arm][s][k], 4) for k in ("overall", "last_quarter")} for s in seeds
+    }
+    return row
+
+
+def _results_name(world_name: str) -> str:
+    return "results.json" if world_name == "a" else f"results_{world_name}.json"
+
+
+def _results(
+    world_name: str, seeds: Sequence[int]
+) -> dict[str, dict[int, dict[str, float]]] | None:
+    """The simulation's relevance-only, oracle and helix figures for these seeds,
+    if the world's results file holds them all."""
     try:
-        arms = json.loads(RESULTS.read_text())["arms"]
-        return {
+        arms = json.loads((HERE / _results_name(world_name)).read_text())["arms"]
+        out = {
             arm: {s: arms[arm]["per_seed"][str(s)] for s in seeds}
             for arm in ("relevance_only", "oracle")
         }
     except (OSError, ValueError, KeyError):
         return None
+    try:
+        out["helix"] = {s: arms["helix"]["per_seed"][str(s)] for s in seeds}
+    except KeyError:
+        pass
+    return out
+
+
+def sweep(references: Sequence[str], log=print) -> dict[str, dict[str, float]]:
+    """The optimistic bonus k per reference on world A's development seeds: the
+    mean pass rate for each k in :data:`SWEEP` (the only place k is chosen)."""
+    cfg = draws.Config(world="a")
+    seeds = draws.seeds_of("a", "dev")
+    pools = load_pools("a")
+    out: dict[str, dict[str, float]] = {}
+    for reference in references:
+        if reference == "honest" and any(str(s) not in pools for s in seeds):
+            log("honest: no helix pools for the development seeds (run.py --seeds dev first)")
+            continue
+        out[reference] = {}
+        for k in SWEEP:
+            rates = [
+                _rates(run_seed(s, "optimistic", cfg, reference, pools.get(str(s)), k)["passed"])
+                for s in seeds
+            ]
+            out[reference][str(k)] = round(sum(r["overall"] for r in rates) / len(rates), 4)
+            log(f"{reference} k={k}: mean pass rate {out[reference][str(k)]:.4f}")
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--world", choices=("a", "b", "both"), default="a")
     parser.add_argument("--seeds", choices=("dev", "heldout"), default="heldout")
+    parser.add_argument(
+        "--references", default=",".join(REFERENCES), help="comma-separated: honest,reach,known"
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="choose the optimistic bonus on world A's development seeds and stop",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="processes to share the runs (same figures)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    seeds = simulation.DEVELOPMENT_SEEDS if args.seeds == "dev" else simulation.HELD_OUT_SEEDS
-    out = measure(seeds, simulation.Config())
-    if args.seeds == "heldout":  # what the learning report shows beside helix's figures
-        OUTPUT.write_text(json.dumps(out, indent=2) + "\n")
-    if args.json:
-        print(json.dumps(out, indent=2))
+    references = [r.strip() for r in args.references.split(",") if r.strip()]
+    unknown = [r for r in references if r not in REFERENCES]
+    if unknown:
+        parser.error(f"unknown reference(s): {', '.join(unknown)}")
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    if args.sweep:
+        found = sweep(references, log)
+        print(json.dumps(found, indent=2))
         return 0
-    print(f"seeds: {args.seeds} ({len(seeds)}); gap measured against {out['reference']}")
-    for policy, row in out["policies"].items():
-        line = f"{policy:9s} pass {row['overall']['mean']:.3f} last quarter {row['last_quarter']['mean']:.3f}"
-        if row.get("gap_closed_overall"):
-            whole, late = row["gap_closed_overall"], row["gap_closed_last_quarter"]
-            line += (
-                f"  gap closed {whole['mean']:.0%} [{whole['lo']:.0%}, {whole['hi']:.0%}] overall,"
-                f" {late['mean']:.0%} [{late['lo']:.0%}, {late['hi']:.0%}] last quarter"
+    worlds = ["a", "b"] if args.world == "both" else [args.world]
+    everything = {}
+    for name in worlds:
+        seeds = draws.seeds_of(name, args.seeds)
+        out = measure(seeds, draws.Config(world=name), references, log, args.jobs)
+        if args.seeds == "heldout":  # what the learning report shows beside helix's figures
+            target = HERE / ("bound.json" if name == "a" else f"bound_{name}.json")
+            target.write_text(json.dumps(out, indent=1) + "\n")
+        everything[name] = out
+    if args.json:
+        print(json.dumps(everything if len(worlds) > 1 else everything[worlds[0]], indent=1))
+        return 0
+    for name, out in everything.items():
+        print(
+            f"world {name}, seeds {args.seeds} ({len(out['seeds'])}); gap against {out['reference']}"
+        )
+        rows = [("oracle", out["oracle"])] + [
+            (f"{r} {p}", row) for r, by in out["references"].items() for p, row in by.items()
+        ]
+        for label, row in rows:
+            line = (
+                f"  {label:20s} pass {row['overall']['mean']:.3f} "
+                f"last quarter {row['last_quarter']['mean']:.3f}"
             )
-        if row["auc"]:
-            line += f"  AUC {row['auc']['mean']:.2f}"
-        print(line)
+            if row.get("gap_closed_overall"):
+                whole, late = row["gap_closed_overall"], row["gap_closed_last_quarter"]
+                line += f"  gap closed {_pct(whole)} overall, {_pct(late)} last quarter"
+            if row.get("helix_share_overall"):
+                line += (
+                    f"  helix's share of its gain {_pct(row['helix_share_overall'])}, "
+                    f"{_pct(row['helix_share_last_quarter'])}"
+                )
+            if row.get("auc"):
+                line += f"  AUC {row['auc']['mean']:.2f}"
+            print(line)
     return 0
+
+
+def _pct(stat: dict[str, Any] | None) -> str:
+    if not stat or stat.get("mean") is None:
+        return "-"
+    text = f"{stat['mean']:.0%}"
+    if stat.get("lo") is not None:
+        text += f" [{stat['lo']:.0%}, {stat['hi']:.0%}]"
+    return text
 
 
 if __name__ == "__main__":
