@@ -225,7 +225,11 @@ def check_import_kind(run: Run) -> None:
         if run.in_flight is None:
             return
         batch = run.in_flight["n"]
-        assert imported(memory, batch) in ((0, 0), (4, 4)), run.folder  # one transaction
+        # Each item is written whole, with its origin, or not at all; a batch may
+        # span transactions (an import leaves the lock free every ~30 ms, more
+        # often on a loaded machine), so a kill may land between two of its items.
+        insights, origins = imported(memory, batch)
+        assert insights == origins and 0 <= insights <= 4, (run.folder, insights, origins)
         memory.import_lines(run.in_flight["lines"], source_label=f"batch-{batch}")
         assert imported(memory, batch) == (4, 4)  # the retry adds what was missing, once
 
