@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from helix.memory import weights
-from helix.memory.bert import BertEncoder
+from helix.memory.bert import PRIVATE_AFTER, BertEncoder
 from helix.memory.modelfiles import MINILM_FILES, PACKAGED_MODEL_DIR
 
 SOURCE = PACKAGED_MODEL_DIR / "model.safetensors"
@@ -84,6 +84,25 @@ def test_vectors_from_the_copy_equal_those_converted_in_memory(cache, monkeypatc
     in_memory = BertEncoder(PACKAGED_MODEL_DIR).encode(TEXTS)
     assert np.array_equal(from_cache, in_memory)
     assert np.array_equal(from_cache_first, in_memory)
+
+
+def test_an_encoder_that_embeds_often_moves_its_weights_to_private_memory(cache):
+    """A hook embeds once and keeps the mapping; a long-lived process (or a batch
+    of many texts) copies the weights into private memory, and embeds the same."""
+    weights.load(SOURCE)  # makes the cache: the encoders below map it
+    encoder = BertEncoder(PACKAGED_MODEL_DIR)
+    first = encoder.encode(TEXTS)
+    private = [a.flags.writeable for block in encoder.blocks for a in block.arrays()]
+    assert not any(private)  # one small batch: still the cache's read-only mapping
+    for _ in range(PRIVATE_AFTER):
+        encoder.encode(["once more"])
+    assert all(a.flags.writeable for block in encoder.blocks for a in block.arrays())
+    assert np.array_equal(encoder.encode(TEXTS), first)
+    bulk = BertEncoder(PACKAGED_MODEL_DIR)
+    texts = [f"text number {n}" for n in range(40)]  # two batches
+    many = bulk.encode(texts)
+    assert all(a.flags.writeable for block in bulk.blocks for a in block.arrays())
+    assert np.array_equal(many, encoder.encode(texts))
 
 
 def _truncate(data: bytearray) -> bytearray:
@@ -238,7 +257,7 @@ def test_a_tokenizer_that_is_not_the_pinned_one_gives_no_vocabulary(tmp_path, ca
 
 CHILD = """
 import hashlib, sys
-from helix.memory.bert import BertEncoder
+from helix.memory.bert import PRIVATE_AFTER, BertEncoder
 from helix.memory.modelfiles import PACKAGED_MODEL_DIR
 vectors = BertEncoder(PACKAGED_MODEL_DIR).encode(sys.argv[1:])
 print(hashlib.sha256(vectors.tobytes()).hexdigest())
