@@ -25,7 +25,7 @@ candidates concern the task (:data:`REFERENCES`):
 
 * ``honest``: **helix's own candidate pool** for that task, as the helix arm's
   relevance stage admitted it (recorded per task by ``run.py`` in
-  ``pools.json`` / ``pools_b.json``; what the learner's own store holds of
+  ``pools.json.gz`` / ``pools_b.json.gz``; what the learner's own store holds of
   it), **not told** which candidates concern the task: an off-topic candidate
   is, to it, one more insight whose class it must learn;
 * ``reach``: **the whole store**, not told which insights concern the task (full
@@ -68,6 +68,7 @@ check; helix's gain is also given as a share of each reference's gain.
 from __future__ import annotations
 
 import argparse
+import gzip
 import itertools
 import json
 import math
@@ -274,9 +275,10 @@ def _mixtures(
 
 def load_pools(world_name: str) -> dict[str, dict[str, list[str]]]:
     """helix's candidate pools per seed and task index, as ``run.py`` recorded them."""
-    path = HERE / ("pools.json" if world_name == "a" else f"pools_{world_name}.json")
+    path = HERE / ("pools.json.gz" if world_name == "a" else f"pools_{world_name}.json.gz")
     try:
-        return json.loads(path.read_text())["seeds"]
+        with gzip.open(path, "rt") as stream:
+            return json.load(stream)["seeds"]
     except (OSError, ValueError, KeyError):
         return {}
 

@@ -7,7 +7,7 @@ that runs the real helix library, with diagnostics of what helix learned.
 Two worlds (``--world a|b|both``; ``world.py`` and ``world_b.py``), each with
 its own seeds. Per world it writes the results (``results.json`` for world A,
 ``results_b.json`` for B, in ``benchmarks/learning/``), helix's candidate pool
-per task (``pools.json``, ``pools_b.json``: what the honest reference of
+per task (``pools.json.gz``, ``pools_b.json.gz``: what the honest reference of
 ``bound.py`` may choose from; not for ``--quick`` runs) and a plot (world A:
 ``docs/learning-curve.png``; B: ``benchmarks/learning/learning-curve-b.png``;
 skipped without matplotlib), and prints the markdown report (``--json``: the
@@ -16,22 +16,28 @@ come from the held-out seeds; the development seeds are the only ones any
 parameter was looked at on.
 
     python benchmarks/learning/run.py [--quick] [--world a|b|both] [--seeds dev|heldout]
-        [--json] [--arms a,b,...] [--ablation] [--pool N] [--seed-count N]
+        [--json] [--arms a,b,...] [--ablation] [--pool N] [--seed-count N] [--render]
 
-``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set, ~1 min);
-the full held-out run (240 tasks x 12 seeds x 8 arms) takes ~7-9 min on a
-2-core machine (35-45 s per seed; the 4 development seeds: 2.5-3 min). ``--pool 2000``
+``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set): measured
+79 s for world A and 135 s for world B on this 2-core machine at load average 5-6.
+A held-out run of one world (240 tasks x 12 seeds x 9 arms) costs about 60-65 s
+per seed on a quiet 2-core machine (world A's eight arms took 58 s per seed, 11.5
+min in all, at load 3.5; random insights adds ~6 s; world B costs the same per
+arm on the quick seeds), so ~12-13 min; measured 45 min (A) and 47 min (B) when
+both ran at once beside other test suites (load average 7.5-11). The figures do
+not depend on load: every draw is seeded. ``--pool 2000`` (world A)
 stores 2,000 generated look-alike distractors in every store: about twice as
 slow (~70 s per seed for the eight arms), so it is off by default and meant for
 fewer seeds (``--seed-count``).
 ``--ablation`` adds one arm per switch of helix's learning model (slow; skipped
-when helix has no ``helix.memory.uplift``). The model and the world are
-described in ``simulation.py`` and ``world.py``.
+when helix has no ``helix.memory.uplift``). The model and the worlds are
+described in ``simulation.py``, ``world.py`` and ``world_b.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -93,7 +99,7 @@ def paths(world: str) -> dict[str, Path]:
     suffix = "" if world == "a" else f"_{world}"
     return {
         "results": HERE / f"results{suffix}.json",
-        "pools": HERE / f"pools{suffix}.json",
+        "pools": HERE / f"pools{suffix}.json.gz",
         "plot": PLOT if world == "a" else HERE / f"learning-curve{suffix.replace('_', '-')}.png",
     }
 
@@ -154,7 +160,8 @@ def save_pools(results: dict[str, Any], path: Path) -> None:
         return
     tasks = results["config"]["tasks"]
     try:
-        held = json.loads(path.read_text())
+        with gzip.open(path, "rt") as stream:
+            held = json.load(stream)
     except (OSError, ValueError):
         held = {}
     if held.get("tasks") != tasks:
@@ -162,12 +169,9 @@ def save_pools(results: dict[str, Any], path: Path) -> None:
     held["seeds"].update(pools)
     held["seeds"] = dict(sorted(held["seeds"].items(), key=lambda item: int(item[0])))
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(
-        "{"
-        + f'"tasks": {tasks}, "seeds": {{\n'
-        + ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in held["seeds"].items())
-        + "\n}}\n"
-    )
+    # mtime 0: the same pools give the same bytes
+    with gzip.GzipFile(tmp, "wb", mtime=0) as stream:
+        stream.write((json.dumps(held, separators=(",", ":")) + "\n").encode())
     os.replace(tmp, path)
 
 
@@ -276,6 +280,11 @@ def main() -> int:
     parser.add_argument(
         "--seed-count", type=int, help="run only the first N seeds of the set (default: all)"
     )
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="print the report of the saved results (after bound.py, say) without running",
+    )
     parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
     parser.add_argument(
         "--out", type=Path, help="where to write the JSON (one world only; default per world)"
@@ -294,7 +303,10 @@ def main() -> int:
         parser.error("--out and --plot name one world's files: use them with --world a or b")
 
     everything = {}
-    for world in worlds:
+    if args.render:
+        for world in worlds:
+            everything[world] = json.loads((args.out or paths(world)["results"]).read_text())
+    for world in worlds if not args.render else []:
         where = paths(world)
         results = measure(
             args.quick,
