@@ -558,6 +558,13 @@ def _against_references(results: dict[str, Any], bound: dict[str, Any]) -> list[
                     else ""
                 )
             )
+        weak = (row.get("gap_closed_overall") or {}).get("lo")
+        note = (
+            " The share says little here: this reference gains less than helix, or not "
+            "distinguishably more, so what it is told and may choose from is not enough."
+            if verdicts and weak is not None and weak <= (helix.get("overall") or {}).get("mean", 0)
+            else ""
+        )
         out.append(
             f"- **{REFERENCE_NAMES.get(reference, reference)}**, {policy}: closes "
             f"{_ratio(row.get('gap_closed_overall'))} of the gap overall and "
@@ -565,6 +572,7 @@ def _against_references(results: dict[str, Any], bound: dict[str, Any]) -> list[
             f"helix's {_ratio(helix.get('overall'))} and {_ratio(helix.get('last_quarter'))}; "
             + ("helix reaches " + " and ".join(verdicts) if verdicts else "no share computed")
             + "."
+            + note
         )
     refs = bound["references"]
     if "honest" in refs and "reach" in refs:
