@@ -10,7 +10,6 @@ import math
 import os
 import sqlite3
 import sys
-import traceback
 from collections.abc import Callable, Collection, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +58,8 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except Exception as exc:  # the last line of defence: never a traceback
             if os.environ.get("HELIX_DEBUG"):
+                import traceback  # here: with linecache and textwrap, 1 ms of every start
+
                 traceback.print_exc()
             _fail(f"internal error: {type(exc).__name__}: {exc} (set HELIX_DEBUG=1 for details)", 1)
 

@@ -72,8 +72,10 @@ class VectorIndex:
             (self.model_id, width),
         ).fetchall()
         self._ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        blob = b"".join(r[1] for r in rows)
-        self._rows = np.frombuffer(blob, dtype="<f4").reshape(len(rows), self.dim).copy()
+        # Joined into a bytearray: writable, so the rows are a view of it, not a
+        # second copy (at 100,000 rows, 154 MB copied once instead of twice).
+        blob = bytearray().join(r[1] for r in rows)
+        self._rows = np.frombuffer(blob, dtype="<f4").reshape(len(rows), self.dim)
         self._size = len(rows)
         self._basis = self._projected = None  # rebuilt on the next large search
         self._row_of = {int(i): n for n, i in enumerate(self._ids)}
