@@ -67,18 +67,23 @@ def check_claude(project: Path, asked: bool = False) -> ClientCheck:
     plugin, problems = installer.plugin_problems(claude, project)
     registered = bool(plugin.get("id")) or (not plugin and bool(installer.recorded_in(project)))
     check = ClientCheck("claude", "Claude Code", claude, asked or bool(explicit) or registered)
+    _plugin_findings(check, plugin, problems)
+    check.login = logins.claude_login(claude, project)
+    check._finding(check.login.line, broken=check.login.logged_in is False)
+    return check
+
+
+def _plugin_findings(check: ClientCheck, plugin: dict[str, Any], problems: list[str]) -> None:
+    """What a client's plugin check found, in the same words for every client."""
     check.plugin = plugin
     for problem in problems:
         check._finding(problem, broken=True)
     if plugin.get("installed") is False:
         check._finding(
-            "the helix plugin is not installed in it: run: helix install claude",
+            f"the helix plugin is not installed in it: run: helix install {check.name}",
             broken=True,
-            note="helix is not installed in it; to use it there: helix install claude",
+            note=f"helix is not installed in it; to use it there: helix install {check.name}",
         )
-    check.login = logins.claude_login(claude, project)
-    check._finding(check.login.line, broken=check.login.logged_in is False)
-    return check
 
 
 def check_codex(project: Path, asked: bool = False) -> ClientCheck:
@@ -96,15 +101,7 @@ def check_codex(project: Path, asked: bool = False) -> ClientCheck:
     plugin, problems = codex_installer.plugin_problems(codex)
     registered = bool(plugin.get("id")) or bool(recorded)
     check = ClientCheck("codex", "Codex", codex, asked or bool(explicit) or registered)
-    check.plugin = plugin
-    for problem in problems:
-        check._finding(problem, broken=True)
-    if plugin.get("installed") is False:
-        check._finding(
-            "the helix plugin is not installed in it: run: helix install codex",
-            broken=True,
-            note="helix is not installed in it; to use it there: helix install codex",
-        )
+    _plugin_findings(check, plugin, problems)
     check.login = logins.codex_login(codex, home)
     check._finding(check.login.line, broken=check.login.logged_in is False)
     return check
