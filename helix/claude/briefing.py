@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from helix import config
-from helix.memory import insight
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
@@ -61,23 +60,19 @@ def memory_section(db: Path) -> list[str]:
 
 def memory_lines(memory: Memory) -> list[str]:
     """The store's health and its top proven insights, a few lines."""
-    from helix.memory import quarantine, reach
+    from helix.memory import proven
 
     health = memory.health()
     lines = [
         f"  {health['total_insights']} insights, {health['proven']} proven by verified "
         f"outcomes, {health['recent_feedback']} feedback events in the last 7 days."
     ]
-    # Never a quarantined insight (an agent's or an import's), nor one whose
-    # text reaches outside the project.
+    # The same rule as the count (helix.memory.proven): never a quarantined
+    # insight (an agent's or an import's), nor one whose text reaches outside
+    # the project; the most recently used first.
     project = memory.path.parent.parent if memory.path else None
-    found = memory.conn.execute(
-        "SELECT content, effectiveness FROM insight i WHERE helped + failed > 0 "
-        f"AND effectiveness >= ? AND NOT {quarantine.held_clause('i.name')} "
-        "ORDER BY coalesce(last_used, created_at) DESC, effectiveness DESC",
-        (insight.PROVEN,),
-    )
-    rows = [(c, e) for c, e in found if not reach.outside(c, project)][:3]
+    found = sorted(proven.rows(memory, project), key=lambda p: p.recent, reverse=True)
+    rows = [(p.content, p.effectiveness) for p in found[:3]]
     if rows:
         lines.append("  top proven constraints from recent work:")
         lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]

@@ -14,6 +14,7 @@ the counts behind its estimate, for anything that shows advice away from a task
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import insight, quarantine, ranking, reach, recall, uplift
+from helix.memory import insight, ranking, recall, uplift
+from helix.memory import proven as proof
 from helix.memory.embeddings import from_blob
 from helix.memory.records import ProvenInsight
 from helix.memory.rows import InsightRows
@@ -91,50 +93,24 @@ def proven(
     memory: InsightRows, limit: int = 10, project: Path | None = None
 ) -> list[ProvenInsight]:
     """The insights with verified evidence that they help, best estimate first
-    (then the surer one, then by name), at most ``limit``. Read-only; never loads
-    the embedding model.
-
-    "Proven" is the rule the SessionStart briefing and strategic recall use:
-    credit from verified outcomes (``helped + failed > 0``) and an estimate of at
-    least :data:`helix.memory.insight.PROVEN`. One more condition: at least one
-    trial in this store that a VERIFY helix ran settled (``trial.verified``), so
-    the counts shown beside it are this project's own; an imported row carries its
-    counts and score from elsewhere, and until it is tried here they are not
-    evidence. Unverified reports never qualify an insight: they add no credit and
-    can only lower an estimate. A quarantined insight (an agent's or an
-    import's, :mod:`helix.memory.quarantine`) is never proven, whatever its
-    estimate, and one whose text reaches outside the project at ``project``
-    (:func:`helix.memory.reach.outside`) is left out.
-    """
-    wanted = max(0, int(limit))
-    rows = memory.conn.execute(
-        "SELECT i.name, i.content, i.kind, i.effectiveness, i.uplift, i.uplift_sd, "
-        "count(*), coalesce(sum(t.passed = 1), 0) FROM insight i "
-        "JOIN trial_insight ti ON ti.insight = i.name "
-        "JOIN trial t ON t.id = ti.trial_id AND t.verified = 1 "
-        "WHERE i.helped + i.failed > 0 AND i.effectiveness >= ? "
-        f"AND NOT {quarantine.held_clause('i.name')} "
-        "GROUP BY i.id ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name",
-        (insight.PROVEN,),
-    )
-    inside: list[tuple[Any, ...]] = []
-    for row in rows:
-        if len(inside) >= wanted:
-            break
-        if not reach.outside(row[1], project):
-            inside.append(row)
+    (then the surer one, then by name), at most ``limit``: the rule of
+    :mod:`helix.memory.proven`, which the SessionStart briefing and count,
+    ``helix memory health`` and strategic recall's threshold share. Read-only;
+    never loads the embedding model. Unverified reports never qualify an
+    insight: they add no credit and can only lower an estimate."""
+    found = itertools.islice(proof.rows(memory, project), max(0, int(limit)))
     return [
         {
-            "name": name,
-            "content": content,
-            "kind": kind,
-            "effectiveness": round(eff, 4),
-            "uplift": round(up, 4),
-            "uplift_sd": None if sd is None else round(sd, 4),
-            "verified": int(verified),
-            "passed": int(passed),
+            "name": p.name,
+            "content": p.content,
+            "kind": p.kind,
+            "effectiveness": round(p.effectiveness, 4),
+            "uplift": round(p.uplift, 4),
+            "uplift_sd": None if p.uplift_sd is None else round(p.uplift_sd, 4),
+            "verified": int(p.verified),
+            "passed": int(p.passed),
         }
-        for name, content, kind, eff, up, sd, verified, passed in inside
+        for p in found
     ]
 
 

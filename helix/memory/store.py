@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from helix import config
 from helix.errors import InvalidInput
 from helix.memory import db, graph, insight, quarantine, ranking, upkeep
+from helix.memory import proven as proof
 from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows, now_utc
 from helix.vocab import KINDS, SETTLED_OUTCOMES
@@ -378,10 +379,8 @@ class Memory(InsightRows):
             "with_feedback": q(
                 "SELECT count(*) FROM insight WHERE last_feedback_at IS NOT NULL"
             ).fetchone()[0],
-            "proven": q(
-                "SELECT count(*) FROM insight i WHERE helped + failed > 0 "
-                f"AND NOT {quarantine.held_clause('i.name')}"
-            ).fetchone()[0],
+            # The rule the proven list and the briefing use (helix.memory.proven).
+            "proven": proof.count(self, self.path.parent.parent if self.path else None),
             "quarantined": q(
                 f"SELECT count(*) FROM insight i WHERE {quarantine.held_clause('i.name')}"
             ).fetchone()[0],
