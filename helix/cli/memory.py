@@ -119,6 +119,11 @@ def _confirmed(refusal: str) -> bool:
 @list_option("--suppress-names", help="Names to leave out.")
 @click.option("--intent", type=click.Choice(("why", "how", "what", "debug")))
 @click.option("--graph-hops", default=0, show_default=True, type=click.IntRange(0, 3))
+@click.option(
+    "--group-by",
+    type=click.Choice(("kind",)),
+    help="One section per kind, best kind first; --limit counts per kind.",
+)
 @guarded
 def memory_recall(
     query: str,
@@ -130,10 +135,12 @@ def memory_recall(
     suppress_names: tuple[str, ...],
     intent: str | None,
     graph_hops: int,
+    group_by: str | None,
 ) -> None:
     """Recall insights for a task, ranked by relevance x usefulness x recency.
 
-    QUERY may be '-' to read it from stdin.
+    QUERY may be '-' to read it from stdin. With --group-by kind the output is an
+    object of kind -> hits (e.g. the facts and the conventions apart).
 
     Example: helix memory recall "fix flaky auth tests" --limit 5 --graph-hops 1
     """
@@ -144,7 +151,26 @@ def memory_recall(
     suppressed = json_list(suppress_names, "--suppress-names")
     if not text.strip():
         raise InvalidInput("the query is empty")
+    if group_by and graph_hops:
+        raise InvalidInput("--group-by does not follow edges: leave out --graph-hops")
     with open_memory(create=False) as mem:
+        if group_by:
+            from helix.memory.recall import recall_by_kind
+
+            emit(
+                recall_by_kind(
+                    mem,
+                    text,
+                    limit,
+                    min_relevance,
+                    kind_list,
+                    tag_list,
+                    file_list,
+                    suppressed,
+                    intent,
+                )
+            )
+            return
         emit(
             mem.recall(
                 text,

@@ -179,10 +179,16 @@ def build(service: Service) -> MCPServer:
         query: Annotated[str, Field(min_length=1, max_length=TEXT, description="The task.")],
         limit: Annotated[int, Field(ge=1, le=50, strict=True)] = 5,
         files: FileList = None,
+        group_by: Annotated[
+            Literal["kind"] | None,
+            Field(description='"kind": {"groups": {kind: hits}}, limit hits per kind.'),
+        ] = None,
     ) -> dict[str, Any]:
         """Find insights for a task, best first. Relevance picks the candidates and
         proven usefulness orders them; each hit carries its ranking: relevance,
         uplift (estimated effect on the chance that VERIFY passes) and its sd."""
+        if group_by == "kind":
+            return dict(await workers.call(lambda: service.recall_by_kind(query, limit, files)))
         return dict(await workers.call(lambda: service.recall(query, limit, files)))
 
     @server.tool(annotations=writing)

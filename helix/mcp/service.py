@@ -59,6 +59,7 @@ class Ranking(TypedDict):
 
     relevance: float
     score: float
+    recency: float
     uplift: float | None
     sd: float | None
     evidence: float | None
@@ -83,6 +84,14 @@ class Hit(TypedDict):
 class RecallResult(TypedDict):
     query: str
     hits: list[Hit]
+    how: str
+
+
+class GroupedRecall(TypedDict):
+    """Recall grouped by kind: kind -> hits, the kind of the best hit first."""
+
+    query: str
+    groups: dict[str, list[Hit]]
     how: str
 
 
@@ -159,6 +168,23 @@ class Service:
         with self.memory(create=False) as mem:
             hits = mem.recall(query, limit=limit, files=files or None)
         return {"query": query, "hits": [_hit(h) for h in hits], "how": RANKING_NOTE}
+
+    def recall_by_kind(
+        self, query: str, limit: int = 5, files: list[str] | None = None
+    ) -> GroupedRecall:
+        """``helix memory recall --group-by kind``: at most ``limit`` hits per kind,
+        each with the numbers behind its rank. Read-only."""
+        if not query.strip():
+            raise InvalidInput("the query is empty")
+        from helix.memory.recall import recall_by_kind
+
+        with self.memory(create=False) as mem:
+            groups = recall_by_kind(mem, query, limit=limit, files=files or None)
+        return {
+            "query": query,
+            "groups": {kind: [_hit(h) for h in hits] for kind, hits in groups.items()},
+            "how": RANKING_NOTE,
+        }
 
     def store(
         self,
@@ -393,6 +419,7 @@ def _hit(hit: RecallHit) -> Hit:
         "ranking": {
             "relevance": hit["_relevance"],
             "score": hit["_score"],
+            "recency": hit["_recency"],
             "uplift": estimate.get("uplift"),
             "sd": estimate.get("sd"),
             "evidence": estimate.get("evidence"),

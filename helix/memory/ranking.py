@@ -158,9 +158,14 @@ def idle_days(last_used: str | None, created_at: str, now: datetime) -> float:
     return max(0.0, (now - then).total_seconds() / 86400.0)
 
 
+def recency(kind: str, days: float) -> float:
+    """``2 ** (-idle_days / half_life(kind))``: 1.0 for an insight used (or stored)
+    just now, 0.5 one half-life of its kind later. Recall reports it as ``_recency``."""
+    return math.pow(2.0, -days / HALF_LIFE_DAYS.get(kind, 7.0))
+
+
 def freshness(kind: str, days: float) -> float:
-    half_life = HALF_LIFE_DAYS.get(kind, 7.0)
-    return 0.85 + 0.15 * math.pow(2.0, -days / half_life)
+    return 0.85 + 0.15 * recency(kind, days)
 
 
 def intent_boost(kind: str, intent: str | None) -> float:

@@ -180,6 +180,39 @@ def recall(
     return _marked(memory, hits[:limit])
 
 
+def recall_by_kind(
+    memory: InsightRows,
+    query: str,
+    limit: int = 5,
+    min_relevance: float = ranking.RELEVANCE_FLOOR,
+    kinds: Iterable[str] | None = None,
+    tags: Iterable[str] | None = None,
+    files: Iterable[str] | None = None,
+    suppress_names: Iterable[str] | None = None,
+    intent: str | None = None,
+) -> dict[str, list[RecallHit]]:
+    """Recall grouped by kind: ``{kind: hits}``, at most ``limit`` hits per kind,
+    each group in recall's order, the kind of the best hit first; kinds without a
+    hit are left out. Read-only. One recall of MAX_LIMIT hits fills every group, so
+    a kind whose best hit ranks below that many others is missing."""
+    if not 1 <= int(limit) <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+    hits = recall(
+        memory, query, MAX_LIMIT, min_relevance, kinds, tags, files, suppress_names, intent
+    )
+    return by_kind(hits, int(limit))
+
+
+def by_kind(hits: Iterable[RecallHit], limit: int) -> dict[str, list[RecallHit]]:
+    """``hits`` grouped by kind, at most ``limit`` per kind, in their order."""
+    groups: dict[str, list[RecallHit]] = {}
+    for hit in hits:
+        group = groups.setdefault(hit["kind"], [])
+        if len(group) < limit:
+            group.append(hit)
+    return groups
+
+
 def _marked(memory: InsightRows, hits: list[RecallHit]) -> list[RecallHit]:
     """A quarantined hit (:mod:`helix.memory.quarantine`) shows who wrote it in
     place of its confidence, wherever recall is shown (CLI, MCP, injection): it is
@@ -236,6 +269,7 @@ def _scored(
         "_relevance": round(relevance, 4),
         "_effectiveness": round(eff, 4),
         "_score": round(value, 6),
+        "_recency": round(ranking.recency(public["kind"], days), 4),
         "_hop": hop,
         "_confidence": public["confidence"],
     }

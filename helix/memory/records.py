@@ -39,6 +39,7 @@ class RecallHit(Insight):
     _relevance: float
     _effectiveness: float
     _score: float
+    _recency: float  # 2 ** (-days since last used / its kind's half-life), in (0, 1]
     _hop: int
     _confidence: str
     _uplift: NotRequired[dict[str, Any]]  # the estimate behind _score (helix.memory.uplift)
