@@ -252,6 +252,7 @@ def _prepare(
             ctx.project,
             _judge(ctx, prepared),
             "hook",
+            injection.BUILDER_INTENT if builder else None,
         )
     prepared.update(
         injected=chosen["names"], injection="by the PreToolUse hook", attempt=chosen.get("attempt")

@@ -119,13 +119,50 @@ def insights_value(lines: str) -> str:
 
 
 def insight_lines(insights: list[dict[str, Any]]) -> str:
-    """``  - [72%] content`` per insight, the confidence an agent can calibrate on."""
+    """``  - [72%] content`` per insight, the confidence an agent can calibrate on.
+
+    A procedure of two steps or more is listed as numbered steps, one per line,
+    indented under its entry (so no step can read as a prompt field); a first
+    line ending in ``:`` is its title. Any other insight is one line."""
     out = []
     for item in insights:
         confidence = item.get("_confidence") or item.get("confidence") or "[unproven]"
-        content = " ".join(str(item.get("content", "")).split())
-        out.append(f"  - {confidence} {content}")
+        text = str(item.get("content", ""))
+        found = procedure_steps(text) if item.get("kind") == "procedure" else []
+        if not found:
+            out.append(f"  - {confidence} {' '.join(text.split())}")
+            continue
+        title = "procedure:"
+        if found[0].endswith(":"):
+            title, found = found[0], found[1:]
+        out.append(f"  - {confidence} {title}")
+        out += [f"      {n}. {step}" for n, step in enumerate(found, 1)]
     return "\n".join(out)
+
+
+# A step's own numbering or bullet ("1.", "2)", "-", "*", "Step 3:"), dropped
+# so that the steps are numbered once, in order.
+_STEP_MARK = re.compile(r"^(?:\d{1,3}[.)]|[-*\u2022]|step\s*\d{1,3}\s*[.:)-]?)\s+", re.I)
+# "1. a 2. b 3. c" on one line: a number closed by "." or ")" after a space.
+_INLINE_STEP = re.compile(r"(?:^|(?<=\s))(\d{1,2})[.)]\s+")
+
+
+def procedure_steps(content: str) -> list[str]:
+    """A procedure's steps: its non-empty lines, each without its own numbering
+    or bullet and with its spacing folded; a one-line text numbered 1, 2, 3...
+    inline is split at its numbers. Fewer than two steps: [] (show it as one line)."""
+    lines = [" ".join(line.split()) for line in content.splitlines()]
+    lines = [line for line in lines if line]
+    if len(lines) == 1:
+        text = lines[0]
+        marks = list(_INLINE_STEP.finditer(text))
+        if len(marks) >= 2 and [int(m.group(1)) for m in marks] == list(range(1, len(marks) + 1)):
+            ends = [m.start() for m in marks[1:]] + [len(text)]
+            head = text[: marks[0].start()].strip()
+            lines = [head] if head else []
+            lines += [text[m.end() : end].strip() for m, end in zip(marks, ends, strict=True)]
+    steps = [_STEP_MARK.sub("", _STEP_MARK.sub("", line, count=1)) or line for line in lines]
+    return steps if len(steps) >= 2 else []
 
 
 def builder_prompt(

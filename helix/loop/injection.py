@@ -67,6 +67,9 @@ HARM_Z = 1.0  # left out when even mean + HARM_Z sd is below zero
 REPEAT_COST = 1.0  # per earlier gift in the wave, times how unproven the insight is
 POOL_FLOOR = 0.35  # the relevance a candidate needs (recall's default floor)
 MAX_BATCH = 50
+# A builder asks memory how to do its task: patterns, conventions and procedures
+# get recall's intent boost in the relevance tie-break (ranking.INTENT_KINDS).
+BUILDER_INTENT = "how"
 MAX_LIMIT = 20
 SYNTHESIS_FILE = config.SYNTHESIS_FILE
 
@@ -124,6 +127,7 @@ def inject(
     project: Path | None = None,
     judge: tuple[Any, ...] = (None, None),
     source: str = "inject",
+    intent: str | None = BUILDER_INTENT,
 ) -> dict[str, Any]:
     """Insights for one task (the single-task case of :func:`batch_inject`)."""
     batch = batch_inject(
@@ -135,6 +139,7 @@ def inject(
         project,
         judges=[judge],
         source=source,
+        intent=intent,
     )
     return batch["results"][0]
 
@@ -149,6 +154,7 @@ def batch_inject(
     relevance_only: bool = False,
     judges: Sequence[tuple[Any, ...]] | None = None,
     source: str = "inject",
+    intent: str | None = BUILDER_INTENT,
 ) -> dict[str, Any]:
     """Insights for every task of a wave, diversified across the wave.
 
@@ -158,6 +164,7 @@ def batch_inject(
     ``project`` (default: the current project's root); each result carries its
     ``attempt`` id. Insights are only read. ``relevance_only`` deals by relevance
     alone (see :meth:`Memory.recall`): the baseline without learned usefulness.
+    ``intent`` is recall's (a builder's, "how", unless told otherwise).
     """
     from helix.memory import uplift  # numpy: kept off the hook path until injecting
     from helix.memory.embeddings import to_blob
@@ -176,6 +183,7 @@ def batch_inject(
             files=task_files or None,
             relevance_only=relevance_only,
             query_vector=None if vectors is None else vectors[k],
+            intent=intent,
         )
         kept, refused = _within(hits, where)
         pools.append({h["name"]: h for h in kept})
@@ -206,6 +214,7 @@ def batch_inject(
             "names": names,
             "block": _block(insights),
             "withheld": withheld[i],
+            "intent": intent,
         }
         task_id = ids[i]
         if task_id:
