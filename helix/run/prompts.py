@@ -95,8 +95,7 @@ def split_answers(text: str, task_ids: list[str]) -> dict[str, str]:
 
 
 CHECK_PROMPT = """\
-helix run has no ready work left in this project's task queue. Decide what should
-happen next. Look at the project and its queue (`helix tasks list`,
+{opening} Look at the project and its queue (`helix tasks list`,
 `helix tasks blocked`, `helix tasks ready`), but change nothing in this pass.
 
 Answer with a first line of exactly this form, then one short paragraph of reason:
@@ -116,19 +115,17 @@ ACTION is one of:
 
 PASS_PROMPTS = {
     "DESIGN": """\
-helix run: one bounded DESIGN pass. The queue has no ready work and the last check
-said design is needed{detail}. Write or refine the design this project's next work
+{opening}design is needed{detail}. Write or refine the design this project's next work
 needs, then file the execution tasks it implies with `helix tasks create TITLE --description
 ... --acceptance ... --verify ...` (dependencies with `--deps '["hx-..."]'`).
 Keep the pass small: at most a few tasks. Finish with one line: DONE: <what you filed>.""",
     "POLISH": """\
-helix run: one bounded POLISH pass. The queue has no ready work and the last check
-said open tasks need refining{detail}. Improve the open tasks (`helix tasks list`):
+{opening}open tasks need refining{detail}. Improve the open tasks (`helix tasks list`):
 give each a clear acceptance and a VERIFY command, split ones that are too big, and
 fix wrong dependencies (`helix tasks update`, `helix tasks dep`). Do not implement
 anything. Finish with one line: DONE: <what you changed>.""",
     "ALIGN": """\
-helix run: one ALIGNMENT pass{detail}. Compare what the code does with what the
+{opening}{detail}. Compare what the code does with what the
 closed and open tasks and the project's docs say it should do. For every gap, file a
 task with `helix tasks create` (parent and dependencies set when order matters).
 Do not implement anything. Finish with one line: DONE: <what you filed>.""",
@@ -150,12 +147,37 @@ and after FINDINGS a JSON list, one object per problem:
 [{{"title": "...", "description": "what is wrong and where", "priority": 2}}]"""
 
 
-def check_prompt(context: str = "") -> str:
-    return CHECK_PROMPT.format(context=context.strip())
+# How a pass is introduced: by ``helix run`` when its queue drained, or on its own
+# (``helix check``, ``helix design``...) when a person asked for it.
+CHECK_OPENINGS = {
+    "run": "helix run has no ready work left in this project's task queue. Decide what should"
+    "\nhappen next.",
+    "command": "Decide what should happen next in this project.",
+}
+PASS_OPENINGS = {
+    "run": {
+        "DESIGN": "helix run: one bounded DESIGN pass. The queue has no ready work and the last"
+        " check\nsaid ",
+        "POLISH": "helix run: one bounded POLISH pass. The queue has no ready work and the last"
+        " check\nsaid ",
+        "ALIGN": "helix run: one ALIGNMENT pass",
+    },
+    "command": {
+        "DESIGN": "helix design: one bounded DESIGN pass, asked for because ",
+        "POLISH": "helix polish: one bounded POLISH pass, asked for because ",
+        "ALIGN": "helix align: one ALIGNMENT pass",
+    },
+}
 
 
-def pass_prompt(action: str, detail: str = "") -> str:
-    return PASS_PROMPTS[action].format(detail=f" ({detail})" if detail else "")
+def check_prompt(context: str = "", by: str = "run") -> str:
+    return CHECK_PROMPT.format(opening=CHECK_OPENINGS[by], context=context.strip())
+
+
+def pass_prompt(action: str, detail: str = "", by: str = "run") -> str:
+    return PASS_PROMPTS[action].format(
+        opening=PASS_OPENINGS[by][action], detail=f" ({detail})" if detail else ""
+    )
 
 
 def review_prompt(task: Mapping[str, Any], files: list[str]) -> str:
