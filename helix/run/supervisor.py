@@ -26,6 +26,7 @@ When nothing is ready, a ``check`` pass decides with its first ``NEXT_ACTION:``
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -691,12 +692,12 @@ class Supervisor:
                 hint = (
                     "alignment is still needed after one pass" if aligned else "alignment is needed"
                 )
-                raise Stop(f"{hint}: run `helix run --auto-align` (or align by hand) and re-run")
+                raise Stop(f"{hint}: run `helix align` or `helix run --auto-align`, then re-run")
             if action == "BACKFILL":
+                scope = f" {shlex.quote(detail)}" if detail else ""
                 raise Stop(
                     f"backfill needed: documentation or specs are missing for"
-                    f" {detail or 'this project'}; write them, or file the work with"
-                    " `helix tasks create TITLE --description ...`, then re-run"
+                    f" {detail or 'this project'}; run `helix backfill{scope}`, then re-run"
                 )
             raise Stop(f"{action}" + (f": {detail}" if detail else ""))
 
