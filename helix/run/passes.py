@@ -191,9 +191,13 @@ def report_inside(project: Path, text: str, key: str) -> str:
         raise HelixError(f"{key} {value!r} cannot be resolved") from None
     if not resolved.is_relative_to(root) or resolved == root:
         raise HelixError(f"the report {value!r} is not inside the project")
-    if not resolved.exists():
+    try:
+        exists, regular = resolved.exists(), resolved.is_file()
+    except OSError:  # a name too long, a folder that cannot be read
+        exists = regular = False
+    if not exists:
         raise HelixError(f"the report {value!r} does not exist in the project")
-    if not resolved.is_file():
+    if not regular:
         raise HelixError(f"the report {value!r} is not a file")
     return str(resolved.relative_to(root))
 
