@@ -1,0 +1,113 @@
+"""`helix check`, `helix backfill` and `helix experiment` with the REAL Claude Code and
+Codex CLIs, a fake model server playing the model.
+
+The model asks for one shell call (the backfill writes its report; the experiment
+changes README.md and appends to its log), then answers with the pass's trailers.
+What is asserted is what really happened in the project: the report the real
+client's shell tool wrote is accepted, and the discarded experiment's change is
+undone by helix while its log stays.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from claude_runner import Sandbox, build_env
+from codex_runner import codex_env
+from fake_anthropic import FakeAnthropic, Reply, Request
+from fake_openai import FakeOpenAI
+from fake_openai import Reply as CodexReply
+from fake_openai import Request as CodexRequest
+
+REPORT = "docs/backfill/api.md"
+LOG = "docs/experiments/speed.md"
+SHELL = {
+    "helix backfill:": f"mkdir -p docs/backfill && echo backfilled > {REPORT}",
+    "helix experiment:": f"echo faster >> README.md && mkdir -p docs/experiments && echo it1 >> {LOG}",
+}
+ANSWERS = {
+    "helix backfill:": f"Wrote the docs.\nBACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: {REPORT}",
+    "helix experiment:": f"No gain.\nEXPERIMENT_STATUS: DISCARD\nEXPERIMENT_REPORT: {LOG}",
+}
+
+
+def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
+    if "NEXT_ACTION: <ACTION>" in prompt:
+        return reply_text("NEXT_ACTION: STOP\nNothing is left to do.")
+    for opening, command in SHELL.items():
+        if prompt.startswith(opening):
+            return reply_text(ANSWERS[opening]) if answered_tool else reply_shell(command)
+    return None
+
+
+def _claude_model(request: Request) -> Reply | None:
+    return _answer(
+        request.first_user_text or "",
+        request.answers_tool_call,
+        Reply.text,
+        lambda command: Reply.tool("Bash", {"command": command, "description": "the pass"}),
+    )
+
+
+def _codex_model(request: CodexRequest) -> CodexReply | None:
+    return _answer(
+        request.prompt or "", request.answers_tool_call, CodexReply.text, CodexReply.shell
+    )
+
+
+@pytest.fixture(params=["claude", pytest.param("codex", marks=pytest.mark.codex)])
+def agent(request: pytest.FixtureRequest) -> str:
+    binary = "claude_bin" if request.param == "claude" else "codex_bin"
+    request.getfixturevalue(binary)  # skips with the reason when the client is missing
+    return request.param
+
+
+def _helix(sandbox: Sandbox, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "helix", *args],
+        cwd=sandbox.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=180,
+    )
+
+
+def test_passes_with_a_real_agent_cli(
+    agent: str, sandbox: Sandbox, request: pytest.FixtureRequest
+) -> None:
+    project = sandbox.project
+    (project / "README.md").write_text("# demo\n")
+    (project / ".gitignore").write_text(".helix/\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=project, check=True)
+    if agent == "claude":
+        server = FakeAnthropic(_claude_model, max_requests=20, lifetime=300)
+    else:
+        server = FakeOpenAI(_codex_model, max_requests=20, lifetime=300)
+    with server as fake:
+        if agent == "claude":
+            extra = {"HELIX_CLAUDE_BIN": str(request.getfixturevalue("claude_bin"))}
+            env = build_env(sandbox, fake.base_url, extra)
+        else:
+            extra = {"HELIX_CODEX_BIN": str(request.getfixturevalue("codex_bin"))}
+            env = codex_env(sandbox, fake.provider_url, extra)
+        check = _helix(sandbox, env, "check", "--agent", agent)
+        backfill = _helix(sandbox, env, "backfill", "docs/api", "--agent", agent)
+        subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+        subprocess.run([*git, "commit", "-qm", "backfilled"], cwd=project, check=True)
+        experiment = _helix(sandbox, env, "experiment", "speed", "--agent", agent)
+        errors = "\n".join(fake.errors)
+    assert check.returncode == 0, check.stderr + errors
+    assert "NEXT_ACTION STOP" in check.stderr and "NEXT_ACTION: STOP" in check.stdout
+    assert backfill.returncode == 0, backfill.stderr + errors
+    assert f"backfill COMPLETE; report {REPORT}" in backfill.stderr
+    assert (project / REPORT).read_text().strip() == "backfilled"
+    assert experiment.returncode == 0, experiment.stderr + errors
+    assert "experiment DISCARD" in experiment.stderr and "undone: README.md" in experiment.stderr
+    assert (project / "README.md").read_text() == "# demo\n"
+    assert (project / LOG).read_text().strip() == "it1"
