@@ -46,7 +46,7 @@ CREATE TABLE edge (
             to_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
             relation TEXT NOT NULL CHECK (relation IN ('solves', 'co_occurs', 'causes', 'similar', 'led_to')),
             weight REAL NOT NULL DEFAULT 1.0,
-            created_at TEXT NOT NULL,
+            created_at TEXT NOT NULL, last_used TEXT,
             UNIQUE (from_id, to_id, relation),
             CHECK (from_id != to_id)
         );

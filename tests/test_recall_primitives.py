@@ -8,6 +8,7 @@ ordering each rule makes is visible.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,80 @@ def test_the_mcp_recall_reports_recency_and_groups_by_kind(tmp_path: Path) -> No
     assert list(grouped["groups"]) == ["fact", "procedure"]
     assert grouped["groups"]["procedure"][0]["ranking"]["recency"] == 1.0
     service.close()
+
+
+# ------------------------------------------------------------- edge decay
+# Two insights that share no word: B is found only through the edge from A.
+ORDERS = "When the orders export stalls, raise the orders export batch size"
+BACKUPS = "Rotate the nightly backup keys before the quarterly audit window"
+QUERY = "the orders export stalls"
+
+
+def neighbours(memory: Memory) -> list[str]:
+    return [h["name"] for h in memory.recall(QUERY, limit=5, graph_hops=1) if h["_hop"]]
+
+
+def test_an_unused_edge_fades_and_stops_being_followed(hash_memory: Memory, clock) -> None:
+    a = hash_memory.store(ORDERS)["name"]
+    b = hash_memory.store(BACKUPS)["name"]
+    assert [h["name"] for h in hash_memory.recall(QUERY, limit=5)] == [a]
+    hash_memory.edge(a, b, "led_to", 1.0)
+    assert neighbours(hash_memory) == [b]
+
+    clock.advance(30)  # one half-life: weaker, still followed
+    [edge] = hash_memory.edges(a)
+    assert (edge["weight"], edge["weight_now"]) == (1.0, 0.5)
+    [hop] = [h for h in hash_memory.recall(QUERY, limit=5, graph_hops=1) if h["_hop"]]
+    assert hop["name"] == b
+
+    clock.advance(70)  # 100 idle days: below the floor, no longer followed
+    assert hash_memory.edges(a)[0]["weight_now"] < ranking.EDGE_FLOOR
+    assert neighbours(hash_memory) == []
+    assert hash_memory.neighbors(a)[0]["_weight_now"] < ranking.EDGE_FLOOR  # still listed
+
+    hash_memory.edge(a, b, "led_to", 1.0)  # drawn again: used
+    assert hash_memory.edges(a)[0]["weight_now"] == 1.0
+    assert neighbours(hash_memory) == [b]
+
+
+def test_an_edge_whose_insights_are_both_used_stays(hash_memory: Memory, clock) -> None:
+    a = hash_memory.store(ORDERS)["name"]
+    b = hash_memory.store(BACKUPS)["name"]
+    hash_memory.edge(a, b, "led_to", 1.0)
+    clock.advance(200)
+    hash_memory.feedback([a], "delivered")  # one end used: the edge is not
+    assert neighbours(hash_memory) == []
+    clock.advance(1)
+    hash_memory.feedback([b], "delivered")  # both ends used since: so is the edge
+    [edge] = hash_memory.edges(a)
+    assert edge["last_used"] == hash_memory.get(a)["last_used"]
+    assert edge["weight_now"] == round(2 ** (-1 / ranking.EDGE_HALF_LIFE_DAYS), 4)
+    assert neighbours(hash_memory) == [b]
+
+
+def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path: Path) -> None:
+    """A store from before edges kept their last use (schema 11) is migrated when
+    the CLI opens it: every edge kept, aged from its creation."""
+    a = ok(hrun("memory", "store", "--content", ORDERS))["name"]
+    b = ok(hrun("memory", "store", "--content", BACKUPS))["name"]
+    ok(hrun("memory", "edge", "--from", a, "--to", b, "--relation", "led_to", "--weight", "0.9"))
+    db = tmp_path / "home" / "helix.db"
+    with sqlite3.connect(db) as conn:  # back to schema 11, the edge drawn 200 days ago
+        conn.execute("ALTER TABLE edge DROP COLUMN last_used")
+        conn.execute("DELETE FROM schema_version WHERE version = 12")
+        conn.execute("UPDATE edge SET created_at = '2020-01-01T00:00:00+00:00'")
+    conn.close()
+    [edge] = ok(hrun("memory", "edges", "--name", a))
+    assert (edge["from"], edge["to"], edge["weight"]) == (a, b, 0.9)
+    assert edge["last_used"] == "2020-01-01T00:00:00+00:00"
+    assert edge["weight_now"] < ranking.EDGE_FLOOR
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 12
+    conn.close()
+    assert list((tmp_path / "home").glob("helix.db.bak-v11-*"))  # the backup before migrating
+
+    hopped = ok(hrun("memory", "recall", QUERY, "--graph-hops", "1"))
+    assert [h["name"] for h in hopped] == [a]  # the faded edge is not followed
+    ok(hrun("memory", "edge", "--from", a, "--to", b, "--relation", "led_to", "--weight", "0.9"))
+    hopped = ok(hrun("memory", "recall", QUERY, "--graph-hops", "1"))
+    assert [h["name"] for h in hopped] == [a, b]

@@ -416,6 +416,17 @@ def m011_insight_origin(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_edge_last_used(conn: sqlite3.Connection) -> None:
+    """When each edge was last drawn (``helix memory edge``), so that an edge
+    nobody uses fades (seed 000's decay of unused edges; :mod:`helix.memory.graph`
+    says what counts as a use).
+
+    NULL until the edge is drawn again: its ``created_at`` stands in. Every
+    existing edge keeps its weight; only how it ages is new.
+    """
+    _run(conn, "ALTER TABLE edge ADD COLUMN last_used TEXT;")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -430,6 +441,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (9, m009_create_trials),
     (10, m010_frame_judge_and_learning_queue),
     (11, m011_insight_origin),
+    (12, m012_edge_last_used),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -89,6 +89,11 @@ FILE_MATCH_RELEVANCE = 0.6
 # A graph neighbour inherits a discounted share of the relevance of the hit that led to it.
 HOP_DISCOUNT = 0.7
 INTENT_BOOST = 1.2
+# An edge nobody uses fades: its weight halves every EDGE_HALF_LIFE_DAYS since its
+# last use, and recall stops following it below EDGE_FLOOR (an edge of weight 1.0
+# after 100 idle days, a co-occurrence edge of 0.5 after 70).
+EDGE_HALF_LIFE_DAYS = 30.0
+EDGE_FLOOR = 0.1
 
 HALF_LIFE_DAYS = {
     "failure": 7.0,
@@ -162,6 +167,11 @@ def recency(kind: str, days: float) -> float:
     """``2 ** (-idle_days / half_life(kind))``: 1.0 for an insight used (or stored)
     just now, 0.5 one half-life of its kind later. Recall reports it as ``_recency``."""
     return math.pow(2.0, -days / HALF_LIFE_DAYS.get(kind, 7.0))
+
+
+def edge_weight(weight: float, idle_days: float) -> float:
+    """An edge's weight after ``idle_days`` unused: halved every EDGE_HALF_LIFE_DAYS."""
+    return weight * math.pow(2.0, -max(0.0, idle_days) / EDGE_HALF_LIFE_DAYS)
 
 
 def freshness(kind: str, days: float) -> float:

@@ -32,7 +32,7 @@ from typing import Any, cast
 import numpy as np
 
 from helix.errors import InvalidInput
-from helix.memory import db, insight, quarantine, ranking, uplift
+from helix.memory import db, graph, insight, quarantine, ranking, uplift
 from helix.memory.records import RecallHit
 from helix.memory.rows import InsightRows
 
@@ -461,8 +461,10 @@ def _expand(
 
     An edge lends nothing (module docstring): a neighbour's relevance is its own
     (``own_relevance``, from its id) times HOP_DISCOUNT per hop and the edge's
-    weight, its usefulness is its own, its score is capped below the hit that led
-    to it, and neighbours come after every direct hit, which keep their order.
+    weight faded since its last use (an edge faded below EDGE_FLOOR is not
+    followed: :mod:`helix.memory.graph`), its usefulness is its own, its score is
+    capped below the hit that led to it, and neighbours come after every direct
+    hit, which keep their order.
     """
     seen = {h["name"] for h in hits} | suppressed
     frontier = hits[:limit]
@@ -470,15 +472,18 @@ def _expand(
     for hop in range(1, hops + 1):
         parents = {p["name"]: p for p in frontier}
         links = _links_of(memory, list(parents))
-        rows = memory.rows_by_id({n for _, n, _ in links})
+        rows = memory.rows_by_id({link[1] for link in links})
         files = memory.files_of(rows)
         best: dict[str, RecallHit] = {}
-        for parent_name, neighbour_id, weight in links:
+        for parent_name, neighbour_id, weight, last_use in links:
             row = rows.get(neighbour_id)
             if row is None or row[1] in seen:
                 continue
+            weight = graph.weight_now(weight, last_use, now)
+            if weight < ranking.EDGE_FLOOR:
+                continue  # an edge unused for months is no longer followed
             parent = parents[parent_name]
-            discount = ranking.HOP_DISCOUNT**hop * min(1.0, max(0.0, weight))
+            discount = ranking.HOP_DISCOUNT**hop * min(1.0, weight)
             relevance = own_relevance(neighbour_id) * discount
             result = _scored(
                 memory, row, files[neighbour_id], relevance, now, intent, hop, relevance_only
@@ -501,17 +506,18 @@ def _expand(
     return hits + found
 
 
-def _links_of(memory: InsightRows, names: list[str]) -> list[tuple[str, int, float]]:
-    """(name, neighbour id, weight) for every edge touching one of ``names``,
-    in either direction."""
+def _links_of(memory: InsightRows, names: list[str]) -> list[tuple[str, int, float, str]]:
+    """(name, neighbour id, weight, last use) for every edge touching one of
+    ``names``, in either direction (:data:`helix.memory.graph.LAST_USE`)."""
     if not names:
         return []
     marks = ",".join("?" * len(names))
+    edge = "edge e JOIN insight f ON f.id = e.from_id JOIN insight t ON t.id = e.to_id"
     return memory.conn.execute(
-        f"SELECT i.name, e.to_id, e.weight FROM edge e JOIN insight i ON i.id = e.from_id "
-        f"WHERE i.name IN ({marks}) UNION ALL "
-        f"SELECT i.name, e.from_id, e.weight FROM edge e JOIN insight i ON i.id = e.to_id "
-        f"WHERE i.name IN ({marks})",
+        f"SELECT f.name, e.to_id, e.weight, {graph.LAST_USE} FROM {edge} "
+        f"WHERE f.name IN ({marks}) UNION ALL "
+        f"SELECT t.name, e.from_id, e.weight, {graph.LAST_USE} FROM {edge} "
+        f"WHERE t.name IN ({marks})",
         (*names, *names),
     ).fetchall()
 

@@ -245,9 +245,16 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
             ]
             if all(ends):
                 memory.conn.execute(
-                    "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (ends[0][0], ends[1][0], e["relation"], e["weight"], e["created_at"]),
+                    "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at, "
+                    "last_used) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        ends[0][0],
+                        ends[1][0],
+                        e["relation"],
+                        e["weight"],
+                        e["created_at"],
+                        e.get("last_used"),  # archived before edges kept it: None
+                    ),
                 )
                 restored_edges += 1
         memory.conn.execute("DELETE FROM archive WHERE id = ?", (row[0],))
@@ -417,13 +424,15 @@ def _absorb(memory: InsightRows, keeper: int, gone: int, similarity: float) -> d
     )
     # Re-point the absorbed insight's edges to the keeper (skipping self-loops).
     memory.conn.execute(
-        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-        "SELECT ?, to_id, relation, weight, created_at FROM edge WHERE from_id = ? AND to_id != ?",
+        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at, last_used) "
+        "SELECT ?, to_id, relation, weight, created_at, last_used FROM edge "
+        "WHERE from_id = ? AND to_id != ?",
         (keeper, gone, keeper),
     )
     memory.conn.execute(
-        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-        "SELECT from_id, ?, relation, weight, created_at FROM edge WHERE to_id = ? AND from_id != ?",
+        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at, last_used) "
+        "SELECT from_id, ?, relation, weight, created_at, last_used FROM edge "
+        "WHERE to_id = ? AND from_id != ?",
         (keeper, gone, keeper),
     )
     memory.conn.execute(
