@@ -102,6 +102,7 @@ def test_backfill_guidance_or_blocked_exit_1_naming_the_report(
         ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: docs/none.md", "does not exist"),
         ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: ", "does not name a path"),
         ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: .", "not inside the project"),
+        ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: .helix/run.lock", "helix's data directory"),
         ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: docs", "'docs' is not a file"),
         ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: " + "a" * 300, "does not exist"),
         ("BACKFILL_STATUS: COMPLETE\nBACKFILL_REPORT: " + "a/" * 600, "does not name a path"),

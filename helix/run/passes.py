@@ -171,13 +171,14 @@ def status_trailer(text: str, key: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def report_inside(project: Path, text: str, key: str) -> str:
+def report_inside(project: Path, text: str, key: str, data: Path | None = None) -> str:
     """The report the ``key`` trailer names, as a path relative to the project.
 
     Raises HelixError when the trailer is missing, or the path is empty, not
     plain text, outside the project once resolved (``..``, an absolute path
-    elsewhere, a symlink out), or not an existing regular file there. Nothing
-    outside the project is ever opened: the path is resolved, then compared."""
+    elsewhere, a symlink out), inside helix's data directory ``data`` (its files
+    are nobody's report), or not an existing regular file. Nothing outside the
+    project is ever opened: the path is resolved, then compared."""
     value = trailer(text, key)
     if value is None:
         raise HelixError(f"the answer has no {key} line")
@@ -191,6 +192,8 @@ def report_inside(project: Path, text: str, key: str) -> str:
         raise HelixError(f"{key} {value!r} cannot be resolved") from None
     if not resolved.is_relative_to(root) or resolved == root:
         raise HelixError(f"the report {value!r} is not inside the project")
+    if data is not None and resolved.is_relative_to(data.resolve()):
+        raise HelixError(f"the report {value!r} is in helix's data directory")
     try:
         exists, regular = resolved.exists(), resolved.is_file()
     except OSError:  # a name too long, a folder that cannot be read
@@ -358,7 +361,7 @@ class Passes:
             return result
         try:
             result.status = status_trailer(result.text, "BACKFILL_STATUS", BACKFILL_STATUSES)
-            result.report = report_inside(self.project, result.text, "BACKFILL_REPORT")
+            result.report = report_inside(self.project, result.text, "BACKFILL_REPORT", self.home)
         except HelixError as exc:
             return result.fail(f"backfill answer refused: {exc}")
         if result.status != "COMPLETE":
@@ -390,7 +393,9 @@ class Passes:
             allowed = CLOSE_STATUSES if close else EXPERIMENT_STATUSES
             try:
                 result.status = status_trailer(result.text, "EXPERIMENT_STATUS", allowed)
-                result.report = report_inside(self.project, result.text, "EXPERIMENT_REPORT")
+                result.report = report_inside(
+                    self.project, result.text, "EXPERIMENT_REPORT", self.home
+                )
             except HelixError as exc:
                 return result.fail(f"experiment answer refused: {exc}{left}")
             if result.status in ("DISCARD", "BLOCKED"):
