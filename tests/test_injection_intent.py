@@ -15,10 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from evidence import credit
 from test_cli import Runner, make_runner, ok
-from test_recall_primitives import FACT, TASK, stock
+from test_recall_primitives import FACT, PROCEDURE, TASK, stock
 
 from helix.loop import contracts
+from helix.memory import insight
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import Memory
 
 STEPS = (
     "      1. stop the ledger worker\n"
@@ -66,11 +70,13 @@ def test_procedure_steps(text: str, steps: list[str]) -> None:
     assert contracts.procedure_steps(text) == steps
 
 
-def run_hook(home: Path, project: Path, payload: dict) -> subprocess.CompletedProcess:
+def run_hook(
+    home: Path, project: Path, payload: dict, event: str = "PreToolUse"
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
     env |= {"HELIX_HOME": str(home), "HELIX_EMBEDDER": "hash", "CLAUDE_PLUGIN_ROOT": "/p"}
     return subprocess.run(
-        [sys.executable, "-m", "helix", "hook", "PreToolUse"],
+        [sys.executable, "-m", "helix", "hook", event],
         input=json.dumps(payload),
         capture_output=True,
         text=True,
@@ -113,3 +119,25 @@ def test_the_hook_injects_how_for_builders_only(
     assert injected[0] == names[first]
     assert STEPS in fields["INSIGHTS"]  # numbered for every agent
     assert fields["OBJECTIVE"] == TASK  # the steps did not spill into another field
+
+
+def test_session_start_briefs_a_proven_procedure_as_numbered_steps(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    home = project / ".helix"
+    with Memory(home / "helix.db", embedder=HashEmbedder()) as memory:
+        name = memory.store(PROCEDURE, kind="procedure")["name"]
+        for i in range(4):
+            credit(memory, [name], "delivered", task_id=f"t{i}")
+        assert memory.get(name)["effectiveness"] >= insight.PROVEN
+    payload = {
+        "session_id": "s1",
+        "transcript_path": str(tmp_path / "t.jsonl"),
+        "cwd": str(project),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    done = run_hook(home, project, payload, "SessionStart")
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "] Reset the ledger cache:\n" + STEPS.replace("      ", "        ") in context

@@ -60,6 +60,7 @@ def memory_section(db: Path) -> list[str]:
 
 def memory_lines(memory: Memory) -> list[str]:
     """The store's health and its top proven insights, a few lines."""
+    from helix.loop import contracts
     from helix.memory import proven
 
     health = memory.health()
@@ -72,9 +73,10 @@ def memory_lines(memory: Memory) -> list[str]:
     # the project; the most recently used first.
     project = memory.path.parent.parent if memory.path else None
     found = sorted(proven.rows(memory, project), key=lambda p: p.recent, reverse=True)
-    rows = [(p.content, p.effectiveness) for p in found[:3]]
-    if rows:
+    if found:
         lines.append("  top proven constraints from recent work:")
-        lines += [f"    - [{round(e * 100)}%] {' '.join(c.split())[:200]}" for c, e in rows]
+    for p in found[:3]:  # a procedure as numbered steps, like an injected one
+        head = f"    - [{round(p.effectiveness * 100)}%]"
+        lines += contracts.entry_lines(head, p.content, p.kind, "        ", cut=200)
     lines.append("  Use /helix <objective> to orchestrate, /helix-query to ask memory.")
     return lines

@@ -128,16 +128,27 @@ def insight_lines(insights: list[dict[str, Any]]) -> str:
     for item in insights:
         confidence = item.get("_confidence") or item.get("confidence") or "[unproven]"
         text = str(item.get("content", ""))
-        found = procedure_steps(text) if item.get("kind") == "procedure" else []
-        if not found:
-            out.append(f"  - {confidence} {' '.join(text.split())}")
-            continue
-        title = "procedure:"
-        if found[0].endswith(":"):
-            title, found = found[0], found[1:]
-        out.append(f"  - {confidence} {title}")
-        out += [f"      {n}. {step}" for n, step in enumerate(found, 1)]
+        out += entry_lines(f"  - {confidence}", text, str(item.get("kind", "")), "      ")
     return "\n".join(out)
+
+
+def entry_lines(head: str, content: str, kind: str, indent: str, cut: int = 0) -> list[str]:
+    """One insight's entry: ``head`` and its text on one line, or, for a procedure
+    of two steps or more, ``head`` and its title, then a line per numbered step
+    behind ``indent``; ``cut`` > 0 shortens every line's text to that many characters."""
+
+    def short(text: str) -> str:
+        return text[:cut] if cut > 0 else text
+
+    steps = procedure_steps(content) if kind == "procedure" else []
+    if not steps:
+        return [f"{head} {short(' '.join(content.split()))}"]
+    title = "procedure:"
+    if steps[0].endswith(":"):
+        title, steps = steps[0], steps[1:]
+    return [f"{head} {short(title)}"] + [
+        f"{indent}{n}. {short(step)}" for n, step in enumerate(steps, 1)
+    ]
 
 
 # A step's own numbering or bullet ("1.", "2)", "-", "*", "Step 3:"), dropped
