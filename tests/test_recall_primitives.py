@@ -119,6 +119,30 @@ def test_the_mcp_recall_reports_recency_and_groups_by_kind(tmp_path: Path) -> No
     service.close()
 
 
+def test_the_mcp_server_groups_recall_by_kind(tmp_path: Path) -> None:
+    """The recall tool's ``group_by`` through ``helix mcp serve`` over stdio."""
+    import anyio
+
+    mcp_client = pytest.importorskip("mcp_client")
+    root = mcp_client.project(tmp_path)
+    hrun = make_runner(root, root / ".helix", embedder="hash")
+    names = stock(hrun)
+
+    async def main() -> tuple[dict, dict, str]:
+        async with mcp_client.stdio_client(root, HELIX_EMBEDDER="hash") as client:
+            grouped = await mcp_client.ok(client, "recall", query=TASK, limit=1, group_by="kind")
+            plain = await mcp_client.ok(client, "recall", query=TASK, limit=1)
+            refused = await mcp_client.error(client, "recall", {"query": TASK, "group_by": "tag"})
+        return grouped, plain, refused
+
+    grouped, plain, refused = anyio.run(main)
+    assert list(grouped["groups"]) == ["fact", "procedure", "convention"]
+    assert grouped["groups"]["procedure"][0]["name"] == names["procedure"]
+    assert grouped["groups"]["fact"][0]["ranking"]["recency"] == 1.0
+    assert [h["name"] for h in plain["hits"]] == [names["fact"]]
+    assert "group_by" in refused
+
+
 # ------------------------------------------------------------- edge decay
 # Two insights that share no word: B is found only through the edge from A.
 ORDERS = "When the orders export stalls, raise the orders export batch size"
