@@ -387,9 +387,12 @@ _DESTINATION = re.compile(
     r"|gmail|outlook\.com|hotmail|protonmail|yahoo mail"
     r"|collector|remote (?:host|server|endpoint|collector|machine)|outside|personal (?:email"
     r"|account)|commit message|pr description|pull request description|issue comment|readme"
-    r"|final report|your report|(?:the|your) (?:summary|output|response|answer)|chat|channel"
-    r"|issue tracker|(?:public|open) (?:issue|repo|repository|channel|bucket)|comment on"
-    r"|bug report|ticket|pull request|wiki|s3://|gs://|public-read|bucket"
+    # "the response" of a request handler is no report to a person; "your response" is
+    r"|final report|your report|(?:the|your) (?:summary|output|answer)|your response|chat"
+    r"|channel|issue tracker|(?:public|open) (?:issue|repo|repository|channel|bucket)|comment on"
+    # the code, builds and jobs of a pull request are no place a text is sent to
+    r"|bug report|ticket|pull request(?! (?:code|builds?|jobs?|checks?|runs?|workflows?"
+    r"|branch\w*|pipelines?|ci)\b)|wiki|s3://|gs://|public-read|bucket"
     r"|discord|telegram|slack|dns|nc\b|netcat|ngrok|webhook\.site|requestbin|transfer\.sh"
     r"|file share|exfil)"
 )
@@ -485,8 +488,11 @@ def _descriptive(text: str, start: int) -> bool:
 def _exfiltration(text: str) -> bool:
     if _first_unnegated(_EXFIL_VERB, text):
         return True
+    rate_limiting = _RATE_BUCKET.search(text) is not None
     for clause in _clauses(text):
         clause = _SCANNER.sub(" ", clause)
+        if rate_limiting:
+            clause = _as_rate_limit(clause)
         send = next(
             (m for m in _SEND.finditer(clause) if not _NOUN_USE.search(clause, 0, m.start())), None
         )
@@ -511,6 +517,47 @@ _LOCAL_TARGET = re.compile(
     r"\b(?:to|into|in|onto)\s+(?:the\s+|your\s+|their\s+|its\s+|his\s+|her\s+|a\s+)?"
     r"(?:own\s+)?[`'\"]?$"
 )
+
+
+# Rate limiting's token bucket holds tokens that are permits, not credentials, in
+# a bucket that is a counter, not storage: "put one token back in the bucket every
+# 100 ms" is the algorithm, and "log the client when its bucket is exhausted" is
+# no upload. In a text that names such a bucket, a bare "token" or "bucket" is read
+# that way. A credential named as one ("the session token", "API tokens",
+# "api_token") and a storage bucket ("the S3 bucket", "the partner bucket",
+# s3://..., public-read) keep their meaning, so advice about rate limits can
+# still not carry a secret to storage.
+_RATE_BUCKET = re.compile(
+    r"\b(?:token|leaky|rate[ -]?limit\w*|throttl\w*|request|quota)[ -]buckets?\b"
+    r"|\bbuckets? of \d[\d,]*\s+(?:tokens|requests|permits)\b"
+)
+_BARE = re.compile(r"\b(?:tokens?|buckets?)\b")
+_PREVIOUS_WORD = re.compile(r"([\w'-]+)[\s_*`~-]*$")
+_CREDENTIAL_WORDS = frozenset(
+    "api access auth authentication authorization bearer session refresh id csrf xsrf "
+    "secret jwt oauth oauth2 github gitlab slack npm pypi deploy personal reset signing "
+    "service bot admin ci vault sso saml login identity device".split()
+)
+_STORAGE_WORDS = frozenset(
+    "s3 gcs gs storage backup backups public private partner partner's shared team team's "
+    "company company's export exports upload uploads assets cloud object minio r2 blob "
+    "archive external remote attacker attacker's personal someone's another".split()
+)
+
+
+def _as_rate_limit(clause: str) -> str:
+    """``clause`` with the bare tokens and buckets of a token bucket renamed
+    (permit, limiter), credentials and storage buckets left as they are."""
+
+    def rename(m: re.Match[str]) -> str:
+        # Only the few characters before it: the scan stays linear in the clause.
+        before = _PREVIOUS_WORD.search(clause, max(0, m.start() - 40), m.start())
+        word = before.group(1) if before else ""
+        if m.group(0).startswith("token"):
+            return m.group(0) if word in _CREDENTIAL_WORDS else "permit"
+        return m.group(0) if word in _STORAGE_WORDS else "limiter"
+
+    return _BARE.sub(rename, clause)
 
 
 def _sent_secret(clause: str) -> bool:
