@@ -270,6 +270,10 @@ def memory_edge(from_name: str, to_name: str, relation: str, weight: float) -> N
 def memory_edges(name: str | None, relation: str | None) -> None:
     """List edges, of one insight and/or one relation.
 
+    Each edge shows its last use (drawn again, or both its insights used since)
+    and weight_now, its weight halved per 30 days unused; recall's --graph-hops
+    stops following an edge below 0.1.
+
     Example: helix memory edges --name flaky-db-tests
     """
     with open_memory(create=False) as mem:
