@@ -58,6 +58,15 @@ def test_new_store_has_every_table_and_wal(tmp_path: Path):
     assert versions == list(range(1, LATEST + 1))
 
 
+def test_migrations_are_numbered_once_in_order():
+    """Two migrations with one number: the store applies the first and skips the
+    second for good, so a schema change written in parallel with another must be
+    renumbered, and this says so before any store is opened."""
+    assert [version for version, _ in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+    names = [migration.__name__ for _, migration in MIGRATIONS]
+    assert [int(name[1:4]) for name in names] == list(range(1, len(MIGRATIONS) + 1)), names
+
+
 def test_reopening_is_a_no_op(tmp_path: Path):
     db.connect(tmp_path / "h.db")[0].close()
     conn, backup = db.connect(tmp_path / "h.db")
