@@ -14,6 +14,7 @@ from typing import Any
 
 from helix.errors import InvalidInput
 from helix.memory import db, insight, ranking
+from helix.memory.records import Edge
 from helix.memory.rows import InsightRows
 
 # An edge ``e`` between insights ``f`` and ``t``: when it was last used. Stamps
@@ -58,9 +59,7 @@ def edge(
     }
 
 
-def edges(
-    memory: InsightRows, name: str | None = None, relation: str | None = None
-) -> list[dict[str, Any]]:
+def edges(memory: InsightRows, name: str | None = None, relation: str | None = None) -> list[Edge]:
     """Edges touching ``name`` (either end) and/or of one relation, each with its
     ``last_used`` (:data:`LAST_USE`) and ``weight_now``, its weight faded since."""
     clauses: list[str] = []

@@ -47,6 +47,24 @@ class RecallHit(Insight):
     _via: NotRequired[str]
 
 
+# One edge of the insight graph (``Memory.edges``). ``last_used`` is when it was
+# last drawn, or when both its insights were last used if later
+# (:data:`helix.memory.graph.LAST_USE`); ``weight_now`` its weight faded since.
+# Functional form: "from" is a Python keyword.
+Edge = TypedDict(
+    "Edge",
+    {
+        "from": str,
+        "to": str,
+        "relation": str,
+        "weight": float,
+        "created_at": str,
+        "last_used": str,
+        "weight_now": float,
+    },
+)
+
+
 class ProvenInsight(TypedDict):
     """An insight with verified evidence that it helps (:func:`helix.memory.explain.proven`).
 

@@ -25,7 +25,7 @@ from helix import config
 from helix.errors import InvalidInput
 from helix.memory import db, graph, insight, quarantine, ranking, upkeep
 from helix.memory import proven as proof
-from helix.memory.records import RecallHit
+from helix.memory.records import Edge, RecallHit
 from helix.memory.rows import InsightRows, now_utc
 from helix.vocab import KINDS, SETTLED_OUTCOMES
 
@@ -347,9 +347,7 @@ class Memory(InsightRows):
         return graph.edge(self, from_name, to_name, relation, weight)
 
     # builtins.list: from here on, `list` in this class body is the method above.
-    def edges(
-        self, name: str | None = None, relation: str | None = None
-    ) -> builtins.list[dict[str, Any]]:
+    def edges(self, name: str | None = None, relation: str | None = None) -> builtins.list[Edge]:
         """Edges touching ``name`` (either end) and/or of one relation."""
         return graph.edges(self, name, relation)
 
