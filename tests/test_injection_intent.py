@@ -141,3 +141,12 @@ def test_session_start_briefs_a_proven_procedure_as_numbered_steps(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "] Reset the ledger cache:\n" + STEPS.replace("      ", "        ") in context
+
+
+def test_helix_runs_builder_prompt_numbers_a_procedures_steps() -> None:
+    """``helix run`` writes its builders' prompts with contracts.builder_prompt."""
+    item = {"name": "reset-ledger", "kind": "procedure", "content": PROCEDURE}
+    prompt = contracts.builder_prompt("hx-0000000b", TASK, TASK, verify="true", insights=[item])
+    fields = contracts.parse_prompt(prompt).fields
+    assert f"  - [unproven] Reset the ledger cache:\n{STEPS}" in fields["INSIGHTS"]
+    assert fields["INJECTED"] == ["reset-ledger"] and fields["VERIFY"] == "true"
