@@ -28,6 +28,7 @@ processes (the MCP server, hooks) must not adopt unrelated orphans.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -91,7 +92,7 @@ def run_in_session(
     )
     timed_out = False
     try:
-        code = child.wait(timeout=timeout)
+        code = wait(child, timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         code = _stop(child, grace, reap and not in_process)
@@ -110,6 +111,32 @@ def run_in_session(
         seconds=time.monotonic() - started,
     )
 
+
+def wait(child: subprocess.Popen[Any], timeout: float) -> int:
+    """``child.wait(timeout)``, woken the moment the child exits.
+
+    With a timeout, ``Popen.wait`` polls with sleeps that double up to 50 ms, so
+    a child that takes 17 ms is noticed at 31: on every VERIFY a hook runs, about
+    a third of its cost (measured: 33 ms against 19 for the reaper running
+    ``true``). A pidfd becomes readable when the process exits, so poll() on it
+    sleeps exactly as long as needed. Without pidfd_open (not Linux, or a kernel
+    before 5.3) the standard wait serves."""
+    try:
+        fd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):  # no pidfd here, or the child is gone and reaped
+        return child.wait(timeout=timeout)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(min(max(0, int(timeout * 1000)), _LONGEST_POLL_MS)):
+            raise subprocess.TimeoutExpired(child.args, timeout)
+    finally:
+        os.close(fd)
+    return child.wait()
+
+
+# poll() takes a C int of milliseconds: a longer timeout (days) waits this long.
+_LONGEST_POLL_MS = 2**31 - 1
 
 _REAPING_HERE = False
 

@@ -250,6 +250,18 @@ TEXTS = {
 }
 
 
+def judged_by_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settle with the recorded VERIFY's verdict without starting a process for it:
+    the simulations below settle a thousand attempts, and what they test is what
+    the learning makes of the verdicts (running a VERIFY is tested on its own).
+    Everything else of a settlement (ledger, judge, attribution, feedback) runs."""
+
+    def verdict(command: str | None, cwd: Path, *args: object, **kwargs: object):
+        return {"true": PASS, "false": FAIL}.get(command or "", NONE)
+
+    monkeypatch.setattr(attribution.verifying, "run_verify", verdict)
+
+
 def simulate(memory: Memory, seed: int = 7, tasks: int = 1000) -> dict:
     """Every task gets 3 of the 5 insights at random. VERIFY passes with a base
     rate of 0.75, +0.2 when the helpful insight is injected, -0.4 with the
@@ -277,7 +289,10 @@ def simulate(memory: Memory, seed: int = 7, tasks: int = 1000) -> dict:
     return {label: total / counted for label, total in totals.items()}
 
 
-def test_an_agent_claiming_everything_cannot_lift_useless_insights(memory: Memory):
+def test_an_agent_claiming_everything_cannot_lift_useless_insights(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+):
+    judged_by_exit_code(monkeypatch)
     means = simulate(memory)
     # Thresholds hold for seeds 1-10 (checked when written); the test runs seed 7.
     for label in USELESS:
@@ -287,10 +302,13 @@ def test_an_agent_claiming_everything_cannot_lift_useless_insights(memory: Memor
     assert means[HELPFUL] > max(means[u] for u in USELESS) + 0.04
 
 
-def test_without_the_baseline_the_same_lies_would_lift_them(memory: Memory):
+def test_without_the_baseline_the_same_lies_would_lift_them(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+):
     """The control: the outcomes of the tasks a useless insight was in are mostly
     passes (tasks pass anyway), so a plain average of them would lift it. If this
     stopped holding, the test above would prove nothing."""
+    judged_by_exit_code(monkeypatch)
     simulate(memory, tasks=400)
     for name in USELESS:
         stored = memory.conn.execute(

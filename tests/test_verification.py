@@ -220,3 +220,24 @@ def test_a_hook_process_reaps_what_verify_left_itself(tmp_path: Path, escape, en
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == (["False", "True"] if ending == "timeout" else ["True", "False"])
     _must_be_gone(read_pid(tmp_path / "escaped.pid"))
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "without-pidfd"])
+def test_the_wait_reports_exit_codes_and_timeouts_with_or_without_pidfd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+):
+    """helix waits on a pidfd so it wakes when the child exits; where there is none
+    (not Linux, an old kernel) the standard wait must give the same answers."""
+    from helix import processes
+
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no pidfd_open on this platform")
+    done = processes.run_in_session(["sh", "-c", "exit 7"], cwd=tmp_path, timeout=30)
+    assert (done.exit_code, done.timed_out) == (7, False)
+    slow = processes.run_in_session(["sleep", "30"], cwd=tmp_path, timeout=0.3)
+    assert (slow.exit_code, slow.timed_out) == (None, True)
+    assert slow.seconds < 10
+    result = run_verify("exit 4", tmp_path, timeout=30)
+    assert (result.exit_code, result.passed) == (4, False)
