@@ -6,7 +6,7 @@ CREATE TABLE agent_run (
             record TEXT,
             starts INTEGER NOT NULL DEFAULT 0,
             updated_at TEXT NOT NULL
-        );
+        , tool_calls INTEGER NOT NULL DEFAULT 0);
 
 -- table archive
 CREATE TABLE archive (
@@ -37,7 +37,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT);
+        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT);
 
 -- table edge
 CREATE TABLE edge (

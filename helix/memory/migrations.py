@@ -427,6 +427,26 @@ def m012_edge_last_used(conn: sqlite3.Connection) -> None:
     _run(conn, "ALTER TABLE edge ADD COLUMN last_used TEXT;")
 
 
+def m013_attempt_scope_and_tool_calls(conn: sqlite3.Connection) -> None:
+    """What an attempt may change, checked at settlement, and its builder's tool calls.
+
+    A builder's DELTA and BUDGET were only words in its prompt: an attempt that
+    changed files outside its delta, or ran past its budget, was verified and
+    credited like any other. ``attempt.scope`` (JSON, :mod:`helix.loop.scope`) is
+    taken when the attempt starts: the paths it may change and the state of the
+    working tree then (the git HEAD and a digest of each file already changed), so
+    settling can tell which files the attempt changed. ``agent_run.tool_calls``
+    counts the tool calls the hooks see a helix builder make (PreToolUse).
+    """
+    _run(
+        conn,
+        """
+        ALTER TABLE attempt ADD COLUMN scope TEXT;
+        ALTER TABLE agent_run ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -442,6 +462,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (10, m010_frame_judge_and_learning_queue),
     (11, m011_insight_origin),
     (12, m012_edge_last_used),
+    (13, m013_attempt_scope_and_tool_calls),
 ]
 
 LATEST = MIGRATIONS[-1][0]
