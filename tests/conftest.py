@@ -11,8 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder
-from helix.memory.store import Memory
+from helix.memory import blas
+
+# The suite runs the library the way a helix command does: OpenBLAS with one
+# thread, set before numpy loads (helix.cli does the same). Otherwise every small
+# solve and product in the test process is split over OpenBLAS's threads, which
+# on a busy machine (two suites at once) wait for a core: a settle's refit took
+# 50 ms there instead of a few. The subprocesses tests start inherit nothing
+# from this (the environment is untouched); tests of the thread handling itself
+# run in subprocesses of their own.
+blas.start_single_threaded()
+
+from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder  # noqa: E402
+from helix.memory.store import Memory  # noqa: E402
 
 
 @pytest.fixture(scope="session")

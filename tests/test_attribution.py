@@ -48,8 +48,10 @@ def begin(
 
 def work(project: Path) -> None:
     """The builder's work: a change in the project after its attempt started (a
-    VERIFY that passes on an untouched tree is no evidence of any work)."""
-    (project / f"work-{random.random()}.txt").write_text("done\n")
+    VERIFY that passes on an untouched tree is no evidence of any work). One file
+    rewritten, not a new file each time: a simulation of a thousand attempts would
+    otherwise hash a thousand files at each one."""
+    (project / "work.txt").write_text(f"done {random.random()}\n")
 
 
 def settle(memory: Memory, task_id: str, text: str) -> dict:

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from threadpoolctl import threadpool_info
 
 from helix.memory import blas
 
@@ -119,16 +118,28 @@ def test_bulk_work_takes_every_core(tmp_path):
 
 
 def test_a_library_host_keeps_its_own_settings():
-    """In this process numpy was imported before helix could say anything: helix
-    installs nothing and bulk work leaves the host's count as it is."""
-    import numpy  # noqa: F401 - the host loaded numpy first
-
-    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-    assert not blas.start_single_threaded()
-    assert not blas.started_single_threaded()
-    with blas.bulk():
-        inside = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-    assert inside == before
+    """A host that imported numpy before helix could say anything: helix installs
+    nothing and bulk work leaves the host's count as it is. In a process of its
+    own, since this suite's process starts OpenBLAS single-threaded (conftest)."""
+    code = (
+        "import json, numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from helix.memory import blas\n"
+        "def count():\n"
+        "    return [i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']\n"
+        "before = count()\n"
+        "installed, started = blas.start_single_threaded(), blas.started_single_threaded()\n"
+        "with blas.bulk():\n"
+        "    inside = count()\n"
+        "print(json.dumps([installed, started, before, inside]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in blas.THREAD_VARIABLES}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    installed, started, before, inside = json.loads(done.stdout)
+    assert (installed, started) == (False, False)
+    assert inside == before == [blas.usable_cores()]
 
 
 def test_importing_helix_installs_nothing():
