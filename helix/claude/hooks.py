@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix import config, files
-from helix.claude import briefing, codex, transcripts
+from helix.claude import briefing, budgets, codex, transcripts
 from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
 from helix.errors import HelixError
 from helix.loop import contracts, injection, results
@@ -184,6 +184,9 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
     Never blocks and never decides permission: the answer, if any, only carries
     ``updatedInput``, the spawn's input with INSIGHTS and INJECTED lines appended."""
     payload = ctx.payload
+    if (caller := budgets.builder_call(payload)) is not None:
+        with _records(ctx) as store:  # a builder's tool call, held against its BUDGET
+            store.count_call(caller)
     tool_input = payload.get("tool_input") or {}
     if payload.get("tool_name") not in ("Agent", "Task") or not isinstance(tool_input, dict):
         return None
@@ -236,6 +239,8 @@ def _prepare(
     fields = parsed.fields
     prepared = fields_of(prompt, agent_type, fallback_state, parsed)
     builder = AGENT_TYPES[agent_type] == "builder"
+    if builder:
+        prepared["budget"] = budgets.allowed(ctx.paths.tasks, prepared, fields)
     if parsed.no_inject:
         return _with_attempt(ctx, prepared, builder, "skipped: NO_INJECT"), None
     if fields.get("INJECTED"):
@@ -380,7 +385,7 @@ def _new_record(
         "fingerprints": [],
     }
     if spawn is not None:
-        keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected")
+        keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected", "budget")
         record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
         record["attempt_id"] = spawn.get("attempt")
         return record
@@ -500,7 +505,7 @@ def settle(
         elif role == "builder":
             if attempt > 1:
                 _new_attempt(store, record)
-            record["result"] = _settle_builder(ctx, record, text)
+            record["result"] = _settle_builder(ctx, record, text, budgets.spent(store, record))
         else:
             record["result"] = _settle_planner(ctx, record, text)
         store.save_agent(agent_id, record)
@@ -562,7 +567,9 @@ def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
     return {"findings": len(exploration.get("findings") or []), "problems": found.problems}
 
 
-def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
+def _settle_builder(
+    ctx: Context, record: dict[str, Any], text: str, budget: budgets.Budget | None
+) -> dict[str, Any]:
     from helix.errors import NotFound, Rejected
     from helix.loop import outcomes
 
@@ -581,6 +588,7 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
                         VERIFY_TIMEOUT,
                         agent_id=record["agent_id"],
                         attempt_id=record.get("attempt_id"),
+                        budget=budget,
                     )
                 except NotFound:
                     pass  # not a tracked task: settle from the prompt below
@@ -593,6 +601,7 @@ def _settle_builder(ctx: Context, record: dict[str, Any], text: str) -> dict[str
                     VERIFY_TIMEOUT,
                     record["agent_id"],
                     record.get("attempt_id"),
+                    budget,
                 )
         except Rejected as exc:
             return {"skipped": str(exc)}
@@ -646,6 +655,7 @@ def _summary(settled: Settlement) -> dict[str, Any]:
         "verified": settled["verified"],
         "injected": settled["injected"],
         "effects": settled["effects"],
+        "out_of_scope": settled.get("out_of_scope", ""),
     }
 
 

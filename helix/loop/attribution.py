@@ -42,7 +42,7 @@ import numpy as np
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.loop import contracts, environment, grading, judge, ledger, provenance, sandbox
+from helix.loop import contracts, environment, grading, judge, ledger, provenance, sandbox, scope
 from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
@@ -115,6 +115,7 @@ def settle(
     attempt_id: str | None = None,
     current_verify: Any = UNKNOWN,
     timeout: float = verifying.DEFAULT_TIMEOUT,
+    budget: scope.Budget | None = None,
 ) -> tuple[Settlement, Verification]:
     """Settle one attempt at ``task_id``: run its recorded VERIFY, apply the
     outcome to the insights helix gave it, and log it; return what was applied and
@@ -127,6 +128,9 @@ def settle(
     which settles it as unverified and ``tampered``. Verified credit needs all of:
     a recorded attempt, an untampered judge, VERIFY passing or failing on its own,
     and new work (a verified delivery on the same tree earns nothing again).
+    An attempt that changed files outside its delta (:mod:`helix.loop.scope`),
+    or made more tool calls than its ``budget``, is ``out_of_scope``: VERIFY
+    still runs, but nothing is credited either way and its task stays open.
     Recording the outcome, closing the attempt and the feedback are one
     transaction: a crash leaves all or none, and a retry completes it. A settled
     attempt is never settled again (:class:`AlreadySettled`).
@@ -165,6 +169,10 @@ def settle(
         idle = taken is not None and attempt.judge.no_work(taken)
         unconfirmed = provenance.unconfirmed(attempt.judge.setter)
         env = environment.for_verify(attempt.judge.env or None)
+    out_of_scope = ""
+    if attempt is not None and not tampered:
+        out_of_scope, notes = _scope(memory, attempt, project, budget)
+        problems += notes
     if tampered:
         # A bent judge is not run at all: what it would run is the builder's choice.
         checked = Verification(
@@ -198,6 +206,8 @@ def settle(
         problems.append(f"tampered: {tampered}")
     if repeat:
         problems.append(f"repeat: {repeat}")
+    if out_of_scope:
+        problems.append(f"out of scope: {out_of_scope}")
     if idle and checked.passed and not tampered:
         problems.append(
             "no work: nothing outside the judge changed since the attempt started, so "
@@ -205,7 +215,9 @@ def settle(
         )
     if unconfirmed and verified:
         problems.append(provenance.note(unconfirmed, task_id))
-    if attempt is None or tampered or repeat or (idle and checked.passed) or unconfirmed:
+    if attempt is None or tampered or repeat or out_of_scope or (idle and checked.passed):
+        verified = False
+    if unconfirmed:
         verified = False
     # Another verified pass of a task says nothing new about the insights an
     # earlier one already credited: they are left as they are.
@@ -222,6 +234,7 @@ def settle(
         "outcome": outcome,
         "verified": verified,
         "tampered": tampered or "",
+        "out_of_scope": out_of_scope,
         "verification": checked.to_dict(),
         "baseline": 0.5,
         "injected": injected,
@@ -250,10 +263,12 @@ def settle(
             memory,
             result,
             checked,
-            evidence=verified or (attempt is not None and not tampered and not repeat),
+            evidence=verified
+            or (attempt is not None and not tampered and not repeat and not out_of_scope),
         )
-        # Tampered or repeated work is no evidence either way: nothing moves.
-        judged = [] if tampered or repeat else [n for n in injected if n not in again]
+        # Tampered, repeated or out-of-scope work is no evidence either way: nothing moves.
+        spoilt = tampered or repeat or out_of_scope
+        judged = [] if spoilt else [n for n in injected if n not in again]
         applied: dict[str, Any] = {}
         if judged:
             try:
@@ -276,6 +291,48 @@ def settle(
         result["missing"] = applied.get("missing", [])
     _log(home, result)
     return result, checked
+
+
+def _scope(
+    memory: Memory, attempt: ledger.Attempt, project: Path, budget: scope.Budget | None
+) -> tuple[str, list[str]]:
+    """Why the attempt is out of scope ("" when it is not), and notes on what
+    could not be checked. Files inside the delta of another attempt in flight at
+    the same time in this project are that attempt's (a wave shares a checkout)."""
+    why: list[str] = []
+    notes: list[str] = []
+    baseline = attempt.scope
+    if baseline:
+        changed = scope.changed(baseline, project)
+        if changed is None:
+            notes.append(
+                "scope not checked: the project is not a git repository of its own, so the "
+                "files this attempt changed cannot be told from earlier changes"
+            )
+        else:
+            others = ledger.overlapping(memory, attempt)
+            allowed = list(baseline.get("allowed") or [])
+            for other in others:
+                allowed += (other.scope or {}).get("allowed") or []
+            strays = scope.outside(changed, allowed)
+            undeclared = [o for o in others if not o.scope]
+            if strays and undeclared:
+                notes.append(
+                    f"scope not checked: attempt {undeclared[0].id} of {undeclared[0].task_id}, "
+                    "which declares no DELTA, was in flight at the same time and may have "
+                    f"changed {', '.join(strays[: scope.MAX_SHOWN])}"
+                )
+            elif strays:
+                why.append(scope.reason(strays))
+    if budget is not None:
+        if budget.used is None:
+            notes.append(
+                f"BUDGET of {budget.allowed} tool calls not checked: no tool call of this "
+                "builder reached the hooks"
+            )
+        elif budget.used > budget.allowed:
+            why.append(f"made {budget.used} tool calls, past its BUDGET of {budget.allowed}")
+    return "; ".join(why), notes
 
 
 def _record_outcome(

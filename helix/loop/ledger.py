@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from helix.errors import HelixError, NotFound
-from helix.loop import frames
+from helix.loop import frames, scope
 from helix.loop import judge as judges
 from helix.memory import db
 
@@ -44,7 +44,7 @@ OPEN_HOURS = 12  # an open attempt older than this is abandoned, not "in the mid
 _COLUMNS = (
     "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
     "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector, "
-    "frame, work, env, judge_by"
+    "frame, work, env, judge_by, scope"
 )
 
 
@@ -70,6 +70,9 @@ class Attempt:
     tree: str | None = None
     result: dict[str, Any] = field(default_factory=dict)
     vector: bytes | None = None  # the objective's embedding: the context of its outcome
+    # What it may change and the tree when it started (helix.loop.scope); None when
+    # its task declares no delta, or it was recorded before scope was kept.
+    scope: dict[str, Any] | None = None
 
     @property
     def open(self) -> bool:
@@ -93,8 +96,10 @@ def start(
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
     (see the module docstring for an attempt that starts inside an open one):
-    ``work`` is what the task may change, ``setter`` who set its judge."""
+    ``work`` is what the task may change (its scope is taken now too,
+    :mod:`helix.loop.scope`), ``setter`` who set its judge."""
     judge = judges.fix(verify, verify_files, project, work, setter)
+    baseline = scope.take(work, judge.verify, project)
     now = memory.clock()
     stamp = db.stamp(now)
     attempt_id = f"{stamp}-{secrets.token_hex(6)}"
@@ -122,13 +127,15 @@ def start(
             source,
             note,
             vector,
+            baseline,
         )
     return get(memory, attempt_id)
 
 
 def again(memory: Store, previous: Attempt, source: str) -> Attempt:
-    """A new attempt by the same agent (a resumed builder): the insights it holds
-    and the judge fixed when its work first started."""
+    """A new attempt by the same agent (a resumed builder): the insights it holds,
+    the judge fixed when its work first started and the scope taken then (what it
+    changed is counted from there)."""
     stamp = db.stamp(memory.clock())
     attempt_id = f"{stamp}-{secrets.token_hex(6)}"
     with db.write(memory.conn):
@@ -144,6 +151,7 @@ def again(memory: Store, previous: Attempt, source: str) -> Attempt:
             source,
             f"resumes {previous.id}",
             previous.vector,
+            previous.scope,
         )
     return get(memory, attempt_id)
 
@@ -160,11 +168,12 @@ def _insert(
     source: str,
     note: str,
     vector: bytes | None = None,
+    baseline: dict[str, Any] | None = None,
 ) -> None:
     memory.conn.execute(
         "INSERT INTO attempt(id, task_id, objective, names, scores, verify, verify_files, "
-        "verify_digest, project, source, note, started_at, vector, frame, work, env, judge_by) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "verify_digest, project, source, note, started_at, vector, frame, work, env, judge_by, "
+        "scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             attempt_id,
             task_id,
@@ -183,6 +192,7 @@ def _insert(
             json.dumps(judge.work),
             json.dumps(judge.env),
             None if judge.setter is None else json.dumps(judge.setter),
+            None if baseline is None else json.dumps(baseline),
         ),
     )
 
@@ -269,10 +279,27 @@ def describe(attempt: Attempt) -> dict[str, Any]:
         "outcome": attempt.outcome,
         "verified": attempt.verified,
         "tampered": attempt.tampered,
+        "out_of_scope": result.get("out_of_scope") or None,
         "verify_exit": (result.get("verification") or {}).get("exit_code"),
         "claimed": result.get("claimed"),
         "problems": result.get("problems", []),
     }
+
+
+def overlapping(memory: Store, attempt: Attempt) -> list[Attempt]:
+    """The other attempts in the same project that were in flight while
+    ``attempt`` was: started before now and not settled before it started (a
+    wave's parallel builders share one checkout)."""
+    try:
+        since = db.stamp(datetime.fromisoformat(attempt.started_at) - timedelta(hours=OPEN_HOURS))
+    except ValueError:
+        return []
+    rows = memory.conn.execute(
+        f"SELECT {_COLUMNS} FROM attempt WHERE id != ? AND project = ? AND started_at >= ? "
+        "AND (settled_at IS NULL OR settled_at >= ?) ORDER BY started_at DESC LIMIT 200",
+        (attempt.id, attempt.project, since, attempt.started_at),
+    ).fetchall()
+    return [_attempt(r) for r in rows]
 
 
 def credited_before(memory: Store, task_id: str, before: str) -> tuple[set[str], str | None]:
@@ -353,6 +380,7 @@ def _attempt(row: tuple) -> Attempt:
         work,
         env,
         judge_by,
+        kept_scope,
     ) = row
     setter = _json(judge_by, {}) if judge_by else None
     recorded = _json(env, {}) if env else {}
@@ -384,6 +412,7 @@ def _attempt(row: tuple) -> Attempt:
         tree=tree,
         result=_json(result, {}) if result else {},
         vector=vector if isinstance(vector, bytes) else None,
+        scope=_json(kept_scope, {}) or None if kept_scope else None,
     )
 
 

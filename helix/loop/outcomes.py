@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from helix.errors import HelixError, InvalidInput
-from helix.loop import attribution, contracts, learning, ledger, results
+from helix.loop import attribution, contracts, learning, ledger, results, scope
 from helix.loop import verify as verification
 from helix.loop.records import Settlement
 from helix.tasks.records import TaskRecord
@@ -44,9 +44,11 @@ def finish(
     agent_id: str = "",
     update_tracker: bool = True,
     attempt_id: str | None = None,
+    budget: scope.Budget | None = None,
 ) -> Settlement:
     """Settle one attempt of a tracked task (``attempt_id``, else its newest open
-    one); return everything that was applied.
+    one); return everything that was applied. ``budget``: the builder's tool
+    calls against its BUDGET, where they could be counted (the hooks).
 
     If that attempt was settled before but its task never heard (a crash after
     the settling transaction, whichever route settled it: the hooks, ``helix
@@ -59,7 +61,7 @@ def finish(
     task = tracker.get(task_id)
     try:
         settled, checked = _attempt(
-            memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id
+            memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id, budget
         )
     except attribution.AlreadySettled as done:
         if not _unapplied(memory, task, done.attempt, update_tracker):
@@ -115,13 +117,14 @@ def finish_untracked(
     timeout: float = verification.DEFAULT_TIMEOUT,
     agent_id: str = "",
     attempt_id: str | None = None,
+    budget: scope.Budget | None = None,
 ) -> Settlement:
     """The same for work the tracker does not know (an agent spawned outside
     ``helix tasks``): its VERIFY was recorded from its prompt when the attempt
     started, and no task is updated."""
     task: TaskRecord = {"id": task_id, "title": task_id}
     return _attempt(
-        memory, task, agent_output, home, timeout, None, agent_id, attempt_id, tracked=False
+        memory, task, agent_output, home, timeout, None, agent_id, attempt_id, budget, False
     )[0]
 
 
@@ -134,6 +137,7 @@ def _attempt(
     files_changed: list[str] | None,
     agent_id: str,
     attempt_id: str | None,
+    budget: scope.Budget | None = None,
     tracked: bool = True,
 ) -> tuple[Settlement, verification.Verification]:
     """Step 1 of the module docstring for one attempt at ``task``, then steps 3
@@ -154,6 +158,7 @@ def _attempt(
         attempt_id,
         task.get("verify") if tracked else attribution.UNKNOWN,
         timeout,
+        budget,
     )
     _follow_up(memory, task, settled, checked, home, files_changed, agent_id)
     return settled, checked
@@ -206,9 +211,11 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
     task_id = task["id"]
     passed = settled["verification"]["passed"]
     tampered = settled.get("tampered")
+    strayed = settled.get("out_of_scope")
     skipped = settled["verification"].get("skipped")
     attempt = settled.get("attempt") or None
-    if settled["outcome"] == "delivered" and not tampered and not skipped and passed is not False:
+    closes = not tampered and not strayed and not skipped and passed is not False
+    if settled["outcome"] == "delivered" and closes:
         # A pass on a repeat or without a recorded attempt still closes the task;
         # only the memory's credit needs the stricter proof.
         proven = bool(passed) and bool(attempt)
@@ -223,7 +230,12 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
         # The judge changed during the attempt: put back the one it started with, so
         # the next attempt is not judged by what the builder wrote.
         tracker.update(task_id, verify=settled["verification"]["command"] or "")
-    error = f"tampered: {tampered}" if tampered else skipped or settled["error"] or cause
+    if tampered:
+        error = f"tampered: {tampered}"
+    elif strayed:
+        error = f"out of scope: {strayed}"  # the reason the retry's prompt shows
+    else:
+        error = skipped or settled["error"] or cause
     return record_failure(tracker, task, settled["outcome"], error, settled["remaining"], attempt)
 
 

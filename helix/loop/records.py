@@ -27,6 +27,9 @@ class Settlement(TypedDict):
     outcome: str
     verified: bool
     tampered: str  # why the judge no longer held ("" when it did)
+    # why the attempt went past its delta or budget ("" when it did not; absent in
+    # a settlement recorded before scope was checked)
+    out_of_scope: NotRequired[str]
     verification: dict[str, Any]
     baseline: float
     injected: list[str]

@@ -103,6 +103,22 @@ class Records:
                 (agent_id, db.stamp(self.clock())),
             )
 
+    def count_call(self, agent_id: str) -> None:
+        """One more tool call by ``agent_id`` (a builder's PreToolUse)."""
+        with db.write(self.conn):
+            self.conn.execute(
+                "INSERT INTO agent_run(agent_id, tool_calls, updated_at) VALUES (?, 1, ?) "
+                "ON CONFLICT(agent_id) DO UPDATE SET tool_calls = tool_calls + 1, "
+                "updated_at = excluded.updated_at",
+                (agent_id, db.stamp(self.clock())),
+            )
+
+    def tool_calls(self, agent_id: str) -> int:
+        row = self.conn.execute(
+            "SELECT tool_calls FROM agent_run WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def starts(self, agent_id: str) -> int:
         row = self.conn.execute(
             "SELECT starts FROM agent_run WHERE agent_id = ?", (agent_id,)

@@ -1,0 +1,256 @@
+"""What an attempt may change (its DELTA) against what it changed, at settlement.
+
+A builder's prompt carries the paths it may change (``DELTA``, the task's
+``delta``). When helix records the attempt it also records, in the ledger, the
+paths allowed and the state of the working tree: the git ``HEAD`` and a digest
+of every file already changed then (``git status``, the list :func:`judge.tree`
+digests to tell new work from a repeat). At settlement the tree is listed the
+same way again, and a file the attempt changed is one whose content differs from
+its content at the start: changed or created since (also committed: the diff
+from the start's ``HEAD``), or a change that was there at the start and is now
+different or gone. Each such file outside the delta makes the attempt out of
+scope (:func:`helix.loop.attribution.settle`): no positive credit, the task
+stays open with the reason.
+
+How a delta entry matches a changed path, and why:
+
+- an exact path (``src/dates.py``), which may not exist yet: a new file is work;
+- a directory prefix (``src/parsers`` or ``src/parsers/``): everything under
+  it, since a planner who names a folder hands over its files;
+- a glob when the entry has ``*``, ``?`` or ``[``: ``*`` and ``?`` stay inside
+  one path segment, ``**`` crosses segments. ``src/*.py`` means the files in
+  ``src``, not the whole tree, so ``*`` crossing ``/`` (as :mod:`fnmatch` does)
+  would make the scope wider than what was written.
+
+A path VERIFY names (``grep -q expiry README.md``) is allowed too: the judge
+calls it what the work is to change. Other builders in flight in the same
+project at the same time (a wave of parallel builders shares one checkout)
+change their own deltas: a path inside the delta of an attempt that overlapped
+this one is not counted against it. What nobody declared still is.
+
+Files git ignores (build output, caches) and helix's own data are never counted;
+runner caches are not either when a project has no ``.gitignore``. Outside a git
+repository (or when the project is only part of one) the changes cannot be told
+apart from earlier ones, and the settlement says that scope was not checked
+rather than pretending it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from helix import repository
+from helix.loop import frames, judge
+
+MAX_DIRTY = 5_000  # files already changed at the start whose digests are kept
+MAX_SHOWN = 5  # changed paths named in the one-line reason
+_IGNORED_DIRS = frames.CACHE_DIRS | frames.SKIP_DIRS | {".venv", "venv"}
+
+
+class Budget(NamedTuple):
+    """A builder's BUDGET against what it spent: ``allowed`` tool calls, and
+    ``used``, the calls the hooks saw it make (None when they saw none: a client
+    that does not report a subagent's tool calls cannot be held to a budget)."""
+
+    allowed: int
+    used: int | None
+
+
+def allowed(delta: Any, verify: str | None, project: Path) -> list[str]:
+    """The paths an attempt may change: its delta (paths and globs, relative to
+    the project, normalised) and the paths its VERIFY names. Empty when the task
+    declares no delta: nothing is checked then."""
+    if isinstance(delta, str):
+        delta = [delta]
+    if not isinstance(delta, list):
+        return []
+    found: list[str] = []
+    for entry in delta:
+        if not isinstance(entry, str) or not entry.strip():
+            continue
+        entry = entry.strip()
+        if _is_glob(entry):
+            found.append(entry.removeprefix("./").lstrip("/"))
+        elif rel := frames.inside(entry, project):
+            found.append(rel.rstrip("/"))
+    if found and verify:
+        found += frames.named(frames.words(verify), project)
+    return list(dict.fromkeys(found))
+
+
+def take(delta: Any, verify: str | None, project: Path) -> dict[str, Any] | None:
+    """What the ledger keeps at an attempt's start: ``allowed`` and the tree's
+    state (``head``, ``dirty``: path -> digest), or None when the task declares
+    no delta. ``git`` is False when the tree's changes cannot be listed."""
+    paths = allowed(delta, verify, project)
+    if not paths:
+        return None
+    listed = _status(project)
+    if listed is None:
+        return {"allowed": paths, "git": False}
+    head, names = listed
+    dirty = {rel: judge.digest([rel], project) for rel in sorted(names)[:MAX_DIRTY]}
+    return {"allowed": paths, "git": True, "head": head, "dirty": dirty}
+
+
+def changed(baseline: dict[str, Any], project: Path) -> list[str] | None:
+    """The files changed since ``baseline`` was taken (sorted), or None when
+    that cannot be told (no git, or git failed)."""
+    if not baseline.get("git"):
+        return None
+    listed = _status(project)
+    if listed is None:
+        return None
+    head, names = listed
+    dirty = baseline.get("dirty") or {}
+    candidates = set(names) | set(dirty)
+    start = baseline.get("head")
+    if head != start:
+        moved = _diff(project, start, head)
+        if moved is None:
+            return None
+        candidates |= moved
+    found = []
+    for rel in candidates:
+        if _ignored(rel):
+            continue
+        if rel in dirty:
+            if judge.digest([rel], project) != dirty[rel]:
+                found.append(rel)
+        else:  # clean at the start: its content then was the start's HEAD
+            found.append(rel)
+    return sorted(found)
+
+
+def outside(paths: Iterable[str], allowed_paths: Iterable[str]) -> list[str]:
+    """The paths no entry of ``allowed_paths`` covers (module docstring)."""
+    patterns = list(allowed_paths)
+    return [p for p in paths if not any(covers(a, p) for a in patterns)]
+
+
+def covers(entry: str, path: str) -> bool:
+    """Whether the delta entry ``entry`` covers the project path ``path``."""
+    if _is_glob(entry):
+        return _glob(entry).fullmatch(path) is not None or any(
+            _glob(entry).fullmatch(parent) is not None for parent in _parents(path)
+        )
+    entry = entry.rstrip("/")
+    return path == entry or path.startswith(entry + "/")
+
+
+def reason(paths: list[str]) -> str:
+    """The one line a settlement, the task and the log give for ``paths``."""
+    shown = ", ".join(paths[:MAX_SHOWN])
+    more = f" and {len(paths) - MAX_SHOWN} more" if len(paths) > MAX_SHOWN else ""
+    return f"changed {len(paths)} file(s) outside its DELTA: {shown}{more}"
+
+
+def _is_glob(entry: str) -> bool:
+    return any(c in entry for c in "*?[")
+
+
+def _glob(entry: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(entry):
+        c = entry[i]
+        if entry.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if entry.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = entry.find("]", i + 1)
+            if end > i + 1:
+                body = entry[i + 1 : end].replace("\\", "\\\\")
+                out.append("[^" + body[1:] + "]" if body[0] == "!" else "[" + body + "]")
+                i = end + 1
+                continue
+            out.append(re.escape(c))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
+
+
+def _parents(path: str) -> list[str]:
+    """``a/b/c.py`` -> ``a``, ``a/b``: a glob naming a folder covers its files."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: k + 1]) for k in range(len(parts))]
+
+
+def _ignored(rel: str) -> bool:
+    parts = rel.split("/")
+    name = parts[-1]
+    return (
+        any(p in _IGNORED_DIRS for p in parts[:-1])
+        or name.endswith((".pyc", ".pyo"))
+        or name.startswith(".coverage")
+    )
+
+
+def _git(project: Path, *args: str) -> bytes | None:
+    try:
+        done = repository.run(project, *args)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _status(project: Path) -> tuple[str | None, list[str]] | None:
+    """(HEAD or None before the first commit, the changed and untracked files
+    git does not ignore, outside ``.helix/``), or None outside a repository
+    whose top is the project."""
+    top = _git(project, "rev-parse", "--show-toplevel")
+    if top is None or Path(os.fsdecode(top.strip())).resolve() != project.resolve():
+        return None
+    head = _git(project, "rev-parse", "--verify", "-q", "HEAD")
+    status = _git(
+        project,
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=all",
+    )
+    if status is None:
+        return None
+    names = []
+    entries = iter(status.split(b"\x00"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        code, name = entry[:2], os.fsdecode(entry[3:])
+        if code[0:1] in (b"R", b"C"):
+            source = next(entries, None)  # a rename's source changed too: it is gone
+            if source:
+                names.append(os.fsdecode(source))
+        names.append(name)
+    kept = [n for n in names if n != ".helix" and not n.startswith(".helix/")]
+    return (head.decode(errors="replace").strip() if head else None), kept
+
+
+def _diff(project: Path, start: str | None, head: str | None) -> set[str] | None:
+    """The files that differ between two commits (everything in ``head`` when
+    there was no commit at the start)."""
+    if head is None:
+        return set()  # the commits are gone (an orphan checkout): the status lists the rest
+    if start is None:
+        listed = _git(project, "ls-tree", "-r", "-z", "--name-only", head)
+    else:
+        listed = _git(project, "diff", "--name-only", "-z", "--no-renames", start, head)
+    if listed is None:
+        return None
+    return {os.fsdecode(n) for n in listed.split(b"\x00") if n}
