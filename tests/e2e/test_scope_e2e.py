@@ -1,0 +1,75 @@
+"""Scope and budget through the real Claude Code (`claude -p --plugin-dir`), the
+scripted fake Messages API and helix's hooks: a builder that writes a file
+outside its task's DELTA, or makes more tool calls than its BUDGET, settles out
+of scope (its task stays open with the reason, its insights get no credit); the
+builders that keep to theirs close their tasks. The tool calls are counted from
+the PreToolUse payloads the client sends for a subagent's own calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fake_anthropic import Reply, Request, Rules, tool_use
+from helix_project import Project, assert_clean, delivered, opening, wave, working_on
+
+from helix.loop import scope
+from helix.tasks.tracker import Tracker
+
+
+def steps(final: Callable[[Request], str], *commands: str) -> Callable[[Request], Reply]:
+    """A scripted builder that runs ``commands`` one Bash call a turn, then answers."""
+
+    def reply(request: Request) -> Reply:
+        done = sum(1 for m in request.messages if m.get("role") == "assistant")
+        if done < len(commands):
+            return Reply([tool_use("Bash", {"command": commands[done]})])
+        return Reply.text(final(request))
+
+    return reply
+
+
+def task(project: Project, title: str, verify: str, delta: list[str], budget: int) -> dict:
+    return Tracker(project.home / "tasks.jsonl").create(
+        title, verify=verify, delta=delta, budget=budget
+    )
+
+
+def test_a_builder_outside_its_delta_is_out_of_scope(run_claude, project: Project) -> None:
+    project.stock("db")
+    strayed = task(project, "Add a migration for orders", "test -f orders.py", ["orders.py"], 5)
+    scenario = (
+        Rules()
+        .add(opening, wave(strayed, background=False))
+        .add(
+            working_on(strayed),
+            steps(delivered("migration"), "echo ok > orders.py && echo x > stray.py"),
+        )
+    )
+    run = run_claude("Orchestrate: build wave 1", scenario)
+    assert_clean(run, project)
+    assert (project.path / "stray.py").exists()  # the Bash call really ran
+    after = project.get_task(strayed["id"])
+    assert after["status"] == "open"
+    assert after["helix-last-error"] == f"out of scope: {scope.reason(['stray.py'])}"
+    assert project.given(strayed["id"])  # insights were given, and none was credited
+    assert all(e["delta"] <= 0 for e in project.feedback(strayed["id"]))
+    line = f'"out_of_scope": "{scope.reason(["stray.py"])}"'
+    assert project.log().count(line) == 1  # one line in the hooks log says so
+
+
+def test_parallel_builders_are_held_to_their_own_budgets(run_claude, project: Project) -> None:
+    project.stock("db")
+    within = task(project, "Write the schema", "test -f schema.py", ["schema.py"], 2)
+    over = task(project, "Write the routes", "test -f routes.py", ["routes.py"], 1)
+    scenario = (
+        Rules()
+        .add(opening, wave(within, over, background=False))
+        .add(working_on(within), steps(delivered("schema"), "echo s > schema.py", "true"))
+        .add(working_on(over), steps(delivered("routes"), "echo r > routes.py", "true"))
+    )
+    run = run_claude("Orchestrate: build wave 1", scenario)
+    assert_clean(run, project)
+    assert project.get_task(within["id"])["status"] == "closed"  # 2 calls, budget 2
+    late = project.get_task(over["id"])
+    assert late["status"] == "open"
+    assert late["helix-last-error"] == "out of scope: made 2 tool calls, past its BUDGET of 1"
