@@ -18,8 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from test_hooks import Session, agent_record, attempt
 
+from helix.cli import cli
 from helix.loop import scope
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
@@ -138,6 +140,9 @@ def test_a_change_outside_the_delta_settles_out_of_scope(
     assert sum("out_of_scope" in line and strays[0] in line for line in logged.splitlines()) == 1
     lines = (project.home / "logs" / "attribution.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["out_of_scope"] == why
+    shown = CliRunner().invoke(cli, ["history", task["id"]], env={"HELIX_HOME": str(project.home)})
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)[0]["out_of_scope"] == why
 
 
 def test_a_committed_change_and_a_glob(project: Session) -> None:

@@ -222,7 +222,7 @@ def settle_command(
 def history_command(task_id: str, limit: int) -> None:
     """The evidence trail of a task: every attempt helix recorded, newest first,
     with its judge (the VERIFY fixed when it started), the insights it was given,
-    and how it was settled (verified, tampered, repeat).
+    and how it was settled (verified, tampered, out of scope, repeat).
 
     Example: helix history hx-1a2b3c4d
     """
