@@ -314,3 +314,29 @@ def test_a_codex_builders_calls_are_counted_too(project: Session) -> None:
         assert hooks.handle("PreToolUse", payload, project.env) is None
     with Records(project.home / "helix.db") as store:
         assert store.tool_calls("x1") == 2
+
+
+def test_a_tree_too_dirty_to_keep_is_not_pretended_to_be_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scope, "MAX_DIRTY", 2)
+    git(tmp_path, "init", "-q")
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(name)
+    baseline = scope.take(["a.py"], None, tmp_path)
+    assert baseline == {"allowed": ["a.py"], "git": False, "why": "3 files were changed already"}
+    assert scope.changed(baseline, tmp_path) is None
+
+
+def test_past_the_byte_bound_size_and_time_stand_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scope, "MAX_BYTES", 4)
+    git(tmp_path, "init", "-q")
+    (tmp_path / "big.txt").write_text("more than four bytes")
+    (tmp_path / "small.txt").write_text("ok")
+    baseline = scope.take(["x.py"], None, tmp_path)
+    assert baseline is not None and baseline["dirty"]["big.txt"].startswith("stat:")
+    assert scope.changed(baseline, tmp_path) == []
+    (tmp_path / "big.txt").write_text("changed, and longer than before")
+    assert scope.changed(baseline, tmp_path) == ["big.txt"]

@@ -305,9 +305,10 @@ def _scope(
     if baseline:
         changed = scope.changed(baseline, project)
         if changed is None:
+            why_not = baseline.get("why") or "the project is not a git repository of its own"
             notes.append(
-                "scope not checked: the project is not a git repository of its own, so the "
-                "files this attempt changed cannot be told from earlier changes"
+                f"scope not checked: {why_not}, so the files this attempt changed cannot be "
+                "told from earlier changes"
             )
         else:
             others = ledger.overlapping(memory, attempt)
