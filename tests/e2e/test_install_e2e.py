@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from claude_runner import REPO_ROOT, Sandbox
-from fake_anthropic import Rules
+from fake_anthropic import FakeAnthropic, Rules
 from helix_project import TOPICS, builder, first_request, injected, opening, wave, working_on
 
 import helix
@@ -81,7 +81,7 @@ def tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Newcomer:
     """A clean HOME with only the basics on PATH: the tools, node and Claude Code."""
 
-    def __init__(self, sandbox: Sandbox, tools: Path, claude: Path):
+    def __init__(self, sandbox: Sandbox, tools: Path, claude: Path, api: str):
         self.sandbox = sandbox
         self.bin = sandbox.home / ".local" / "bin"
         base_python = Path(getattr(sys, "_base_executable", sys.executable))
@@ -108,6 +108,10 @@ class Newcomer:
             # A newcomer is logged in (the fake model server takes any key); `helix
             # doctor` says so, and says "not logged in" otherwise.
             ANTHROPIC_API_KEY="sk-ant-newcomer-test-key",
+            # ... and the API answers. Logged in, Claude Code's plugin commands call
+            # the API first; with no route to it (this machine) each one waits about
+            # 17 s for its timeout, so `helix install claude` took 54 s here.
+            ANTHROPIC_BASE_URL=api,
         )
 
     def sh(self, command: str, cwd: Path | None = None, timeout: float = 300):
@@ -127,7 +131,13 @@ class Newcomer:
 def test_a_newcomer_installs_with_one_command_and_the_plugin_learns(
     installer: str, tools: Path, claude_bin: Path, run_claude, sandbox: Sandbox
 ) -> None:
-    user = Newcomer(sandbox, tools, claude_bin)
+    with FakeAnthropic() as api:
+        newcomer_first_hour(
+            installer, Newcomer(sandbox, tools, claude_bin, api.base_url), run_claude, sandbox
+        )
+
+
+def newcomer_first_hour(installer: str, user: Newcomer, run_claude, sandbox: Sandbox) -> None:
     install, register, doctor = readme_commands(installer)
 
     done = user.sh(install, timeout=INSTALL_TIMEOUT)
