@@ -32,14 +32,12 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from helix import repository
-from helix.loop import environment, frames
+from helix.loop import environment, frames, scope
 
 MAX_FILES = 20_000  # names walked under one directory (a named one, or a non-git tree)
 MAX_BYTES = 64 << 20  # content read per digest; beyond it, size and mtime only
@@ -187,45 +185,15 @@ def tree(project: Path, timeout: float = 30.0) -> str:
     (HEAD, and the content of every changed and untracked file), else a bounded
     walk of the files."""
     h = hashlib.sha256()
-    listed = _git_changes(project, timeout)
+    listed = scope.status(project, timeout)
     if listed is None:
         h.update(b"walk")
         names: Iterable[str] = _walk(project, project)
     else:
         head, names = listed
-        h.update(b"git\x00" + head.encode())
+        h.update(b"git\x00" + (head or "(no commit)").encode())
     _hash_files(h, names, project)
     return h.hexdigest()
-
-
-def _git_changes(project: Path, timeout: float) -> tuple[str, list[str]] | None:
-    def git(*args: str) -> bytes | None:
-        try:
-            done = repository.run(project, *args, timeout=timeout)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    top = git("rev-parse", "--show-toplevel")
-    if top is None or Path(os.fsdecode(top.strip())).resolve() != project.resolve():
-        return None  # not a repository, or the project is only part of one
-    head = git("rev-parse", "--verify", "-q", "HEAD") or b"(no commit)"
-    status = git(
-        "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
-    )
-    if status is None:
-        return None
-    names = []
-    entries = iter(status.split(b"\x00"))
-    for entry in entries:
-        if len(entry) < 4:
-            continue
-        code, name = entry[:2], os.fsdecode(entry[3:])
-        if code[0:1] in (b"R", b"C"):
-            next(entries, None)  # the rename's source follows
-        if not name.startswith(".helix/") and name != ".helix":
-            names.append(name)
-    return head.decode(errors="replace").strip(), names
 
 
 def _walk(root: Path, project: Path) -> Iterator[str]:

@@ -93,7 +93,7 @@ def take(delta: Any, verify: str | None, project: Path) -> dict[str, Any] | None
     paths = allowed(delta, verify, project)
     if not paths:
         return None
-    listed = _status(project)
+    listed = status(project)
     if listed is None:
         return {"allowed": paths, "git": False}
     head, names = listed
@@ -109,7 +109,7 @@ def changed(baseline: dict[str, Any], project: Path) -> list[str] | None:
     that cannot be told (no git, or git failed)."""
     if not baseline.get("git"):
         return None
-    listed = _status(project)
+    listed = status(project)
     if listed is None:
         return None
     head, names = listed
@@ -236,30 +236,27 @@ def _ignored(rel: str) -> bool:
     )
 
 
-def _git(project: Path, *args: str) -> bytes | None:
+def _git(project: Path, *args: str, timeout: float = repository.TIMEOUT) -> bytes | None:
     try:
-        done = repository.run(project, *args)
+        done = repository.run(project, *args, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def _status(project: Path) -> tuple[str | None, list[str]] | None:
+def status(
+    project: Path, timeout: float = repository.TIMEOUT
+) -> tuple[str | None, list[str]] | None:
     """(HEAD or None before the first commit, the changed and untracked files
-    git does not ignore, outside ``.helix/``), or None outside a repository
-    whose top is the project."""
-    top = _git(project, "rev-parse", "--show-toplevel")
+    git does not ignore, outside ``.helix/``; a rename names both paths), or
+    None outside a repository whose top is the project. The one list of the
+    tree's changes: :func:`helix.loop.judge.tree` digests it too."""
+    top = _git(project, "rev-parse", "--show-toplevel", timeout=timeout)
     if top is None or Path(os.fsdecode(top.strip())).resolve() != project.resolve():
         return None
-    head = _git(project, "rev-parse", "--verify", "-q", "HEAD")
-    status = _git(
-        project,
-        "status",
-        "--porcelain=v1",
-        "-z",
-        "--untracked-files=all",
-        "--ignore-submodules=all",
-    )
+    head = _git(project, "rev-parse", "--verify", "-q", "HEAD", timeout=timeout)
+    listing = ("--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all")
+    status = _git(project, "status", *listing, timeout=timeout)
     if status is None:
         return None
     names = []
