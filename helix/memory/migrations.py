@@ -447,6 +447,30 @@ def m013_attempt_scope_and_tool_calls(conn: sqlite3.Connection) -> None:
     )
 
 
+def m014_agent_files(conn: sqlite3.Connection) -> None:
+    """The files each helix builder wrote through a file tool, as the hooks saw them.
+
+    A wave of parallel builders shares one checkout, so a file changed outside
+    every delta could be any of theirs, and each was settled out of scope for
+    it. ``agent_file`` records the path of each Write, Edit or patch a builder
+    makes (PreToolUse): a stray another builder wrote is that builder's, not the
+    one being settled. A change made by a shell command names no file and stays
+    everyone's in flight.
+    """
+    _run(
+        conn,
+        """
+        CREATE TABLE agent_file (
+            agent_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            at TEXT NOT NULL,
+            PRIMARY KEY (agent_id, path)
+        );
+        CREATE INDEX agent_file_at ON agent_file(at);
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -463,6 +487,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (11, m011_insight_origin),
     (12, m012_edge_last_used),
     (13, m013_attempt_scope_and_tool_calls),
+    (14, m014_agent_files),
 ]
 
 LATEST = MIGRATIONS[-1][0]
