@@ -346,3 +346,24 @@ def test_the_real_codex_agrees_with_the_files(tmp_path: Path, case: str) -> None
     )
     assert (done.returncode == 0) is ours.logged_in, (case, ours, done.stderr)
     assert SECRET not in ours.line
+
+
+@pytest.mark.model
+def test_the_model_cache_is_reported_with_what_other_versions_left(user: User) -> None:
+    done, report = user.doctor()
+    assert report["model_cache"]["state"].startswith("not made yet")
+    assert any(n.startswith("model cache: not made yet") for n in lines(done, "note"))
+    stored = user.helix("memory", "store", "--content", "When the cache is cold, warm it first")
+    assert stored.returncode == 0, stored.stderr  # the first embed makes the copy
+    done, report = user.doctor()
+    cache = report["model_cache"]
+    assert cache["state"] == "ok" and Path(cache["path"]).is_relative_to(user.home / ".cache")
+    assert not any(n.startswith("model cache") for n in lines(done, "note"))
+    old = Path(cache["path"]).with_name("minilm-0123456789abcdef-f32-v1.safetensors")
+    old.write_bytes(b"\0" * 3 * 2**20)
+    done, report = user.doctor()
+    assert (report["model_cache"]["other_files"], report["model_cache"]["other_bytes"]) == (
+        1,
+        3 * 2**20,
+    )
+    assert any("1 file(s) of other helix versions (3 MB)" in n for n in lines(done, "note"))

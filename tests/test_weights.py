@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -283,3 +284,61 @@ def test_processes_loading_at_once_share_one_whole_copy(tmp_path, cache):
     assert set(outputs) == {hashlib.sha256(expected.tobytes()).hexdigest()}
     (path,) = cache.iterdir()  # no temp file left behind
     assert weights.mapped(path, DIGEST) is not None
+
+
+# ------------------------------------------------------------------ upkeep
+def aged(path: Path, days: float) -> Path:
+    stamp = time.time() - days * 86400
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_copies_of_other_versions_leave_once_unused_for_a_month(cache):
+    cache.mkdir(parents=True)
+    stale = cache / "minilm-0123456789abcdef-f32-v2.safetensors"  # an older version's
+    stale.write_bytes(b"x" * 100)
+    aged(stale, 31)
+    recent = cache / "minilm-fedcba9876543210-f32-v3.safetensors"
+    recent.write_bytes(b"y" * 100)
+    aged(recent, 3)  # another version, used three days ago: kept
+    left = cache / ".minilm-0123-f32-v3.safetensors.abc.tmp"
+    left.write_bytes(b"z")
+    aged(left, 0.1)  # a writer killed two hours ago
+    writing = cache / ".minilm-0123-f32-v3.safetensors.def.tmp"
+    writing.write_bytes(b"w")  # a writer at work now
+    unrelated = cache / "notes.txt"
+    unrelated.write_text("mine")
+    aged(unrelated, 400)
+    weights.load(SOURCE)  # writes this version's copy, then tidies
+    assert cached_files(cache) == sorted(
+        [writing.name, weights.cache_file().name, recent.name, unrelated.name]
+    )
+
+
+def test_a_start_that_maps_the_copy_marks_it_used(cache):
+    weights.load(SOURCE)
+    copy = aged(weights.cache_file(), 40)
+    weights.load(SOURCE)  # maps it
+    assert time.time() - copy.stat().st_mtime < 3600
+    hour_old = aged(copy, 1 / 24)
+    before = hour_old.stat().st_mtime
+    weights.load(SOURCE)
+    assert copy.stat().st_mtime == before  # at most once a day: no write per start
+
+
+def test_the_report_says_what_the_cache_holds(cache):
+    assert weights.report()["state"].startswith("not made yet")
+    weights.load(SOURCE)
+    report = weights.report()
+    assert report["state"] == "ok" and report["path"] == str(weights.cache_file())
+    assert report["bytes"] == weights.cache_file().stat().st_size > 40_000_000
+    assert (report["other_files"], report["other_bytes"]) == (0, 0)
+    (cache / "minilm-0123456789abcdef-f32-v2.safetensors").write_bytes(b"x" * 1000)
+    with weights.cache_file().open("r+b") as handle:  # one byte of the data damaged
+        handle.seek(-5, os.SEEK_END)
+        byte = handle.read(1)
+        handle.seek(-5, os.SEEK_END)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    report = weights.report()
+    assert report["state"].startswith("damaged")
+    assert (report["other_files"], report["other_bytes"]) == (1, 1000)

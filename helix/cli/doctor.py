@@ -75,6 +75,18 @@ def doctor(asked: tuple[str, ...]) -> None:
             check_model_files(model_dir, full=True)
             report["model_dir"] = str(model_dir)
             report["model_files"] = "sha256 verified"
+            from helix.memory import weights
+
+            cache = report["model_cache"] = weights.report()
+            if cache["state"] != "ok":
+                notes.append(f"model cache: {cache['state']}")
+            others = cache.get("other_bytes")
+            if isinstance(others, int) and others:
+                notes.append(
+                    f"model cache: {cache['other_files']} file(s) of other helix versions"
+                    f" ({others // 2**20} MB) beside {cache['path']}; removed"
+                    f" when unused for {weights.UNUSED_DAYS} days"
+                )
     except HelixError as exc:
         problems.append(str(exc))
     store = health.store_problem(paths)

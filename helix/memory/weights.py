@@ -37,6 +37,13 @@ The cache file
   deliberate edit: whoever can write your cache can write your site-packages. A
   file that fails is rebuilt, never used.
 
+A copy left by another helix version (another digest or layout) is removed when a
+new copy is written, once no start has used it for :data:`UNUSED_DAYS` days (a
+start that maps a copy marks it used, at most once a day), so two versions used
+side by side keep their own copies, and an upgrade does not leave 90 MB behind
+for good; so is a temp file a killed writer left, after an hour.
+:func:`report` says what the cache holds (``helix doctor`` prints it).
+
 A cache that cannot be written (no home, a read-only or full disk) costs speed,
 never a failure: the weights are then converted in memory, as every start did
 before. Checkpoints other than the pinned float16 file (``HELIX_MODEL_DIR``
@@ -78,6 +85,12 @@ _DTYPES = {
 _LAYER = re.compile(r"encoder\.layer\.(\d+)\.")
 _QKV = ("query", "key", "value")
 _SUM_BLOCK = 4096  # 8-byte words per block of the checksum (32 KB)
+# Cache upkeep (see the module docstring).
+UNUSED_DAYS = 30
+_DAY = 86400.0
+_TEMP_SECONDS = 3600.0
+_COPIES = "minilm-*-f32-v*.safetensors"
+_TEMPS = ".minilm-*.tmp"
 
 
 def load(path: Path) -> dict[str, np.ndarray]:
@@ -89,20 +102,89 @@ def load(path: Path) -> dict[str, np.ndarray]:
     pinned_size, digest = MINILM_FILES["model.safetensors"]
     if path.stat().st_size != pinned_size:
         return layout(read_safetensors(path, keep=_KEEP))
-    try:
-        target = config.user_cache() / f"minilm-{digest[:16]}-f32-v{LAYOUT}.safetensors"
-    except RuntimeError:  # no home directory: nowhere to keep it
-        target = None
+    target = cache_file()
     if target is not None:
         found = mapped(target, digest)
         if found is not None:
+            _mark_used(target)
             return found
     tensors = layout(read_safetensors(path, keep=_KEEP))
     if target is not None and _writable(target.parent) and _sha256(path) == digest:
         tensors.update(_vocabulary(path.parent / "tokenizer.json"))
         with contextlib.suppress(OSError):
             write(target, tensors, digest)
+            prune(target)
     return tensors
+
+
+def cache_file() -> Path | None:
+    """Where this helix keeps its float32 copy of the pinned model; None without a
+    home directory (nowhere to keep it)."""
+    try:
+        folder = config.user_cache()
+    except RuntimeError:
+        return None
+    return folder / f"minilm-{MINILM_FILES['model.safetensors'][1][:16]}-f32-v{LAYOUT}.safetensors"
+
+
+def _mark_used(path: Path) -> None:
+    """Move the copy's mtime to now when it is a day old or more: its last use,
+    which :func:`prune` run by another version reads. One stat per start."""
+    import time
+
+    with contextlib.suppress(OSError):
+        if time.time() - path.stat().st_mtime >= _DAY:
+            os.utime(path)
+
+
+def prune(keep: Path, now: float | None = None) -> list[Path]:
+    """Remove, beside ``keep``, the copies of other versions unused for
+    :data:`UNUSED_DAYS` days and temp files older than an hour; return what was
+    removed. Errors are skipped: upkeep never fails a load."""
+    import time
+
+    now = time.time() if now is None else now
+    removed = []
+    candidates = [(p, UNUSED_DAYS * _DAY) for p in keep.parent.glob(_COPIES) if p != keep]
+    candidates += [(p, _TEMP_SECONDS) for p in keep.parent.glob(_TEMPS)]
+    for path, age in candidates:
+        with contextlib.suppress(OSError):
+            if now - path.lstat().st_mtime > age:
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def report() -> dict[str, object]:
+    """What the cache holds, for ``helix doctor``: this version's copy (its path,
+    whether it is there and passes its checks, its size) and the copies and temp
+    files of others (count and bytes)."""
+    target = cache_file()
+    if target is None:
+        return {"path": None, "state": "no home directory: the weights are converted at each start"}
+    digest = MINILM_FILES["model.safetensors"][1]
+    if not target.exists():
+        state = "not made yet (the next start that embeds makes it)"
+        existing = next(p for p in (target.parent, *target.parents) if p.exists())
+        if not os.access(existing, os.W_OK):
+            state = "cannot be written: the weights are converted at each start (~30 ms)"
+    elif mapped(target, digest) is None:
+        state = "damaged: the next start rebuilds it"
+    else:
+        state = "ok"
+    others = [p for p in target.parent.glob(_COPIES) if p != target]
+    others += list(target.parent.glob(_TEMPS))
+    sizes = []
+    for other in others:
+        with contextlib.suppress(OSError):
+            sizes.append(other.lstat().st_size)
+    return {
+        "path": str(target),
+        "state": state,
+        "bytes": target.stat().st_size if target.exists() else 0,
+        "other_files": len(others),
+        "other_bytes": sum(sizes),
+    }
 
 
 def _vocabulary(tokenizer: Path) -> dict[str, np.ndarray]:
