@@ -172,9 +172,51 @@ def test_parallel_builders_in_one_checkout_are_not_blamed_for_each_other(
     (project.project / "stray.txt").write_text("neither's\n")
     for agent in ("p1", "p2"):
         project.stop(agent, "helix:builder", "DELIVERED: done\n", tool_use_id=f"toolu_{agent}")
-    for agent in ("p1", "p2"):
+    for agent in ("p1", "p2"):  # a file no file tool named is everyone's in flight
         settled = attempt(project.home, tasks[agent])
         assert settled.result["out_of_scope"] == scope.reason(["stray.txt"])
+
+
+def test_a_stray_one_builder_wrote_with_a_file_tool_is_its_own(project: Session) -> None:
+    tracker = Tracker(project.home / "tasks.jsonl")
+    tasks = {}
+    for agent, rel in (("w1", "src/dates.py"), ("w2", "src/other.py")):
+        task = tracker.create(f"Edit {rel}", verify="true", delta=[rel])
+        prompt = f"TASK_ID: {task['id']}\nTASK: Edit {rel}\nVERIFY: true\n"
+        project.spawn(f"toolu_{agent}", "helix:builder", prompt, background=True)
+        project.start(agent, "helix:builder")
+        tasks[agent] = task["id"]
+    writes = {"w1": ["src/dates.py", "stray.txt"], "w2": ["src/other.py"]}
+    for agent, paths in writes.items():
+        for rel in paths:  # what Claude Code's Write tool sends, from inside the subagent
+            target = project.project / rel
+            project.fire(
+                "PreToolUse",
+                agent_id=agent,
+                agent_type="helix:builder",
+                tool_name="Write",
+                tool_use_id=f"toolu_{agent}_{rel}",
+                tool_input={"file_path": str(target), "content": agent},
+            )
+            target.write_text(agent)
+    for agent in ("w2", "w1"):
+        project.stop(agent, "helix:builder", "DELIVERED: done\n", tool_use_id=f"toolu_{agent}")
+    assert attempt(project.home, tasks["w2"]).result["out_of_scope"] == ""
+    assert tracker.get(tasks["w2"])["status"] == "closed"
+    assert attempt(project.home, tasks["w1"]).result["out_of_scope"] == scope.reason(["stray.txt"])
+    assert tracker.get(tasks["w1"])["status"] == "open"
+
+
+def test_a_codex_patch_names_the_files_it_writes(project: Session) -> None:
+    from helix.claude import budgets
+    from helix.loop.spawns import Records
+
+    patch = "*** Begin Patch\n*** Update File: src/dates.py\n@@\n-a\n+b\n*** Add File: ../out.py\n"
+    payload = {"tool_name": "apply_patch", "tool_input": {"command": patch}}
+    with Records(project.home / "helix.db") as store:
+        budgets.count(store, "x2", payload, project.project)
+        assert store.written("x2", "9999") == ({"src/dates.py"}, set())  # ../ is not ours
+        assert store.tool_calls("x2") == 1
 
 
 def test_outside_git_the_settlement_says_scope_was_not_checked(tmp_path: Path) -> None:

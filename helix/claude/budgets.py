@@ -1,4 +1,5 @@
-"""A builder's BUDGET against the tool calls the hooks see it make.
+"""What the hooks see of a builder: its tool calls against its BUDGET, and the
+files it writes through file tools.
 
 A builder's prompt gives it a BUDGET of tool calls (the task's ``budget``).
 The plugin's PreToolUse hook matches every tool, and a call a helix builder
@@ -14,25 +15,35 @@ it knows, which the builder cannot change mid-attempt without that being the
 task's, else the prompt's). A builder none of whose calls reached the hooks (a
 client that does not report a subagent's tool calls, or a hook not installed
 for every tool) cannot be held to its budget: the settlement says so
-(:class:`helix.loop.scope.Budget` with ``used`` None) rather than pretending.
+(:class:`helix.loop.scope.Seen` with ``calls`` None) rather than pretending.
+
+A Write, Edit, MultiEdit or NotebookEdit call names its file, and a Codex patch
+its files (``*** Update File: path``): each is recorded for the builder
+(``agent_file``), so that at settlement a file outside every delta that another
+builder of the wave wrote is that builder's, not the one being settled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix.claude.spawn_fields import AGENT_TYPES
 from helix.errors import HelixError
-from helix.loop.scope import Budget
+from helix.loop import frames
+from helix.loop.scope import Seen
 
-__all__ = ["Budget", "allowed", "builder_call", "spent"]
+__all__ = ["Seen", "allowed", "builder_call", "count", "spent"]
 
 if TYPE_CHECKING:
     from helix.loop.spawns import Records
 
 MAX_BUDGET = 1000  # what ``helix tasks`` accepts
+FILE_KEYS = ("file_path", "notebook_path", "path")
+_PATCHED = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
+MAX_PATHS = 50  # files recorded from one call
 
 
 def builder_call(payload: Mapping[str, Any]) -> str | None:
@@ -41,6 +52,32 @@ def builder_call(payload: Mapping[str, Any]) -> str | None:
     if not isinstance(agent_id, str) or not agent_id:
         return None
     return agent_id if AGENT_TYPES.get(str(payload.get("agent_type"))) == "builder" else None
+
+
+def count(store: Records, agent_id: str, payload: Mapping[str, Any], project: Path) -> None:
+    """Count one tool call of the builder ``agent_id``, and record the project
+    files it writes, if it names them."""
+    store.count_call(agent_id)
+    paths = list(dict.fromkeys(_written(payload, project)))[:MAX_PATHS]
+    if paths:
+        store.wrote(agent_id, paths)
+
+
+def _written(payload: Mapping[str, Any], project: Path) -> Iterator[str]:
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        return
+    if payload.get("tool_name") in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
+        for key in FILE_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and (rel := frames.inside(value, project)):
+                yield rel
+    for value in tool_input.values():  # a patch (Codex's apply_patch) names its files
+        if isinstance(value, str) and "*** " in value:
+            for m in _PATCHED.finditer(value[: 1 << 20]):
+                name = (m.group(1) or m.group(2) or "").strip()
+                if rel := frames.inside(name, project):
+                    yield rel
 
 
 def allowed(tasks: Path, spawn: Mapping[str, Any], fields: Mapping[str, Any]) -> int | None:
@@ -57,17 +94,32 @@ def allowed(tasks: Path, spawn: Mapping[str, Any], fields: Mapping[str, Any]) ->
     return _valid(prompt_budget)
 
 
-def spent(store: Records, record: dict[str, Any]) -> Budget | None:
-    """The budget of the attempt being settled: None when it had none. Marks the
-    calls as settled in ``record``, so a resumed attempt counts only its own."""
-    total = store.tool_calls(str(record["agent_id"]))
+def spent(store: Records, record: dict[str, Any]) -> Seen:
+    """What the hooks saw of the attempt being settled. Marks its calls as
+    settled in ``record``, so a resumed attempt counts only its own."""
+    agent_id = str(record["agent_id"])
+    total = store.tool_calls(agent_id)
     before = record.get("calls_settled", 0)
     record["calls_settled"] = total
-    budget = _valid(record.get("budget"))
-    if budget is None:
-        return None
     used = total - (before if isinstance(before, int) else 0)
-    return Budget(budget, used if used > 0 else None)
+    mine, theirs = store.written(agent_id, _started(store, record.get("attempt_id")))
+    return Seen(
+        _valid(record.get("budget")), used if used > 0 else None, frozenset(mine), frozenset(theirs)
+    )
+
+
+def _started(store: Records, attempt_id: Any) -> str:
+    """When the attempt started (a stamp). Not known: a stamp after every other,
+    so no other builder's writes excuse anything."""
+    from helix.errors import NotFound
+    from helix.loop import ledger
+
+    if isinstance(attempt_id, str):
+        try:
+            return ledger.get(store, attempt_id).started_at
+        except NotFound:
+            pass
+    return "9999"
 
 
 def _valid(value: Any) -> int | None:

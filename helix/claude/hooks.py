@@ -186,7 +186,7 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
     payload = ctx.payload
     if (caller := budgets.builder_call(payload)) is not None:
         with _records(ctx) as store:  # a builder's tool call, held against its BUDGET
-            store.count_call(caller)
+            budgets.count(store, caller, payload, ctx.project)
     tool_input = payload.get("tool_input") or {}
     if payload.get("tool_name") not in ("Agent", "Task") or not isinstance(tool_input, dict):
         return None
@@ -568,7 +568,7 @@ def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
 
 
 def _settle_builder(
-    ctx: Context, record: dict[str, Any], text: str, budget: budgets.Budget | None
+    ctx: Context, record: dict[str, Any], text: str, seen: budgets.Seen
 ) -> dict[str, Any]:
     from helix.errors import NotFound, Rejected
     from helix.loop import outcomes
@@ -588,7 +588,7 @@ def _settle_builder(
                         VERIFY_TIMEOUT,
                         agent_id=record["agent_id"],
                         attempt_id=record.get("attempt_id"),
-                        budget=budget,
+                        seen=seen,
                     )
                 except NotFound:
                     pass  # not a tracked task: settle from the prompt below
@@ -601,7 +601,7 @@ def _settle_builder(
                     VERIFY_TIMEOUT,
                     record["agent_id"],
                     record.get("attempt_id"),
-                    budget,
+                    seen,
                 )
         except Rejected as exc:
             return {"skipped": str(exc)}

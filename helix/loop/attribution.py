@@ -115,7 +115,7 @@ def settle(
     attempt_id: str | None = None,
     current_verify: Any = UNKNOWN,
     timeout: float = verifying.DEFAULT_TIMEOUT,
-    budget: scope.Budget | None = None,
+    seen: scope.Seen | None = None,
 ) -> tuple[Settlement, Verification]:
     """Settle one attempt at ``task_id``: run its recorded VERIFY, apply the
     outcome to the insights helix gave it, and log it; return what was applied and
@@ -129,7 +129,8 @@ def settle(
     a recorded attempt, an untampered judge, VERIFY passing or failing on its own,
     and new work (a verified delivery on the same tree earns nothing again).
     An attempt that changed files outside its delta (:mod:`helix.loop.scope`),
-    or made more tool calls than its ``budget``, is ``out_of_scope``: VERIFY
+    or made more tool calls than its BUDGET (``seen``: what the hooks saw of the
+    builder, :class:`scope.Seen`), is ``out_of_scope``: VERIFY
     still runs, but nothing is credited either way and its task stays open.
     Recording the outcome, closing the attempt and the feedback are one
     transaction: a crash leaves all or none, and a retry completes it. A settled
@@ -171,7 +172,7 @@ def settle(
         env = environment.for_verify(attempt.judge.env or None)
     out_of_scope = ""
     if attempt is not None and not tampered:
-        out_of_scope, notes = _scope(memory, attempt, project, budget)
+        out_of_scope, notes = _scope(memory, attempt, project, seen)
         problems += notes
     if tampered:
         # A bent judge is not run at all: what it would run is the builder's choice.
@@ -294,11 +295,14 @@ def settle(
 
 
 def _scope(
-    memory: Memory, attempt: ledger.Attempt, project: Path, budget: scope.Budget | None
+    memory: Memory, attempt: ledger.Attempt, project: Path, seen: scope.Seen | None
 ) -> tuple[str, list[str]]:
     """Why the attempt is out of scope ("" when it is not), and notes on what
     could not be checked. Files inside the delta of another attempt in flight at
-    the same time in this project are that attempt's (a wave shares a checkout)."""
+    the same time in this project are that attempt's (a wave shares a checkout),
+    and so are the files another builder wrote through a file tool while this one
+    worked, unless this one wrote them too; a file changed by a shell command is
+    nobody's in particular, so every builder in flight answers for it."""
     why: list[str] = []
     notes: list[str] = []
     baseline = attempt.scope
@@ -316,6 +320,8 @@ def _scope(
             for other in others:
                 allowed += (other.scope or {}).get("allowed") or []
             strays = scope.outside(changed, allowed)
+            if seen is not None:
+                strays = [s for s in strays if s in seen.mine or s not in seen.theirs]
             undeclared = [o for o in others if not o.scope]
             if strays and undeclared:
                 notes.append(
@@ -325,14 +331,14 @@ def _scope(
                 )
             elif strays:
                 why.append(scope.reason(strays))
-    if budget is not None:
-        if budget.used is None:
+    if seen is not None and seen.budget is not None:
+        if seen.calls is None:
             notes.append(
-                f"BUDGET of {budget.allowed} tool calls not checked: no tool call of this "
+                f"BUDGET of {seen.budget} tool calls not checked: no tool call of this "
                 "builder reached the hooks"
             )
-        elif budget.used > budget.allowed:
-            why.append(f"made {budget.used} tool calls, past its BUDGET of {budget.allowed}")
+        elif seen.calls > seen.budget:
+            why.append(f"made {seen.calls} tool calls, past its BUDGET of {seen.budget}")
     return "; ".join(why), notes
 
 

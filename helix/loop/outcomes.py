@@ -44,11 +44,11 @@ def finish(
     agent_id: str = "",
     update_tracker: bool = True,
     attempt_id: str | None = None,
-    budget: scope.Budget | None = None,
+    seen: scope.Seen | None = None,
 ) -> Settlement:
     """Settle one attempt of a tracked task (``attempt_id``, else its newest open
-    one); return everything that was applied. ``budget``: the builder's tool
-    calls against its BUDGET, where they could be counted (the hooks).
+    one); return everything that was applied. ``seen``: what the hooks
+    saw of the builder (its tool calls against its BUDGET, the files it wrote).
 
     If that attempt was settled before but its task never heard (a crash after
     the settling transaction, whichever route settled it: the hooks, ``helix
@@ -61,7 +61,7 @@ def finish(
     task = tracker.get(task_id)
     try:
         settled, checked = _attempt(
-            memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id, budget
+            memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id, seen
         )
     except attribution.AlreadySettled as done:
         if not _unapplied(memory, task, done.attempt, update_tracker):
@@ -117,14 +117,14 @@ def finish_untracked(
     timeout: float = verification.DEFAULT_TIMEOUT,
     agent_id: str = "",
     attempt_id: str | None = None,
-    budget: scope.Budget | None = None,
+    seen: scope.Seen | None = None,
 ) -> Settlement:
     """The same for work the tracker does not know (an agent spawned outside
     ``helix tasks``): its VERIFY was recorded from its prompt when the attempt
     started, and no task is updated."""
     task: TaskRecord = {"id": task_id, "title": task_id}
     return _attempt(
-        memory, task, agent_output, home, timeout, None, agent_id, attempt_id, budget, False
+        memory, task, agent_output, home, timeout, None, agent_id, attempt_id, seen, False
     )[0]
 
 
@@ -137,7 +137,7 @@ def _attempt(
     files_changed: list[str] | None,
     agent_id: str,
     attempt_id: str | None,
-    budget: scope.Budget | None = None,
+    seen: scope.Seen | None = None,
     tracked: bool = True,
 ) -> tuple[Settlement, verification.Verification]:
     """Step 1 of the module docstring for one attempt at ``task``, then steps 3
@@ -158,7 +158,7 @@ def _attempt(
         attempt_id,
         task.get("verify") if tracked else attribution.UNKNOWN,
         timeout,
-        budget,
+        seen,
     )
     _follow_up(memory, task, settled, checked, home, files_changed, agent_id)
     return settled, checked

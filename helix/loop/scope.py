@@ -55,13 +55,17 @@ MAX_SHOWN = 5  # changed paths named in the one-line reason
 _IGNORED_DIRS = frames.CACHE_DIRS | frames.SKIP_DIRS | {".venv", "venv"}
 
 
-class Budget(NamedTuple):
-    """A builder's BUDGET against what it spent: ``allowed`` tool calls, and
-    ``used``, the calls the hooks saw it make (None when they saw none: a client
-    that does not report a subagent's tool calls cannot be held to a budget)."""
+class Seen(NamedTuple):
+    """What the hooks saw of a builder: its BUDGET of tool calls (None: none),
+    the ``calls`` it made (None when none reached the hooks: a client that does
+    not report a subagent's tool calls cannot be held to a budget), the files it
+    wrote through file tools (``mine``), and those other builders wrote through
+    theirs while it worked (``theirs``: a stray of theirs is not its own)."""
 
-    allowed: int
-    used: int | None
+    budget: int | None
+    calls: int | None
+    mine: frozenset[str] = frozenset()
+    theirs: frozenset[str] = frozenset()
 
 
 def allowed(delta: Any, verify: str | None, project: Path) -> list[str]:

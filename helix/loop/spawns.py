@@ -113,6 +113,25 @@ class Records:
                 (agent_id, db.stamp(self.clock())),
             )
 
+    def wrote(self, agent_id: str, paths: list[str]) -> None:
+        """``agent_id`` wrote ``paths`` (project relative) through a file tool."""
+        now = db.stamp(self.clock())
+        with db.write(self.conn):
+            self.conn.executemany(
+                "INSERT INTO agent_file(agent_id, path, at) VALUES (?, ?, ?) "
+                "ON CONFLICT(agent_id, path) DO UPDATE SET at = excluded.at",
+                [(agent_id, p, now) for p in paths],
+            )
+
+    def written(self, agent_id: str, since: str) -> tuple[set[str], set[str]]:
+        """The files ``agent_id`` wrote through file tools, and those other agents
+        wrote through theirs since ``since`` (a stamp)."""
+        rows = self.conn.execute(
+            "SELECT agent_id = ?, path FROM agent_file WHERE agent_id = ? OR at >= ?",
+            (agent_id, agent_id, since),
+        ).fetchall()
+        return {p for own, p in rows if own}, {p for own, p in rows if not own}
+
     def tool_calls(self, agent_id: str) -> int:
         row = self.conn.execute(
             "SELECT tool_calls FROM agent_run WHERE agent_id = ?", (agent_id,)
@@ -149,6 +168,7 @@ class Records:
             gone += self.conn.execute(
                 "DELETE FROM agent_run WHERE updated_at < ?", (cutoff,)
             ).rowcount
+            gone += self.conn.execute("DELETE FROM agent_file WHERE at < ?", (cutoff,)).rowcount
         return gone
 
 
