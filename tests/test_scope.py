@@ -382,3 +382,29 @@ def test_past_the_byte_bound_size_and_time_stand_in(
     assert scope.changed(baseline, tmp_path) == []
     (tmp_path / "big.txt").write_text("changed, and longer than before")
     assert scope.changed(baseline, tmp_path) == ["big.txt"]
+
+
+@pytest.mark.parametrize("strays", [[], ["stray.txt"]])
+def test_helix_run_settles_a_builder_outside_its_delta_out_of_scope(
+    tmp_path: Path, strays: list[str]
+) -> None:
+    from run_harness import World, delivered
+
+    world = World(tmp_path / "w")
+    task = world.task("write a", "--verify", "test -f a.py", "--delta", "a.py")
+    commands = ["echo x > a.py", *(f"echo y > {rel}" for rel in strays)]
+    stop = {"kind": "check", "reply": "NEXT_ACTION: STOP nothing left\nbecause.\n"}
+    world.script([{"kind": "build", "run": commands, "reply": delivered()}, stop])
+    proc = world.run("--max-cycles", "1")
+    assert proc.returncode == 0, proc.stderr
+    log = next((world.home / "logs").glob("run-*.log")).read_text()
+    row = world.tasks()[task]
+    if not strays:
+        assert row["status"] == "closed" and "out of scope" not in log
+        return
+    why = scope.reason(strays)
+    # each attempt's settlement line says so (helix run retries it, after undoing it)
+    settled = [line for line in log.splitlines() if f"{task}: claimed delivered" in line]
+    assert settled and all(line.endswith(f", out of scope: {why}") for line in settled), log
+    assert row["status"] != "closed" and row["helix-last-error"] == f"out of scope: {why}"
+    assert f"failed (delivered): out of scope: {why}" in log  # the retry's prompt is told

@@ -94,4 +94,6 @@ def settlement(settled: Settlement) -> str:
         f"claimed {settled['claimed']}, VERIFY {verify}, outcome {settled['outcome']}, "
         f"feedback on {len(settled['feedback'])} insight(s)"
     )
+    if settled.get("out_of_scope"):
+        line += f", out of scope: {settled['out_of_scope']}"
     return line + (f"\n{check['output_tail']}" if check["passed"] is False else "")
