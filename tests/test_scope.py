@@ -249,10 +249,11 @@ def test_a_budget_no_call_of_which_was_seen_is_not_pretended_to_be_kept(
     task = build(project, "u1", {"src/dates.py": "x\n"}, budget=3, calls=0)
     settled = attempt(project.home, task["id"])
     assert task["status"] == "closed"
-    assert (
-        "BUDGET of 3 tool calls not checked: no tool call of this builder reached the hooks"
-        in settled.result["problems"]
-    )
+    unchecked = [p for p in settled.result["problems"] if p.startswith("BUDGET of 3")]
+    assert unchecked == [
+        "BUDGET of 3 tool calls not checked: none of this builder's tool calls was seen "
+        "(the plugin's hooks count them; helix run and helix settle do not)"
+    ]
 
 
 def test_run_hook_hands_over_only_a_helix_agents_calls(project: Session) -> None:
@@ -391,7 +392,7 @@ def test_helix_run_settles_a_builder_outside_its_delta_out_of_scope(
     from run_harness import World, delivered
 
     world = World(tmp_path / "w")
-    task = world.task("write a", "--verify", "test -f a.py", "--delta", "a.py")
+    task = world.task("write a", "--verify", "test -f a.py", "--delta", "a.py", "--budget", "5")
     commands = ["echo x > a.py", *(f"echo y > {rel}" for rel in strays)]
     stop = {"kind": "check", "reply": "NEXT_ACTION: STOP nothing left\nbecause.\n"}
     world.script([{"kind": "build", "run": commands, "reply": delivered()}, stop])
@@ -401,6 +402,9 @@ def test_helix_run_settles_a_builder_outside_its_delta_out_of_scope(
     row = world.tasks()[task]
     if not strays:
         assert row["status"] == "closed" and "out of scope" not in log
+        # helix run does not count a builder's tool calls, and says so
+        trail = json.loads(world.helix("history", task).stdout)
+        assert any(p.startswith("BUDGET of 5 tool calls not checked") for p in trail[0]["problems"])
         return
     why = scope.reason(strays)
     # each attempt's settlement line says so (helix run retries it, after undoing it)

@@ -334,8 +334,9 @@ def _scope(
     if seen is not None and seen.budget is not None:
         if seen.calls is None:
             notes.append(
-                f"BUDGET of {seen.budget} tool calls not checked: no tool call of this "
-                "builder reached the hooks"
+                f"BUDGET of {seen.budget} tool calls not checked: none of this builder's "
+                "tool calls was seen (the plugin's hooks count them; helix run and "
+                "helix settle do not)"
             )
         elif seen.calls > seen.budget:
             why.append(f"made {seen.calls} tool calls, past its BUDGET of {seen.budget}")

@@ -150,6 +150,9 @@ def _attempt(
         raise InvalidInput("the files changed must be a list of paths")
     task_id = task["id"]
     report = contracts.parse_outcome(agent_output)
+    budget = task.get("budget")
+    if seen is None and isinstance(budget, int) and not isinstance(budget, bool):
+        seen = scope.Seen(budget, None)  # a budget nobody counted is said unchecked
     settled, checked = attribution.settle(
         memory,
         task_id,
