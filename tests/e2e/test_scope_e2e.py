@@ -73,3 +73,37 @@ def test_parallel_builders_are_held_to_their_own_budgets(run_claude, project: Pr
     late = project.get_task(over["id"])
     assert late["status"] == "open"
     assert late["helix-last-error"] == "out of scope: made 2 tool calls, past its BUDGET of 1"
+
+
+def writes(final: Callable[[Request], str], project: Project, *paths: str):
+    """A scripted builder that writes each of ``paths`` with the Write tool, one a turn."""
+
+    def reply(request: Request) -> Reply:
+        done = sum(1 for m in request.messages if m.get("role") == "assistant")
+        if done < len(paths):
+            target = str(project.path / paths[done])
+            return Reply([tool_use("Write", {"file_path": target, "content": "x\n"})])
+        return Reply.text(final(request))
+
+    return reply
+
+
+def test_a_stray_written_with_a_file_tool_is_its_writers_alone(
+    run_claude, project: Project
+) -> None:
+    project.stock("db")
+    strays = task(project, "Write the schema", "test -f schema.py", ["schema.py"], 10)
+    keeps = task(project, "Write the routes", "test -f routes.py", ["routes.py"], 10)
+    scenario = (
+        Rules()
+        .add(opening, wave(strays, keeps, background=False))
+        .add(working_on(strays), writes(delivered("schema"), project, "schema.py", "notes.md"))
+        .add(working_on(keeps), writes(delivered("routes"), project, "routes.py"))
+    )
+    run = run_claude("Orchestrate: build wave 1", scenario)
+    assert_clean(run, project)
+    assert (project.path / "notes.md").exists()  # the Write call really ran
+    assert project.get_task(keeps["id"])["status"] == "closed"
+    late = project.get_task(strays["id"])
+    assert late["status"] == "open"
+    assert late["helix-last-error"] == f"out of scope: {scope.reason(['notes.md'])}"
