@@ -392,14 +392,17 @@ def prepare(kind: str, n: int) -> tuple[Path, dict]:
     return path, {**meta, "from_cache": False}
 
 
-def prepare_in_child(kind: str, n: int) -> tuple[Path, dict]:
-    """``prepare`` in a child process (see the module docstring for why)."""
+def prepare_in_child(kind: str, n: int, base: Path | None = None) -> tuple[Path, dict]:
+    """``prepare`` in a child process (see the module docstring for why); with
+    ``base``, by the helix of that checkout, so that it can read the store (an older
+    helix refuses a store a newer one has migrated)."""
+    env = common.child_env()
     done = subprocess.run(
         [sys.executable, __file__, kind, str(n)],
         stdout=subprocess.PIPE,
         text=True,
         check=True,
-        env=common.child_env(),
+        env=env if base is None else common.base_env(env, base),
     )
     out = json.loads(done.stdout.strip().splitlines()[-1])
     return Path(out["path"]), out["meta"]

@@ -142,12 +142,16 @@ def measure_tier(size: int, runs: int, scratch: Path, base: Path | None = None) 
     checkout's helix and, with ``base``, of the other one's, each on a private copy
     of the store, interleaved builder by builder with a run of the floor."""
     cached, store = _stores.prepare_in_child("real", size)
+    # Each side reads a store its own helix built (the same recipe, the same texts).
+    stores = {"helix": cached}
+    if base is not None:
+        stores["base"] = _stores.prepare_in_child("real", size, base)[0]
     tasks = common.queries(runs + 2, seed=23)
     sides: dict[str, dict] = {}
-    for side in ("helix", "base") if base is not None else ("helix",):
+    for side in stores:
         project = scratch / f"project-{size}-{side}"
         home = project / ".helix"
-        _stores.copy_store(cached, home / "helix.db")
+        _stores.copy_store(stores[side], home / "helix.db")
         env = common.child_env(HELIX_HOME=str(home))
         transcript = scratch / f"claude-{size}-{side}" / f"{SESSION}.jsonl"
         sides[side] = {

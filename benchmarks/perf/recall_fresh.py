@@ -115,6 +115,15 @@ def main() -> int:
         work = tmp / "cwd"
         work.mkdir()
         cmds = variants(env, args.base)
+        if args.base is not None:
+            # The base reads a store its own helix built (an older helix refuses one
+            # a newer one migrated): the same recipe, the same texts, a home of its own.
+            base_home = tmp / "home-base"
+            built = _stores.prepare_in_child("real", STORE_SIZE, args.base)[0]
+            _stores.copy_store(built, base_home / "helix.db")
+            for name, (cmd, cmd_env) in cmds.items():
+                if name.endswith("[base]"):
+                    cmds[name] = (cmd, {**cmd_env, "HELIX_HOME": str(base_home)})
         qs = common.queries(runs + 2 + 5, seed=7)
         ref_cmd = None
         if ref_python:
