@@ -98,7 +98,10 @@ def test_done_and_partial_rows_name_where_and_a_test() -> None:
     for row in rows():
         if row["status"] in {"done", "partial"}:
             assert CODE.search(row["where"]), f"{row['id']}: no place named"
-            assert "tests/" in row["test"], f"{row['id']}: no test named"
+            # A rule the skill asks of the model is done when the prose says it;
+            # no test can show a model follows it, and the row says so.
+            if not row["note"].startswith("prose:"):
+                assert "tests/" in row["test"], f"{row['id']}: no test named"
 
 
 def test_every_named_place_exists() -> None:
