@@ -17,7 +17,7 @@ from run_harness import World, blocked, delivered
 
 from helix.run import prompts as runcontracts
 from helix.run import selection
-from helix.run.supervisor import backoff_seconds
+from helix.run.records import backoff_seconds
 
 SUMMARY_LINE = re.compile(
     r"^helix: \[\d\d:\d\d:\d\d\] cycle (\d+): (hx-[0-9a-f]{8}) -> ([A-Z ()a-z]+) "

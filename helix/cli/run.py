@@ -109,7 +109,8 @@ def run_command(
 
     from helix.run import agents
     from helix.run.log import RunLog
-    from helix.run.supervisor import ALTERNATE, RunOptions, Supervisor
+    from helix.run.records import RunOptions
+    from helix.run.supervisor import ALTERNATE, Supervisor
 
     if agent == "cmd" and not command:
         raise InvalidInput(

@@ -30,7 +30,6 @@ import shlex
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,6 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, provenance, synthesis
 from helix.loop import verify as verification
-from helix.loop.records import Settlement
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
@@ -48,73 +46,26 @@ from helix.run.agents import AgentResult, AgentRunner
 from helix.run.agents.base import environment_failure
 from helix.run.blockers import BlockerReport
 from helix.run.log import RunLog
+from helix.run.records import (
+    DONE,
+    INTERRUPTED,
+    MAX_ATTEMPTS,
+    TROUBLE,
+    Attempt,
+    RunOptions,
+    Stop,
+    backoff_seconds,
+)
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.run.worktree import Checkpoint
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
-MAX_ATTEMPTS = 4
 RECENT = 12  # attempts remembered for convergent-failure warnings
 CONTEXT_EVERY = 5  # completed cycles between context.md refreshes
 OWNER = recovery.OWNER
 ALTERNATE = {"claude": "codex", "codex": "claude", "cmd": "cmd"}
-
-# Exit codes of a run.
-DONE = 0  # stopped on purpose: queue drained, STOP/WAIT/GUIDANCE, max cycles...
-TROUBLE = 1  # stopped because something could not be interpreted or run
-INTERRUPTED = 130
-
-
-def backoff_seconds(attempt: int, env: Mapping[str, str] | None = None) -> float:
-    """``min(5 * 2^(attempt-1), 40)``, or ``HELIX_BACKOFF_SLEEP`` when set."""
-    override = (os.environ if env is None else env).get("HELIX_BACKOFF_SLEEP", "")
-    if override.strip():
-        try:
-            return max(0.0, float(override))
-        except ValueError:
-            pass
-    return float(min(5 * 2 ** (max(attempt, 1) - 1), 40))
-
-
-@dataclass
-class RunOptions:
-    max_cycles: int | None = None
-    agent_timeout: float = 3600.0
-    verify_timeout: float = verification.DEFAULT_TIMEOUT
-    batch_size: int = 3
-    inject_limit: int = 5
-    review: bool = False
-    review_every: int | None = None
-    auto_align: bool = False
-    max_drain_passes: int = 3
-    skip: list[str] = field(default_factory=list)
-    epic: str | None = None
-    dry_run: bool = False
-    min_confidence: str = "medium"  # learning candidates stored without a human
-    orphan_threshold: float = recovery.DEFAULT_THRESHOLD
-
-
-class Stop(Exception):
-    """End the run: ``reason`` for the operator, ``code`` for the exit status."""
-
-    def __init__(self, reason: str, code: int = DONE) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.code = code
-
-
-@dataclass
-class Attempt:
-    """What became of one task in a cycle."""
-
-    task_id: str
-    outcome: str
-    closed: bool = False
-    attempts: int = 0
-    error: str = ""
-    drifted: bool = False
-    settled: Settlement | None = None
 
 
 class Supervisor:
