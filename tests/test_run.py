@@ -323,6 +323,39 @@ def test_polish_that_never_helps_is_bounded(world: World) -> None:
     assert "stopping instead of spinning" in world.state()["stop_reason"]
 
 
+def test_a_run_that_keeps_filing_work_it_cannot_close_stops_by_default(world: World) -> None:
+    create = f"{sys.executable} -m helix tasks create 'designed again' --verify false"
+    world.script(
+        [
+            {"kind": "check", "reply": "NEXT_ACTION: DESIGN more storage"},
+            {"kind": "pass", "run": [create], "reply": "DONE: one task"},
+            {"kind": "build", "reply": blocked()},
+        ]
+    )
+    proc = world.run("-s")  # no --max-cycles: the default bound must end it
+    assert proc.returncode == 0, proc.stderr
+    assert len(world.calls("pass")) == 3 and len(world.calls("build")) == 12
+    reason = world.state()["stop_reason"]
+    assert "3 drain passes in a row that closed no task" in reason and "\n" not in reason
+    assert reason in proc.stderr
+
+
+def test_passes_that_close_work_reset_the_idle_bound(world: World) -> None:
+    create = f"{sys.executable} -m helix tasks create 'designed' --verify true"
+    world.script(
+        [
+            {"kind": "check", "reply": "NEXT_ACTION: DESIGN more"},
+            {"kind": "pass", "times": 3, "run": [create], "reply": "DONE: one task"},
+            {"kind": "pass", "reply": "DONE: nothing"},
+            {"kind": "build", "reply": delivered()},
+        ]
+    )
+    proc = world.run("--max-idle-passes", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert len(world.calls("build")) == 3 and len(world.calls("pass")) == 4
+    assert "1 drain passes in a row that closed no task" in world.state()["stop_reason"]
+
+
 def test_auto_align_runs_once_then_stops(world: World) -> None:
     world.script(
         [{"kind": "check", "reply": "NEXT_ACTION: ALIGN"}, {"kind": "pass", "reply": "DONE"}]

@@ -62,6 +62,13 @@ AGENTS = ("claude", "codex", "cmd")
     "--auto-align", is_flag=True, help="Run one alignment pass when a check asks for ALIGN."
 )
 @click.option("--max-drain-passes", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option(
+    "--max-idle-passes",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Stop when this many design, polish or align passes in a row closed no task.",
+)
 @click.option("--batch-size", type=click.IntRange(min=1, max=10), default=3, show_default=True)
 @click.option(
     "--inject-limit",
@@ -91,6 +98,7 @@ def run_command(
     review_every: int | None,
     auto_align: bool,
     max_drain_passes: int,
+    max_idle_passes: int,
     batch_size: int,
     inject_limit: int,
     skip: tuple[str, ...],
@@ -99,7 +107,8 @@ def run_command(
     """Drain the task queue with an agent CLI: claim, inject memory, build, verify, learn.
 
     Runs until the queue is drained and a check pass says stop, --max-cycles
-    tasks are done, or something needs you. Exit 0: stopped on purpose; 1: stopped
+    tasks are done, --max-idle-passes design/polish/align passes in a row closed
+    no task (3 by default), or something needs you. Exit 0: stopped on purpose; 1: stopped
     on something it could not interpret or run; 2: called wrongly or another run
     is active here; 130: interrupted (the claim is released).
 
@@ -159,6 +168,7 @@ def run_command(
         review_every=review_every,
         auto_align=auto_align,
         max_drain_passes=max_drain_passes,
+        max_idle_passes=max_idle_passes,
         skip=json_list(skip, "--skip") or [],
         epic=epic,
         dry_run=dry_run,

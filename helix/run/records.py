@@ -42,6 +42,7 @@ class RunOptions:
     review_every: int | None = None
     auto_align: bool = False
     max_drain_passes: int = 3
+    max_idle_passes: int = 3  # drain passes in a row that close no task before a stop
     skip: list[str] = field(default_factory=list)
     epic: str | None = None
     dry_run: bool = False

@@ -102,6 +102,8 @@ class Supervisor:
         self._attempt_ids: dict[str, str] = {}  # task id -> the attempt its prompt started
         self._blockers = BlockerReport(self.home)
         self._closed_by_run = 0
+        self._idle_passes = 0  # drain passes in a row after which no task closed
+        self._closed_mark = 0  # tasks closed when the last drain pass ran
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
 
     # ------------------------------------------------------------------ memory
@@ -629,6 +631,7 @@ class Supervisor:
                         " stopping instead of spinning"
                     )
                 passes += 1
+                self._count_pass(action)
                 self._agent_pass(action, detail)
                 if self._ready_count():
                     return
@@ -636,6 +639,7 @@ class Supervisor:
             if action == "ALIGN":
                 if self.options.auto_align and not aligned:
                     aligned = True
+                    self._count_pass(action)
                     self._agent_pass("ALIGN", detail)
                     if self._ready_count():
                         return
@@ -651,6 +655,20 @@ class Supervisor:
                     f" {detail or 'this project'}; run `helix backfill{scope}`, then re-run"
                 )
             raise Stop(f"{action}" + (f": {detail}" if detail else ""))
+
+    def _count_pass(self, action: str) -> None:
+        """Bound a run that keeps filing work without closing any: stop before the
+        drain pass that would follow ``max_idle_passes`` passes in a row that closed
+        no task (a pass is credited with what the cycles after it closed)."""
+        if self._closed_by_run > self._closed_mark:
+            self._idle_passes, self._closed_mark = 0, self._closed_by_run
+        limit = self.options.max_idle_passes
+        if self._idle_passes >= limit:
+            raise Stop(
+                f"{action} asked again after {limit} drain passes in a row that closed no task"
+                " (--max-idle-passes); stopping instead of filing more work"
+            )
+        self._idle_passes += 1
 
     def _ready_count(self) -> int:
         return len(selection.runnable(self._tasks(), self.clock(), self.state.skipped))
