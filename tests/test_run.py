@@ -177,6 +177,7 @@ def test_four_failures_block_the_task_and_its_focused_epic(world: World) -> None
     assert state["focus"] is None
     report = next((world.home / "logs").glob("blockers-*.md")).read_text()
     assert bad in report and "attempts: 4" in report and f"focused epic {epic}" in report
+    assert "Skipped without being blocked" not in report  # blocked once, not listed twice
     assert proc.stderr.count("backing off 0s") == 3
     # the retry saw the last error
     assert "attempt 3 of this task failed" in world.calls("build")[3]["prompt"]
@@ -248,6 +249,21 @@ def test_drift_during_build_unclaims_and_skips(world: World) -> None:
     assert row["status"] == "open" and "owner" not in row
     assert task in world.state()["skipped"]
     assert "queue drift before close" in proc.stderr
+    report = next((world.home / "logs").glob("blockers-*.md")).read_text()
+    assert f"- {task}: drifting - skipped: queue drift before close" in report
+    assert "blocker report: .helix/logs/blockers-" in proc.stderr
+
+
+def test_tasks_skipped_by_option_are_in_the_blocker_report(world: World) -> None:
+    left = world.task("left alone", "--verify", "true", "--priority", "0")
+    done = world.task("built", "--verify", "true", "--priority", "1")
+    world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
+    proc = world.run("--skip", left)
+    assert proc.returncode == 0, proc.stderr
+    assert world.tasks()[done]["status"] == "closed" and world.tasks()[left]["status"] == "open"
+    report = next((world.home / "logs").glob("blockers-*.md")).read_text()
+    assert f"- {left}: left alone - skipped: skipped by --skip" in report
+    assert done not in report
 
 
 def test_a_builder_that_rewrites_its_verify_is_settled_as_tampered(world: World) -> None:

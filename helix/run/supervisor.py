@@ -97,6 +97,8 @@ class Supervisor:
         self.sleep = sleep
         self.state = RunState(agent=builder.name, log=str(log.path))
         self.state.skipped = list(dict.fromkeys(options.skip))
+        # why each task was skipped without being blocked, for the blocker report
+        self._skips = {task_id: "skipped by --skip" for task_id in self.state.skipped}
         self.state.focus = options.epic
         self._held: list[str] = []  # claims this run holds right now
         self._attempt_ids: dict[str, str] = {}  # task id -> the attempt its prompt started
@@ -164,6 +166,7 @@ class Supervisor:
             f"stopped: {self.state.stop_reason} ({self.state.completed_cycles} completed,"
             f" {self.state.attempted_cycles} attempted cycles, {self.state.total_tokens} tokens)"
         )
+        self._report_skips()
         if self._blockers.path is not None:
             self.log.event(f"blocker report: {runlog.shown(self._blockers.path)}")
         return code
@@ -498,6 +501,7 @@ class Supervisor:
         if selection.BLOCKED_LABEL not in labels:
             self.tracker.update(task_id, labels=[*labels, selection.BLOCKED_LABEL])
         self._skip(task_id, f"blocked after {attempt.attempts} failed attempts")
+        self._skips.pop(task_id, None)  # its entry in the report says more
         impact = "none"
         parent = task.get("parent")
         if parent and parent == self.state.focus:
@@ -524,7 +528,21 @@ class Supervisor:
     def _skip(self, task_id: str, why: str) -> None:
         if task_id not in self.state.skipped:
             self.state.skipped.append(task_id)
+        self._skips[task_id] = why
         self.log.event(f"{task_id} skipped: {why}")
+
+    def _report_skips(self) -> None:
+        entries = []
+        for task_id, why in self._skips.items():
+            try:
+                title = self.tracker.get(task_id).get("title", "")
+            except HelixError:
+                title = "(not in the queue)"
+            entries.append({"id": task_id, "title": title, "reason": why})
+        try:
+            self._blockers.skipped(entries, self.state.started_at)
+        except OSError as exc:
+            self.log.event(f"blocker report not written: {exc}")
 
     def _release_held(self) -> list[str]:
         released = []
