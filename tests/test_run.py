@@ -31,6 +31,13 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path / "w")
 
 
+# A VERIFY that fails differently each time (random letters): no three strikes.
+VARIED_FAILURE = (
+    f"{sys.executable} -c 'import random, string;"
+    ' print("error", "".join(random.choices(string.ascii_letters, k=16))); exit(1)\''
+)
+
+
 def stop_rule(action: str = "STOP nothing left") -> dict:
     return {"kind": "check", "reply": f"NEXT_ACTION: {action}\nbecause.\n"}
 
@@ -132,7 +139,7 @@ def test_memory_injected_and_credited_after_verification(world: World) -> None:
 def test_batch_of_related_tasks_settled_each_on_its_own(world: World) -> None:
     epic = world.task("Auth epic", "--type", "epic")
     a = world.task("login route", "--parent", epic, "--verify", "true", "--priority", "1")
-    b = world.task("logout route", "--parent", epic, "--verify", "false", "--priority", "2")
+    b = world.task("logout route", "--parent", epic, "--verify", VARIED_FAILURE, "--priority", "2")
     loner = world.task("unrelated", "--verify", "true", "--priority", "3")
     world.script(
         [
@@ -162,7 +169,7 @@ def test_batch_of_related_tasks_settled_each_on_its_own(world: World) -> None:
 def test_four_failures_block_the_task_and_its_focused_epic(world: World) -> None:
     epic = world.task("Payments", "--type", "epic")
     bad = world.task(
-        "charge card", "--parent", epic, "--verify", "false", "--labels", '["area:pay"]'
+        "charge card", "--parent", epic, "--verify", VARIED_FAILURE, "--labels", '["area:pay"]'
     )
     world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
     proc = world.run("-s")
@@ -181,6 +188,24 @@ def test_four_failures_block_the_task_and_its_focused_epic(world: World) -> None
     assert proc.stderr.count("backing off 0s") == 3
     # the retry saw the last error
     assert "attempt 3 of this task failed" in world.calls("build")[3]["prompt"]
+
+
+def test_the_same_verify_failure_three_attempts_running_blocks(world: World) -> None:
+    # numbers, paths and timestamps differ each time; the failure is the same
+    same = "sh -c 'echo \"$(date -u +%FT%T) FAIL in $PWD/x$$.py: got $(date +%N)\"; exit 3'"
+    task = world.task("flaky judge", "--verify", same)
+    varied = world.task("varied", "--verify", VARIED_FAILURE, "--priority", "3")
+    world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
+    proc = world.run("-s", "--batch-size", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = world.tasks()
+    assert [c["ids"] for c in world.calls("build")] == [[task]] * 3 + [[varied]] * 4
+    assert rows[task]["helix-attempts"] == 3 and "blocked" in rows[task]["labels"]
+    assert rows[varied]["helix-attempts"] == 4 and "blocked" in rows[varied]["labels"]
+    report = next((world.home / "logs").glob("blockers-*.md")).read_text()
+    entry = report.split(f"## {task}")[1].split("## ")[0]
+    assert "the same VERIFY failure 3 attempts running" in entry and "attempts: 3" in entry
+    assert "the same VERIFY failure" not in report.split(f"## {varied}")[1]
 
 
 def test_backoff_formula_and_override() -> None:
@@ -350,7 +375,7 @@ def test_a_run_that_keeps_filing_work_it_cannot_close_stops_by_default(world: Wo
     )
     proc = world.run("-s")  # no --max-cycles: the default bound must end it
     assert proc.returncode == 0, proc.stderr
-    assert len(world.calls("pass")) == 3 and len(world.calls("build")) == 12
+    assert len(world.calls("pass")) == 3 and len(world.calls("build")) == 9  # 3 strikes each
     reason = world.state()["stop_reason"]
     assert "3 drain passes in a row that closed no task" in reason and "\n" not in reason
     assert reason in proc.stderr

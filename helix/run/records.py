@@ -69,4 +69,5 @@ class Attempt:
     attempts: int = 0
     error: str = ""
     drifted: bool = False
+    signature: str = ""  # a failed VERIFY's (blockers.failure_signature)
     settled: Settlement | None = None

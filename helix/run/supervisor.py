@@ -38,10 +38,10 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, provenance, synthesis
 from helix.loop import verify as verification
+from helix.run import blockers, recovery, selection
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
-from helix.run import recovery, selection
 from helix.run.agents import AgentResult, AgentRunner
 from helix.run.agents.base import environment_failure
 from helix.run.blockers import BlockerReport
@@ -107,6 +107,7 @@ class Supervisor:
         self._idle_passes = 0  # drain passes in a row after which no task closed
         self._closed_mark = 0  # tasks closed when the last drain pass ran
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
+        self._failures: dict[str, list[str]] = {}  # task id -> its failures' signatures
 
     # ------------------------------------------------------------------ memory
     @property
@@ -410,6 +411,7 @@ class Supervisor:
             closed=closed,
             attempts=int(updated.get("helix-attempts") or 0),
             error=settled["error"] or cause,
+            signature="" if closed or tampered else blockers.failure_signature(check),
             settled=settled,
         )
 
@@ -449,7 +451,13 @@ class Supervisor:
         for attempt in failed:
             if attempt.drifted:
                 continue
-            if attempt.attempts >= MAX_ATTEMPTS:
+            seen = self._failures.setdefault(attempt.task_id, [])
+            seen.append(attempt.signature)
+            if blockers.same_failure(seen):
+                attempt.error = (
+                    f"the same VERIFY failure {blockers.STRIKES} attempts running: {attempt.error}"
+                )
+            if attempt.attempts >= MAX_ATTEMPTS or blockers.same_failure(seen):
                 task = next(t for t in tasks if t["id"] == attempt.task_id)
                 self._block(task, attempt)
             else:
