@@ -291,6 +291,26 @@ def test_tasks_skipped_by_option_are_in_the_blocker_report(world: World) -> None
     assert done not in report
 
 
+def test_marking_a_task_ineligible_during_its_build_is_drift(world: World) -> None:
+    task = world.task("made ineligible", "--verify", "true")
+    # another bead tool marks it ineligible in the file (helix's tracker has no option for it)
+    ineligible = (
+        "import json, pathlib; p = pathlib.Path('.helix/tasks.jsonl');"
+        " rows = [json.loads(x) for x in p.read_text().splitlines() if x.strip()];"
+        f" [r.update({{'execution-eligible': False}}) for r in rows if r['id'] == '{task}'];"
+        " p.write_text(''.join(json.dumps(r) + chr(10) for r in rows))"
+    )
+    builder_runs(world, f'{sys.executable} -c "{ineligible}"')
+    proc = world.run()
+    assert proc.returncode == 0, proc.stderr
+    row = world.tasks()[task]
+    assert row["execution-eligible"] is False  # the edit happened
+    assert row["status"] == "open" and "owner" not in row and not row.get("helix-verified")
+    assert f"{task} skipped: queue drift before close" in proc.stderr
+    report = next((world.home / "logs").glob("blockers-*.md")).read_text()
+    assert f"- {task}: made ineligible - skipped: queue drift before close" in report
+
+
 def test_a_builder_that_rewrites_its_verify_is_settled_as_tampered(world: World) -> None:
     task = world.task("judged by false", "--verify", "false")
     builder_runs(world, f"{sys.executable} -m helix tasks update {task} --verify true")

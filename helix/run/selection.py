@@ -16,7 +16,7 @@ the same context twice: siblings with the same parent or spec-id, else tasks
 sharing an ``area:*`` label; never epics or skipped tasks.
 
 A fingerprint captures what gives a task its authority to run (spec-id, parent,
-supersession and dependencies); the supervisor compares it right after selection
+supersession, dependencies and whether it is eligible for execution); the supervisor compares it right after selection
 and again before closing, and skips the task when it drifted.
 """
 
@@ -46,6 +46,7 @@ def fingerprint(task: Mapping[str, Any]) -> tuple:
         task.get("superseded-by") or "",
         task.get("replaces") or "",
         tuple(deps),
+        task.get("execution-eligible") is not False,  # marked ineligible mid-build: drift
     )
 
 
