@@ -208,6 +208,25 @@ def test_the_same_verify_failure_three_attempts_running_blocks(world: World) -> 
     assert "the same VERIFY failure" not in report.split(f"## {varied}")[1]
 
 
+def test_a_blocked_epic_is_focused_again_for_its_other_children(world: World) -> None:
+    epic = world.task("Payments", "--type", "epic")
+    bad = world.task("charge", "--parent", epic, "--verify", "false", "--priority", "0")
+    other = world.task("unrelated", "--verify", "true", "--priority", "1")
+    kids = [world.task(f"refund {n}", "--parent", epic, "--verify", "true") for n in (1, 2)]
+    world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
+    proc = world.run("-s", "--batch-size", "1")
+    assert proc.returncode == 0, proc.stderr
+    built = [c["ids"][0] for c in world.calls("build")]
+    assert built == [bad] * 3 + [other, *kids]  # the epic comes back after other work
+    tasks = world.tasks()
+    assert all(tasks[k]["status"] == "closed" for k in kids)
+    assert tasks[bad]["status"] == "open" and "blocked" in tasks[bad]["labels"]
+    assert tasks[epic]["status"] == "open" and "blocked" in tasks[epic]["labels"]
+    after_block = proc.stderr.split(f"{bad} blocked after 3 attempts")[1]
+    assert f"focus: epic {epic} (Payments), blocked earlier: building its other" in after_block
+    assert f"focus {epic} released: the epic has no work that can run now" in after_block
+
+
 def test_backoff_formula_and_override() -> None:
     assert [backoff_seconds(n, {}) for n in (1, 2, 3, 4, 5)] == [5, 10, 20, 40, 40]
     assert backoff_seconds(3, {"HELIX_BACKOFF_SLEEP": "0"}) == 0

@@ -208,7 +208,10 @@ class Supervisor:
         epic = next((t for t in tasks if t.get("id") == focus), None) if focus else None
         self.state.focus_title = epic.get("title") if epic else None
         if focus:
-            self.log.event(f"focus: epic {focus} ({self.state.focus_title})")
+            # A blocked epic is focused again for its other ready children.
+            again = epic is not None and selection.BLOCKED_LABEL in selection.labels(epic)
+            note = ", blocked earlier: building its other children" if again else ""
+            self.log.event(f"focus: epic {focus} ({self.state.focus_title}){note}")
         self._write_context()
 
     # ------------------------------------------------------------------- cycle
