@@ -16,11 +16,13 @@ An agent that could not work at all (not logged in, out of quota, no network)
 stops the run at once, releasing its claims and charging no task. A failed
 attempt releases the claim, undoes only its changes, and backs off
 ``min(5 * 2^(attempt-1), 40)`` s (``HELIX_BACKOFF_SLEEP`` overrides); the fourth
-failure blocks the task (label ``blocked``; ``helix tasks unblock``), skips it,
-blocks its focused epic, and writes a blocker report.
+failure, or the same VERIFY failure three attempts running, blocks the task (label
+``blocked``; ``helix tasks unblock``), skips it, blocks its focused epic (focused
+again later for its other children), and writes a blocker report.
 
 When nothing is ready, a ``check`` pass decides with its first ``NEXT_ACTION:``
-(:mod:`helix.run.prompts`); every branch is bounded. State is saved after every step.
+(:mod:`helix.run.prompts`); every branch is bounded, and ``max_idle_passes`` drain
+passes in a row that closed no task stop the run. State is saved after every step.
 """
 
 from __future__ import annotations
