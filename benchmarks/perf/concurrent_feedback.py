@@ -38,6 +38,9 @@ import _common as common  # noqa: E402
 WORKERS = (8, 16)
 CALLS = 50
 VALUES = {"delivered": 1.0, "partial": 0.5, "blocked": 0.0}
+# What a verified outcome is worth (helix.memory.feedback): VERIFY passed or it did
+# not, so a partial delivery whose VERIFY failed counts as a failure, not half.
+VERIFIED_VALUES = {"delivered": 1.0, "partial": 0.0, "blocked": 0.0}
 
 
 def plan(worker: int, call: int, names: list[str]) -> dict:
@@ -105,8 +108,8 @@ def verify(db: Path, names: list[str], workers: int) -> list[str]:
             p = plan(w, c, names)
             if p["verified"]:
                 for n in p["causal"]:
-                    helped[n] += VALUES[p["outcome"]]
-                    failed[n] += 1.0 - VALUES[p["outcome"]]
+                    helped[n] += VERIFIED_VALUES[p["outcome"]]
+                    failed[n] += 1.0 - VERIFIED_VALUES[p["outcome"]]
                 if p["outcome"] == "delivered":
                     for pair in combinations(sorted(p["causal"]), 2):
                         pair_count[pair] = pair_count.get(pair, 0) + 1
