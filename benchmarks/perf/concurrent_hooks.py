@@ -32,7 +32,6 @@ once their threads compete for 2 cores.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -122,11 +121,13 @@ def verify(db: Path, home: Path, before: dict, builders: list[dict]) -> tuple[li
     queued = list((home / "learning-queue").glob("*.json"))
     if queued:
         problems.append(f"{len(queued)} candidates left in the learning queue")
-    unsettled = [
-        b["agent"]
-        for b in builders
-        if not json.loads((home / "agents" / f"{b['agent']}.json").read_text()).get("settled")
-    ]
+    from helix.loop.spawns import Records
+
+    # Each agent's record lives in the store (agent_run), no longer in agents/*.json.
+    with Records(db) as records:
+        unsettled = [
+            b["agent"] for b in builders if not (records.agent(b["agent"]) or {}).get("settled")
+        ]
     if unsettled:
         problems.append(f"{len(unsettled)} agents not settled, e.g. {unsettled[0]}")
     for key, what in (("status_lines", "task-status lines"), ("outcomes", "task_outcome rows")):
