@@ -3,8 +3,8 @@
 Every number an agent or a person sees traces back to rows: the relevance and
 its signals (recall), the contextual baseline for the task (the last refit),
 the uplift estimate for this task with its uncertainty (the insight's trials,
-each with the weights the estimate gave it), the chance that injection's
-Thompson draw includes it, and the percentage shown beside it
+each with the weights the estimate gave it), whether injection keeps it as a
+candidate, and the percentage shown beside it
 (``effectiveness`` = 0.5 + the uplift over all contexts).
 
 :func:`proven` lists the insights that verified outcomes show to help, each with
@@ -15,7 +15,6 @@ the counts behind its estimate, for anything that shows advice away from a task
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,9 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
     here = uplift.estimate(memory.conn, [name], query, now)[name]
     overall = uplift.estimate(memory.conn, [name], None, now)[name]
     base = uplift.contextual_baseline(memory.conn, query)
-    include = 0.5 * (1.0 + math.erf(here.mean / (here.sd * math.sqrt(2.0)))) if here.sd else 1.0
+    # Injection leaves out a candidate whose uplift is below zero even one sd up
+    # (helix.loop.injection.HARM_Z) and deals the rest by mean + OPTIMISM sd.
+    include = 1.0 if here.mean + here.sd >= 0 else 0.0
     relevance = hit["_relevance"] if hit else None
     return {
         "name": name,
@@ -83,8 +84,8 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
             "VERIFY passes, over the baseline of tasks like this one; each trial below counts "
             "by similarity x age x exposure. score = uplift_here + "
             f"{ranking.RELEVANCE_TIEBREAK} x relevance x freshness. shown_as = 0.5 + "
-            "uplift_overall. Injection draws from the posterior and includes the insight when "
-            "the draw is above 0."
+            "uplift_overall. Injection leaves the insight out when uplift_here is below 0 even "
+            "one sd up, and otherwise deals candidates by uplift_here + 1 sd, best first."
         ),
     }
 
