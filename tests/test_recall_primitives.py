@@ -18,6 +18,7 @@ from helix.config import Paths
 from helix.mcp.service import Service
 from helix.memory import ranking
 from helix.memory.embeddings import HashEmbedder
+from helix.memory.migrations import LATEST
 from helix.memory.recall import recall_by_kind
 from helix.memory.store import Memory
 
@@ -199,9 +200,13 @@ def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path:
     b = ok(hrun("memory", "store", "--content", BACKUPS))["name"]
     ok(hrun("memory", "edge", "--from", a, "--to", b, "--relation", "led_to", "--weight", "0.9"))
     db = tmp_path / "home" / "helix.db"
-    with sqlite3.connect(db) as conn:  # back to schema 11, the edge drawn 200 days ago
+    with sqlite3.connect(db) as conn:  # back to schema 11, the edge drawn long ago
+        # Undo what migrations 12-14 added, newest first, so each is applied again.
+        conn.execute("DROP TABLE agent_file")
+        conn.execute("ALTER TABLE agent_run DROP COLUMN tool_calls")
+        conn.execute("ALTER TABLE attempt DROP COLUMN scope")
         conn.execute("ALTER TABLE edge DROP COLUMN last_used")
-        conn.execute("DELETE FROM schema_version WHERE version = 12")
+        conn.execute("DELETE FROM schema_version WHERE version >= 12")
         conn.execute("UPDATE edge SET created_at = '2020-01-01T00:00:00+00:00'")
     conn.close()
     [edge] = ok(hrun("memory", "edges", "--name", a))
@@ -209,7 +214,7 @@ def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path:
     assert edge["last_used"] == "2020-01-01T00:00:00+00:00"
     assert edge["weight_now"] < ranking.EDGE_FLOOR
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 12
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == LATEST
     conn.close()
     assert list((tmp_path / "home").glob("helix.db.bak-v11-*"))  # the backup before migrating
 
