@@ -412,3 +412,32 @@ def test_helix_run_settles_a_builder_outside_its_delta_out_of_scope(
     assert settled and all(line.endswith(f", out of scope: {why}") for line in settled), log
     assert row["status"] != "closed" and row["helix-last-error"] == f"out of scope: {why}"
     assert f"failed (delivered): out of scope: {why}" in log  # the retry's prompt is told
+
+
+def test_a_write_recorded_just_before_an_attempt_began_is_still_another_builders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PreToolUse records a file-tool write before the tool runs: when a wave's
+    builders start together, another builder's row can predate this attempt's
+    start while the file lands after it (two suites at once showed it). Within
+    the grace it is theirs; a write from long before is not."""
+    from datetime import UTC, datetime, timedelta
+    from types import SimpleNamespace
+
+    from helix.claude import budgets
+    from helix.loop import ledger, spawns
+    from helix.memory import db
+
+    path = tmp_path / "helix.db"
+    Memory(path, embedder=HashEmbedder()).close()  # the schema
+    start = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    began = SimpleNamespace(started_at=db.stamp(start))
+    monkeypatch.setattr(ledger, "get", lambda store, attempt_id: began)
+    with spawns.Records(path) as store:
+        for agent, before in (("racer", timedelta(seconds=30)), ("earlier", timedelta(hours=1))):
+            monkeypatch.setattr(store, "clock", lambda before=before: start - before)
+            store.wrote(agent, [f"{agent}.md"])
+        seen = budgets.spent(store, {"agent_id": "me", "attempt_id": "a-1", "budget": None})
+        unknown = budgets.spent(store, {"agent_id": "me", "attempt_id": None, "budget": None})
+    assert seen.theirs == {"racer.md"}
+    assert unknown.theirs == frozenset()  # no known start: no one's writes excuse anything

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,17 +109,30 @@ def spent(store: Records, record: dict[str, Any]) -> Seen:
     )
 
 
+# How long before an attempt's start another builder's file-tool write still counts
+# as made while it worked. PreToolUse records a write before the tool runs, so when
+# builders of one wave start together the row can predate this attempt's start while
+# the file itself lands after the attempt took its baseline (seen under two test
+# suites at once: the innocent builder was settled out of scope).
+WRITE_GRACE = timedelta(minutes=2)
+
+
 def _started(store: Records, attempt_id: Any) -> str:
-    """When the attempt started (a stamp). Not known: a stamp after every other,
-    so no other builder's writes excuse anything."""
+    """When the attempt started (a stamp), less :data:`WRITE_GRACE`. Not known: a
+    stamp after every other, so no other builder's writes excuse anything."""
     from helix.errors import NotFound
     from helix.loop import ledger
+    from helix.memory import db
 
     if isinstance(attempt_id, str):
         try:
-            return ledger.get(store, attempt_id).started_at
+            started = ledger.get(store, attempt_id).started_at
         except NotFound:
-            pass
+            return "9999"
+        try:
+            return db.stamp(datetime.fromisoformat(started) - WRITE_GRACE)
+        except ValueError:
+            return started
     return "9999"
 
 
