@@ -198,16 +198,16 @@ def take(
             or (not _in(rel, work) and (kind(rel) is not None or in_named))
         )
         if judged:
-            frame[f"file:{rel}"] = _file_digest(entry.path, budget)
+            frame[f"file:{rel}"] = file_digest(entry.path, budget)
         elif not _cached(rel):
             work_hash.update(_stat_line(rel, entry))
     for rel in pinned:  # named and executed, or declared, but absent: creating one counts
-        frame.setdefault(f"file:{rel}", _file_digest(str(project / rel), budget))
+        frame.setdefault(f"file:{rel}", file_digest(str(project / rel), budget))
     shadows = _shadow_names(said, modules, project, venvs)
     for folder in _search_folders(project, venvs):
         for name in _shadowing(project / folder if folder else project, shadows):
             rel = f"{folder}/{name}" if folder else name
-            frame.setdefault(f"file:{rel}", _file_digest(str(project / rel), budget))
+            frame.setdefault(f"file:{rel}", file_digest(str(project / rel), budget))
     for venv in venvs:
         frame[f"venv:{venv}"] = _venv_digest(project / venv, budget)
     if (project / "node_modules").is_dir():
@@ -387,9 +387,10 @@ def _stat_line(rel: str, entry: os.DirEntry[str]) -> bytes:
     return f"{rel}\0{info.st_size}\0{info.st_mtime_ns}\n".encode("utf-8", "surrogateescape")
 
 
-def _file_digest(path: str, budget: list[int]) -> str:
-    """The content digest of one file (a link: its target; past the budget: size
-    and time), or ``"missing"``."""
+def file_digest(path: str, budget: list[int] | None) -> str:
+    """The content digest of one file (a link: its target; past the budget, the
+    bytes left to read, or with none: size and time), or ``"missing"``. Also
+    :mod:`helix.loop.scope`'s digest of a changed file."""
     try:
         info = os.lstat(path)
     except OSError:
@@ -401,7 +402,7 @@ def _file_digest(path: str, budget: list[int]) -> str:
             return "link"
     if not stat.S_ISREG(info.st_mode):
         return "special"
-    if info.st_size > budget[0]:
+    if budget is None or info.st_size > budget[0]:
         return f"stat:{info.st_size}:{info.st_mtime_ns}"
     budget[0] -= info.st_size
     h = hashlib.sha256()
@@ -504,7 +505,7 @@ def _venv_digest(venv: Path, budget: list[int]) -> str:
     """A virtualenv's start-up: its configuration, its executables, and in each
     site-packages the ``.pth`` and customize files and the names installed."""
     h = hashlib.sha256()
-    h.update(_file_digest(str(venv / "pyvenv.cfg"), budget).encode())
+    h.update(file_digest(str(venv / "pyvenv.cfg"), budget).encode())
     h.update(_listing(venv / "bin").encode())
     for site in _site_packages(venv):
         h.update(_site_digest(site, budget).encode())
@@ -518,12 +519,12 @@ def _site_digest(site: Path, budget: list[int]) -> str:
             continue  # written by any import, and holds only caches of what is listed
         h.update(b"\0" + name.encode("utf-8", "surrogateescape"))
         if name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py"):
-            h.update(_file_digest(str(site / name), budget).encode())
+            h.update(file_digest(str(site / name), budget).encode())
     return h.hexdigest()
 
 
 def _home_entries(home: Path, budget: list[int]) -> Frame:
-    entries = {f"home:{rel}": _file_digest(str(home / rel), budget) for rel in HOME_FILES}
+    entries = {f"home:{rel}": file_digest(str(home / rel), budget) for rel in HOME_FILES}
     local = home / ".local" / "lib"
     for name in _names(local):
         site = local / name / "site-packages"

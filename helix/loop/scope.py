@@ -37,10 +37,8 @@ rather than pretending it was.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import stat
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -104,7 +102,7 @@ def take(delta: Any, verify: str | None, project: Path) -> dict[str, Any] | None
     if len(names) > MAX_DIRTY:  # their state cannot all be kept: nothing can be told
         return {"allowed": paths, "git": False, "why": f"{len(names)} files were changed already"}
     budget = [MAX_BYTES]
-    dirty = {rel: _digest(project / rel, budget) for rel in sorted(names)}
+    dirty = {rel: frames.file_digest(str(project / rel), budget) for rel in sorted(names)}
     return {"allowed": paths, "git": True, "head": head, "dirty": dirty}
 
 
@@ -132,7 +130,12 @@ def changed(baseline: dict[str, Any], project: Path) -> list[str] | None:
         if rel in dirty:
             # read the same way as at the start: content, or size and mtime past the bound
             kept = str(dirty[rel])
-            if _digest(project / rel, None if kept.startswith("stat:") else [1 << 62]) != kept:
+            if (
+                frames.file_digest(
+                    str(project / rel), None if kept.startswith("stat:") else [1 << 62]
+                )
+                != kept
+            ):
                 found.append(rel)
         else:  # clean at the start: its content then was the start's HEAD
             found.append(rel)
@@ -160,33 +163,6 @@ def reason(paths: list[str]) -> str:
     shown = ", ".join(paths[:MAX_SHOWN])
     more = f" and {len(paths) - MAX_SHOWN} more" if len(paths) > MAX_SHOWN else ""
     return f"changed {len(paths)} file(s) outside its DELTA: {shown}{more}"
-
-
-def _digest(path: Path, budget: list[int] | None) -> str:
-    """A file's content digest, ``"missing"``, a link's target, or its size and
-    modification time once ``budget`` (bytes left to read; None: none) is spent."""
-    try:
-        info = path.lstat()
-    except OSError:
-        return "missing"
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            return "link:" + os.fsdecode(os.readlink(path))
-        except OSError:
-            return "link"
-    if not stat.S_ISREG(info.st_mode):
-        return "special"
-    if budget is None or info.st_size > budget[0]:
-        return f"stat:{info.st_size}:{info.st_mtime_ns}"
-    budget[0] -= info.st_size
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                h.update(chunk)
-    except OSError:
-        return "unreadable"
-    return h.hexdigest()
 
 
 def _is_glob(entry: str) -> bool:
