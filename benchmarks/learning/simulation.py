@@ -104,6 +104,8 @@ it exists, because helix fsyncs every state file.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import random
 import tempfile
@@ -138,6 +140,7 @@ from .arms import (
     ORACLE,
     RANDOM,
     RELEVANCE,
+    UPLIFT_MODULE,
     switched,
 )
 from .draws import (  # noqa: F401  (re-exported: the simulation's draws, by their old names)
@@ -377,11 +380,24 @@ class Arm:
     def _pool(self, objective: str) -> list[str]:
         """The keys of what helix's relevance stage admits as candidates for this
         objective (the recall :func:`helix.loop.injection.batch_inject` makes
-        before it chooses; recall is read-only, so asking changes nothing)."""
+        before it chooses, with the insights its reach by evidence admits; recall
+        is read-only, so asking changes nothing)."""
+        admit = None
+        # A helix without reach by evidence (an older checkout) has only its relevance pool.
+        uplift = (
+            importlib.import_module(UPLIFT_MODULE)
+            if importlib.util.find_spec(UPLIFT_MODULE)
+            else None
+        )
+        if getattr(getattr(uplift, "MODEL", None), "reach", False) and hasattr(
+            uplift, "helped_nearby"
+        ):
+            admit = uplift.helped_nearby(self.memory.conn, self.embedder.embed([objective]))[0]
         hits = self.memory.recall(
             objective,
             limit=max(injection.POOL_SIZE, 2 * self.cfg.limit),
             min_relevance=injection.POOL_FLOOR,
+            **({"admit": admit} if admit else {}),
         )
         return sorted({self.says[h["name"]].key for h in hits if h["name"] in self.says})
 

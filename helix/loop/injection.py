@@ -69,6 +69,15 @@ OPTIMISM = 1.0
 HARM_Z = 1.0  # left out when even mean + HARM_Z sd is below zero
 REPEAT_COST = 1.0  # per earlier gift in the wave, times how unproven the insight is
 POOL_FLOOR = 0.35  # the relevance a candidate needs (recall's default floor)
+# Reach by evidence: an insight present in a verified pass of a task like this
+# one (uplift.helped_nearby) is a candidate below POOL_FLOOR when its contextual
+# uplift here, less REACH_Z posterior sds, is above REACH_MIN: evidence must
+# speak for it, since relevance does not. On world A's development seeds (pass
+# rate overall / last quarter, seeds 1-4): no reach 67.2% / 75.8%; REACH_Z 0
+# 68.4% / 79.2%, 0.5 69.4% / 79.6%, 1 67.7% / 77.5% (uplift.REACH_COS 0.5; 0.4,
+# 0.6 and 0.7 with REACH_Z 0: 68.2%, 68.0%, 67.2% overall).
+REACH_MIN = 0.0
+REACH_Z = 0.5
 MAX_BATCH = 50
 # A builder asks memory how to do its task: patterns, conventions and procedures
 # get recall's intent boost in the relevance tie-break (ranking.INTENT_KINDS).
@@ -178,6 +187,9 @@ def batch_inject(
     where = project or config.resolve().project
     pools: list[dict[str, RecallHit]] = []
     withheld: list[list[dict[str, str]]] = []
+    reach: list[list[str] | None] = [None] * len(texts)
+    if model.reach and model.two_stage and not relevance_only and vectors is not None:
+        reach = list(uplift.helped_nearby(memory.conn, vectors))
     for k, (objective, task_files) in enumerate(zip(texts, file_lists, strict=True)):
         hits = memory.recall(
             objective,
@@ -187,6 +199,7 @@ def batch_inject(
             relevance_only=relevance_only,
             query_vector=None if vectors is None else vectors[k],
             intent=intent,
+            admit=reach[k],
         )
         kept, refused = _within(hits, where)
         pools.append({h["name"]: h for h in kept})
@@ -310,6 +323,10 @@ def _choose(pool: dict[str, RecallHit], explore: bool) -> dict[str, tuple[float,
         mean, sd = estimate["uplift"], estimate["sd"]
         if mean + HARM_Z * sd < 0:
             continue  # probably harmful here: left out
+        if hit.get("_signals", {}).get("reach") and mean - REACH_Z * sd <= REACH_MIN:
+            # Below the relevance floor only evidence speaks for it: it must be
+            # expected to help here, not merely be unproven.
+            continue
         value = mean + (OPTIMISM * sd if explore else 0.0)
         tie = hit["_score"] - mean  # the relevance tie-break of the score
         out[name] = (round(value + tie, 6), min(1.0, sd / uplift.PRIOR_SD))

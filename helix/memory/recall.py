@@ -66,6 +66,7 @@ def recall(
     graph_hops: int = 0,
     relevance_only: bool = False,
     query_vector: np.ndarray | None = None,
+    admit: Iterable[str] | None = None,
 ) -> list[RecallHit]:
     """Hybrid retrieval ordered by proven usefulness. Read-only.
 
@@ -79,6 +80,9 @@ def recall(
     ``relevance_only`` ranks by the fused relevance alone (``_score`` is the
     relevance): no usefulness, freshness or intent weighting. It is the
     baseline the learning benchmark measures helix's weighting against.
+    ``admit`` names insights that are candidates whatever their relevance (the
+    injection's reach by evidence, :func:`helix.memory.uplift.helped_nearby`);
+    every other filter still applies to them, and they are marked ``_signals.reach``.
     """
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty")
@@ -109,7 +113,8 @@ def recall(
     # full results only for those that can be shown (file matches alone can
     # bring in thousands of candidates on a large store).
     keyword_best = heapq.nlargest(pool, lexical, key=lexical.__getitem__)
-    candidates = set(dense) | set(keyword_best) | file_hits
+    admitted = _ids_of(memory, admit) if admit else set()
+    candidates = set(dense) | set(keyword_best) | file_hits | admitted
     for insight_id in candidates.difference(dense):
         cos = index.cosine(insight_id, qvec)  # None: a row of another model
         if cos is not None:
@@ -123,7 +128,7 @@ def recall(
         relevance = ranking.fuse_relevance(
             cos, lexical.get(insight_id, 0.0), insight_id in file_hits
         )
-        if relevance < min_relevance or name in suppressed:
+        if (relevance < min_relevance and insight_id not in admitted) or name in suppressed:
             continue
         if kind_set is not None and kind not in kind_set:
             continue
@@ -159,6 +164,7 @@ def recall(
             "dense": None if cos is None else round(cos, 4),
             "lexical": round(lexical.get(insight_id, 0.0), 4),
             "file": insight_id in file_hits,
+            "reach": insight_id in admitted and relevance < min_relevance,
         }
         hits.append(result)
     if graph_hops:
@@ -223,6 +229,19 @@ def _marked(memory: InsightRows, hits: list[RecallHit]) -> list[RecallHit]:
         if hold is not None:
             hit["_confidence"] = hit["confidence"] = hold.label()
     return hits
+
+
+def _ids_of(memory: InsightRows, names: Iterable[str]) -> set[int]:
+    out: set[int] = set()
+    for chunk in db.chunks(list(dict.fromkeys(names)), 500):
+        marks = ",".join("?" * len(chunk))
+        out.update(
+            i
+            for (i,) in memory.conn.execute(
+                f"SELECT id FROM insight WHERE name IN ({marks})", chunk
+            )
+        )
+    return out
 
 
 def _light_rows(memory: InsightRows, ids: Iterable[int]) -> list[tuple]:

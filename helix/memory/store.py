@@ -120,6 +120,7 @@ class Memory(InsightRows):
         graph_hops: int = 0,
         relevance_only: bool = False,
         query_vector: Any = None,
+        admit: Iterable[str] | None = None,
     ) -> list[RecallHit]:
         """Hybrid retrieval ordered by proven usefulness, read-only:
         :func:`helix.memory.recall.recall`."""
@@ -138,6 +139,7 @@ class Memory(InsightRows):
             graph_hops,
             relevance_only,
             query_vector,
+            admit,
         )
 
     def why(self, name: str, objective: str) -> dict[str, Any]:

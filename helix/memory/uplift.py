@@ -82,6 +82,11 @@ KERNEL_FLOOR = 0.02  # what any trial says about any context
 WINDOW = 300  # newest trials a refit reads (the fit is cubic in it)
 REFRESH = 0.002  # a refit rewrites an insight's summary when its share moved this much
 PER_INSIGHT = 200  # newest trials of one insight an estimate reads
+# Reach by evidence (:func:`helped_nearby`): a task counts as "like this one"
+# from this objective cosine (the kernel weighs it 0.88 there), among the newest
+# REACH_TRIALS verified passes, so the cost stays bounded as the history grows.
+REACH_COS = 0.50
+REACH_TRIALS = 2000
 MAX_UPLIFT = 0.5
 # The slope of the log-odds at a pass rate of 0.5: an sd of s on the probability
 # scale is about LOGIT_SCALE * s on the log-odds scale (the logistic model's).
@@ -105,6 +110,10 @@ class Model:
     explore: bool = True
     two_stage: bool = True
     named_only: bool = False  # the UTILIZED list as proof: unnamed insights get no exposure
+    # Off: insights present in verified passes of tasks like this one are candidates
+    # whatever their words (helix.loop.injection's reach by evidence). Held-out, 12
+    # seeds each: world A +0.5 points [-0.3, +1.1], world B -1.0 [-1.8, -0.3].
+    reach: bool = False
 
 
 MODEL = Model()
@@ -465,6 +474,46 @@ def estimate(
     out: dict[str, Estimate] = {}
     for name in names:
         out[name] = _posterior(rows_of[name], prior_means[name], query, now, model)
+    return out
+
+
+def helped_nearby(conn: sqlite3.Connection, queries: np.ndarray) -> list[list[str]]:
+    """For each task whose objective embeds to a row of ``queries``, the insights
+    present in a verified pass of a task like it (cosine at least REACH_COS):
+    candidates whatever their wording. Whether one is then given is the
+    contextual estimate's call, which weighs the same trials (and the failures
+    beside them) by likeness."""
+    q = np.atleast_2d(np.asarray(queries, dtype=np.float32))
+    out: list[list[str]] = [[] for _ in range(q.shape[0])]
+    width = q.shape[1] * 4
+    rows = [
+        (i, blob)
+        for i, blob in conn.execute(
+            "SELECT id, vector FROM trial WHERE verified = 1 AND passed = 1 "
+            "AND vector IS NOT NULL ORDER BY id DESC LIMIT ?",
+            (REACH_TRIALS,),
+        )
+        if blob and len(blob) == width
+    ]
+    if not rows:
+        return out
+    matrix = np.frombuffer(b"".join(blob for _i, blob in rows), dtype="<f4").reshape(len(rows), -1)
+    near = (matrix @ q.T) >= REACH_COS  # trials x tasks
+    ids = [rows[k][0] for k in np.flatnonzero(near.any(axis=1)).tolist()]
+    present: dict[int, list[str]] = {}
+    for chunk in db.chunks(ids, 500):
+        marks = ",".join("?" * len(chunk))
+        for trial_id, name in conn.execute(
+            f"SELECT trial_id, insight FROM trial_insight WHERE exposure > 0 "
+            f"AND trial_id IN ({marks}) ORDER BY trial_id, insight",
+            chunk,
+        ):
+            present.setdefault(trial_id, []).append(name)
+    for task in range(q.shape[0]):
+        names: dict[str, None] = {}
+        for k in np.flatnonzero(near[:, task]).tolist():
+            names.update(dict.fromkeys(present.get(rows[k][0], ())))
+        out[task] = list(names)
     return out
 
 
