@@ -79,6 +79,20 @@ AGENTS = ("claude", "codex", "cmd")
 )
 @list_option("--skip", "skip", help="Task ids never to work on.")
 @click.option("--epic", help="Start focused on this epic.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Build with N agents at once, each in a git worktree of its own; verified work"
+    " lands on your branch. Needs a clean git tree. --max-cycles counts per worker.",
+)
+@click.option(
+    "--worker-spec",
+    type=click.Path(dir_okay=False, path_type=Path),
+    hidden=True,
+    help="Internal: run as one worker of `--workers N` (the coordinator writes the file).",
+)
 @guarded
 def run_command(
     agent: str,
@@ -103,6 +117,8 @@ def run_command(
     inject_limit: int,
     skip: tuple[str, ...],
     epic: str | None,
+    workers: int,
+    worker_spec: Path | None,
 ) -> None:
     """Drain the task queue with an agent CLI: claim, inject memory, build, verify, learn.
 
@@ -114,75 +130,174 @@ def run_command(
 
     Example: helix run -s --agent claude --max-cycles 3
     """
-    from datetime import datetime
-
-    from helix.run import agents
-    from helix.run.log import RunLog
-    from helix.run.records import RunOptions
-    from helix.run.supervisor import ALTERNATE, Supervisor
-
+    params: dict[str, Any] = {
+        "agent": agent,
+        "command": command,
+        "model": model,
+        "effort": effort,
+        "agent_args": list(agent_args),
+        "plugin_dir": str(plugin_dir) if plugin_dir else None,
+        "max_cycles": max_cycles,
+        "summary": summary,
+        "dry_run": dry_run,
+        "timeout": timeout,
+        "verify_timeout": verify_timeout,
+        "review": review,
+        "review_agent": review_agent,
+        "review_command": review_command,
+        "review_every": review_every,
+        "auto_align": auto_align,
+        "max_drain_passes": max_drain_passes,
+        "max_idle_passes": max_idle_passes,
+        "batch_size": batch_size,
+        "inject_limit": inject_limit,
+        "skip": json_list(skip, "--skip") or [],
+        "epic": epic,
+    }
     if agent == "cmd" and not command:
         raise InvalidInput(
             "--agent cmd needs --command (a shell command reading the prompt on stdin)"
         )
-    paths = config.resolve()
-    project = paths.project
-    if not paths.home.is_dir():
+    if worker_spec is not None:
+        sys.exit(_run_worker(worker_spec))
+    if workers > 1 and not dry_run:  # a dry run is read-only: one is enough
+        sys.exit(_run_workers(params, workers))
+    sys.exit(_run_single(params))
+
+
+def _runners(params: dict[str, Any]) -> tuple[Any, Any]:
+    """The builder and the reviewer (None without --review); raises when an agent
+    CLI is missing, before any task is touched."""
+    from helix.run import agents
+    from helix.run.supervisor import ALTERNATE
+
+    agent, command = params["agent"], params["command"]
+    if agent == "cmd" and not command:
         raise InvalidInput(
-            f"no helix data directory at {paths.home}; create tasks first with `helix tasks create`"
+            "--agent cmd needs --command (a shell command reading the prompt on stdin)"
         )
+    plugin_dir = Path(params["plugin_dir"]) if params["plugin_dir"] else None
     builder = agents.make_runner(
         agent,
-        model=model,
-        effort=effort,
-        extra_args=list(agent_args),
+        model=params["model"],
+        effort=params["effort"],
+        extra_args=list(params["agent_args"]),
         command=command,
         plugin_dir=plugin_dir,
     )
     reviewer = None
-    if review:
-        reviewer_name = review_agent or ALTERNATE[agent]
-        reviewer_command = review_command or (command if reviewer_name == "cmd" else None)
+    if params["review"]:
+        reviewer_name = params["review_agent"] or ALTERNATE[agent]
+        reviewer_command = params["review_command"] or (command if reviewer_name == "cmd" else None)
         if reviewer_name == "cmd" and not reviewer_command:
             raise InvalidInput("--review-agent cmd needs --review-command (or --command)")
         reviewer = agents.make_runner(
             reviewer_name,
-            model=model if reviewer_name == agent else None,
-            extra_args=list(agent_args) if reviewer_name == agent else [],
+            model=params["model"] if reviewer_name == agent else None,
+            extra_args=list(params["agent_args"]) if reviewer_name == agent else [],
             command=reviewer_command,
             plugin_dir=plugin_dir if reviewer_name == "claude" else None,
         )
     for runner in (builder, reviewer):
-        problem = runner.unavailable() if runner is not None and not dry_run else None
+        problem = runner.unavailable() if runner is not None and not params["dry_run"] else None
         if problem:
             raise HelixError(problem)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    log = RunLog(paths.run_log(stamp), summary=summary)
-    options = RunOptions(
-        max_cycles=max_cycles,
-        agent_timeout=timeout,
-        verify_timeout=verify_timeout,
-        batch_size=batch_size,
-        inject_limit=inject_limit,
-        review=review,
-        review_every=review_every,
-        auto_align=auto_align,
-        max_drain_passes=max_drain_passes,
-        max_idle_passes=max_idle_passes,
-        skip=json_list(skip, "--skip") or [],
-        epic=epic,
-        dry_run=dry_run,
+    return builder, reviewer
+
+
+def _options(params: dict[str, Any]) -> Any:
+    from helix.run.records import RunOptions
+
+    return RunOptions(
+        max_cycles=params["max_cycles"],
+        agent_timeout=params["timeout"],
+        verify_timeout=params["verify_timeout"],
+        batch_size=params["batch_size"],
+        inject_limit=params["inject_limit"],
+        review=params["review"],
+        review_every=params["review_every"],
+        auto_align=params["auto_align"],
+        max_drain_passes=params["max_drain_passes"],
+        max_idle_passes=params["max_idle_passes"],
+        skip=list(params["skip"]),
+        epic=params["epic"],
+        dry_run=params["dry_run"],
         orphan_threshold=recovery.threshold(),
     )
-    supervisor = Supervisor(
-        project, paths.home, open_memory, builder, options, log, reviewer=reviewer
-    )
+
+
+def _home() -> config.Paths:
+    paths = config.resolve()
+    if not paths.home.is_dir():
+        raise InvalidInput(
+            f"no helix data directory at {paths.home}; create tasks first with `helix tasks create`"
+        )
+    return paths
+
+
+def _locked(run: Any) -> int:
     try:
-        code = supervisor.run()
+        return int(run())
     except runstate.RunLocked as exc:
         click.echo(f"helix: {exc}", err=True)
-        sys.exit(2)
-    sys.exit(code)
+        return 2
+
+
+def _run_single(params: dict[str, Any]) -> int:
+    from datetime import datetime
+
+    from helix.run.log import RunLog
+    from helix.run.supervisor import Supervisor
+
+    paths = _home()
+    builder, reviewer = _runners(params)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    log = RunLog(paths.run_log(stamp), summary=params["summary"])
+    supervisor = Supervisor(
+        paths.project, paths.home, open_memory, builder, _options(params), log, reviewer=reviewer
+    )
+    return _locked(supervisor.run)
+
+
+def _run_workers(params: dict[str, Any], count: int) -> int:
+    from datetime import datetime
+
+    from helix.run.log import RunLog
+    from helix.run.workers import Coordinator
+
+    paths = _home()
+    _runners(params)  # a missing agent CLI stops here, before any worktree is made
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    log = RunLog(paths.run_log(stamp), summary=params["summary"])
+    coordinator = Coordinator(paths.project, paths.home, paths.db, count, params, log)
+    return _locked(coordinator.run)
+
+
+def _run_worker(spec_path: Path) -> int:
+    """One worker of `--workers N`, as its coordinator described it."""
+    import os
+
+    from helix.run.log import RunLog
+    from helix.run.workers import WorkerSpec, WorkerSupervisor
+
+    spec = WorkerSpec.load(spec_path)
+    builder, reviewer = _runners(spec.params)
+    agent_env = {**os.environ, **spec.agent_env}  # the agent works on the shared project data
+    for runner in (builder, reviewer):
+        if runner is not None:
+            runner.env = agent_env
+    log = RunLog(Path(spec.log), summary=spec.params["summary"])
+    supervisor = WorkerSupervisor(
+        spec,
+        Path(spec.worktree),
+        Path(spec.home),
+        open_memory,
+        builder,
+        _options(spec.params),
+        log,
+        reviewer=reviewer,
+    )
+    return _locked(supervisor.run)
 
 
 @click.command("status")

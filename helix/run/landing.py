@@ -1,0 +1,243 @@
+"""Git for parallel workers: their worktrees, and landing verified work on the
+user's branch.
+
+``helix run --workers N`` gives each worker a git worktree of its own, on a
+branch of its own made from the user's branch. A worker commits what a cycle
+delivered in its worktree, then *lands* it: under one lock shared by all
+workers it rebases its branch onto the tip of the user's branch and
+fast-forwards the user's branch (in the user's worktree) to it. A fast-forward
+never overwrites anything: if the user edited a file the commit touches, git
+refuses and nothing moves. When the rebase conflicts, the commit is kept under
+a branch of its own (nothing is lost), the worker's branch goes back to the
+user's tip, and the caller reopens the tasks so they are built again on the
+newer code.
+
+Every command goes through :func:`helix.repository.run` (no hooks, filters or
+global configuration run with helix's rights); that ignores the user's global
+identity, so the identity is read once, with plain ``git config``, and passed on
+the command line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from helix import files, repository
+from helix.errors import HelixError, InvalidInput
+from helix.run.worktree import changed_paths, git_root
+
+FALLBACK_NAME = "helix run"
+FALLBACK_EMAIL = "helix@localhost"
+
+
+def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    try:
+        proc = repository.run(root, *args, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise HelixError(f"git {args[0]} timed out in {root}") from exc
+    if check and proc.returncode != 0:
+        raise HelixError(f"git {' '.join(args[:2])} failed in {root}: {_tail(proc)}")
+    return proc
+
+
+def _tail(proc: subprocess.CompletedProcess[bytes]) -> str:
+    lines = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"exit {proc.returncode}"
+
+
+def _out(root: Path, *args: str) -> str:
+    return _git(root, *args).stdout.decode("utf-8", "replace").strip()
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the commits helix makes are by: the user's git identity, else helix's."""
+
+    name: str
+    email: str
+
+    @classmethod
+    def of(cls, project: Path) -> Identity:
+        def read(key: str) -> str:
+            try:
+                proc = subprocess.run(
+                    ["git", "config", "--get", key],
+                    cwd=project,
+                    capture_output=True,
+                    text=True,
+                    stdin=subprocess.DEVNULL,
+                    timeout=30,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return ""
+            return proc.stdout.strip()
+
+        return cls(read("user.name") or FALLBACK_NAME, read("user.email") or FALLBACK_EMAIL)
+
+    def args(self) -> list[str]:
+        return ["-c", f"user.name={self.name}", "-c", f"user.email={self.email}"]
+
+
+def check_project(project: Path) -> str:
+    """The branch parallel workers land on. Raises InvalidInput (one line) when the
+    project is not the root of a git repository, has no branch checked out, or has
+    uncommitted changes (outside ``.helix/``): a worker's worktree starts from the
+    last commit, so uncommitted work would be invisible to it and in the way of
+    landing."""
+    root = git_root(project)
+    if root is None:
+        raise InvalidInput("--workers needs a git repository: run `git init` and commit first")
+    if root.resolve() != project.resolve():
+        raise InvalidInput(
+            f"--workers needs the project ({project}) at the root of its git repository ({root})"
+        )
+    if _git(root, "rev-parse", "--verify", "-q", "HEAD", check=False).returncode != 0:
+        raise InvalidInput("--workers needs at least one commit to start the workers from")
+    branch = _git(root, "symbolic-ref", "--short", "-q", "HEAD", check=False)
+    if branch.returncode != 0:
+        raise InvalidInput("--workers needs a branch checked out (HEAD is detached)")
+    dirty = changed_paths(root)
+    if dirty:
+        shown = ", ".join(dirty[:3]) + (f" and {len(dirty) - 3} more" if len(dirty) > 3 else "")
+        raise InvalidInput(
+            f"--workers refuses a dirty worktree ({shown}): commit or stash your changes first"
+        )
+    return branch.stdout.decode().strip()
+
+
+def add_worktree(project: Path, path: Path, branch: str, start: str) -> None:
+    """A new worktree at ``path`` on a new branch ``branch`` made at ``start``."""
+    _git(project, "worktree", "add", "-q", "-b", branch, str(path), start)
+
+
+def is_dirty(worktree: Path) -> bool:
+    return bool(changed_paths(worktree))
+
+
+def commit_all(worktree: Path, message: str, identity: Identity) -> str | None:
+    """Commit every change in the worktree (``.helix/`` aside); the new commit's
+    sha, or None when there was nothing to commit."""
+    if not is_dirty(worktree):
+        return None
+    _git(worktree, "add", "-A", "--", ".", ":(exclude).helix")
+    _git(worktree, *identity.args(), "commit", "-q", "--no-verify", "-m", message)
+    return _out(worktree, "rev-parse", "HEAD")
+
+
+def ahead(worktree: Path, target: str) -> int:
+    """Commits on the worktree's branch that ``target`` does not have."""
+    return int(_out(worktree, "rev-list", "--count", f"{target}..HEAD") or 0)
+
+
+def catch_up(worktree: Path, target: str, identity: Identity) -> bool:
+    """Bring a clean worktree up to ``target``'s tip (what other workers landed),
+    so the next attempt builds on it. False (and nothing changed) when the
+    worktree is dirty or the rebase does not apply."""
+    if is_dirty(worktree):
+        return False
+    proc = _git(worktree, *identity.args(), "rebase", "-q", target, check=False)
+    if proc.returncode != 0:
+        _git(worktree, "rebase", "--abort", check=False)
+        return False
+    return True
+
+
+@dataclass
+class Landed:
+    """What became of one landing: ``commit`` is on the user's branch when ``ok``;
+    otherwise ``kept`` names the branch that holds the work and ``reason`` says why."""
+
+    ok: bool
+    commit: str | None = None
+    kept: str | None = None
+    reason: str = ""
+
+
+def land(
+    project: Path,
+    worktree: Path,
+    target: str,
+    lock: Path,
+    identity: Identity,
+    keep_as: str,
+) -> Landed:
+    """Put the worktree branch's new commits on ``target`` (see the module docstring).
+
+    Serialised by an exclusive lock on ``lock``, so two workers never move the
+    user's branch at once. On failure the work is kept on the branch ``keep_as``
+    and the worktree is reset to ``target``'s tip, ready for the next task."""
+    with files.locked(lock, 600):
+        if ahead(worktree, target) == 0:
+            return Landed(ok=True)
+        rebased = _git(worktree, *identity.args(), "rebase", "-q", target, check=False)
+        if rebased.returncode != 0:
+            reason = f"it conflicts with work landed meanwhile ({_tail(rebased)})"
+            _git(worktree, "rebase", "--abort", check=False)
+            return _set_aside(worktree, target, keep_as, reason)
+        head = _out(worktree, "rev-parse", "HEAD")
+        current = _git(project, "symbolic-ref", "--short", "-q", "HEAD", check=False)
+        if current.stdout.decode().strip() != target:
+            return _set_aside(worktree, target, keep_as, f"{project} is no longer on {target}")
+        merged = _git(project, "merge", "-q", "--ff-only", head, check=False)
+        if merged.returncode != 0:
+            reason = f"{target} could not be fast-forwarded ({_tail(merged)})"
+            return _set_aside(worktree, target, keep_as, reason)
+        return Landed(ok=True, commit=head)
+
+
+def _set_aside(worktree: Path, target: str, keep_as: str, reason: str) -> Landed:
+    # The branch keeps the commit reachable; the worktree starts over from the tip.
+    _git(worktree, "branch", "-f", keep_as, "HEAD")
+    _git(worktree, "reset", "-q", "--hard", target)
+    return Landed(ok=False, kept=keep_as, reason=reason)
+
+
+def preserve(worktree: Path, message: str, identity: Identity) -> str | None:
+    """Commit a stopped worker's unfinished changes on its own branch (never on
+    the user's), so nothing it did is lost; the commit's sha, or None if clean."""
+    try:
+        return commit_all(worktree, message, identity)
+    except HelixError:
+        return None
+
+
+def remove_worktree(project: Path, worktree: Path) -> None:
+    """Remove a worker's worktree (its branch stays); never raises."""
+    try:
+        _git(project, "worktree", "remove", "--force", str(worktree), check=False)
+    except (HelixError, OSError):
+        pass
+    shutil.rmtree(worktree, ignore_errors=True)
+
+
+def prune(project: Path) -> None:
+    try:
+        _git(project, "worktree", "prune", check=False)
+    except (HelixError, OSError):
+        pass
+
+
+def delete_branch(project: Path, branch: str) -> None:
+    try:
+        _git(project, "branch", "-q", "-D", branch, check=False)
+    except (HelixError, OSError):
+        pass
+
+
+def unlanded(project: Path, branch: str, target: str) -> int:
+    """Commits of ``branch`` not on ``target`` (0 when the branch is gone)."""
+    proc = _git(project, "rev-list", "--count", f"{target}..{branch}", check=False)
+    if proc.returncode != 0:
+        return 0
+    return int(proc.stdout.decode().strip() or 0)
+
+
+def switch(worktree: Path, branch: str, start: str) -> None:
+    """Put the worktree on a new branch ``branch`` at ``start``, discarding what
+    is left in it (call :func:`preserve` first: this is for a dead worker's slot)."""
+    _git(worktree, "checkout", "-q", "-f", "-B", branch, start)
+    _git(worktree, "clean", "-q", "-f", "-d", "-e", ".helix", check=False)

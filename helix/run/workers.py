@@ -1,0 +1,490 @@
+"""``helix run --workers N``: N supervisors drain one queue at once, each in a git
+worktree of its own.
+
+Design (why it looks like this):
+
+* **Processes, not threads.** The coordinator starts N ``helix run`` processes
+  (a hidden ``--worker-spec`` option); killing one (even SIGKILL) cannot corrupt
+  the others, and the kernel drops its locks.
+* **Shared queue and memory, private run files.** Every worker's tracker is the
+  project's ``tasks.jsonl`` (a claim is a locked read-modify-write that only
+  takes an *open* task, so two workers never both hold one) and its database is
+  the project's (``HELIX_DB``). The files one run owns (``run.lock``,
+  ``run-state.json``, checkpoints, ``context.md``, blocker report) would collide
+  between workers, so each worker has a data directory of its own,
+  ``.helix/workers/<k>/`` (``HELIX_HOME`` of the worker process; the agent it runs
+  is pointed at the project's ``.helix/`` instead). The worker's supervisor is
+  :class:`helix.run.supervisor.Supervisor` itself, wrapped from outside: the same
+  claims, back-off, three strikes, drift and blocker rules.
+* **Worktrees outside the project** (a temporary folder): inside it, the
+  project's test runner would collect their copies of the tests, ``git status``
+  would list them, and an agent sandbox that keeps ``.helix/`` read-only would
+  keep the worktree read-only too.
+* **Verified work lands on the user's branch** (:mod:`helix.run.landing`): after
+  a cycle that closed tasks, the worker commits in its worktree and, under one
+  lock, rebases onto the user's branch and fast-forwards it. A task whose work
+  cannot land is reopened with the reason (its commit kept on a branch), and
+  blocked after :data:`MAX_LANDINGS` failed landings: never silently lost.
+* **A worker that dies** has its claims released by the coordinator at once
+  (the pid was its own child, so it is demonstrably dead; the two-hour orphan
+  threshold is for claims nobody can vouch for), its unfinished changes are
+  committed on its branch (recoverable, not on the user's branch), and a fresh
+  worker takes its slot, so the task it held is built by someone.
+* **Ctrl-C** (or SIGTERM) on the coordinator sends SIGTERM to every worker, which
+  each release their claims as a single run does; one that does not stop in time
+  is killed and its claims released.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from helix import config, files
+from helix.errors import HelixError
+from helix.run import landing, selection
+from helix.run.log import RunLog, shown
+from helix.run.records import DONE, INTERRUPTED, TROUBLE
+from helix.run.state import RunLock, RunState, stamp
+from helix.run.supervisor import OWNER, Supervisor
+from helix.tasks.tracker import Tracker
+
+WORKERS_DIR = "workers"  # under the project's data directory
+LAND_LOCK = "workers-land.lock"
+REPORT_FILE = "worker-{pid}.json"  # one per process: a respawn must not overwrite it
+SPEC_FILE = "spec.json"
+MAX_LANDINGS = 3  # failed landings of one task before it is blocked
+MAX_RESPAWNS = 2  # fresh workers per slot after one died
+STOP_GRACE_S = 30.0  # how long a worker may take to stop after SIGTERM
+POLL_S = 0.1
+
+
+@dataclass
+class WorkerSpec:
+    """What a worker process needs to know, written by the coordinator."""
+
+    slot: int
+    project: str  # the user's worktree, where landed work goes
+    main_home: str  # the project's data directory (tasks, database, logs)
+    home: str  # this worker's own data directory
+    worktree: str
+    branch: str
+    target: str  # the user's branch
+    log: str
+    params: dict[str, Any]  # the `helix run` options, as the command received them
+    agent_env: dict[str, str] = field(default_factory=dict)  # overlaid on the agent's env
+
+    def save(self, path: Path) -> None:
+        files.write_json(path, asdict(self))
+
+    @classmethod
+    def load(cls, path: Path) -> WorkerSpec:
+        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+class WorkerSupervisor(Supervisor):
+    """A supervisor that builds in its worktree and lands verified work on the
+    user's branch after each cycle. Everything else is the plain supervisor."""
+
+    def __init__(self, spec: WorkerSpec, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spec = spec
+        # The shared queue, not the worker's own data directory's.
+        self.tracker = Tracker(config.Paths.at(Path(spec.main_home)).tasks)
+        self.identity = landing.Identity.of(Path(spec.project))
+        self.report: dict[str, Any] = {
+            "slot": spec.slot,
+            "pid": os.getpid(),
+            "landed": [],
+            "set_aside": [],
+            "blocked": [],
+        }
+        self._save_report()
+
+    def cycle(self, choice: selection.Choice) -> None:
+        worktree = Path(self.spec.worktree)
+        if not landing.catch_up(worktree, self.spec.target, self.identity):
+            self.log.verbose("worktree not brought up to date (dirty, or the rebase failed)")
+        before = self.state.attempted_cycles
+        try:
+            super().cycle(choice)
+        finally:
+            if self.state.attempted_cycles > before:
+                self._land(list(self.state.cycles[-1]["tasks"]))
+
+    def _land(self, ids: list[str]) -> None:
+        """Commit and land what this cycle closed; reopen it when it cannot land."""
+        try:
+            closed = [t for t in map(self.tracker.get, ids) if t.get("status") == "closed"]
+            if not closed:
+                return  # nothing delivered: the supervisor already undid the attempt
+            worktree, target = Path(self.spec.worktree), self.spec.target
+            names = ", ".join(t["id"] for t in closed)
+            subject = f"{closed[0]['id']}: {closed[0].get('title', '')}"[:72]
+            message = (
+                f"{subject}\n\nBuilt and verified by helix run (worker {self.spec.slot}): {names}\n"
+            )
+            landing.commit_all(worktree, message, self.identity)
+            keep = f"{self.spec.branch}-unlanded-{closed[0]['id']}-{int(time.time())}"
+            result = landing.land(
+                Path(self.spec.project),
+                worktree,
+                target,
+                Path(self.spec.main_home) / LAND_LOCK,
+                self.identity,
+                keep,
+            )
+        except HelixError as exc:
+            self.log.event(f"landing failed: {exc}; the work stays in {self.spec.worktree}")
+            return
+        if result.ok:
+            self.report["landed"].append(
+                {"tasks": [t["id"] for t in closed], "commit": result.commit}
+            )
+            where = f" as {result.commit[:12]}" if result.commit else " (no changes)"
+            self.log.event(f"landed {names} on {target}{where}")
+        else:
+            for task in closed:
+                self._reopen(task, result)
+        self._save_report()
+
+    def _reopen(self, task: dict[str, Any], result: landing.Landed) -> None:
+        task_id = task["id"]
+        count = int(task.get("helix-landing-failures") or 0) + 1
+        reason = f"verified, but not landed: {result.reason}; the work is on branch {result.kept}"
+        self.tracker.reopen(task_id)
+        fields: dict[str, Any] = {"helix-landing-failures": count, "helix-last-error": reason}
+        if count >= MAX_LANDINGS:
+            labels = selection.labels(task)
+            if selection.BLOCKED_LABEL not in labels:
+                fields["labels"] = [*labels, selection.BLOCKED_LABEL]
+            self.report["blocked"].append({"id": task_id, "reason": reason})
+            self.log.event(f"{task_id} blocked: {count} landings failed; {reason}")
+        else:
+            self.log.event(f"{task_id} reopened: {reason}")
+        self.tracker.update(task_id, **fields)
+        self.report["set_aside"].append({"id": task_id, "branch": result.kept, "reason": reason})
+
+    def _save_report(self) -> None:
+        path = Path(self.spec.home) / REPORT_FILE.format(pid=os.getpid())
+        files.write_json(path, self.report)
+
+
+@dataclass
+class Slot:
+    """One worker place: its worktree and branch, and the processes it ran."""
+
+    number: int
+    worktree: Path
+    branch: str
+    home: Path
+    proc: subprocess.Popen[bytes] | None = None
+    pids: list[int] = field(default_factory=list)
+    exits: list[int] = field(default_factory=list)
+    logs: list[Path] = field(default_factory=list)
+    branches: list[str] = field(default_factory=list)  # every branch the slot used
+    states: list[dict[str, Any]] = field(default_factory=list)  # each process's last state
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+class Coordinator:
+    """Starts the workers, watches them, cleans up and reports (module docstring)."""
+
+    def __init__(
+        self,
+        project: Path,
+        home: Path,
+        db: Path,
+        count: int,
+        params: dict[str, Any],
+        log: RunLog,
+        python: str = sys.executable,
+        clock: Callable[[], datetime] = datetime.now,
+    ) -> None:
+        self.project = project
+        self.home = home
+        self.db = db
+        self.count = count
+        self.params = params
+        self.log = log
+        self.python = python
+        self.tracker = Tracker(config.Paths.at(home).tasks)
+        self.stamp = clock().strftime("%Y%m%d-%H%M%S")
+        self.slots: list[Slot] = []
+        self.released: list[str] = []
+        self.kept: list[str] = []  # branches holding work that is not on the user's branch
+        self.failures: list[str] = []
+        self.interrupted = False
+        self.target = ""
+        self._base: Path | None = None
+        self._identity: landing.Identity | None = None
+
+    # -------------------------------------------------------------- lifecycle
+    def run(self) -> int:
+        """Drain the queue with the workers; the exit code. Refuses (InvalidInput)
+        outside a git repository's root, on a detached HEAD or a dirty tree; raises
+        RunLocked when another run is alive here."""
+        self.target = landing.check_project(self.project)
+        self._identity = landing.Identity.of(self.project)
+        lock = RunLock(self.home)
+        lock.acquire()
+        state = RunState(agent=f"{self.params['agent']} x{self.count}", log=str(self.log.path))
+        state.lifecycle = "building"
+        state.save(self.home)
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            try:
+                self._prepare()
+                for slot in self.slots:
+                    self._start(slot)
+                self._watch()
+            except KeyboardInterrupt:
+                self.interrupted = True
+                self._stop_all()
+            finally:
+                self._cleanup()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            code = self._code()
+            self._finish(state, code)
+            lock.release()
+        return code
+
+    def _code(self) -> int:
+        if self.interrupted:
+            return INTERRUPTED
+        return TROUBLE if self.failures else DONE
+
+    # ---------------------------------------------------------------- set-up
+    def _prepare(self) -> None:
+        self._base = Path(tempfile.mkdtemp(prefix=f"helix-workers-{self.project.name}-"))
+        self.log.event(
+            f"{self.count} workers on {self.target}: worktrees under {self._base},"
+            f" logs {shown(self.log.path.parent)}/run-{self.stamp}-w<k>.log"
+        )
+        for number in range(1, self.count + 1):
+            home = self.home / WORKERS_DIR / str(number)
+            shutil.rmtree(home / config.CHECKPOINTS_DIR, ignore_errors=True)
+            home.mkdir(parents=True, exist_ok=True)
+            branch = f"helix/worker-{self.stamp}-{number}"
+            worktree = self._base / str(number)
+            landing.add_worktree(self.project, worktree, branch, self.target)
+            self.slots.append(Slot(number, worktree, branch, home, branches=[branch]))
+
+    def _start(self, slot: Slot) -> None:
+        again = f"r{len(slot.pids)}" if slot.pids else ""
+        log = config.Paths.at(self.home).run_log(f"{self.stamp}-w{slot.number}{again}")
+        spec = WorkerSpec(
+            slot=slot.number,
+            project=str(self.project),
+            main_home=str(self.home),
+            home=str(slot.home),
+            worktree=str(slot.worktree),
+            branch=slot.branch,
+            target=self.target,
+            log=str(log),
+            params=self.params,
+            agent_env={"HELIX_HOME": str(self.home), "HELIX_DB": str(self.db)},
+        )
+        spec_path = slot.home / SPEC_FILE
+        spec.save(spec_path)
+        env = dict(os.environ)
+        env.update(HELIX_HOME=str(slot.home), HELIX_DB=str(self.db))
+        # A session of its own: the terminal's Ctrl-C reaches the coordinator only,
+        # which stops the workers one by one (each releasing its claims).
+        slot.proc = subprocess.Popen(
+            [self.python, "-m", "helix", "run", "--worker-spec", str(spec_path)],
+            cwd=slot.worktree,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        slot.pids.append(slot.proc.pid)
+        slot.logs.append(log)
+        self.log.event(f"worker {slot.number} started (pid {slot.proc.pid}) in {slot.worktree}")
+
+    # --------------------------------------------------------------- watching
+    def _watch(self) -> None:
+        while any(slot.proc is not None for slot in self.slots):
+            for slot in self.slots:
+                if slot.proc is None or slot.proc.poll() is None:
+                    continue
+                self._ended(slot, slot.proc.returncode)
+            time.sleep(POLL_S)
+
+    def _ended(self, slot: Slot, code: int) -> None:
+        pid = slot.pids[-1]
+        self._exited(slot, code)
+        if code == DONE:
+            self.log.event(f"worker {slot.number} (pid {pid}) finished")
+            return
+        why = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+        self.failures.append(f"worker {slot.number} (pid {pid}) {why}")
+        released = self._release(pid)
+        note = f"; released {', '.join(released)}" if released else ""
+        self.log.event(f"worker {slot.number} (pid {pid}) stopped unexpectedly: {why}{note}")
+        if code < 0 and len(slot.pids) <= MAX_RESPAWNS and self._work_left():
+            self._fresh_branch(slot, f"worker {slot.number} (pid {pid}) {why}")
+            self._start(slot)
+
+    def _exited(self, slot: Slot, code: int) -> None:
+        slot.exits.append(code)
+        slot.proc = None
+        # A fresh worker in this slot rewrites run-state.json: keep this one's now.
+        state = files.read_json(slot.home / config.RUN_STATE_FILE)
+        slot.states.append(state if isinstance(state, dict) else {})
+
+    def _work_left(self) -> bool:
+        tasks = self.tracker.list()
+        return bool(selection.runnable(tasks, datetime.now().astimezone(), []))
+
+    def _fresh_branch(self, slot: Slot, why: str) -> None:
+        """Keep what a dead worker left (committed on its branch), and give the slot
+        a new branch at the user's tip for the next worker."""
+        assert self._identity is not None
+        kept = landing.preserve(
+            slot.worktree, f"helix: unfinished work of {why} (not verified)", self._identity
+        )
+        if kept:
+            self.log.event(f"unfinished work of {why} kept on {slot.branch} ({kept[:12]})")
+        slot.branch = f"helix/worker-{self.stamp}-{slot.number}r{len(slot.pids)}"
+        slot.branches.append(slot.branch)
+        landing.switch(slot.worktree, slot.branch, self.target)
+
+    def _release(self, pid: int) -> list[str]:
+        """Release the claims a dead worker held: it was our child, so its pid is
+        demonstrably its and demonstrably gone (no age threshold needed)."""
+        released = []
+        host = socket.gethostname()
+        for task in self.tracker.list():
+            if (
+                task.get("status") == "in_progress"
+                and task.get("owner") == OWNER
+                and str(task.get("claimed-pid")) == str(pid)
+                and task.get("claimed-machine") in (None, host)
+            ):
+                try:
+                    self.tracker.unclaim(task["id"])
+                except HelixError:
+                    continue
+                released.append(task["id"])
+        self.released += released
+        return released
+
+    def _stop_all(self) -> None:
+        self.log.event("interrupted: stopping the workers (each releases its claims)")
+        for slot in self.slots:
+            if slot.alive:
+                assert slot.proc is not None
+                try:
+                    slot.proc.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + STOP_GRACE_S
+        for slot in self.slots:
+            if slot.proc is None:
+                continue
+            try:
+                slot.proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                slot.proc.kill()
+                slot.proc.wait()
+            self._exited(slot, slot.proc.returncode)
+            released = self._release(slot.pids[-1])
+            if released:
+                self.log.event(f"worker {slot.number}: released {', '.join(released)}")
+
+    # --------------------------------------------------------------- clean-up
+    def _cleanup(self) -> None:
+        """Remove the worktrees; keep (and name) every branch with work that is
+        not on the user's branch."""
+        for slot in self.slots:
+            if slot.alive:  # only after an error in the coordinator itself
+                assert slot.proc is not None
+                slot.proc.kill()
+                slot.proc.wait()
+                self._exited(slot, slot.proc.returncode)
+                self._release(slot.pids[-1])
+            if self._identity is not None and slot.worktree.exists():
+                kept = landing.preserve(
+                    slot.worktree,
+                    f"helix: unfinished work of worker {slot.number} (not verified)",
+                    self._identity,
+                )
+                if kept:
+                    self.log.event(f"worker {slot.number}: unfinished work kept ({kept[:12]})")
+            landing.remove_worktree(self.project, slot.worktree)
+            for branch in slot.branches:
+                if landing.unlanded(self.project, branch, self.target):
+                    self.kept.append(branch)
+                else:
+                    landing.delete_branch(self.project, branch)
+            shutil.rmtree(slot.home / config.CHECKPOINTS_DIR, ignore_errors=True)
+        landing.prune(self.project)
+        if self._base is not None:
+            shutil.rmtree(self._base, ignore_errors=True)
+
+    # ---------------------------------------------------------------- summary
+    def _finish(self, state: RunState, code: int) -> None:
+        total_closed = 0
+        for slot in self.slots:
+            closed: list[str] = []
+            blocked: list[str] = []
+            reopened = 0
+            for pid in slot.pids:
+                report = files.read_json(slot.home / REPORT_FILE.format(pid=pid))
+                report = report if isinstance(report, dict) else {}
+                closed += [i for entry in report.get("landed", []) for i in entry.get("tasks", [])]
+                blocked += [str(b.get("id")) for b in report.get("blocked", [])]
+                reopened += len(report.get("set_aside", []))
+            for worker_state in slot.states:
+                blocked += [str(b.get("id")) for b in worker_state.get("blocked", [])]
+                state.blocked += worker_state.get("blocked", [])
+                state.completed_cycles += int(worker_state.get("completed_cycles") or 0)
+                state.attempted_cycles += int(worker_state.get("attempted_cycles") or 0)
+                state.total_tokens += int(worker_state.get("total_tokens") or 0)
+            total_closed += len(closed)
+            last = slot.states[-1] if slot.states else {}
+            exits = ", ".join(map(str, slot.exits)) or "-"
+            self.log.event(
+                f"worker {slot.number}: {len(closed)} closed"
+                + (f" ({', '.join(closed)})" if closed else "")
+                + (f", blocked {', '.join(blocked)}" if blocked else "")
+                + (f", {reopened} reopened (verified, not landed)" if reopened else "")
+                + f"; exit {exits}; {last.get('stop_reason') or 'no stop reason'}"
+            )
+        if self.released:
+            self.log.event(f"released claims of stopped workers: {', '.join(self.released)}")
+        for branch in self.kept:
+            self.log.event(f"kept branch {branch}: work not on {self.target}")
+        for failure in self.failures:
+            self.log.event(f"failed: {failure}")
+        reason = (
+            f"{self.count} workers: {total_closed} task(s) closed and landed on {self.target}"
+            + (", interrupted" if self.interrupted else "")
+            + (f", {len(self.failures)} worker failure(s)" if self.failures else "")
+        )
+        self.log.event(f"stopped: {reason}")
+        state.stop_reason, state.exit_code = reason, code
+        state.lifecycle, state.ended_at = "stopped", stamp()
+        state.save(self.home)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

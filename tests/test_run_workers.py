@@ -1,0 +1,264 @@
+"""`helix run --workers N` end to end: real git repositories, the real CLI, and a
+stub agent that writes one file per task (so every verified task is one commit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from run_harness import World
+
+from helix.loop import provenance
+from helix.tasks.tracker import Tracker
+
+# The builder writes done/<task id>.txt for each task it is given. A task named in
+# the file `hang` (or `*` for every task) writes partial-<id>.txt, says so in
+# `hanging/<id>`, and waits until `hang` is removed, then fails without delivering.
+STUB = r"""
+import json, os, re, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+prompt = sys.stdin.read()
+if "NEXT_ACTION: <ACTION>" in prompt:
+    kind = "check"
+elif "REVIEW: FINDINGS" in prompt:
+    kind = "review"
+elif prompt.startswith("helix run: one"):
+    kind = "pass"
+else:
+    kind = "build"
+ids = re.findall(r"^TASK_ID: (\S+)$", prompt, re.M)
+with open(os.path.join(here, "calls.jsonl"), "a") as handle:
+    handle.write(json.dumps({"kind": kind, "ids": ids, "cwd": os.getcwd()}) + "\n")
+if kind == "check":
+    sys.stdout.write("NEXT_ACTION: STOP nothing left\n")
+    sys.exit(0)
+if kind != "build":
+    sys.exit(0)
+hang = os.path.join(here, "hang")
+try:
+    wanted = open(hang).read().strip()
+except OSError:
+    wanted = ""
+for task in ids:
+    if wanted in (task, "*"):
+        with open("partial-" + task + ".txt", "w") as handle:
+            handle.write("half done\n")
+        os.makedirs(os.path.join(here, "hanging"), exist_ok=True)
+        open(os.path.join(here, "hanging", task), "w").close()
+        deadline = time.time() + 30
+        while os.path.exists(hang) and time.time() < deadline:
+            time.sleep(0.05)
+        sys.exit(1)
+time.sleep(float(os.environ.get("STUB_DELAY", "0")))
+os.makedirs("done", exist_ok=True)
+for task in ids:
+    with open(os.path.join("done", task + ".txt"), "w") as handle:
+        handle.write(task + "\n")
+sys.stdout.write("".join(f"TASK_ID: {t}\nDELIVERED: done\nUTILIZED: []\n" for t in ids))
+"""
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    made = World(tmp_path / "w")
+    (made.root / "workers_stub.py").write_text(STUB)
+    return made
+
+
+def make_tasks(world: World, count: int) -> list[str]:
+    """Tasks straight into the tracker (the CLI takes ~0.3 s a task): each proven
+    by its own file."""
+    tracker = Tracker(world.home / "tasks.jsonl")
+    judge = provenance.judge_set(world.home / "helix.db", "cli")
+    ids = []
+    for number in range(count):
+        task = tracker.create(f"task {number:02d}", priority=2, **{"judge-set": judge})
+        tracker.update(task["id"], verify=f"test -f done/{task['id']}.txt")
+        ids.append(task["id"])
+    return ids
+
+
+def run_args(world: World, *extra: str) -> list[str]:
+    stub = world.root / "workers_stub.py"
+    return [
+        "run",
+        "--agent",
+        "cmd",
+        "--command",
+        f"{sys.executable} {stub}",
+        "--batch-size",
+        "1",
+        *extra,
+    ]
+
+
+def git(world: World, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", *args], cwd=world.project, capture_output=True, text=True, check=True
+    )
+    return proc.stdout
+
+
+def builds(world: World) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for call in world.calls("build"):
+        for task in call["ids"]:
+            counts[task] = counts.get(task, 0) + 1
+    return counts
+
+
+def assert_clean_end(world: World) -> None:
+    """No claim left, no worktree left, no worker branch with nothing in it."""
+    tasks = world.tasks()
+    assert not [t for t in tasks.values() if t["status"] == "in_progress"], tasks
+    assert len(git(world, "worktree", "list").splitlines()) == 1
+    assert git(world, "status", "--porcelain") == ""
+
+
+def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
+    ids = make_tasks(world, 40)
+    head = git(world, "rev-parse", "HEAD").strip()
+    proc = world.helix(
+        *run_args(world, "--workers", "4"), env=world.env(STUB_DELAY="0.05"), timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    tasks = world.tasks()
+    assert all(tasks[i]["status"] == "closed" and tasks[i]["helix-verified"] for i in ids)
+    assert builds(world) == {i: 1 for i in ids}  # each task built exactly once
+    assert len({c["cwd"] for c in world.calls("build")}) > 1  # in several worktrees
+    assert str(world.project) not in {c["cwd"] for c in world.calls("build")}
+    # every verified task's commit is on the user's branch, one commit per task
+    files = set(git(world, "ls-files", "done").split())
+    assert files == {f"done/{i}.txt" for i in ids}
+    assert int(git(world, "rev-list", "--count", f"{head}..HEAD")) == 40
+    assert git(world, "branch", "--list", "helix/*") == ""  # nothing kept: all landed
+    assert_clean_end(world)
+    assert "40 task(s) closed and landed" in proc.stderr
+    state = world.state()
+    assert state["lifecycle"] == "stopped" and state["completed_cycles"] == 40
+
+
+def test_a_killed_worker_loses_nothing(world: World) -> None:
+    ids = make_tasks(world, 6)
+    victim = ids[0]  # the first task chosen (equal priority: creation order)
+    (world.root / "hang").write_text(victim)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helix", *run_args(world, "--workers", "2")],
+        cwd=world.project,
+        env=world.env(STUB_DELAY="0.05"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        marker = world.root / "hanging" / victim
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "the task never started"
+            time.sleep(0.05)
+        held = world.tasks()[victim]
+        assert held["status"] == "in_progress"
+        os.kill(int(held["claimed-pid"]), signal.SIGKILL)
+        (world.root / "hang").unlink()
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, stderr  # a worker failed unexpectedly: said, and non-zero
+    tasks = world.tasks()
+    assert all(tasks[i]["status"] == "closed" for i in ids), stderr
+    assert builds(world)[victim] == 2  # the killed attempt, then another worker's
+    assert all(builds(world)[i] == 1 for i in ids[1:])
+    assert f"done/{victim}.txt" in git(world, "ls-files", "done").split()
+    # the half-done work is kept on a branch of its own, not on the user's branch
+    kept = git(world, "branch", "--list", "helix/*").split()
+    assert len(kept) == 1, stderr
+    assert "half done" in git(world, "show", f"{kept[0]}:partial-{victim}.txt")
+    assert f"partial-{victim}.txt" not in git(world, "ls-files")
+    assert f"released {victim}" in stderr and "killed by signal 9" in stderr
+    assert_clean_end(world)
+
+
+def test_ctrl_c_stops_every_worker_and_releases_their_claims(world: World) -> None:
+    ids = make_tasks(world, 4)
+    (world.root / "hang").write_text("*")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helix", *run_args(world, "--workers", "2")],
+        cwd=world.project,
+        env=world.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        hanging = world.root / "hanging"
+        deadline = time.monotonic() + 30
+        while not hanging.exists() or len(list(hanging.iterdir())) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, "workers never started"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        (world.root / "hang").unlink(missing_ok=True)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    tasks = world.tasks()
+    assert all(tasks[i]["status"] == "open" for i in ids), tasks
+    assert not any(tasks[i].get("claimed-pid") for i in ids)
+    assert_clean_end(world)
+    # the two attempts' partial files are kept on the workers' branches
+    assert len(git(world, "branch", "--list", "helix/*").split()) == 2
+
+
+def test_a_dirty_tree_is_refused_with_one_line(world: World) -> None:
+    make_tasks(world, 2)
+    (world.project / "scratch.txt").write_text("mine\n")
+    proc = world.helix(*run_args(world, "--workers", "2"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "dirty" in proc.stderr, proc.stderr
+    assert "scratch.txt" in proc.stderr
+    assert world.calls() == []
+    assert len(git(world, "worktree", "list").splitlines()) == 1
+    assert git(world, "branch", "--list", "helix/*") == ""
+
+
+def test_workers_need_a_git_repository(tmp_path: Path) -> None:
+    project = tmp_path / "plain"
+    (project / ".helix").mkdir(parents=True)
+    env = World(tmp_path / "w").env()
+    proc = subprocess.run(
+        [sys.executable, "-m", "helix", "run", "--agent", "cmd", "--command", "true"]
+        + ["--workers", "2"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "git repository" in proc.stderr, proc.stderr
+
+
+def test_one_worker_is_the_plain_run(world: World) -> None:
+    ids = make_tasks(world, 3)
+    head = git(world, "rev-parse", "HEAD").strip()
+    proc = world.helix(*run_args(world, "--workers", "1"))
+    assert proc.returncode == 0, proc.stderr
+    assert all(world.tasks()[i]["status"] == "closed" for i in ids)
+    assert {c["cwd"] for c in world.calls("build")} == {str(world.project)}
+    # as before: no worktree, no commit; the work is left in the user's tree
+    assert git(world, "rev-parse", "HEAD").strip() == head
+    assert len(git(world, "worktree", "list").splitlines()) == 1
+    assert "workers" not in proc.stderr
+    state: dict[str, Any] = world.state()
+    assert state["completed_cycles"] == 3 and json.dumps(state).count("x1") == 0
