@@ -21,6 +21,8 @@ from helix.tasks.tracker import Tracker
 # The builder writes done/<task id>.txt for each task it is given. A task named in
 # the file `hang` (or `*` for every task) writes partial-<id>.txt, says so in
 # `hanging/<id>`, and waits until `hang` is removed, then fails without delivering.
+# STUB_TOGETHER=n: builds wait until n of them have started; STUB_SHARED: every
+# build also writes shared.txt (with its task id), so concurrent builds conflict.
 STUB = r"""
 import json, os, re, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
@@ -57,10 +59,22 @@ for task in ids:
             time.sleep(0.05)
         sys.exit(1)
 time.sleep(float(os.environ.get("STUB_DELAY", "0")))
+together = int(os.environ.get("STUB_TOGETHER", "0"))
+if together:  # the first builds wait for each other: they start from the same commit
+    started = os.path.join(here, "started")
+    os.makedirs(started, exist_ok=True)
+    for task in ids:
+        open(os.path.join(started, task), "a").close()
+    deadline = time.time() + 20
+    while len(os.listdir(started)) < together and time.time() < deadline:
+        time.sleep(0.05)
 os.makedirs("done", exist_ok=True)
 for task in ids:
     with open(os.path.join("done", task + ".txt"), "w") as handle:
         handle.write(task + "\n")
+    if os.environ.get("STUB_SHARED"):  # every task also writes the same file
+        with open("shared.txt", "w") as handle:
+            handle.write(task + "\n")
 sys.stdout.write("".join(f"TASK_ID: {t}\nDELIVERED: done\nUTILIZED: []\n" for t in ids))
 """
 
@@ -147,7 +161,7 @@ def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
 
 def test_a_killed_worker_loses_nothing(world: World) -> None:
     ids = make_tasks(world, 6)
-    victim = ids[0]  # the first task chosen (equal priority: creation order)
+    victim = ids[0]  # hangs whenever a worker builds it, until the test has killed that worker
     (world.root / "hang").write_text(victim)
     proc = subprocess.Popen(
         [sys.executable, "-m", "helix", *run_args(world, "--workers", "2")],
@@ -184,6 +198,27 @@ def test_a_killed_worker_loses_nothing(world: World) -> None:
     assert "half done" in git(world, "show", f"{kept[0]}:partial-{victim}.txt")
     assert f"partial-{victim}.txt" not in git(world, "ls-files")
     assert f"released {victim}" in stderr and "killed by signal 9" in stderr
+    assert_clean_end(world)
+
+
+def test_work_that_conflicts_when_landing_is_reopened_and_built_again(world: World) -> None:
+    ids = make_tasks(world, 2)
+    env = world.env(STUB_TOGETHER="2", STUB_SHARED="1")
+    proc = world.helix(*run_args(world, "--workers", "2"), env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    tasks = world.tasks()
+    assert all(tasks[i]["status"] == "closed" for i in ids)
+    counts = builds(world)
+    assert sorted(counts.values()) == [1, 2], counts  # the second to land built again
+    again = next(i for i in ids if counts[i] == 2)
+    assert tasks[again]["helix-landing-failures"] == 1
+    assert f"{again} reopened: verified, but not landed" in proc.stderr
+    # both landed; the set-aside commit is kept on a branch, named in the summary
+    assert set(git(world, "ls-files").split()) >= {f"done/{i}.txt" for i in ids}
+    assert git(world, "show", "HEAD:shared.txt").strip() == again
+    kept = git(world, "branch", "--list", "helix/*").split()
+    assert len(kept) == 1 and f"unlanded-{again}" in kept[0]
+    assert f"kept branch {kept[0]}" in proc.stderr
     assert_clean_end(world)
 
 

@@ -241,3 +241,9 @@ def switch(worktree: Path, branch: str, start: str) -> None:
     is left in it (call :func:`preserve` first: this is for a dead worker's slot)."""
     _git(worktree, "checkout", "-q", "-f", "-B", branch, start)
     _git(worktree, "clean", "-q", "-f", "-d", "-e", ".helix", check=False)
+
+
+def branches(project: Path, prefix: str) -> list[str]:
+    """The local branches whose names start with ``prefix``."""
+    proc = _git(project, "for-each-ref", "--format=%(refname:short)", f"refs/heads/{prefix}*")
+    return proc.stdout.decode("utf-8", "replace").split()

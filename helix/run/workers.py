@@ -194,7 +194,6 @@ class Slot:
     pids: list[int] = field(default_factory=list)
     exits: list[int] = field(default_factory=list)
     logs: list[Path] = field(default_factory=list)
-    branches: list[str] = field(default_factory=list)  # every branch the slot used
     states: list[dict[str, Any]] = field(default_factory=list)  # each process's last state
 
     @property
@@ -285,7 +284,7 @@ class Coordinator:
             branch = f"helix/worker-{self.stamp}-{number}"
             worktree = self._base / str(number)
             landing.add_worktree(self.project, worktree, branch, self.target)
-            self.slots.append(Slot(number, worktree, branch, home, branches=[branch]))
+            self.slots.append(Slot(number, worktree, branch, home))
 
     def _start(self, slot: Slot) -> None:
         again = f"r{len(slot.pids)}" if slot.pids else ""
@@ -364,7 +363,6 @@ class Coordinator:
         if kept:
             self.log.event(f"unfinished work of {why} kept on {slot.branch} ({kept[:12]})")
         slot.branch = f"helix/worker-{self.stamp}-{slot.number}r{len(slot.pids)}"
-        slot.branches.append(slot.branch)
         landing.switch(slot.worktree, slot.branch, self.target)
 
     def _release(self, pid: int) -> list[str]:
@@ -430,13 +428,20 @@ class Coordinator:
                 if kept:
                     self.log.event(f"worker {slot.number}: unfinished work kept ({kept[:12]})")
             landing.remove_worktree(self.project, slot.worktree)
-            for branch in slot.branches:
-                if landing.unlanded(self.project, branch, self.target):
-                    self.kept.append(branch)
-                else:
-                    landing.delete_branch(self.project, branch)
             shutil.rmtree(slot.home / config.CHECKPOINTS_DIR, ignore_errors=True)
         landing.prune(self.project)
+        # Every branch this run made (the slots' and the workers' set-aside ones)
+        # starts with this prefix: keep those with work, drop the rest.
+        try:
+            made = landing.branches(self.project, f"helix/worker-{self.stamp}-")
+        except HelixError as exc:
+            self.log.event(f"worker branches not tidied: {exc}")
+            made = []
+        for branch in made:
+            if landing.unlanded(self.project, branch, self.target):
+                self.kept.append(branch)
+            else:
+                landing.delete_branch(self.project, branch)
         if self._base is not None:
             shutil.rmtree(self._base, ignore_errors=True)
 
