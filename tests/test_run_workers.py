@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -155,6 +156,13 @@ def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
     assert git(world, "branch", "--list", "helix/*") == ""  # nothing kept: all landed
     assert_clean_end(world)
     assert "40 task(s) closed and landed" in proc.stderr
+    # one memory: every attempt is recorded (and verified) in the project's database,
+    # with the worktree it was built in; the workers made no database of their own
+    with sqlite3.connect(world.home / "helix.db") as conn:
+        rows = conn.execute("SELECT task_id, verified, project FROM attempt").fetchall()
+    assert sorted(r[0] for r in rows) == sorted(ids) and all(r[1] for r in rows)
+    assert str(world.project) not in {r[2] for r in rows}
+    assert not list((world.home / "workers").glob("*/helix.db"))
     state = world.state()
     assert state["lifecycle"] == "stopped" and state["completed_cycles"] == 40
 

@@ -198,8 +198,10 @@ def _set_aside(worktree: Path, target: str, keep_as: str, reason: str) -> Landed
 
 def preserve(worktree: Path, message: str, identity: Identity) -> str | None:
     """Commit a stopped worker's unfinished changes on its own branch (never on
-    the user's), so nothing it did is lost; the commit's sha, or None if clean."""
+    the user's), so nothing it did is lost; the commit's sha, or None if clean.
+    A rebase it was killed in is abandoned first (its branch is as it was before)."""
     try:
+        _git(worktree, "rebase", "--abort", check=False)
         return commit_all(worktree, message, identity)
     except HelixError:
         return None

@@ -48,7 +48,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ from helix.run.log import RunLog, shown
 from helix.run.records import DONE, INTERRUPTED, TROUBLE
 from helix.run.state import RunLock, RunState, stamp
 from helix.run.supervisor import OWNER, Supervisor
+from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
 WORKERS_DIR = "workers"  # under the project's data directory
@@ -160,9 +161,10 @@ class WorkerSupervisor(Supervisor):
                 self._reopen(task, result)
         self._save_report()
 
-    def _reopen(self, task: dict[str, Any], result: landing.Landed) -> None:
+    def _reopen(self, task: TaskRecord, result: landing.Landed) -> None:
         task_id = task["id"]
-        count = int(task.get("helix-landing-failures") or 0) + 1
+        before = task.get("helix-landing-failures")
+        count = (before if isinstance(before, int) else 0) + 1
         reason = f"verified, but not landed: {result.reason}; the work is on branch {result.kept}"
         self.tracker.reopen(task_id)
         fields: dict[str, Any] = {"helix-landing-failures": count, "helix-last-error": reason}
@@ -256,6 +258,10 @@ class Coordinator:
             except KeyboardInterrupt:
                 self.interrupted = True
                 self._stop_all()
+            except HelixError as exc:  # git failed under us: stop the workers, say why
+                self.failures.append(f"coordinator: {exc}")
+                self.log.event(f"error: {exc}; stopping the workers")
+                self._stop_all()
             finally:
                 self._cleanup()
         finally:
@@ -280,6 +286,8 @@ class Coordinator:
         for number in range(1, self.count + 1):
             home = self.home / WORKERS_DIR / str(number)
             shutil.rmtree(home / config.CHECKPOINTS_DIR, ignore_errors=True)
+            for old in home.glob(REPORT_FILE.format(pid="*")):  # an earlier run's
+                old.unlink(missing_ok=True)
             home.mkdir(parents=True, exist_ok=True)
             branch = f"helix/worker-{self.stamp}-{number}"
             worktree = self._base / str(number)
@@ -351,7 +359,7 @@ class Coordinator:
 
     def _work_left(self) -> bool:
         tasks = self.tracker.list()
-        return bool(selection.runnable(tasks, datetime.now().astimezone(), []))
+        return bool(selection.runnable(tasks, datetime.now(UTC), []))
 
     def _fresh_branch(self, slot: Slot, why: str) -> None:
         """Keep what a dead worker left (committed on its branch), and give the slot
@@ -386,7 +394,7 @@ class Coordinator:
         return released
 
     def _stop_all(self) -> None:
-        self.log.event("interrupted: stopping the workers (each releases its claims)")
+        self.log.event("stopping the workers (each releases its claims)")
         for slot in self.slots:
             if slot.alive:
                 assert slot.proc is not None
