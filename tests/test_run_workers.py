@@ -230,6 +230,28 @@ def test_work_that_conflicts_when_landing_is_reopened_and_built_again(world: Wor
     assert_clean_end(world)
 
 
+def test_the_attempt_limit_holds_across_workers(world: World) -> None:
+    ids = make_tasks(world, 4)
+    bad = ids[1]
+    # fails differently each time (no three strikes): the fourth attempt blocks it,
+    # whichever worker makes it, because attempts are counted in the shared tracker
+    varied = (
+        f"{sys.executable} -c 'import random, string;"
+        ' print("error", "".join(random.choices(string.ascii_letters, k=16))); exit(1)\''
+    )
+    Tracker(world.home / "tasks.jsonl").update(bad, verify=varied)
+    proc = world.helix(*run_args(world, "--workers", "2"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    tasks = world.tasks()
+    assert builds(world)[bad] == 4
+    assert tasks[bad]["helix-attempts"] == 4 and "blocked" in tasks[bad]["labels"]
+    assert tasks[bad]["status"] == "open"
+    assert all(tasks[i]["status"] == "closed" for i in ids if i != bad)
+    assert f"blocked {bad}" in proc.stderr  # in the coordinator's summary
+    assert f"done/{bad}.txt" not in git(world, "ls-files")  # its attempts were undone
+    assert_clean_end(world)
+
+
 def test_ctrl_c_stops_every_worker_and_releases_their_claims(world: World) -> None:
     ids = make_tasks(world, 4)
     (world.root / "hang").write_text("*")
