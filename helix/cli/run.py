@@ -128,7 +128,15 @@ def run_command(
     on something it could not interpret or run; 2: called wrongly or another run
     is active here; 130: interrupted (the claim is released).
 
+    --workers N runs N builders at once, each in a git worktree of its own, with
+    the same claims, back-off and blocker rules; each verified cycle is committed
+    and fast-forwarded onto your branch. It refuses a dirty tree (exit 2), and
+    exits 1 when a worker stopped unexpectedly (its claims are released and its
+    unfinished work kept on a branch).
+
     Example: helix run -s --agent claude --max-cycles 3
+
+    Example: helix run -s --agent claude --workers 4
     """
     params: dict[str, Any] = {
         "agent": agent,
