@@ -17,6 +17,7 @@ import pytest
 from run_harness import World
 
 from helix.loop import provenance
+from helix.run.state import RunLock
 from helix.tasks.tracker import Tracker
 
 # The builder writes done/<task id>.txt for each task it is given. A task named in
@@ -295,6 +296,17 @@ def test_a_dirty_tree_is_refused_with_one_line(world: World) -> None:
     assert world.calls() == []
     assert len(git(world, "worktree", "list").splitlines()) == 1
     assert git(world, "branch", "--list", "helix/*") == ""
+
+
+def test_a_live_worker_of_an_earlier_run_is_not_disturbed(world: World) -> None:
+    make_tasks(world, 2)
+    slot = world.home / "workers" / "2"
+    slot.mkdir(parents=True)
+    with RunLock(slot):  # as a worker whose coordinator was killed holds it
+        proc = world.helix(*run_args(world, "--workers", "2"))
+    assert proc.returncode == 2 and "a worker of an earlier run is still alive" in proc.stderr
+    assert world.calls() == []
+    assert len(git(world, "worktree", "list").splitlines()) == 1
 
 
 def test_workers_need_a_git_repository(tmp_path: Path) -> None:

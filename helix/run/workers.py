@@ -57,7 +57,7 @@ from helix.errors import HelixError
 from helix.run import landing, selection
 from helix.run.log import RunLog, shown
 from helix.run.records import DONE, INTERRUPTED, TROUBLE
-from helix.run.state import RunLock, RunState, stamp
+from helix.run.state import RunLock, RunLocked, RunState, stamp
 from helix.run.supervisor import OWNER, Supervisor
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
@@ -244,6 +244,11 @@ class Coordinator:
         self._identity = landing.Identity.of(self.project)
         lock = RunLock(self.home)
         lock.acquire()
+        try:
+            self._no_live_workers()
+        except RunLocked:
+            lock.release()
+            raise
         state = RunState(agent=f"{self.params['agent']} x{self.count}", log=str(self.log.path))
         state.lifecycle = "building"
         state.save(self.home)
@@ -277,6 +282,19 @@ class Coordinator:
         return TROUBLE if self.failures else DONE
 
     # ---------------------------------------------------------------- set-up
+    def _no_live_workers(self) -> None:
+        """Raise RunLocked when a worker of an earlier run (whose coordinator was
+        killed) still works in a slot: this run would clear its checkpoints."""
+        for number in range(1, self.count + 1):
+            home = self.home / WORKERS_DIR / str(number)
+            if not home.is_dir():
+                continue
+            try:
+                with RunLock(home):
+                    pass
+            except RunLocked as exc:
+                raise RunLocked(f"a worker of an earlier run is still alive: {exc}") from exc
+
     def _prepare(self) -> None:
         self._base = Path(tempfile.mkdtemp(prefix=f"helix-workers-{self.project.name}-"))
         self.log.event(
