@@ -3,7 +3,6 @@ stub agent that writes one file per task (so every verified task is one commit).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -90,12 +89,14 @@ def world(tmp_path: Path) -> World:
 
 def make_tasks(world: World, count: int) -> list[str]:
     """Tasks straight into the tracker (the CLI takes ~0.3 s a task): each proven
-    by its own file."""
+    by its own file, all in one area (so a single run would batch them)."""
     tracker = Tracker(world.home / "tasks.jsonl")
     judge = provenance.judge_set(world.home / "helix.db", "cli")
     ids = []
     for number in range(count):
-        task = tracker.create(f"task {number:02d}", priority=2, **{"judge-set": judge})
+        task = tracker.create(
+            f"task {number:02d}", priority=2, labels=["area:stub"], **{"judge-set": judge}
+        )
         tracker.update(task["id"], verify=f"test -f done/{task['id']}.txt")
         ids.append(task["id"])
     return ids
@@ -109,8 +110,6 @@ def run_args(world: World, *extra: str) -> list[str]:
         "cmd",
         "--command",
         f"{sys.executable} {stub}",
-        "--batch-size",
-        "1",
         *extra,
     ]
 
@@ -148,6 +147,7 @@ def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
     tasks = world.tasks()
     assert all(tasks[i]["status"] == "closed" and tasks[i]["helix-verified"] for i in ids)
     assert builds(world) == {i: 1 for i in ids}  # each task built exactly once
+    assert all(len(c["ids"]) == 1 for c in world.calls("build"))  # one task a cycle
     assert len({c["cwd"] for c in world.calls("build")}) > 1  # in several worktrees
     assert str(world.project) not in {c["cwd"] for c in world.calls("build")}
     # every verified task's commit is on the user's branch, one commit per task
@@ -337,5 +337,7 @@ def test_one_worker_is_the_plain_run(world: World) -> None:
     assert git(world, "rev-parse", "HEAD").strip() == head
     assert len(git(world, "worktree", "list").splitlines()) == 1
     assert "workers" not in proc.stderr
+    # and it batches tasks of one area, as a single run does (workers take one a cycle)
+    assert [sorted(c["ids"]) for c in world.calls("build")] == [sorted(ids)]
     state: dict[str, Any] = world.state()
-    assert state["completed_cycles"] == 3 and json.dumps(state).count("x1") == 0
+    assert state["completed_cycles"] == 1 and state["agent"] == "cmd"

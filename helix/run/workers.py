@@ -53,10 +53,10 @@ from pathlib import Path
 from typing import Any
 
 from helix import config, files
-from helix.errors import HelixError
+from helix.errors import HelixError, InvalidInput
 from helix.run import landing, selection
 from helix.run.log import RunLog, shown
-from helix.run.records import DONE, INTERRUPTED, TROUBLE
+from helix.run.records import DONE, INTERRUPTED, MAX_ATTEMPTS, TROUBLE
 from helix.run.state import RunLock, RunLocked, RunState, stamp
 from helix.run.supervisor import OWNER, Supervisor
 from helix.tasks.records import TaskRecord
@@ -95,6 +95,21 @@ class WorkerSpec:
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
 
 
+class SharedTracker(Tracker):
+    """The project's tracker as a worker uses it: a claim on a task that has used
+    all its attempts is given back at once. A single run releases a failed task
+    and labels it blocked in two writes, with nobody else to claim it in between;
+    among workers, another one could, and build it a fifth time."""
+
+    def claim(self, task_id: str, owner: str, pid: int | None = None) -> TaskRecord:
+        task = super().claim(task_id, owner, pid)
+        used = task.get("helix-attempts")
+        if isinstance(used, int) and used >= MAX_ATTEMPTS:
+            self.unclaim(task_id)
+            raise InvalidInput(f"{task_id} has used its {MAX_ATTEMPTS} attempts (being blocked)")
+        return task
+
+
 class WorkerSupervisor(Supervisor):
     """A supervisor that builds in its worktree and lands verified work on the
     user's branch after each cycle. Everything else is the plain supervisor."""
@@ -102,8 +117,13 @@ class WorkerSupervisor(Supervisor):
     def __init__(self, spec: WorkerSpec, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.spec = spec
+        # One task a cycle: a batch that is only partly delivered keeps the failed
+        # task's changes beside the delivered one's, and landing them together
+        # would put unverified work on the user's branch. Workers are the
+        # parallelism here; batching's saving (one context load) matters less.
+        self.options.batch_size = 1
         # The shared queue, not the worker's own data directory's.
-        self.tracker = Tracker(config.Paths.at(Path(spec.main_home)).tasks)
+        self.tracker = SharedTracker(config.Paths.at(Path(spec.main_home)).tasks)
         self.identity = landing.Identity.of(Path(spec.project))
         self.report: dict[str, Any] = {
             "slot": spec.slot,
@@ -166,7 +186,6 @@ class WorkerSupervisor(Supervisor):
         before = task.get("helix-landing-failures")
         count = (before if isinstance(before, int) else 0) + 1
         reason = f"verified, but not landed: {result.reason}; the work is on branch {result.kept}"
-        self.tracker.reopen(task_id)
         fields: dict[str, Any] = {"helix-landing-failures": count, "helix-last-error": reason}
         if count >= MAX_LANDINGS:
             labels = selection.labels(task)
@@ -176,7 +195,9 @@ class WorkerSupervisor(Supervisor):
             self.log.event(f"{task_id} blocked: {count} landings failed; {reason}")
         else:
             self.log.event(f"{task_id} reopened: {reason}")
-        self.tracker.update(task_id, **fields)
+        # One write: reopened and (when it is the last straw) blocked together, so
+        # no other worker can claim it in between.
+        self.tracker.release(task_id, **fields)
         self.report["set_aside"].append({"id": task_id, "branch": result.kept, "reason": reason})
 
     def _save_report(self) -> None:
