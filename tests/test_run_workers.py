@@ -157,6 +157,7 @@ def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
     assert git(world, "branch", "--list", "helix/*") == ""  # nothing kept: all landed
     assert_clean_end(world)
     assert "40 task(s) closed and landed" in proc.stderr
+    assert all(f"[w{k}] helix: " in proc.stderr for k in range(1, 5))  # who said what
     # one memory: every attempt is recorded (and verified) in the project's database,
     # with the worktree it was built in; the workers made no database of their own
     with sqlite3.connect(world.home / "helix.db") as conn:

@@ -85,7 +85,8 @@ AGENTS = ("claude", "codex", "cmd")
     default=1,
     show_default=True,
     help="Build with N agents at once, each in a git worktree of its own; verified work"
-    " lands on your branch. Needs a clean git tree. --max-cycles counts per worker.",
+    " lands on your branch. Needs a clean git tree. Workers build one task a cycle;"
+    " --max-cycles counts per worker.",
 )
 @click.option(
     "--worker-spec",
@@ -284,9 +285,10 @@ def _run_workers(params: dict[str, Any], count: int) -> int:
 def _run_worker(spec_path: Path) -> int:
     """One worker of `--workers N`, as its coordinator described it."""
     import os
+    from typing import TextIO, cast
 
     from helix.run.log import RunLog
-    from helix.run.workers import WorkerSpec, WorkerSupervisor
+    from helix.run.workers import Prefixed, WorkerSpec, WorkerSupervisor
 
     spec = WorkerSpec.load(spec_path)
     builder, reviewer = _runners(spec.params)
@@ -294,7 +296,8 @@ def _run_worker(spec_path: Path) -> int:
     for runner in (builder, reviewer):
         if runner is not None:
             runner.env = agent_env
-    log = RunLog(Path(spec.log), summary=spec.params["summary"])
+    stream = cast(TextIO, Prefixed(sys.stderr, f"[w{spec.slot}] "))
+    log = RunLog(Path(spec.log), summary=spec.params["summary"], stream=stream)
     supervisor = WorkerSupervisor(
         spec,
         Path(spec.worktree),

@@ -37,6 +37,7 @@ Design (why it looks like this):
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -50,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from helix import config, files
 from helix.errors import HelixError, InvalidInput
@@ -93,6 +94,28 @@ class WorkerSpec:
     @classmethod
     def load(cls, path: Path) -> WorkerSpec:
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+class Prefixed(io.TextIOBase):
+    """A text stream that starts every line with ``prefix``: the workers share the
+    coordinator's stderr, and the operator must see which worker said what."""
+
+    def __init__(self, stream: TextIO, prefix: str) -> None:
+        super().__init__()
+        self._stream = stream
+        self._prefix = prefix
+        self._fresh = True  # at the start of a line
+
+    def write(self, text: str) -> int:
+        out = []
+        for piece in text.splitlines(keepends=True):
+            out.append((self._prefix if self._fresh else "") + piece)
+            self._fresh = piece.endswith("\n")
+        self._stream.write("".join(out))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
 
 
 class SharedTracker(Tracker):
