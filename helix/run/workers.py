@@ -15,7 +15,11 @@ Design (why it looks like this):
   ``.helix/workers/<k>/`` (``HELIX_HOME`` of the worker process; the agent it runs
   is pointed at the project's ``.helix/`` instead). The worker's supervisor is
   :class:`helix.run.supervisor.Supervisor` itself, wrapped from outside: the same
-  claims, back-off, three strikes, drift and blocker rules.
+  claims, back-off, three strikes, drift and blocker rules. Attempts are counted
+  in the shared tracker, so the fourth failure blocks a task whichever workers
+  made them (:class:`SharedTracker` closes the one gap sharing opens); three
+  strikes, which the supervisor counts in memory, holds within one worker. A
+  worker builds one task a cycle (see :class:`WorkerSupervisor`).
 * **Worktrees outside the project** (a temporary folder): inside it, the
   project's test runner would collect their copies of the tests, ``git status``
   would list them, and an agent sandbox that keeps ``.helix/`` read-only would
