@@ -232,6 +232,17 @@ def test_work_that_conflicts_when_landing_is_reopened_and_built_again(world: Wor
     assert_clean_end(world)
 
 
+def test_work_lands_in_a_repository_that_signs_commits(world: World) -> None:
+    # helix's commits are not signed (git runs with gpg.program=false): they must
+    # not fail, leaving verified work off the user's branch
+    git(world, "config", "commit.gpgsign", "true")
+    ids = make_tasks(world, 2)
+    proc = world.helix(*run_args(world, "--workers", "2"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert set(git(world, "ls-files", "done").split()) == {f"done/{i}.txt" for i in ids}
+    assert_clean_end(world)
+
+
 def test_the_attempt_limit_holds_across_workers(world: World) -> None:
     ids = make_tasks(world, 4)
     bad = ids[1]

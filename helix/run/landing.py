@@ -79,7 +79,16 @@ class Identity:
         return cls(read("user.name") or FALLBACK_NAME, read("user.email") or FALLBACK_EMAIL)
 
     def args(self) -> list[str]:
-        return ["-c", f"user.name={self.name}", "-c", f"user.email={self.email}"]
+        # helix's own commits are not signed: git runs with gpg.program=false
+        # (:mod:`helix.repository`), so a signing configuration would fail them.
+        return [
+            "-c",
+            f"user.name={self.name}",
+            "-c",
+            f"user.email={self.email}",
+            "-c",
+            "commit.gpgsign=false",
+        ]
 
 
 def check_project(project: Path) -> str:
@@ -149,7 +158,7 @@ def catch_up(worktree: Path, target: str, identity: Identity) -> bool:
 @dataclass
 class Landed:
     """What became of one landing: ``commit`` is on the user's branch when ``ok``;
-    otherwise ``kept`` names the branch that holds the work and ``reason`` says why."""
+    otherwise ``kept`` says where the work is ("branch <name>") and ``reason`` why."""
 
     ok: bool
     commit: str | None = None
@@ -193,7 +202,7 @@ def _set_aside(worktree: Path, target: str, keep_as: str, reason: str) -> Landed
     # The branch keeps the commit reachable; the worktree starts over from the tip.
     _git(worktree, "branch", "-f", keep_as, "HEAD")
     _git(worktree, "reset", "-q", "--hard", target)
-    return Landed(ok=False, kept=keep_as, reason=reason)
+    return Landed(ok=False, kept=f"branch {keep_as}", reason=reason)
 
 
 def preserve(worktree: Path, message: str, identity: Identity) -> str | None:

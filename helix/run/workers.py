@@ -176,16 +176,20 @@ class WorkerSupervisor(Supervisor):
         """Commit and land what this cycle closed; reopen it when it cannot land."""
         try:
             closed = [t for t in map(self.tracker.get, ids) if t.get("status") == "closed"]
-            if not closed:
-                return  # nothing delivered: the supervisor already undid the attempt
-            worktree, target = Path(self.spec.worktree), self.spec.target
-            names = ", ".join(t["id"] for t in closed)
-            subject = f"{closed[0]['id']}: {closed[0].get('title', '')}"[:72]
-            message = (
-                f"{subject}\n\nBuilt and verified by helix run (worker {self.spec.slot}): {names}\n"
-            )
+        except HelixError as exc:
+            self.log.event(f"landing skipped: {exc}; the work stays in {self.spec.worktree}")
+            return
+        if not closed:
+            return  # nothing delivered: the supervisor already undid the attempt
+        worktree, target = Path(self.spec.worktree), self.spec.target
+        names = ", ".join(t["id"] for t in closed)
+        subject = f"{closed[0]['id']}: {closed[0].get('title', '')}"[:72]
+        message = (
+            f"{subject}\n\nBuilt and verified by helix run (worker {self.spec.slot}): {names}\n"
+        )
+        keep = f"{self.spec.branch}-unlanded-{closed[0]['id']}-{int(time.time())}"
+        try:
             landing.commit_all(worktree, message, self.identity)
-            keep = f"{self.spec.branch}-unlanded-{closed[0]['id']}-{int(time.time())}"
             result = landing.land(
                 Path(self.spec.project),
                 worktree,
@@ -195,8 +199,10 @@ class WorkerSupervisor(Supervisor):
                 keep,
             )
         except HelixError as exc:
-            self.log.event(f"landing failed: {exc}; the work stays in {self.spec.worktree}")
-            return
+            # Closed but not on the user's branch: reopen, or it would pass for done.
+            result = landing.Landed(
+                ok=False, reason=f"{exc}", kept=f"{self.spec.branch} or in {worktree}"
+            )
         if result.ok:
             self.report["landed"].append(
                 {"tasks": [t["id"] for t in closed], "commit": result.commit}
@@ -212,7 +218,7 @@ class WorkerSupervisor(Supervisor):
         task_id = task["id"]
         before = task.get("helix-landing-failures")
         count = (before if isinstance(before, int) else 0) + 1
-        reason = f"verified, but not landed: {result.reason}; the work is on branch {result.kept}"
+        reason = f"verified, but not landed: {result.reason}; the work is on {result.kept}"
         fields: dict[str, Any] = {"helix-landing-failures": count, "helix-last-error": reason}
         if count >= MAX_LANDINGS:
             labels = selection.labels(task)
