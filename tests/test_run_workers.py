@@ -3,6 +3,7 @@ stub agent that writes one file per task (so every verified task is one commit).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 from run_harness import World
 
+from helix import files
 from helix.loop import provenance
 from helix.run.state import RunLock
 from helix.tasks.tracker import Tracker
@@ -208,6 +210,52 @@ def test_a_killed_worker_loses_nothing(world: World) -> None:
     assert "half done" in git(world, "show", f"{kept[0]}:partial-{victim}.txt")
     assert f"partial-{victim}.txt" not in git(world, "ls-files")
     assert f"released {victim}" in stderr and "killed by signal 9" in stderr
+    assert_clean_end(world)
+
+
+def test_verified_work_of_a_worker_killed_before_landing_still_lands(world: World) -> None:
+    ids = make_tasks(world, 2)
+    target = git(world, "symbolic-ref", "--short", "HEAD").strip()
+    # Holding the landing lock stops every worker between its commit and its landing.
+    with files.locked(world.home / "workers-land.lock", None):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "helix", *run_args(world, "--workers", "2")],
+            cwd=world.project,
+            env=world.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            waiting: list[str] = []
+            while not waiting:
+                assert time.monotonic() < deadline and proc.poll() is None, "no commit made"
+                time.sleep(0.05)
+                branches = git(
+                    world, "for-each-ref", "--format=%(refname:short)", "refs/heads/helix/"
+                )
+                waiting = [
+                    b
+                    for b in branches.split()
+                    if "Helix-Tasks:" in git(world, "log", "--format=%B", f"{target}..{b}")
+                ]
+            slot = waiting[0].rsplit("-", 1)[1]
+            report = next((world.home / "workers" / slot).glob("worker-*.json"))
+            os.kill(json.loads(report.read_text())["pid"], signal.SIGKILL)
+            time.sleep(0.3)  # let the coordinator see it die while the lock is held
+        except BaseException:
+            proc.kill()
+            raise
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1, stderr  # a worker was killed: said, and non-zero
+    tasks = world.tasks()
+    assert all(tasks[i]["status"] == "closed" for i in ids), stderr
+    assert builds(world) == {i: 1 for i in ids}  # nothing built twice, nothing lost
+    assert set(git(world, "ls-files", "done").split()) == {f"done/{i}.txt" for i in ids}
+    assert "landed for stopped workers" in stderr, stderr
+    assert git(world, "branch", "--list", "helix/*") == ""
     assert_clean_end(world)
 
 

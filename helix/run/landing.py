@@ -20,6 +20,7 @@ the command line.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from helix.errors import HelixError, InvalidInput
 from helix.run.worktree import changed_paths, git_root
 
 FALLBACK_NAME = "helix run"
+TASKS_TRAILER = "Helix-Tasks"  # names the tasks a worker's commit delivered
 FALLBACK_EMAIL = "helix@localhost"
 
 
@@ -205,15 +207,33 @@ def _set_aside(worktree: Path, target: str, keep_as: str, reason: str) -> Landed
     return Landed(ok=False, kept=f"branch {keep_as}", reason=reason)
 
 
-def preserve(worktree: Path, message: str, identity: Identity) -> str | None:
-    """Commit a stopped worker's unfinished changes on its own branch (never on
-    the user's), so nothing it did is lost; the commit's sha, or None if clean.
-    A rebase it was killed in is abandoned first (its branch is as it was before)."""
-    try:
-        _git(worktree, "rebase", "--abort", check=False)
-        return commit_all(worktree, message, identity)
-    except HelixError:
+def message(subject: str, body: str, tasks: list[str]) -> str:
+    """A commit message whose trailer names the tasks (:func:`tasks_ahead` reads it)."""
+    return f"{subject}\n\n{body}\n\n{TASKS_TRAILER}: {' '.join(tasks)}\n"
+
+
+def tasks_ahead(worktree: Path, target: str) -> list[str]:
+    """The tasks named by the commits of the worktree's branch not on ``target``:
+    verified work a worker committed but did not land (it died in between)."""
+    text = _out(worktree, "log", "--format=%B", f"{target}..HEAD")
+    found = re.findall(rf"^{TASKS_TRAILER}: (.+)$", text, re.M)
+    return list(dict.fromkeys(task for line in found for task in line.split()))
+
+
+def set_aside_unfinished(
+    worktree: Path, message: str, identity: Identity, branch: str
+) -> str | None:
+    """Commit a stopped worker's unfinished changes on a branch of their own (never
+    on the user's), and take them out of the worktree, so what it committed before
+    can still land; the commit's sha, or None when the worktree was clean. A
+    rebase it was killed in is abandoned first (its branch is as it was)."""
+    _git(worktree, "rebase", "--abort", check=False)
+    sha = commit_all(worktree, message, identity)
+    if sha is None:
         return None
+    _git(worktree, "branch", "-f", branch, "HEAD")
+    _git(worktree, "reset", "-q", "--hard", "HEAD~1")
+    return sha
 
 
 def remove_worktree(project: Path, worktree: Path) -> None:

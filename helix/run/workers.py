@@ -184,8 +184,10 @@ class WorkerSupervisor(Supervisor):
         worktree, target = Path(self.spec.worktree), self.spec.target
         names = ", ".join(t["id"] for t in closed)
         subject = f"{closed[0]['id']}: {closed[0].get('title', '')}"[:72]
-        message = (
-            f"{subject}\n\nBuilt and verified by helix run (worker {self.spec.slot}): {names}\n"
+        message = landing.message(
+            subject,
+            f"Built and verified by helix run (worker {self.spec.slot}).",
+            [t["id"] for t in closed],
         )
         keep = f"{self.spec.branch}-unlanded-{closed[0]['id']}-{int(time.time())}"
         try:
@@ -282,6 +284,7 @@ class Coordinator:
         self.stamp = clock().strftime("%Y%m%d-%H%M%S")
         self.slots: list[Slot] = []
         self.released: list[str] = []
+        self.rescued: list[str] = []  # tasks a dead worker verified, landed by the coordinator
         self.kept: list[str] = []  # branches holding work that is not on the user's branch
         self.failures: list[str] = []
         self.interrupted = False
@@ -434,16 +437,53 @@ class Coordinator:
         return bool(selection.runnable(tasks, datetime.now(UTC), []))
 
     def _fresh_branch(self, slot: Slot, why: str) -> None:
-        """Keep what a dead worker left (committed on its branch), and give the slot
-        a new branch at the user's tip for the next worker."""
-        assert self._identity is not None
-        kept = landing.preserve(
-            slot.worktree, f"helix: unfinished work of {why} (not verified)", self._identity
-        )
-        if kept:
-            self.log.event(f"unfinished work of {why} kept on {slot.branch} ({kept[:12]})")
+        """Salvage what a dead worker left, and give the slot a new branch at the
+        user's tip for the next worker."""
+        self._salvage(slot, why)
         slot.branch = f"helix/worker-{self.stamp}-{slot.number}r{len(slot.pids)}"
         landing.switch(slot.worktree, slot.branch, self.target)
+
+    def _salvage(self, slot: Slot, why: str) -> None:
+        """A stopped worker's leftovers: its unfinished changes go to a branch of
+        their own; verified commits it made but did not land (killed between the
+        two) are landed now, or their tasks reopened when they cannot land."""
+        assert self._identity is not None
+        try:
+            unfinished = landing.set_aside_unfinished(
+                slot.worktree,
+                f"helix: unfinished work of {why} (not verified)",
+                self._identity,
+                f"{slot.branch}-unfinished",
+            )
+            if unfinished:
+                self.log.event(
+                    f"unfinished work of {why} kept on {slot.branch}-unfinished ({unfinished[:12]})"
+                )
+            tasks = landing.tasks_ahead(slot.worktree, self.target)
+            if not tasks:
+                return
+            result = landing.land(
+                self.project,
+                slot.worktree,
+                self.target,
+                self.home / LAND_LOCK,
+                self._identity,
+                f"{slot.branch}-unlanded",
+            )
+        except HelixError as exc:
+            self.log.event(f"worker {slot.number}: leftovers not salvaged: {exc}")
+            return
+        if result.ok:
+            self.rescued += tasks
+            self.log.event(f"landed {', '.join(tasks)} for {why} on {self.target}")
+            return
+        reason = f"verified, but not landed: {result.reason}; the work is on {result.kept}"
+        for task_id in tasks:
+            try:
+                self.tracker.release(task_id, **{"helix-last-error": reason})
+            except HelixError:
+                continue
+            self.log.event(f"{task_id} reopened: {reason}")
 
     def _release(self, pid: int) -> list[str]:
         """Release the claims a dead worker held: it was our child, so its pid is
@@ -500,13 +540,7 @@ class Coordinator:
                 self._exited(slot, slot.proc.returncode)
                 self._release(slot.pids[-1])
             if self._identity is not None and slot.worktree.exists():
-                kept = landing.preserve(
-                    slot.worktree,
-                    f"helix: unfinished work of worker {slot.number} (not verified)",
-                    self._identity,
-                )
-                if kept:
-                    self.log.event(f"worker {slot.number}: unfinished work kept ({kept[:12]})")
+                self._salvage(slot, f"worker {slot.number}")
             landing.remove_worktree(self.project, slot.worktree)
             shutil.rmtree(slot.home / config.CHECKPOINTS_DIR, ignore_errors=True)
         landing.prune(self.project)
@@ -554,6 +588,9 @@ class Coordinator:
                 + (f", {reopened} reopened (verified, not landed)" if reopened else "")
                 + f"; exit {exits}; {last.get('stop_reason') or 'no stop reason'}"
             )
+        total_closed += len(self.rescued)
+        if self.rescued:
+            self.log.event(f"landed for stopped workers: {', '.join(self.rescued)}")
         if self.released:
             self.log.event(f"released claims of stopped workers: {', '.join(self.released)}")
         for branch in self.kept:
