@@ -32,8 +32,10 @@ Design (why it looks like this):
 * **A worker that dies** has its claims released by the coordinator at once
   (the pid was its own child, so it is demonstrably dead; the two-hour orphan
   threshold is for claims nobody can vouch for), its unfinished changes are
-  committed on its branch (recoverable, not on the user's branch), and a fresh
-  worker takes its slot, so the task it held is built by someone.
+  committed on a branch of their own (``<its branch>-unfinished``: recoverable,
+  never on the user's branch), verified commits it made but did not land are
+  landed by the coordinator (their ``Helix-Tasks`` trailer names the tasks), and
+  a fresh worker takes its slot, so the task it held is built by someone.
 * **Ctrl-C** (or SIGTERM) on the coordinator sends SIGTERM to every worker, which
   each release their claims as a single run does; one that does not stop in time
   is killed and its claims released.
@@ -251,7 +253,6 @@ class Slot:
     proc: subprocess.Popen[bytes] | None = None
     pids: list[int] = field(default_factory=list)
     exits: list[int] = field(default_factory=list)
-    logs: list[Path] = field(default_factory=list)
     states: list[dict[str, Any]] = field(default_factory=list)  # each process's last state
 
     @property
@@ -398,7 +399,6 @@ class Coordinator:
             start_new_session=True,
         )
         slot.pids.append(slot.proc.pid)
-        slot.logs.append(log)
         self.log.event(f"worker {slot.number} started (pid {slot.proc.pid}) in {slot.worktree}")
 
     # --------------------------------------------------------------- watching
