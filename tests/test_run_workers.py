@@ -167,6 +167,9 @@ def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
     assert sorted(r[0] for r in rows) == sorted(ids) and all(r[1] for r in rows)
     assert str(world.project) not in {r[2] for r in rows}
     assert not list((world.home / "workers").glob("*/helix.db"))
+    # and one record of builder outcomes and settlements, as a single run keeps
+    for log in ("task-status.jsonl", "logs/attribution.jsonl"):
+        assert len((world.home / log).read_text().splitlines()) == 40
     state = world.state()
     assert state["lifecycle"] == "stopped" and state["completed_cycles"] == 40
 

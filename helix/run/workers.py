@@ -365,10 +365,27 @@ class Coordinator:
             for old in home.glob(REPORT_FILE.format(pid="*")):  # an earlier run's
                 old.unlink(missing_ok=True)
             home.mkdir(parents=True, exist_ok=True)
+            self._share_logs(home)
             branch = f"helix/worker-{self.stamp}-{number}"
             worktree = self._base / str(number)
             landing.add_worktree(self.project, worktree, branch, self.target)
             self.slots.append(Slot(number, worktree, branch, home))
+
+    def _share_logs(self, home: Path) -> None:
+        """Point the worker's append-only project logs (builder outcomes, which
+        ``helix wave`` reads; attribution) at the project's own: they are appended
+        under a lock on the file itself, which a symlink shares. A single run
+        writes them there too."""
+        mine, theirs = config.Paths.at(home), config.Paths.at(self.home)
+        for link, target in (
+            (mine.task_status, theirs.task_status),
+            (mine.attribution_log, theirs.attribution_log),
+        ):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(target)
 
     def _start(self, slot: Slot) -> None:
         again = f"r{len(slot.pids)}" if slot.pids else ""
