@@ -38,7 +38,7 @@ from typing import Any
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
-from helix.loop import injection, learning, outcomes, provenance, synthesis
+from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
 from helix.run import blockers, recovery, selection
 from helix.run import context as projectcontext
@@ -58,6 +58,7 @@ from helix.run.records import (
     Stop,
     backoff_seconds,
 )
+from helix.run.review import Reviews
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.run.worktree import Checkpoint
 from helix.tasks.records import TaskRecord
@@ -110,6 +111,7 @@ class Supervisor:
         self._closed_mark = 0  # tasks closed when the last drain pass ran
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
         self._failures: dict[str, list[str]] = {}  # task id -> its failures' signatures
+        self.reviews = Reviews(project, home, self.tracker, self.reviewer, log, self._run_pass)
 
     # ------------------------------------------------------------------ memory
     @property
@@ -270,7 +272,8 @@ class Supervisor:
         closed = [a for a in attempts if a.closed]
         completed = bool(closed) and not failed
         if completed and self.options.review:
-            completed = self._review(tasks, checkpoint)
+            self._save("reviewing")
+            completed = self.reviews.cycle(tasks, checkpoint.changes())
         checkpoint.discard()
         cycle.ended_at = stamp()
         cycle.duration_s = round(time.monotonic() - started, 1)
@@ -573,49 +576,6 @@ class Supervisor:
         for item in released:
             self.log.event(f"orphan recovery ({when}): released {item['id']}, {item['reason']}")
         return len(released)
-
-    # ------------------------------------------------------------------ review
-    def _review(self, tasks: list[TaskRecord], checkpoint: Checkpoint) -> bool:
-        """True when the review is clean; findings become follow-up tasks; an
-        answer that cannot be interpreted stops the run."""
-        self._save("reviewing")
-        files = checkpoint.changes()
-        for task in tasks:
-            prompt = runcontracts.review_prompt(task, files)
-            result = self._run_pass(self.reviewer, prompt, f"review of {task['id']}")
-            review = runcontracts.parse_review(result.text) if not result.is_error else None
-            if review is None:
-                raise Stop(
-                    f"the review of {task['id']} by {self.reviewer.name} could not be interpreted"
-                    f" (no REVIEW: CLEAN or REVIEW: FINDINGS with a JSON list); see {runlog.shown(self.log.path)}",
-                    TROUBLE,
-                )
-            if review.clean:
-                self.log.event(f"review of {task['id']}: CLEAN")
-                continue
-            created = [self._follow_up(task, finding) for finding in review.findings]
-            self.log.event(
-                f"review of {task['id']}: {len(created)} finding(s) -> {', '.join(created)}"
-            )
-            return False
-        return True
-
-    def _follow_up(self, task: TaskRecord, finding: dict[str, Any]) -> str:
-        fields: dict[str, Any] = {
-            "description": finding["description"],
-            "priority": finding["priority"],
-            "labels": ["review-finding"],
-            "helix-discovered-from": task["id"],
-            "deps": [task["id"]],
-        }
-        for key in ("parent", "spec-id", "verify"):
-            if task.get(key):
-                fields[key] = task[key]
-        setter = task.get("judge-set")  # its VERIFY is the reviewed task's: so is who set it
-        ok = isinstance(setter, dict) and task.get("verify")
-        fields["judge-set"] = setter if ok else provenance.stamp("run", [], provenance.now())
-        created = self.tracker.create(finding["title"], **fields)
-        return created["id"]
 
     # ------------------------------------------------------------------- drain
     def _drain(self) -> None:
