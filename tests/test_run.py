@@ -542,6 +542,19 @@ def test_uninterpretable_review_stops_the_run(world: World) -> None:
     assert "could not be interpreted" in world.state()["stop_reason"]
 
 
+def test_review_agent_alone_runs_the_review_and_the_help_says_so(world: World) -> None:
+    world.task("x", "--verify", "true")
+    world.script([{"kind": "build", "reply": delivered()}, {"kind": "review", "reply": "nope"}])
+    proc = world.run("--review-agent", "cmd")  # no --review: naming a reviewer asks for one
+    assert proc.returncode == 1
+    assert [c["kind"] for c in world.calls()] == ["build", "review"]
+    assert "could not be interpreted" in world.state()["stop_reason"]
+    shown = " ".join(world.helix("run", "--help").stdout.split())
+    assert "Who reviews (implies --review)" in shown
+    assert "Check and drain passes always run with the builder" in shown
+    assert "runs check passes" not in shown
+
+
 # ------------------------------------------------------ lock, Ctrl-C, dry run
 DEADLINE = 120  # bounds a failure only: a loaded machine may be slow, never wrong
 

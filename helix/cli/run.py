@@ -48,11 +48,16 @@ AGENTS = ("claude", "codex", "cmd")
     help="Seconds per agent pass.",
 )
 @click.option("--verify-timeout", type=click.FloatRange(min=1), default=600, show_default=True)
-@click.option("--review", is_flag=True, help="Have another agent review each delivered cycle.")
+@click.option(
+    "--review",
+    is_flag=True,
+    help="Have another agent review each delivered cycle and each focused epic it completes.",
+)
 @click.option(
     "--review-agent",
     type=click.Choice(AGENTS),
-    help="Who reviews (and runs check passes); default: the other agent than the builder.",
+    help="Who reviews (implies --review); default: the other agent than the builder."
+    " Check and drain passes always run with the builder.",
 )
 @click.option("--review-command", help="For --review-agent cmd: its command.")
 @click.option(
@@ -151,7 +156,8 @@ def run_command(
         "dry_run": dry_run,
         "timeout": timeout,
         "verify_timeout": verify_timeout,
-        "review": review,
+        # Naming a reviewer asks for a review: a flag that silently did nothing misleads.
+        "review": review or review_agent is not None,
         "review_agent": review_agent,
         "review_command": review_command,
         "review_every": review_every,
