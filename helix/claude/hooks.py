@@ -34,19 +34,19 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix import config, files
-from helix.claude import briefing, budgets, codex, transcripts
+from helix.claude import briefing, budgets, codex, settling, transcripts
+from helix.claude.settling import log
+from helix.claude.settling import now as _now
 from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
 from helix.errors import HelixError
 from helix.loop import contracts, injection, results
 from helix.loop.judge import Spec
-from helix.loop.records import Settlement
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
     from helix.loop.spawns import Records
@@ -65,7 +65,7 @@ EVENTS = (
 )
 AGENT_DIR = config.AGENTS_DIR
 LOG_FILE = config.HOOKS_LOG_FILE
-VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
+VERIFY_TIMEOUT = settling.VERIFY_TIMEOUT
 STALE_DAYS = 2  # spawn and agent records older than this are cleaned at SessionEnd
 STATUS_KEEP = 2000  # task-status lines kept at SessionEnd
 LOCK_WAIT = 60.0
@@ -501,13 +501,13 @@ def settle(
         if attempt > 1 and not _has_outcome(role, text):
             record["result"] = {"skipped": f"resumed (attempt {attempt}) without a new outcome"}
         elif role == "explorer":
-            record["result"] = _settle_explorer(ctx, agent_id, text)
+            record["result"] = settling.explorer(ctx, agent_id, text)
         elif role == "builder":
             if attempt > 1:
                 _new_attempt(store, record)
-            record["result"] = _settle_builder(ctx, record, text, budgets.spent(store, record))
+            record["result"] = settling.builder(ctx, record, text, budgets.spent(store, record))
         else:
-            record["result"] = _settle_planner(ctx, record, text)
+            record["result"] = settling.planner(ctx, record, text)
         store.save_agent(agent_id, record)
     result = json.dumps(record["result"], ensure_ascii=False)[:1000]
     what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
@@ -555,108 +555,6 @@ def _new_attempt(store: Records, record: dict[str, Any]) -> None:
         return
     if not previous.open:
         record["attempt_id"] = ledger.again(store, previous, "hook").id
-
-
-def _settle_explorer(ctx: Context, agent_id: str, text: str) -> dict[str, Any]:
-    found = contracts.parse_exploration(text)
-    exploration = dict(found.findings) if found.findings else {}
-    if found.problems:
-        exploration.setdefault("status", "error")
-        exploration["problems"] = found.problems
-    results.record_explorer_result(ctx.home, agent_id, exploration)
-    return {"findings": len(exploration.get("findings") or []), "problems": found.problems}
-
-
-def _settle_builder(
-    ctx: Context, record: dict[str, Any], text: str, seen: budgets.Seen
-) -> dict[str, Any]:
-    from helix.errors import NotFound, Rejected
-    from helix.loop import outcomes
-
-    task_id = record.get("task_id")
-    with ctx.memory() as memory:
-        try:
-            settled = None
-            if task_id and ctx.paths.tasks.exists():
-                try:
-                    settled = outcomes.finish(
-                        memory,
-                        ctx.tracker(),
-                        task_id,
-                        text,
-                        ctx.home,
-                        VERIFY_TIMEOUT,
-                        agent_id=record["agent_id"],
-                        attempt_id=record.get("attempt_id"),
-                        seen=seen,
-                    )
-                except NotFound:
-                    pass  # not a tracked task: settle from the prompt below
-            if settled is None:
-                settled = outcomes.finish_untracked(
-                    memory,
-                    record.get("state_id") or f"agent-{record['agent_id']}",
-                    text,
-                    ctx.home,
-                    VERIFY_TIMEOUT,
-                    record["agent_id"],
-                    record.get("attempt_id"),
-                    seen,
-                )
-        except Rejected as exc:
-            return {"skipped": str(exc)}
-        _store_learning(memory, ctx.home, settled["refused"])
-        return _summary(settled)
-
-
-def _settle_planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:
-    from helix.loop import learning  # with verify and socket: not on the injecting path
-
-    plan = contracts.parse_plan(text)
-    candidates = [
-        learning.candidate(
-            i["content"],
-            "decision",
-            i.get("tags", []),
-            record["agent_id"],
-            [],
-            "medium",
-            "explicit INSIGHT from the planner",
-        )
-        for i in plan.insights
-    ]
-    if candidates and ctx.paths.db.exists():
-        refused: list[dict[str, str]] = []
-        learning.propose(candidates, ctx.home, refused=refused)
-        with ctx.memory() as memory:
-            _store_learning(memory, ctx.home, refused)
-    return {"tasks": len(plan.tasks), "problems": plan.problems}
-
-
-def _store_learning(memory: Memory, home: Path, refused: Sequence[Mapping[str, str]] = ()) -> None:
-    """Explicit INSIGHTs and derived failures (medium or high confidence) are stored
-    at once, through the safety screen; low-confidence ones stay queued. What the
-    screen refused (when proposed or when stored) is logged by reason only: its
-    text may hold a secret."""
-    from helix.loop import learning
-    from helix.memory import safety  # only when something was stored: see insight.py
-
-    done = learning.store(memory, None, "medium", home)
-    for item in done["stored"]:
-        log(home, "learning", f"stored {item['id']} as {item['name']} ({item['status']})")
-    for item in [*refused, *done["skipped"]]:
-        reason = item["reason"] if not safety.find_problem(item["reason"]) else "(withheld)"
-        log(home, "learning", f"refused {item['id']}: {reason}")
-
-
-def _summary(settled: Settlement) -> dict[str, Any]:
-    return {
-        "outcome": settled["outcome"],
-        "verified": settled["verified"],
-        "injected": settled["injected"],
-        "effects": settled["effects"],
-        "out_of_scope": settled.get("out_of_scope", ""),
-    }
 
 
 # ------------------------------------------------ PostToolUse, UserPromptSubmit
@@ -769,19 +667,6 @@ def _context(event: str, text: str) -> dict[str, Any]:
 
 def _locked(path: Path) -> AbstractContextManager[int]:
     return files.locked(path, LOCK_WAIT, 0.01)
-
-
-def _now() -> str:
-    return results.stamp(datetime.now(UTC))
-
-
-def log(home: Path, event: str, message: str) -> None:
-    """Append to .helix/hooks.log; never raises (the hook must fail open)."""
-    try:
-        home.mkdir(exist_ok=True)  # the project exists; never a chain of new folders
-        files.append_line(config.Paths.at(home).hooks_log, f"{_now()} {event} {message}")
-    except (OSError, HelixError):
-        pass
 
 
 HANDLERS = {
