@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix import config, files
-from helix.claude import briefing, budgets, codex, settling, transcripts
+from helix.claude import briefing, budgets, codex, setaside, settling, transcripts
 from helix.claude.settling import log
 from helix.claude.settling import now as _now
 from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
@@ -216,6 +216,8 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
         _write_spawn(ctx, spawn)
         raise
     spawn.update(prepared)
+    if isinstance(prepared.get("attempt"), str) and AGENT_TYPES[agent_type] == "builder":
+        spawn["checkpoint"] = setaside.take(ctx.project, ctx.home, prepared["attempt"])
     _write_spawn(ctx, spawn)
     if not block:
         return None
@@ -509,6 +511,8 @@ def settle(
         else:
             record["result"] = settling.planner(ctx, record, text)
         store.save_agent(agent_id, record)
+    if changes := record["result"].get("changes"):  # the line the orchestrator reads first
+        log(ctx.home, event, f"{agent_id}: {changes}")
     result = json.dumps(record["result"], ensure_ascii=False)[:1000]
     what = "settled" if attempt == 1 else f"settled attempt {attempt} of"
     log(ctx.home, event, f"{agent_id}: {what} {record['agent_type']} {result}")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix import config, files
-from helix.claude import budgets
+from helix.claude import budgets, setaside
 from helix.errors import HelixError
 from helix.loop import contracts, results
 from helix.loop.records import Settlement
@@ -73,7 +73,47 @@ def builder(ctx: Context, record: dict[str, Any], text: str, seen: budgets.Seen)
         except Rejected as exc:
             return {"skipped": str(exc)}
         _store_learning(memory, ctx.home, settled["refused"])
-        return _summary(settled)
+    return {**_summary(settled), "changes": _changes(ctx, record, settled, seen)}
+
+
+def _changes(ctx: Context, record: dict[str, Any], settled: Settlement, seen: budgets.Seen) -> str:
+    """Keep a delivery's changes; set aside those of any other outcome
+    (:mod:`helix.claude.setaside`) and name the place on the task."""
+    attempt_id = record.get("attempt_id")
+    if not isinstance(attempt_id, str):
+        return "changes kept in place (not checkpointed: no attempt was recorded)"
+    kept = (
+        settled["outcome"] == "delivered"
+        and settled["verification"].get("passed") is not False
+        and not settled.get("out_of_scope")
+        and not settled.get("tampered")
+    )
+    if kept:
+        setaside.drop(ctx.home, attempt_id)
+        return "changes kept: delivered"
+    only = seen.mine if _overlapped(ctx, attempt_id) else None
+    line = setaside.set_aside(ctx.project, ctx.home, attempt_id, seen.theirs, only)["line"]
+    task_id = record.get("task_id")
+    if task_id and ctx.paths.tasks.exists():
+        try:
+            ctx.tracker().update(task_id, **{"helix-set-aside": f"{attempt_id}: {line}"})
+        except (HelixError, OSError) as exc:
+            line += f" (not noted on the task: {exc})"
+    return line
+
+
+def _overlapped(ctx: Context, attempt_id: str) -> bool:
+    """Whether another builder was in flight in this project while this attempt
+    was: then only the files this one wrote with its file tools are its own."""
+    from helix.errors import NotFound
+    from helix.loop import ledger
+    from helix.loop.spawns import Records
+
+    with Records(ctx.paths.db) as store:
+        try:
+            return bool(ledger.overlapping(store, ledger.get(store, attempt_id)))
+        except NotFound:
+            return True  # not known: the careful answer
 
 
 def planner(ctx: Context, record: dict[str, Any], text: str) -> dict[str, Any]:

@@ -19,8 +19,10 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from helix import config, repository
 from helix.errors import HelixError
@@ -109,16 +111,25 @@ class Checkpoint:
         return self.root is not None
 
     @classmethod
-    def take(cls, cwd: Path, saved: Path) -> Checkpoint:
-        """Record the worktree's changed files (copies go under ``saved``)."""
-        root = git_root(cwd)
+    def take(
+        cls, cwd: Path, saved: Path, max_files: int | None = None, root: Path | None = None
+    ) -> Checkpoint:
+        """Record the worktree's changed files (copies go under ``saved``).
+
+        ``max_files``: more changed files than this raise HelixError (a hook
+        cannot afford to copy them all); ``root``: the worktree's top, when the
+        caller already knows it (one git call fewer)."""
+        root = root or git_root(cwd)
         if root is None:
             return cls(root=None)
+        names = changed_paths(root)
+        if max_files is not None and len(names) > max_files:
+            raise HelixError(f"{len(names)} files were changed already")
         point = cls(root=root, head=_head(root), saved=saved)
         if saved.exists():
             shutil.rmtree(saved)
         saved.mkdir(parents=True)
-        for rel in changed_paths(root):
+        for rel in names:
             path = root / rel
             point.dirty[rel] = _digest(path)
             if point.dirty[rel] is None or path.is_symlink():
@@ -156,18 +167,66 @@ class Checkpoint:
             return []
         restored = []
         for rel in self.changes():
-            path = self.root / rel
-            if rel in self.dirty:
-                if rel in self.unsaved:
-                    continue  # too big to have been copied: left as it is, and reported
-                self._put_back(rel, path)
-            elif self.head and self._in_head(self.root, rel):
-                _git(self.root, "checkout", self.head, "--", rel)
-            else:
-                _remove(path, self.root)
-                _git(self.root, "rm", "--cached", "-q", "--ignore-unmatch", "--", rel)
+            if rel in self.unsaved:
+                continue  # too big to have been copied: left as it is, and reported
+            self._restore(rel)
             restored.append(rel)
         return restored
+
+    def set_aside(self, into: Path, keep: Collection[str] = ()) -> tuple[list[str], list[str]]:
+        """Like :meth:`revert`, but first copy each changed file's current version
+        under ``into`` (same relative path; a file the attempt deleted has no
+        copy), so nothing is lost. Paths in ``keep`` (another live attempt wrote
+        them) and dirty files too big to have been saved are left as they are.
+        Returns (the paths set aside, the paths left)."""
+        if self.root is None:
+            return [], []
+        moved, left = [], []
+        for rel in self.changes():
+            if rel in keep or rel in self.unsaved:
+                left.append(rel)
+                continue
+            path = self.root / rel
+            if path.is_symlink() or path.is_file():
+                copy = into / rel
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, copy, follow_symlinks=False)
+            elif path.is_dir():
+                shutil.copytree(path, into / rel, symlinks=True, dirs_exist_ok=True)
+            self._restore(rel)
+            moved.append(rel)
+        return moved, left
+
+    def _restore(self, rel: str) -> None:
+        assert self.root is not None
+        path = self.root / rel
+        if rel in self.dirty:
+            self._put_back(rel, path)
+        elif self.head and self._in_head(self.root, rel):
+            _git(self.root, "checkout", self.head, "--", rel)
+        else:
+            _remove(path, self.root)
+            _git(self.root, "rm", "--cached", "-q", "--ignore-unmatch", "--", rel)
+
+    def to_json(self) -> dict[str, Any]:
+        """What :meth:`from_json` needs to revert later, in another process."""
+        return {
+            "root": str(self.root) if self.root else None,
+            "head": self.head,
+            "dirty": self.dirty,
+            "saved": str(self.saved) if self.saved else None,
+            "unsaved": self.unsaved,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Checkpoint:
+        return cls(
+            root=Path(data["root"]) if data.get("root") else None,
+            head=data.get("head"),
+            dirty=dict(data.get("dirty") or {}),
+            saved=Path(data["saved"]) if data.get("saved") else None,
+            unsaved=list(data.get("unsaved") or []),
+        )
 
     def _put_back(self, rel: str, path: Path) -> None:
         if self.dirty[rel] is None:
