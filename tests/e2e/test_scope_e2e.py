@@ -47,7 +47,8 @@ def test_a_builder_outside_its_delta_is_out_of_scope(run_claude, project: Projec
     )
     run = run_claude("Orchestrate: build wave 1", scenario)
     assert_clean(run, project)
-    assert (project.path / "stray.py").exists()  # the Bash call really ran
+    assert not (project.path / "stray.py").exists()  # its changes were set aside
+    assert [p.read_text() for p in project.home.glob("set-aside/*/stray.py")] == ["x\n"]
     after = project.get_task(strayed["id"])
     assert after["status"] == "open"
     assert after["helix-last-error"] == f"out of scope: {scope.reason(['stray.py'])}"
@@ -102,7 +103,9 @@ def test_a_stray_written_with_a_file_tool_is_its_writers_alone(
     )
     run = run_claude("Orchestrate: build wave 1", scenario)
     assert_clean(run, project)
-    assert (project.path / "notes.md").exists()  # the Write call really ran
+    assert not (project.path / "notes.md").exists()  # set aside with the rest of its work
+    assert len(list(project.home.glob("set-aside/*/notes.md"))) == 1  # the Write call ran
+    assert (project.path / "routes.py").exists()  # the other builder's delivery stays
     assert project.get_task(keeps["id"])["status"] == "closed"
     late = project.get_task(strays["id"])
     assert late["status"] == "open"
