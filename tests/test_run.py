@@ -509,11 +509,19 @@ def test_orphan_threshold_comes_from_the_environment(world: World) -> None:
 def test_review_findings_become_follow_ups_before_moving_on(world: World) -> None:
     epic = world.task("API", "--type", "epic")
     task = world.task("add endpoint", "--parent", epic, "--verify", "true")
-    findings = json.dumps([{"title": "handle empty body", "description": "crashes on {}"}])
+    # The reviewer gives the finding a VERIFY that fails until it is fixed.
+    finding = {"title": "handle empty body", "description": "crashes on {}"}
+    findings = json.dumps([{**finding, "verify": "test -f fixed.txt"}])
     world.script(
         [
+            {
+                "kind": "build",
+                "match": "handle empty body",
+                "run": ["touch fixed.txt"],
+                "reply": delivered(),
+            },
             {"kind": "build", "reply": delivered()},
-            {"kind": "review", "match": task, "reply": f"REVIEW: FINDINGS\n{findings}"},
+            {"kind": "review", "match": task, "times": 1, "reply": f"REVIEW: FINDINGS\n{findings}"},
             {"kind": "review", "reply": "REVIEW: CLEAN"},
             stop_rule(),
         ]
@@ -525,7 +533,10 @@ def test_review_findings_become_follow_ups_before_moving_on(world: World) -> Non
     follow = next(t for t in tasks.values() if t["title"] == "handle empty body")
     assert follow["parent"] == epic and follow["helix-discovered-from"] == task
     assert [d["depends_on_id"] for d in follow["dependencies"]] == [task]
-    assert follow["status"] == "closed"  # built in the next cycle
+    assert follow["verify"] == "test -f fixed.txt"
+    assert follow["helix-verify-check"].startswith("VERIFY fails now as it should")
+    assert f"follow-up {follow['id']}: VERIFY fails now" in proc.stderr
+    assert follow["status"] == "closed" and follow["helix-verified"]  # built and fixed
     state = world.state()
     assert (state["attempted_cycles"], state["completed_cycles"]) == (2, 1)
     kinds = [c["kind"] for c in world.calls()]

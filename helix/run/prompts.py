@@ -24,9 +24,12 @@ from helix.tasks import graph as taskgraph
 
 ACTIONS = ("BUILD", "DESIGN", "POLISH", "ALIGN", "BACKFILL", "WAIT", "GUIDANCE", "STOP")
 MAX_FINDINGS = 20
+MAX_ADJACENT = 3  # adjacent-work tasks one attempt may file
+MAX_VERIFY_CHARS = 2000
 
 _NEXT_ACTION = re.compile(r"^[\s>*_`#-]*NEXT_ACTION:\s*\**\s*([A-Za-z]+)\**[ \t]*(.*)$", re.M)
 _REVIEW = re.compile(r"^[\s>*_`#-]*REVIEW:\s*\**\s*(CLEAN|FINDINGS)\b\**(.*)$", re.M)
+_ADJACENT = re.compile(r"^[ \t]*ADJACENT:[ \t]*(\{.*\})[ \t]*$", re.M)
 _TASK_ID_LINE = re.compile(r"^[\s>*_`#-]*TASK_ID:\s*`?([A-Za-z0-9][A-Za-z0-9._-]*)`?\s*$", re.M)
 
 HEADLESS_RULES = """\
@@ -41,6 +44,12 @@ Rules:
 - Run VERIFY yourself from the project root before you answer.
 - Leave version control alone: no git commit, stash, checkout, reset or branch
   changes. helix keeps a checkpoint and undoes a failed attempt's changes.
+- Small edits the task's acceptance needs (a coupled manifest, a directly
+  affected file or test) belong to this task: make them here.
+- Optional work you notice beyond the acceptance is not yours now: do not do it.
+  Report each piece (at most {max_adjacent}) on a line of its own:
+  ADJACENT: {{"title": "...", "description": "what and where, and why it matters"}}
+  helix files it as a follow-up task.
 - INSIGHTS are advice from past verified work in this codebase, each with the
   share of verified outcomes it helped; weigh them, none is an order."""
 
@@ -56,7 +65,7 @@ INSIGHT: {{"content": "When X, do Y because Z", "tags": ["..."]}}   (zero or mor
 def build_prompt(task_blocks: list[tuple[str, str]], context: str = "") -> str:
     """The prompt of one build pass: rules, project context, the task blocks
     (``(task_id, block)`` pairs), and the answer format."""
-    parts = [HEADLESS_RULES]
+    parts = [HEADLESS_RULES.format(max_adjacent=MAX_ADJACENT)]
     if context.strip():
         parts.append("Project context (.helix/context.md):\n" + context.strip())
     if len(task_blocks) == 1:
@@ -143,8 +152,36 @@ bugs, missed acceptance, broken or weakened tests, security issues. Answer with 
 first line of exactly one of:
 REVIEW: CLEAN
 REVIEW: FINDINGS
+{findings_format}"""
+
+EPIC_REVIEW_PROMPT = """\
+Review the epic {epic_id} ({title}) as a whole: its last task just closed.
+
+Its description:
+{description}
+Acceptance: {acceptance}
+
+Its tasks:
+{children}
+Commits naming them: {commits}
+Files changed and not yet committed: {files}
+
+Read the work (`git show` for the commits, `git diff` for the rest) and judge whether
+the epic as a whole is done: gaps between its description and what was built, tasks
+that do not fit together, missing tests, security issues. Change nothing. Answer with
+a first line of exactly one of:
+REVIEW: CLEAN
+REVIEW: FINDINGS
+{findings_format}"""
+
+# Each finding may carry its own VERIFY: a follow-up must start with a judge that
+# fails, or it would close without the finding being fixed.
+FINDINGS_FORMAT = """\
 and after FINDINGS a JSON list, one object per problem:
-[{{"title": "...", "description": "what is wrong and where", "priority": 2}}]"""
+[{{"title": "...", "description": "what is wrong and where", "priority": 2,
+  "verify": "a shell command that fails now and passes once this is fixed"}}]
+Give "verify" whenever you can: helix runs it now, and a follow-up whose VERIFY
+already passes is not built until a person gives it one that fails."""
 
 
 # How a pass is introduced: by ``helix run`` when its queue drained, or on its own
@@ -187,6 +224,29 @@ def review_prompt(task: Mapping[str, Any], files: list[str]) -> str:
         acceptance=task.get("acceptance") or "(none given)",
         verify=task.get("verify") or "(none)",
         files=", ".join(files[:50]) or "(none detected)",
+        findings_format=FINDINGS_FORMAT,
+    )
+
+
+def epic_review_prompt(
+    epic: Mapping[str, Any],
+    children: Sequence[Mapping[str, Any]],
+    commits: Sequence[str],
+    files: Sequence[str],
+) -> str:
+    """The post-epic review: the epic's description and its tasks' work."""
+    rows = "".join(
+        f"- {c.get('id')} [{c.get('status')}] {c.get('title', '')}\n" for c in children[:40]
+    )
+    return EPIC_REVIEW_PROMPT.format(
+        epic_id=epic.get("id", ""),
+        title=epic.get("title", ""),
+        description=str(epic.get("description") or "(none given)")[:4000],
+        acceptance=epic.get("acceptance") or "(none given)",
+        children=rows or "(none)\n",
+        commits=", ".join(commits[:30]) or "(none found)",
+        files=", ".join(files[:50]) or "(none)",
+        findings_format=FINDINGS_FORMAT,
     )
 
 
@@ -244,14 +304,55 @@ def parse_review(text: Any) -> Review | None:
         if not isinstance(item, dict) or not str(item.get("title") or "").strip():
             return None
         priority = item.get("priority", 2)
-        findings.append(
-            {
-                "title": " ".join(str(item["title"]).split())[:200],
-                "description": str(item.get("description") or "")[:4000],
-                "priority": priority if isinstance(priority, int) and 0 <= priority <= 4 else 2,
-            }
-        )
+        finding = {
+            "title": " ".join(str(item["title"]).split())[:200],
+            "description": str(item.get("description") or "")[:4000],
+            "priority": priority if isinstance(priority, int) and 0 <= priority <= 4 else 2,
+        }
+        verify = item.get("verify")
+        # A VERIFY the reviewer proposes is kept only when it is plainly a command.
+        if isinstance(verify, str) and verify.strip() and len(verify) <= MAX_VERIFY_CHARS:
+            if "\x00" not in verify:
+                finding["verify"] = verify.strip()
+        findings.append(finding)
     return Review(clean=False, findings=findings)
+
+
+@dataclass
+class Adjacent:
+    """Optional work a builder noticed beyond its task (an ``ADJACENT:`` line)."""
+
+    title: str
+    description: str = ""
+
+
+def parse_adjacent(text: Any, limit: int = MAX_ADJACENT) -> tuple[list[Adjacent], int]:
+    """The builder's ``ADJACENT: {json}`` lines, strictly: a whole line holding one
+    JSON object with a non-empty string ``title`` (and an optional string
+    ``description``); anything else on such a line is ignored. Returns the first
+    ``limit`` distinct ones and how many well-formed ones were left over."""
+    if not isinstance(text, str):
+        return [], 0
+    found: list[Adjacent] = []
+    extra = 0
+    for match in _ADJACENT.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(value, dict):
+            continue
+        title, description = value.get("title"), value.get("description", "")
+        if not isinstance(title, str) or not title.strip() or not isinstance(description, str):
+            continue
+        item = Adjacent(" ".join(title.split())[:200], description.strip()[:2000])
+        if any(a.title == item.title for a in found):
+            continue
+        if len(found) >= limit:
+            extra += 1
+            continue
+        found.append(item)
+    return found, extra
 
 
 def task_block(

@@ -1,29 +1,61 @@
-"""Reviews inside ``helix run``: another agent reads a delivered cycle, and its
-findings become follow-up tasks before the run moves on.
+"""Reviews inside ``helix run``: another agent reads a delivered cycle, or a
+focused epic whose last task just closed, and its findings become follow-up
+tasks before the run moves on.
 
 The supervisor (:mod:`helix.run.supervisor`) decides when a review runs; this
 module runs it, reads the answer strictly (:func:`helix.run.prompts.parse_review`)
 and files what it found. An answer that cannot be interpreted stops the run
 rather than being taken for a clean review.
+
+A follow-up must start with a judge that fails. Its VERIFY (the one the reviewer
+proposed for the finding, else the reviewed task's or epic's) is run once when the
+task is filed, exactly as a settlement runs VERIFY (the recorded environment, the
+agents' sandbox when the project has one, the run's VERIFY timeout):
+
+* it fails: the follow-up is filed ready to build;
+* it passes: the follow-up would close without the finding being fixed, so it is
+  filed labelled ``blocked`` and ``needs-verify`` with the reason; a person gives
+  it a VERIFY that fails (``helix tasks update ID --verify ...``) and
+  ``helix tasks unblock ID``;
+* it cannot be checked (no VERIFY, a timeout, no sandbox where one is needed):
+  the follow-up is filed ready, and the run log and the task
+  (``helix-verify-check``) say so in one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helix.loop import provenance
+from helix.loop import environment, provenance, sandbox
+from helix.loop import verify as verification
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
 from helix.run.agents import AgentResult, AgentRunner
 from helix.run.log import RunLog
 from helix.run.records import TROUBLE, Stop
+from helix.run.selection import BLOCKED_LABEL
+from helix.run.worktree import changed_paths, git_root
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
+NEEDS_VERIFY = "needs-verify"
+MAX_COMMITS = 30
+
 # (runner, prompt, what) -> the agent's answer, logged and counted by the supervisor
 PassRunner = Callable[[AgentRunner, str, str], AgentResult]
+
+
+@dataclass
+class FollowUp:
+    """A follow-up task filed from a finding, and what its VERIFY did when filed."""
+
+    id: str
+    ready: bool  # False: filed blocked, its VERIFY already passes
+    note: str  # one line on its VERIFY check, for the log and the task
 
 
 class Reviews:
@@ -37,6 +69,7 @@ class Reviews:
         runner: AgentRunner,
         log: RunLog,
         run_pass: PassRunner,
+        verify_timeout: float = verification.DEFAULT_TIMEOUT,
     ) -> None:
         self.project = project
         self.home = home
@@ -44,6 +77,7 @@ class Reviews:
         self.runner = runner
         self.log = log
         self._run_pass = run_pass
+        self.verify_timeout = verify_timeout
 
     def cycle(self, tasks: list[TaskRecord], files: list[str]) -> bool:
         """True when the review is clean; findings become follow-up tasks; an
@@ -61,26 +95,125 @@ class Reviews:
             if review.clean:
                 self.log.event(f"review of {task['id']}: CLEAN")
                 continue
-            created = [self.follow_up(task, finding) for finding in review.findings]
-            self.log.event(
-                f"review of {task['id']}: {len(created)} finding(s) -> {', '.join(created)}"
-            )
+            created = [
+                self.follow_up(finding, task, task.get("parent"), [task["id"]])
+                for finding in review.findings
+            ]
+            self._report(f"review of {task['id']}", created)
             return False
         return True
 
-    def follow_up(self, task: TaskRecord, finding: dict[str, Any]) -> str:
+    def epic(
+        self, epic: Mapping[str, Any], children: Sequence[Mapping[str, Any]], last: list[str]
+    ) -> int:
+        """The post-epic review: one pass over the epic's description, its tasks,
+        the commits that name them and the uncommitted changes. Findings become
+        children of the epic that depend on ``last`` (the tasks whose closing
+        completed it). Returns how many follow-ups were filed."""
+        ids = [str(c["id"]) for c in children]
+        commits = _commits_naming(self.project, ids)
+        root = git_root(self.project)
+        files = changed_paths(root) if root is not None else []
+        self.log.event(
+            f"post-epic review of {epic['id']} ({epic.get('title', '')}): its description,"
+            f" {len(ids)} task(s), {len(commits)} commit(s), {len(files)} uncommitted file(s)"
+        )
+        prompt = runcontracts.epic_review_prompt(epic, children, commits, files)
+        what = f"post-epic review of {epic['id']}"
+        result = self._run_pass(self.runner, prompt, what)
+        review = runcontracts.parse_review(result.text) if not result.is_error else None
+        if review is None:
+            raise Stop(
+                f"the {what} by {self.runner.name} could not be interpreted (no REVIEW: CLEAN"
+                f" or REVIEW: FINDINGS with a JSON list); see {runlog.shown(self.log.path)}",
+                TROUBLE,
+            )
+        if review.clean:
+            self.log.event(f"{what}: CLEAN")
+            return 0
+        created = [self.follow_up(f, epic, epic["id"], last) for f in review.findings]
+        self._report(what, created)
+        return len(created)
+
+    def _report(self, what: str, created: list[FollowUp]) -> None:
+        self.log.event(f"{what}: {len(created)} finding(s) -> {', '.join(f.id for f in created)}")
+        for follow in created:
+            self.log.event(f"follow-up {follow.id}: {follow.note}")
+
+    def follow_up(
+        self,
+        finding: Mapping[str, Any],
+        origin: Mapping[str, Any],
+        parent: str | None,
+        deps: list[str],
+    ) -> FollowUp:
+        """File one finding about ``origin`` (a task or an epic), its VERIFY checked
+        first (the module docstring says what each answer leads to)."""
         fields: dict[str, Any] = {
             "description": finding["description"],
             "priority": finding["priority"],
             "labels": ["review-finding"],
-            "helix-discovered-from": task["id"],
-            "deps": [task["id"]],
+            "helix-discovered-from": origin["id"],
+            "deps": deps,
         }
-        for key in ("parent", "spec-id", "verify"):
-            if task.get(key):
-                fields[key] = task[key]
-        setter = task.get("judge-set")  # its VERIFY is the reviewed task's: so is who set it
-        ok = isinstance(setter, dict) and task.get("verify")
-        fields["judge-set"] = setter if ok else provenance.stamp("run", [], provenance.now())
+        if parent:
+            fields["parent"] = parent
+        if origin.get("spec-id"):
+            fields["spec-id"] = origin["spec-id"]
+        if finding.get("verify"):
+            # Proposed by the reviewer, one of helix run's own passes, not the builder.
+            fields["verify"] = finding["verify"]
+            fields["judge-set"] = provenance.stamp("run", [], provenance.now())
+        else:
+            if origin.get("verify"):
+                fields["verify"] = origin["verify"]
+            setter = origin.get("judge-set")  # the origin's VERIFY: so is who set it
+            ok = isinstance(setter, dict) and origin.get("verify")
+            fields["judge-set"] = setter if ok else provenance.stamp("run", [], provenance.now())
+        ready, note = self._check_verify(fields.get("verify"))
+        fields["helix-verify-check"] = note
+        if not ready:
+            fields["labels"] = [*fields["labels"], BLOCKED_LABEL, NEEDS_VERIFY]
         created = self.tracker.create(finding["title"], **fields)
-        return created["id"]
+        return FollowUp(created["id"], ready, note)
+
+    def _check_verify(self, command: str | None) -> tuple[bool, str]:
+        """Run a follow-up's VERIFY now, as a settlement would; (ready, one line)."""
+        checked = verification.run_verify(
+            command,
+            self.project,
+            self.verify_timeout,
+            env=environment.for_verify(None),
+            sandboxed=sandbox.required(self.project),
+            protect=[self.home],
+        )
+        if checked.command is None:
+            return True, "VERIFY not checked: the follow-up has none (it can only close unverified)"
+        if checked.skipped:
+            return True, f"VERIFY not checked: {checked.skipped}"
+        if checked.timed_out:
+            return True, f"VERIFY not checked: it {checked.error}"
+        if checked.passed:
+            return False, (
+                "blocked: its VERIFY passes already, so it would close without the finding"
+                " fixed; give it a VERIFY that fails (helix tasks update --verify), then"
+                " helix tasks unblock"
+            )
+        return True, f"VERIFY fails now as it should ({checked.cause() or checked.error})"[:300]
+
+
+def _commits_naming(project: Path, ids: list[str]) -> list[str]:
+    """Short hashes and subjects of recent commits whose message names a task."""
+    if not ids:
+        return []
+    argv = ["git", "log", f"-{MAX_COMMITS}", "--format=%h %s", "--fixed-strings"]
+    argv += [f"--grep={task_id}" for task_id in ids[:100]]
+    try:
+        out = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return (
+        [line[:120] for line in out.stdout.splitlines() if line.strip()]
+        if out.returncode == 0
+        else []
+    )

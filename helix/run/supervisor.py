@@ -10,7 +10,12 @@ One cycle (:meth:`Supervisor.cycle`) takes the next ready task and related ones:
    by that exit code, queues learning candidates, re-checks the fingerprint and
    only then closes it (verified) or records the failed attempt and releases it;
 5. stores the learning candidates the memory's rules accept;
-6. optionally has another agent review the change (findings: follow-up tasks).
+6. optionally has another agent review the change (findings: follow-up tasks,
+   :mod:`helix.run.review`), and with review on, a focused epic whose last task
+   closed is reviewed as a whole once before its focus is released.
+
+A delivered task's builder may report optional adjacent work (``ADJACENT:``
+lines); helix files it as tasks under the task's epic (or the task).
 
 An agent that could not work at all (not logged in, out of quota, no network)
 stops the run at once, releasing its claims and charging no task. A failed
@@ -40,7 +45,7 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
-from helix.run import blockers, recovery, selection
+from helix.run import adjacent, blockers, recovery, selection
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
@@ -111,7 +116,10 @@ class Supervisor:
         self._closed_mark = 0  # tasks closed when the last drain pass ran
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
         self._failures: dict[str, list[str]] = {}  # task id -> its failures' signatures
-        self.reviews = Reviews(project, home, self.tracker, self.reviewer, log, self._run_pass)
+        self.reviews = Reviews(
+            project, home, self.tracker, self.reviewer, log, self._run_pass, options.verify_timeout
+        )
+        self._epics_reviewed: set[str] = set()  # one post-epic review per epic per run
 
     # ------------------------------------------------------------------ memory
     @property
@@ -405,6 +413,10 @@ class Supervisor:
         cause = verification.Verification(**check).cause()
         updated = outcomes.apply(self.tracker, current, settled, cause)
         self._closed_by_run += (closed := updated.get("status") == "closed")
+        if closed and not tampered:  # optional work the builder noticed: filed, not done
+            filed = adjacent.file_reported(self.tracker, current, answer)
+            if line := adjacent.describe(task_id, filed):
+                self.log.event(line)
         if tampered:  # the summary, the log and the ledger say the same word
             label = "TAMPERED"
         elif closed:
@@ -454,7 +466,7 @@ class Supervisor:
     def _after_cycle(
         self, tasks: list[TaskRecord], attempts: list[Attempt], failed: list[Attempt]
     ) -> None:
-        self._close_finished_epic()
+        self._close_finished_epic([a.task_id for a in attempts if a.closed])
         worst = 0
         for attempt in failed:
             if attempt.drifted:
@@ -489,7 +501,7 @@ class Supervisor:
         if not failed and done and done % CONTEXT_EVERY == 0:
             self._write_context()
 
-    def _close_finished_epic(self) -> None:
+    def _close_finished_epic(self, last: list[str]) -> None:
         focus = self.state.focus
         if not focus:
             return
@@ -505,6 +517,13 @@ class Supervisor:
             for t in children
         ):
             if epic.get("status") == "open":
+                if self.options.review and focus not in self._epics_reviewed:
+                    # Reviewed before focus is released; its findings keep it open
+                    # and focused, and it closes without a second review.
+                    self._epics_reviewed.add(focus)
+                    self._save("reviewing")
+                    if self.reviews.epic(epic, children, last):
+                        return
                 self.tracker.close(focus, "delivered", "all child tasks closed by helix run")
                 self.log.event(f"epic {focus} complete: closed")
         self._set_focus(None, tasks)

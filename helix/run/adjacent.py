@@ -1,0 +1,74 @@
+"""Adjacent work a builder reports: optional work beyond its task, filed as tasks.
+
+The build prompt (:mod:`helix.run.prompts`) tells the builder to absorb small
+edits its acceptance needs into the task, and to report optional work it noticed
+on ``ADJACENT: {"title": ..., "description": ...}`` lines instead of doing it.
+When the task is delivered (closed by helix), each reported item becomes a task
+under the task's epic, or under the task itself when it has no parent.
+
+What the builder writes is untrusted text: the lines are parsed strictly
+(:func:`helix.run.prompts.parse_adjacent`), bounded in count and length, and only
+stored as a title and a description. Nothing in them is run: the tasks carry no
+VERIFY (a judge chosen by the builder would prove nothing), so a person or a
+polish pass gives them one. Work filed this way files none itself, so one task's
+report cannot grow the queue without end. helix has no screen for task text
+(:mod:`helix.memory.safety` screens insights, which are injected into prompts);
+these titles reach later prompts only as a task's own title and description, as
+any task filed with ``helix tasks create`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from helix.run import prompts as runcontracts
+from helix.run import selection
+from helix.tasks.records import TaskRecord
+from helix.tasks.tracker import Tracker
+
+LABEL = "adjacent-work"
+
+
+@dataclass
+class Filed:
+    """What one delivered task's report led to, for the run log."""
+
+    parent: str = ""
+    ids: list[str] = field(default_factory=list)
+    ignored: int = 0  # well-formed items past the bound
+    refused: str = ""  # why nothing was filed, when something was reported
+
+
+def file_reported(tracker: Tracker, task: TaskRecord, answer: str) -> Filed:
+    """File the adjacent work in the builder's ``answer`` about ``task`` (closed)."""
+    found, extra = runcontracts.parse_adjacent(answer)
+    if not found:
+        return Filed()
+    if LABEL in selection.labels(task):
+        return Filed(refused=f"{len(found)} adjacent item(s) not filed: the task is one itself")
+    parent = str(task.get("parent") or task["id"])
+    ids = []
+    for item in found:
+        created = tracker.create(
+            item.title,
+            description=item.description or item.title,
+            parent=parent,
+            labels=[LABEL],
+            **{"helix-discovered-from": task["id"]},
+        )
+        ids.append(created["id"])
+    return Filed(parent, ids, extra)
+
+
+def describe(task_id: str, filed: Filed) -> str:
+    """One run-log line, or "" when nothing was reported."""
+    if filed.refused:
+        return f"{task_id}: {filed.refused}"
+    if not filed.ids:
+        return ""
+    more = (
+        f"; {filed.ignored} more ignored (at most {runcontracts.MAX_ADJACENT} an attempt)"
+        if filed.ignored
+        else ""
+    )
+    return f"{task_id}: adjacent work filed under {filed.parent}: {', '.join(filed.ids)}{more}"
