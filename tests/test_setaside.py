@@ -10,6 +10,7 @@ its versions kept under ``.helix/set-aside/<attempt>/``; a delivery keeps them.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -156,3 +157,25 @@ def test_outside_git_nothing_is_checkpointed_or_changed(tmp_path: Path) -> None:
     result = stop(session, "n1")
     assert "not checkpointed: not a git repository" in result["changes"]
     assert (session.project / "a.py").read_text() == "after\n"
+
+
+def test_a_tree_too_dirty_to_copy_is_not_checkpointed(
+    project: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(setaside, "MAX_FILES", 1)
+    (project.project / "README.md").write_text("user 1\n")
+    (project.project / "src/other.py").write_text("user 2\n")
+    spawn(project, "t1", "false")
+    write(project, "t1", "src/dates.py", "tried\n")
+    result = stop(project, "t1")
+    assert "not checkpointed: 2 files were changed already" in result["changes"]
+    assert (project.project / "src/dates.py").read_text() == "tried\n"  # nothing changed
+
+
+def test_checkpoints_of_attempts_that_never_settled_are_pruned(project: Session) -> None:
+    spawn(project, "s1", "false")  # never stops
+    (checkpoint,) = (project.home / "checkpoints").iterdir()
+    assert setaside.prune(project.home, 1) == 0
+    os.utime(checkpoint, (0, 0))
+    project.fire("SessionEnd", reason="other")
+    assert not checkpoint.exists()

@@ -651,6 +651,7 @@ def session_end(ctx: Context) -> None:
     for path in ctx.paths.agents.glob("*"):  # failure notes and lock files
         if path.is_file() and path.stat().st_mtime < cutoff:
             path.unlink(missing_ok=True)
+    setaside.prune(ctx.home, STALE_DAYS)  # checkpoints of attempts that never settled
     _truncate_status(ctx.home)
     return None
 

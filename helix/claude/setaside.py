@@ -41,6 +41,7 @@ CHECKPOINTS = "checkpoints"
 SET_ASIDE = "set-aside"
 MANIFEST = "SET_ASIDE.json"
 MAX_FILES = 500  # more files already changed than this: a hook does not copy them all
+MAX_BYTES = 32 << 20  # nor more bytes than this
 MAX_SHOWN = 5
 
 
@@ -66,7 +67,7 @@ def take(project: Path, home: Path, attempt_id: str) -> str:
         if root is None or root.resolve() != project.resolve():
             why = "not a git repository" if root is None else "the project is part of a repository"
             return _refuse(base, why)
-        point = worktree.Checkpoint.take(project, base / "files", MAX_FILES, root)
+        point = worktree.Checkpoint.take(project, base / "files", MAX_FILES, root, MAX_BYTES)
         files.write_json(base / "checkpoint.json", point.to_json())
     except (HelixError, OSError) as exc:
         return _refuse(base, str(exc))
@@ -125,6 +126,24 @@ def set_aside(
 def drop(home: Path, attempt_id: str) -> None:
     """A delivered attempt keeps its changes: its checkpoint is not needed."""
     shutil.rmtree(_dir(home, attempt_id), ignore_errors=True)
+
+
+def prune(home: Path, days: float) -> int:
+    """Remove checkpoints older than ``days`` (attempts that never settled);
+    set-aside changes are the user's work and are never removed. Returns how
+    many went."""
+    import time
+
+    cutoff = time.time() - days * 86400
+    gone = 0
+    try:
+        old = [p for p in (home / CHECKPOINTS).iterdir() if p.stat().st_mtime < cutoff]
+    except OSError:
+        return 0
+    for path in old:
+        shutil.rmtree(path, ignore_errors=True)
+        gone += 1
+    return gone
 
 
 def restore(project: Path, home: Path, attempt_id: str) -> list[str]:

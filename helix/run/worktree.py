@@ -112,19 +112,29 @@ class Checkpoint:
 
     @classmethod
     def take(
-        cls, cwd: Path, saved: Path, max_files: int | None = None, root: Path | None = None
+        cls,
+        cwd: Path,
+        saved: Path,
+        max_files: int | None = None,
+        root: Path | None = None,
+        max_bytes: int | None = None,
     ) -> Checkpoint:
         """Record the worktree's changed files (copies go under ``saved``).
 
-        ``max_files``: more changed files than this raise HelixError (a hook
-        cannot afford to copy them all); ``root``: the worktree's top, when the
-        caller already knows it (one git call fewer)."""
+        ``max_files``, ``max_bytes``: more changed files, or more bytes in them,
+        than this raise HelixError before anything is copied (a hook cannot
+        afford to copy them all); ``root``: the worktree's top, when the caller
+        already knows it (one git call fewer)."""
         root = root or git_root(cwd)
         if root is None:
             return cls(root=None)
         names = changed_paths(root)
         if max_files is not None and len(names) > max_files:
             raise HelixError(f"{len(names)} files were changed already")
+        if max_bytes is not None:
+            size = sum(_size(root / rel) for rel in names)
+            if size > max_bytes:
+                raise HelixError(f"the files changed already hold {size >> 20} MB")
         point = cls(root=root, head=_head(root), saved=saved)
         if saved.exists():
             shutil.rmtree(saved)
@@ -253,6 +263,13 @@ class Checkpoint:
         if self.root is None:
             return "not a git worktree: changes of failed attempts are not reverted"
         return f"checkpoint at {(self.head or 'no commit')[:12]}, {len(self.dirty)} changed file(s)"
+
+
+def _size(path: Path) -> int:
+    try:
+        return 0 if path.is_symlink() or not path.is_file() else path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _remove(path: Path, root: Path | None) -> None:
