@@ -26,14 +26,13 @@ failure, or the same VERIFY failure three attempts running, blocks the task (lab
 again later for its other children), and writes a blocker report.
 
 When nothing is ready, a ``check`` pass decides with its first ``NEXT_ACTION:``
-(:mod:`helix.run.prompts`); every branch is bounded, and ``max_idle_passes`` drain
+(:mod:`helix.run.drain`); every branch is bounded, and ``max_idle_passes`` drain
 passes in a row that closed no task stop the run. State is saved after every step.
 """
 
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +51,7 @@ from helix.run import prompts as runcontracts
 from helix.run.agents import AgentResult, AgentRunner
 from helix.run.agents.base import environment_failure
 from helix.run.blockers import BlockerReport
+from helix.run.drain import Drain
 from helix.run.log import RunLog
 from helix.run.records import (
     DONE,
@@ -112,8 +112,16 @@ class Supervisor:
         self._attempt_ids: dict[str, str] = {}  # task id -> the attempt its prompt started
         self._blockers = BlockerReport(self.home)
         self._closed_by_run = 0
-        self._idle_passes = 0  # drain passes in a row after which no task closed
-        self._closed_mark = 0  # tasks closed when the last drain pass ran
+        self.drain = Drain(
+            home,
+            builder,
+            options,
+            log,
+            self._run_pass,
+            ready=self._ready_count,
+            recover=self._recover,
+            closed=lambda: self._closed_by_run,
+        )
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
         self._failures: dict[str, list[str]] = {}  # task id -> its failures' signatures
         self.reviews = Reviews(
@@ -193,7 +201,8 @@ class Supervisor:
         if choice is not None:
             self.cycle(choice)
             return
-        self._drain()
+        self._save("draining")
+        self.drain.run()
 
     # --------------------------------------------------------------- selection
     def _tasks(self) -> list[dict[str, Any]]:
@@ -497,7 +506,7 @@ class Supervisor:
             and self.options.review_every
             and done % self.options.review_every == 0
         ):
-            self._agent_pass("ALIGN", f"periodic alignment after {done} completed cycles")
+            self.drain.agent_pass("ALIGN", f"periodic alignment after {done} completed cycles")
         if not failed and done and done % CONTEXT_EVERY == 0:
             self._write_context()
 
@@ -596,99 +605,8 @@ class Supervisor:
             self.log.event(f"orphan recovery ({when}): released {item['id']}, {item['reason']}")
         return len(released)
 
-    # ------------------------------------------------------------------- drain
-    def _drain(self) -> None:
-        """Nothing is ready: ask, and obey the first NEXT_ACTION. Returns to let
-        selection run again; raises Stop otherwise."""
-        self._save("draining")
-        passes = 0
-        empty_builds = 0
-        aligned = False
-        while True:
-            result = self._run_pass(
-                self.builder,
-                runcontracts.check_prompt(_read(config.Paths.at(self.home).context)),
-                "check",
-            )
-            decision = runcontracts.parse_next_action(result.text) if not result.is_error else None
-            if decision is None:
-                why = result.error if result.is_error else "no NEXT_ACTION line"
-                raise Stop(
-                    f"the check result could not be interpreted ({why}); see {runlog.shown(self.log.path)}",
-                    TROUBLE,
-                )
-            action, detail = decision.action, decision.detail
-            self.log.event(f"check: NEXT_ACTION {action}" + (f" {detail}" if detail else ""))
-            if action == "BUILD":
-                if self._ready_count():
-                    return
-                empty_builds += 1
-                if empty_builds < 2:
-                    continue
-                before = self._ready_count()
-                self._recover("two BUILDs with nothing selectable")
-                if self._ready_count() > before:
-                    return
-                raise Stop(
-                    "check said BUILD twice but nothing can be selected (blocked, skipped or"
-                    " claimed work); see `helix tasks blocked`"
-                )
-            empty_builds = 0
-            if action in ("DESIGN", "POLISH"):
-                if passes >= self.options.max_drain_passes:
-                    raise Stop(
-                        f"{action} asked again after {passes} drain passes without ready work;"
-                        " stopping instead of spinning"
-                    )
-                passes += 1
-                self._count_pass(action)
-                self._agent_pass(action, detail)
-                if self._ready_count():
-                    return
-                continue
-            if action == "ALIGN":
-                if self.options.auto_align and not aligned:
-                    aligned = True
-                    self._count_pass(action)
-                    self._agent_pass("ALIGN", detail)
-                    if self._ready_count():
-                        return
-                    continue
-                hint = (
-                    "alignment is still needed after one pass" if aligned else "alignment is needed"
-                )
-                raise Stop(f"{hint}: run `helix align` or `helix run --auto-align`, then re-run")
-            if action == "BACKFILL":
-                scope = f" {shlex.quote(detail)}" if detail else ""
-                raise Stop(
-                    f"backfill needed: documentation or specs are missing for"
-                    f" {detail or 'this project'}; run `helix backfill{scope}`, then re-run"
-                )
-            raise Stop(f"{action}" + (f": {detail}" if detail else ""))
-
-    def _count_pass(self, action: str) -> None:
-        """Bound a run that keeps filing work without closing any: stop before the
-        drain pass that would follow ``max_idle_passes`` passes in a row that closed
-        no task (a pass is credited with what the cycles after it closed)."""
-        if self._closed_by_run > self._closed_mark:
-            self._idle_passes, self._closed_mark = 0, self._closed_by_run
-        limit = self.options.max_idle_passes
-        if self._idle_passes >= limit:
-            raise Stop(
-                f"{action} asked again after {limit} drain passes in a row that closed no task"
-                " (--max-idle-passes); stopping instead of filing more work"
-            )
-        self._idle_passes += 1
-
     def _ready_count(self) -> int:
         return len(selection.runnable(self._tasks(), self.clock(), self.state.skipped))
-
-    def _agent_pass(self, action: str, detail: str) -> None:
-        result = self._run_pass(
-            self.builder, runcontracts.pass_prompt(action, detail), action.lower()
-        )
-        if result.is_error:
-            raise Stop(f"the {action} pass failed: {result.error}", TROUBLE)
 
     def _run_pass(self, runner: AgentRunner, prompt: str, what: str) -> AgentResult:
         first = self.log.lines + 1
