@@ -160,6 +160,22 @@ def test_post_epic_findings_become_children_then_the_epic_closes(world: World) -
     assert f"post-epic review of {epic}: 1 finding(s) -> {follow['id']}" in proc.stderr
 
 
+def test_an_uninterpretable_post_epic_review_stops_the_run(world: World) -> None:
+    epic, _ = _epic(world)
+    world.script(
+        [
+            {"kind": "build", "reply": delivered()},
+            {"kind": "review", "match": EPIC_REVIEW, "reply": "the epic looks fine to me"},
+            {"kind": "review", "reply": "REVIEW: CLEAN"},
+            stop_rule(),
+        ]
+    )
+    proc = reviewing(world, "--batch-size", "1")
+    assert proc.returncode == 1
+    assert f"the post-epic review of {epic} by cmd could not be interpreted" in proc.stderr
+    assert world.tasks()[epic]["status"] == "open"  # not closed on a guess
+
+
 def test_without_review_no_post_epic_review_runs(world: World) -> None:
     epic, _ = _epic(world)
     world.script([{"kind": "build", "reply": delivered()}, stop_rule()])
@@ -210,5 +226,15 @@ def test_adjacent_work_reported_by_the_builder_is_filed_bounded(world: World) ->
     assert all(t["status"] == "closed" for t in filed)
     assert len(filed) == 6
     assert "adjacent item(s) not filed: the task is one itself" in proc.stderr
-    build = world.calls("build")[0]["prompt"]
+    build = world.calls("build")[0]["prompt"]  # small coupled edits stay in the task
     assert "belong to this task: make them here" in build and "ADJACENT: {" in build
+
+
+def test_a_failed_attempt_files_no_adjacent_work(world: World) -> None:
+    world.task("add endpoint", "--verify", "false")
+    reply = f"DELIVERED: done\n{adjacent('rate limit')}\nUTILIZED: []\n"
+    world.script([{"kind": "build", "reply": reply}, stop_rule()])
+    proc = world.run("--max-cycles", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert not [t for t in world.tasks().values() if "adjacent-work" in t.get("labels", [])]
+    assert "adjacent work filed" not in proc.stderr
