@@ -179,3 +179,22 @@ def test_checkpoints_of_attempts_that_never_settled_are_pruned(project: Session)
     os.utime(checkpoint, (0, 0))
     project.fire("SessionEnd", reason="other")
     assert not checkpoint.exists()
+
+
+def test_a_resumed_builders_new_attempt_is_checkpointed_when_it_resumes(
+    project: Session,
+) -> None:
+    root = project.project
+    task_id = spawn(project, "r1", "grep -q fixed src/dates.py")
+    write(project, "r1", "src/dates.py", "fixed\n")
+    assert stop(project, "r1")["changes"] == "changes kept: delivered"
+    (root / "src/dates.py").write_text("# reopened by hand\n")  # before the resume
+    Tracker(project.home / "tasks.jsonl").reopen(task_id)
+    project.start("r1", "helix:builder")  # SendMessage resumes it: a new attempt
+    write(project, "r1", "src/dates.py", "worse\n")
+    result = stop(project, "r1", "BLOCKED: it broke again\n")
+    assert "changes set aside in" in result["changes"]
+    assert (root / "src/dates.py").read_text() == "# reopened by hand\n"
+    settled = attempt(project.home, task_id)
+    aside = project.home / "set-aside" / setaside.folder(settled.id)
+    assert (aside / "src/dates.py").read_text() == "worse\n"

@@ -354,7 +354,8 @@ def _records(ctx: Context) -> Records:
 def subagent_start(ctx: Context) -> None:
     """Count a helix agent's start. The first start is the spawn PreToolUse already
     prepared; a later one is a resume (SendMessage to a finished agent), which
-    opens a new attempt for :func:`settle`. Injects nothing (see the module
+    opens a new attempt for :func:`settle`, and a resumed builder's checkpoint
+    is taken (:mod:`helix.claude.setaside`). Injects nothing (see the module
     docstring) and takes no lock, so it never waits."""
     agent_id, agent_type = ctx.payload.get("agent_id"), ctx.payload.get("agent_type")
     if agent_type not in AGENT_TYPES or not isinstance(agent_id, str):
@@ -362,6 +363,9 @@ def subagent_start(ctx: Context) -> None:
     files.file_id(agent_id, "agent_id")
     with _records(ctx) as store:
         store.count_start(agent_id)
+        starts = store.starts(agent_id) if AGENT_TYPES[agent_type] == "builder" else 1
+    if starts > 1:  # a resumed builder's new attempt: checkpointed now, as a spawn is
+        setaside.take(ctx.project, ctx.home, setaside.resumed(agent_id, starts))
     return None
 
 

@@ -1,6 +1,7 @@
 """Per-attempt checkpoints in the plugin flow: a failed builder's edits are set aside.
 
-When PreToolUse records a builder's attempt, :func:`take` checkpoints the
+When PreToolUse records a builder's attempt (or SubagentStart sees a builder
+resumed for a new attempt), :func:`take` checkpoints the
 worktree for that attempt (:class:`helix.run.worktree.Checkpoint`, the one
 ``helix run`` uses): git's ``HEAD`` and a copy of every file already changed
 then, under ``.helix/checkpoints/<attempt>/``. Never a stash of the whole tree:
@@ -50,6 +51,12 @@ def folder(attempt_id: str) -> str:
     return files.file_id(re.sub(r"[^A-Za-z0-9._-]", "-", attempt_id), "attempt id")
 
 
+def resumed(agent_id: str, start: int) -> str:
+    """The checkpoint's name for a resumed builder's attempt (its ``start``-th
+    start): SubagentStart takes it before the attempt has an id of its own."""
+    return f"{agent_id}-start{start}"
+
+
 def _dir(home: Path, attempt_id: str) -> Path:
     return home / CHECKPOINTS / folder(attempt_id)
 
@@ -89,17 +96,19 @@ def set_aside(
     attempt_id: str,
     theirs: Collection[str] = (),
     only: Collection[str] | None = None,
+    checkpoint: str | None = None,
 ) -> dict[str, Any]:
     """Set aside the changes of a failed attempt (module docstring). ``theirs``:
     files other builders wrote, left in place; ``only`` (when other builders
-    were in flight): the files known to be this attempt's, the rest is left.
+    were in flight): the files known to be this attempt's, the rest is left;
+    ``checkpoint``: its name, when not the attempt id (:func:`resumed`).
 
     Returns ``{"line": ..., "dir": ..., "files": [...], "left": [...]}``; ``line``
     is the sentence for the settlement and the log. Idempotent: the checkpoint
     is used once, then removed."""
     from helix.run import worktree
 
-    base = _dir(home, attempt_id)
+    base = _dir(home, checkpoint or attempt_id)
     state = _load(base)
     if state is None or "not" in state:
         note = state["not"] if state else "not checkpointed: no checkpoint was taken"

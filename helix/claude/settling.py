@@ -82,6 +82,10 @@ def _changes(ctx: Context, record: dict[str, Any], settled: Settlement, seen: bu
     attempt_id = record.get("attempt_id")
     if not isinstance(attempt_id, str):
         return "changes kept in place (not checkpointed: no attempt was recorded)"
+    start = record.get("attempt")
+    checkpoint = attempt_id
+    if isinstance(start, int) and start > 1:  # a resumed builder: SubagentStart took it
+        checkpoint = setaside.resumed(record["agent_id"], start)
     kept = (
         settled["outcome"] == "delivered"
         and settled["verification"].get("passed") is not False
@@ -89,10 +93,12 @@ def _changes(ctx: Context, record: dict[str, Any], settled: Settlement, seen: bu
         and not settled.get("tampered")
     )
     if kept:
-        setaside.drop(ctx.home, attempt_id)
+        setaside.drop(ctx.home, checkpoint)
         return "changes kept: delivered"
     only = seen.mine if _overlapped(ctx, attempt_id) else None
-    line = setaside.set_aside(ctx.project, ctx.home, attempt_id, seen.theirs, only)["line"]
+    line = setaside.set_aside(ctx.project, ctx.home, attempt_id, seen.theirs, only, checkpoint)[
+        "line"
+    ]
     task_id = record.get("task_id")
     if task_id and ctx.paths.tasks.exists():
         try:
