@@ -64,8 +64,9 @@ def _dir(home: Path, attempt_id: str) -> Path:
 def take(project: Path, home: Path, attempt_id: str) -> str:
     """Checkpoint the worktree for ``attempt_id``; return what was done, one line.
 
-    Fails open: any problem is recorded as "not checkpointed: <why>", and
-    :func:`set_aside` then changes nothing."""
+    Fails open, whatever goes wrong (the spawn must still be recorded): the
+    problem is recorded as "not checkpointed: <why>", and :func:`set_aside`
+    then changes nothing."""
     from helix.run import worktree  # git and shutil: only for a builder's spawn
 
     base = _dir(home, attempt_id)
@@ -76,8 +77,8 @@ def take(project: Path, home: Path, attempt_id: str) -> str:
             return _refuse(base, why)
         point = worktree.Checkpoint.take(project, base / "files", MAX_FILES, root, MAX_BYTES)
         files.write_json(base / "checkpoint.json", point.to_json())
-    except (HelixError, OSError) as exc:
-        return _refuse(base, str(exc))
+    except Exception as exc:  # a hook fails open, and the spawn must be recorded
+        return _refuse(base, str(exc) or type(exc).__name__)
     return f"checkpointed at {(point.head or 'no commit')[:12]}, {len(point.dirty)} file(s) already changed"
 
 
@@ -112,6 +113,7 @@ def set_aside(
     state = _load(base)
     if state is None or "not" in state:
         note = state["not"] if state else "not checkpointed: no checkpoint was taken"
+        shutil.rmtree(base, ignore_errors=True)
         return {"line": f"changes kept in place ({note})", "dir": "", "files": [], "left": []}
     point = worktree.Checkpoint.from_json(state)
     into = home / SET_ASIDE / folder(attempt_id)

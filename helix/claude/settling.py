@@ -96,9 +96,11 @@ def _changes(ctx: Context, record: dict[str, Any], settled: Settlement, seen: bu
         setaside.drop(ctx.home, checkpoint)
         return "changes kept: delivered"
     only = seen.mine if _overlapped(ctx, attempt_id) else None
-    line = setaside.set_aside(ctx.project, ctx.home, attempt_id, seen.theirs, only, checkpoint)[
-        "line"
-    ]
+    try:
+        aside = setaside.set_aside(ctx.project, ctx.home, attempt_id, seen.theirs, only, checkpoint)
+        line = aside["line"]
+    except (HelixError, OSError) as exc:  # settled all the same; each file was copied first
+        line = f"changes not all set aside ({exc}): see .helix/{setaside.SET_ASIDE}/"
     task_id = record.get("task_id")
     if task_id and ctx.paths.tasks.exists():
         try:
