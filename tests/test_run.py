@@ -593,6 +593,13 @@ def _alive(command: str) -> list[int]:
     return alive
 
 
+def _as_a_background_job() -> None:
+    """Start helix as a non-interactive shell starts a background job (``helix run
+    &`` in a script, a CI runner's side-by-side suites): with SIGINT ignored, which
+    an exec'd program inherits. helix must still stop on it (it used not to)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_second_run_refused_then_sigint_releases_the_claim(world: World) -> None:
     """Ctrl-C (SIGINT) while the agent works: exit 130, the claim released,
     the agent's whole process group killed, the run lock free again."""
@@ -606,6 +613,7 @@ def test_second_run_refused_then_sigint_releases_the_claim(world: World) -> None
         cwd=world.project,
         env=world.env(),
         stdin=subprocess.DEVNULL,
+        preexec_fn=_as_a_background_job,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -316,6 +316,12 @@ def test_the_attempt_limit_holds_across_workers(world: World) -> None:
     assert_clean_end(world)
 
 
+def _as_a_background_job() -> None:
+    """As a non-interactive shell starts a background job (a CI runner's
+    side-by-side suites): SIGINT ignored, which the exec'd helix inherits."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_ctrl_c_stops_every_worker_and_releases_their_claims(world: World) -> None:
     ids = make_tasks(world, 4)
     (world.root / "hang").write_text("*")
@@ -324,6 +330,7 @@ def test_ctrl_c_stops_every_worker_and_releases_their_claims(world: World) -> No
         cwd=world.project,
         env=world.env(),
         stdin=subprocess.DEVNULL,
+        preexec_fn=_as_a_background_job,  # SIGINT ignored: helix must still stop
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

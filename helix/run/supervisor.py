@@ -35,7 +35,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -144,12 +145,10 @@ class Supervisor:
             return self._dry_run()
         lock = RunLock(self.home)
         lock.acquire()
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _interrupt)
         try:
-            return self._run()
+            with interruptible():
+                return self._run()
         finally:
-            signal.signal(signal.SIGTERM, previous)
             if self._memory is not None:
                 self._memory.close()
             lock.release()
@@ -683,6 +682,28 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt while the block runs, so a run
+    stops the way Ctrl-C stops it (its agent killed, its claims released),
+    whatever signal dispositions the process inherited.
+
+    A process started in the background by a non-interactive shell (``helix run
+    &`` in a script, a CI step that runs suites side by side) inherits SIGINT
+    *ignored*, and Python then installs no handler for it: ``kill -INT`` did
+    nothing, and the run kept building with its claims held. The previous
+    handlers are put back afterwards."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(sig, handler)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -65,7 +65,7 @@ from helix.run import landing, selection
 from helix.run.log import RunLog, shown
 from helix.run.records import DONE, INTERRUPTED, MAX_ATTEMPTS, TROUBLE
 from helix.run.state import RunLock, RunLocked, RunState, stamp
-from helix.run.supervisor import OWNER, Supervisor
+from helix.run.supervisor import OWNER, Supervisor, interruptible
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
@@ -310,25 +310,23 @@ class Coordinator:
         state = RunState(agent=f"{self.params['agent']} x{self.count}", log=str(self.log.path))
         state.lifecycle = "building"
         state.save(self.home)
-        previous = signal.getsignal(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, _interrupt)
         try:
-            try:
-                self._prepare()
-                for slot in self.slots:
-                    self._start(slot)
-                self._watch()
-            except KeyboardInterrupt:
-                self.interrupted = True
-                self._stop_all()
-            except HelixError as exc:  # git failed under us: stop the workers, say why
-                self.failures.append(f"coordinator: {exc}")
-                self.log.event(f"error: {exc}; stopping the workers")
-                self._stop_all()
-            finally:
-                self._cleanup()
+            with interruptible():
+                try:
+                    self._prepare()
+                    for slot in self.slots:
+                        self._start(slot)
+                    self._watch()
+                except KeyboardInterrupt:
+                    self.interrupted = True
+                    self._stop_all()
+                except HelixError as exc:  # git failed under us: stop the workers, say why
+                    self.failures.append(f"coordinator: {exc}")
+                    self.log.event(f"error: {exc}; stopping the workers")
+                    self._stop_all()
+                finally:
+                    self._cleanup()
         finally:
-            signal.signal(signal.SIGTERM, previous)
             code = self._code()
             self._finish(state, code)
             lock.release()
@@ -623,7 +621,3 @@ class Coordinator:
         state.stop_reason, state.exit_code = reason, code
         state.lifecycle, state.ended_at = "stopped", stamp()
         state.save(self.home)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
