@@ -21,7 +21,7 @@ from helix.run.records import backoff_seconds
 
 SUMMARY_LINE = re.compile(
     r"^helix: \[\d\d:\d\d:\d\d\] cycle (\d+): (hx-[0-9a-f]{8}) -> ([A-Z ()a-z]+) "
-    r"\((\d+)/(\d+) done, (\d+) tokens\) - log L(\d+)-L(\d+) in "
+    r"\((\d+)/(\d+) done, [\d.]+ s, (\d+) tokens, \d+ in all\) - log L(\d+)-L(\d+) in "
     r"\.helix/logs/run-\d{8}-\d{6}\.log"
 )
 

@@ -463,10 +463,12 @@ class Supervisor:
             and t["id"] not in self.state.skipped
         ]
         done = self._closed_by_run
+        # The cycle's end is this line's time, its start that of its opening line.
         for attempt in attempts:
             self.log.event(
                 f"cycle {number}: {attempt.task_id} -> {attempt.outcome}"
-                f" ({done}/{done + len(open_work)} done, {cycle.tokens} tokens)"
+                f" ({done}/{done + len(open_work)} done, {cycle.duration_s:g} s,"
+                f" {cycle.tokens} tokens, {self.state.total_tokens} in all)"
                 f" - {self.log.pointer(*cycle.log_lines)}"
                 + (f"; {attempt.error[:160]}" if not attempt.closed and attempt.error else "")
             )
