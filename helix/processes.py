@@ -32,8 +32,10 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -81,17 +83,23 @@ def run_in_session(
     in_process = reap and _REAPING_HERE
     if reap and not in_process and sys.executable:
         command = [sys.executable, "-I", "-S", _REAPER, *command]
-    child = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=None if env is None else dict(env),
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=True,
-    )
+    held = _HeldSignals()
+    try:
+        child = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    except BaseException:
+        held.release()
+        raise
     timed_out = False
     try:
+        held.release()  # a Ctrl-C that came while the child started: it is stopped below
         code = wait(child, timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
@@ -150,6 +158,55 @@ def reap_here() -> None:
     global _REAPING_HERE
     reaper.become_subreaper()
     _REAPING_HERE = True
+
+
+class _HeldSignals:
+    """SIGINT and SIGTERM held back while a child starts: their handler (helix
+    run's raises KeyboardInterrupt) runs when :meth:`release` is called, where the
+    caller can stop the child. Raised inside ``subprocess.Popen`` after the fork,
+    the exception would leave a child nobody knows of running in a session of its
+    own, out of reach of every kill. Holding takes effect in the main thread only
+    (the only one where Python runs handlers or may set them)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Callable[[int, Any], Any]] = {}
+        self._pending: list[int] = []
+        if threading.current_thread() is not threading.main_thread():
+            return
+        with self._blocked():
+            for sig in self.SIGNALS:
+                handler = signal.getsignal(sig)
+                if callable(handler):  # not SIG_IGN, SIG_DFL, or set outside Python
+                    self._handlers[sig] = handler
+                    signal.signal(sig, self._note)
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self._pending.append(signum)
+
+    @contextmanager
+    def _blocked(self) -> Iterator[None]:
+        """No signal mid-swap: one that left a handler swapped would be noted
+        forever. (Blocked only here, never across the fork, or the child would
+        inherit the mask.)"""
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def release(self) -> None:
+        """Put the handlers back, then run the one of the first signal that came
+        meanwhile (which may raise). Idempotent."""
+        handlers, self._handlers = self._handlers, {}
+        if handlers:
+            with self._blocked():
+                for sig, handler in handlers.items():
+                    signal.signal(sig, handler)
+        pending, self._pending = self._pending, []
+        if pending:
+            handlers[pending[0]](pending[0], None)
 
 
 def _stop(child: subprocess.Popen[bytes], grace: float, reap: bool = False) -> int:
