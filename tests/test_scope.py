@@ -441,3 +441,31 @@ def test_a_write_recorded_just_before_an_attempt_began_is_still_another_builders
         unknown = budgets.spent(store, {"agent_id": "me", "attempt_id": None, "budget": None})
     assert seen.theirs == {"racer.md"}
     assert unknown.theirs == frozenset()  # no known start: no one's writes excuse anything
+
+
+def test_a_write_recorded_after_the_settlement_began_is_read_again_before_judging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other builders' writes are read when settling starts, and the changed
+    files are listed after VERIFY: a stray another builder recorded in between
+    (its file landed before the listing) must still be theirs (two suites at once
+    settled the innocent builder out of scope, 2 runs in 12)."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from helix.claude import budgets
+    from helix.loop import ledger, spawns
+    from helix.memory import db
+
+    path = tmp_path / "helix.db"
+    Memory(path, embedder=HashEmbedder()).close()  # the schema
+    start = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    monkeypatch.setattr(
+        ledger, "get", lambda store, attempt_id: SimpleNamespace(started_at=db.stamp(start))
+    )
+    with spawns.Records(path) as store:
+        monkeypatch.setattr(store, "clock", lambda: start)
+        seen = budgets.spent(store, {"agent_id": "me", "attempt_id": "a-1", "budget": None})
+        store.wrote("stray-builder", ["notes.md"])  # recorded after settling began
+        assert seen.theirs == frozenset()
+        assert seen.others() == {"notes.md"}

@@ -103,9 +103,14 @@ def spent(store: Records, record: dict[str, Any]) -> Seen:
     before = record.get("calls_settled", 0)
     record["calls_settled"] = total
     used = total - (before if isinstance(before, int) else 0)
-    mine, theirs = store.written(agent_id, _started(store, record.get("attempt_id")))
+    since = _started(store, record.get("attempt_id"))
+    mine, theirs = store.written(agent_id, since)
     return Seen(
-        _valid(record.get("budget")), used if used > 0 else None, frozenset(mine), frozenset(theirs)
+        _valid(record.get("budget")),
+        used if used > 0 else None,
+        frozenset(mine),
+        frozenset(theirs),
+        lambda: frozenset(store.written(agent_id, since)[1]),
     )
 
 

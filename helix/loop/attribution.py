@@ -320,8 +320,9 @@ def _scope(
             for other in others:
                 allowed += (other.scope or {}).get("allowed") or []
             strays = scope.outside(changed, allowed)
-            if seen is not None:
-                strays = [s for s in strays if s in seen.mine or s not in seen.theirs]
+            if seen is not None and strays:
+                theirs = seen.others()
+                strays = [s for s in strays if s in seen.mine or s not in theirs]
             undeclared = [o for o in others if not o.scope]
             if strays and undeclared:
                 notes.append(

@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -64,6 +64,14 @@ class Seen(NamedTuple):
     calls: int | None
     mine: frozenset[str] = frozenset()
     theirs: frozenset[str] = frozenset()
+    # Reads ``theirs`` again. Settling calls it after listing the changed files:
+    # another builder's write that landed by then was recorded before it ran
+    # (PreToolUse), while ``theirs`` was read before VERIFY and may predate it.
+    theirs_now: Callable[[], frozenset[str]] | None = None
+
+    def others(self) -> frozenset[str]:
+        """The files other builders wrote through file tools, as of now."""
+        return self.theirs | (self.theirs_now() if self.theirs_now is not None else frozenset())
 
 
 def allowed(delta: Any, verify: str | None, project: Path) -> list[str]:
