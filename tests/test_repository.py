@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from helix import repository
-from helix.loop import judge
-from helix.run import worktree
+from helix.loop import judge, worktree
 
 
 def git(cwd: Path, *args: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helix.run.worktree import Checkpoint
+from helix.loop.worktree import Checkpoint
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
 

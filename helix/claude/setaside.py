@@ -2,7 +2,7 @@
 
 When PreToolUse records a builder's attempt (or SubagentStart sees a builder
 resumed for a new attempt), :func:`take` checkpoints the
-worktree for that attempt (:class:`helix.run.worktree.Checkpoint`, the one
+worktree for that attempt (:class:`helix.loop.worktree.Checkpoint`, the one
 ``helix run`` uses): git's ``HEAD`` and a copy of every file already changed
 then, under ``.helix/checkpoints/<attempt>/``. Never a stash of the whole tree:
 builders of one wave work in parallel in the same checkout, and each attempt
@@ -67,7 +67,7 @@ def take(project: Path, home: Path, attempt_id: str) -> str:
     Fails open, whatever goes wrong (the spawn must still be recorded): the
     problem is recorded as "not checkpointed: <why>", and :func:`set_aside`
     then changes nothing."""
-    from helix.run import worktree  # git and shutil: only for a builder's spawn
+    from helix.loop import worktree  # git and shutil: only for a builder's spawn
 
     base = _dir(home, attempt_id)
     try:
@@ -107,7 +107,7 @@ def set_aside(
     Returns ``{"line": ..., "dir": ..., "files": [...], "left": [...]}``; ``line``
     is the sentence for the settlement and the log. Idempotent: the checkpoint
     is used once, then removed."""
-    from helix.run import worktree
+    from helix.loop import worktree
 
     base = _dir(home, checkpoint or attempt_id)
     state = _load(base)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from helix import config, files
 from helix.claude import budgets, setaside
@@ -20,8 +20,27 @@ from helix.loop import contracts, results
 from helix.loop.records import Settlement
 
 if TYPE_CHECKING:
-    from helix.claude.hooks import Context
     from helix.memory.store import Memory
+    from helix.tasks.tracker import Tracker
+
+
+class Context(Protocol):
+    """What settling needs of the hook's context (:class:`helix.claude.hooks.Context`),
+    named here so the hook module and this one do not import each other."""
+
+    @property
+    def paths(self) -> config.Paths: ...
+
+    @property
+    def project(self) -> Path: ...
+
+    @property
+    def home(self) -> Path: ...
+
+    def memory(self) -> Memory: ...
+
+    def tracker(self) -> Tracker: ...
+
 
 VERIFY_TIMEOUT = 540.0  # inside SubagentStop's 900 s hook timeout
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from helix import files, repository
 from helix.errors import HelixError, InvalidInput
-from helix.run.worktree import changed_paths, git_root
+from helix.loop.worktree import changed_paths, git_root
 
 FALLBACK_NAME = "helix run"
 TASKS_TRAILER = "Helix-Tasks"  # names the tasks a worker's commit delivered

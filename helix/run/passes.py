@@ -42,13 +42,13 @@ from typing import Any
 
 from helix import config, files
 from helix.errors import HelixError, NotFound
+from helix.loop.worktree import Checkpoint, changed_paths, git_root
 from helix.run import context as projectcontext
 from helix.run import prompts as runcontracts
 from helix.run import recovery, selection
 from helix.run.agents import AgentResult, AgentRunner
 from helix.run.log import RunLog
 from helix.run.state import RunLock
-from helix.run.worktree import Checkpoint, changed_paths, git_root
 from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import Tracker
 

@@ -32,13 +32,13 @@ from typing import Any
 
 from helix.loop import environment, provenance, sandbox
 from helix.loop import verify as verification
+from helix.loop.worktree import changed_paths, git_root
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
 from helix.run.agents import AgentResult, AgentRunner
 from helix.run.log import RunLog
 from helix.run.records import TROUBLE, Stop
 from helix.run.selection import BLOCKED_LABEL
-from helix.run.worktree import changed_paths, git_root
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 

@@ -45,6 +45,7 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.loop import injection, learning, outcomes, synthesis
 from helix.loop import verify as verification
+from helix.loop.worktree import Checkpoint
 from helix.run import adjacent, blockers, recovery, selection
 from helix.run import context as projectcontext
 from helix.run import log as runlog
@@ -66,7 +67,6 @@ from helix.run.records import (
 )
 from helix.run.review import Reviews
 from helix.run.state import Cycle, RunLock, RunState, stamp
-from helix.run.worktree import Checkpoint
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 from helix.vocab import CONFIDENCE_LEVELS, CycleResult
