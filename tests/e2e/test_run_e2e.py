@@ -159,7 +159,7 @@ def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
     # summary lines: one per event, tokens parsed from the client's JSON output
     lines = [line for line in run.stderr.splitlines() if " -> DELIVERED " in line]
     assert len(lines) == 3
-    tokens = [int(re.search(r"(\d+) tokens\)", line).group(1)) for line in lines]
+    tokens = [int(re.search(r"(\d+) tokens, \d+ in all\)", line).group(1)) for line in lines]
     assert all(t > 0 for t in tokens)
     state = json.loads((sandbox.helix_home / "run-state.json").read_text())
     assert state["completed_cycles"] == 3 and state["total_tokens"] >= sum(tokens)
