@@ -37,6 +37,7 @@ from typing import Any
 
 from helix import files
 from helix.errors import HelixError
+from helix.loop import scope
 
 CHECKPOINTS = "checkpoints"
 SET_ASIDE = "set-aside"
@@ -127,10 +128,14 @@ def set_aside(
         files.write_json(into / MANIFEST, manifest)
     shutil.rmtree(base, ignore_errors=True)
     line = (
-        f"changes set aside in {rel_into}: {_names(moved)}" if moved else "no changes to set aside"
+        f"changes set aside in {rel_into}: {scope.shown(moved, MAX_SHOWN)}"
+        if moved
+        else "no changes to set aside"
     )
     if left:
-        line += f"; left in place (maybe another builder's, or too big): {_names(left)}"
+        line += (
+            f"; left in place (maybe another builder's, or too big): {scope.shown(left, MAX_SHOWN)}"
+        )
     return {"line": line, "dir": rel_into if moved else "", "files": moved, "left": left}
 
 
@@ -202,8 +207,3 @@ def _shown(path: Path, project: Path) -> str:
         return str(path.relative_to(project))
     except ValueError:
         return str(path)
-
-
-def _names(paths: list[str]) -> str:
-    more = f" and {len(paths) - MAX_SHOWN} more" if len(paths) > MAX_SHOWN else ""
-    return ", ".join(paths[:MAX_SHOWN]) + more

@@ -81,8 +81,9 @@ class Judge:
         if self.frame is not None:
             moved = frames.changes(self.frame, taken or self.frame_now(project))
             if moved:
-                more = f" and {len(moved) - 3} more" if len(moved) > 3 else ""
-                return f"the judge's frame changed after the attempt started: {', '.join(moved[:3])}{more}"
+                return (
+                    f"the judge's frame changed after the attempt started: {scope.shown(moved, 3)}"
+                )
         return None
 
     def no_work(self, now: dict[str, str]) -> bool:

@@ -166,11 +166,15 @@ def covers(entry: str, path: str) -> bool:
     return path == entry or path.startswith(entry + "/")
 
 
+def shown(paths: list[str], most: int) -> str:
+    """The first ``most`` paths and how many more: one line's worth of a list."""
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(paths[:most]) + more
+
+
 def reason(paths: list[str]) -> str:
     """The one line a settlement, the task and the log give for ``paths``."""
-    shown = ", ".join(paths[:MAX_SHOWN])
-    more = f" and {len(paths) - MAX_SHOWN} more" if len(paths) > MAX_SHOWN else ""
-    return f"changed {len(paths)} file(s) outside its DELTA: {shown}{more}"
+    return f"changed {len(paths)} file(s) outside its DELTA: {shown(paths, MAX_SHOWN)}"
 
 
 def _is_glob(entry: str) -> bool:

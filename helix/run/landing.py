@@ -28,6 +28,7 @@ from pathlib import Path
 
 from helix import files, repository
 from helix.errors import HelixError, InvalidInput
+from helix.loop.scope import shown
 from helix.loop.worktree import changed_paths, git_root
 
 FALLBACK_NAME = "helix run"
@@ -113,9 +114,9 @@ def check_project(project: Path) -> str:
         raise InvalidInput("--workers needs a branch checked out (HEAD is detached)")
     dirty = changed_paths(root)
     if dirty:
-        shown = ", ".join(dirty[:3]) + (f" and {len(dirty) - 3} more" if len(dirty) > 3 else "")
         raise InvalidInput(
-            f"--workers refuses a dirty worktree ({shown}): commit or stash your changes first"
+            f"--workers refuses a dirty worktree ({shown(dirty, 3)}): commit or stash your"
+            " changes first"
         )
     return branch.stdout.decode().strip()
 

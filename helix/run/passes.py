@@ -42,6 +42,7 @@ from typing import Any
 
 from helix import config, files
 from helix.errors import HelixError, NotFound
+from helix.loop.scope import shown
 from helix.loop.worktree import Checkpoint, changed_paths, git_root
 from helix.run import context as projectcontext
 from helix.run import prompts as runcontracts
@@ -376,9 +377,9 @@ class Passes:
             raise HelixError("helix experiment needs a git worktree (it undoes what it discards)")
         dirty = changed_paths(root)
         if dirty:
-            shown = ", ".join(dirty[:3]) + (f" and {len(dirty) - 3} more" if len(dirty) > 3 else "")
             raise HelixError(
-                f"the worktree is not clean ({shown}): commit or set aside your changes first"
+                f"the worktree is not clean ({shown(dirty, 3)}): commit or set aside your"
+                " changes first"
             )
         saved = config.Paths.at(self.home).checkpoints / "experiment"
         checkpoint = Checkpoint.take(self.project, saved)

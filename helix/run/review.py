@@ -83,23 +83,15 @@ class Reviews:
         """True when the review is clean; findings become follow-up tasks; an
         answer that cannot be interpreted stops the run."""
         for task in tasks:
-            prompt = runcontracts.review_prompt(task, files)
-            result = self._run_pass(self.runner, prompt, f"review of {task['id']}")
-            review = runcontracts.parse_review(result.text) if not result.is_error else None
-            if review is None:
-                raise Stop(
-                    f"the review of {task['id']} by {self.runner.name} could not be interpreted"
-                    f" (no REVIEW: CLEAN or REVIEW: FINDINGS with a JSON list); see {runlog.shown(self.log.path)}",
-                    TROUBLE,
-                )
-            if review.clean:
-                self.log.event(f"review of {task['id']}: CLEAN")
+            what = f"review of {task['id']}"
+            findings = self._ask(runcontracts.review_prompt(task, files), what)
+            if findings is None:
                 continue
             created = [
                 self.follow_up(finding, task, task.get("parent"), [task["id"]])
-                for finding in review.findings
+                for finding in findings
             ]
-            self._report(f"review of {task['id']}", created)
+            self._report(what, created)
             return False
         return True
 
@@ -118,8 +110,17 @@ class Reviews:
             f"post-epic review of {epic['id']} ({epic.get('title', '')}): its description,"
             f" {len(ids)} task(s), {len(commits)} commit(s), {len(files)} uncommitted file(s)"
         )
-        prompt = runcontracts.epic_review_prompt(epic, children, commits, files)
         what = f"post-epic review of {epic['id']}"
+        findings = self._ask(runcontracts.epic_review_prompt(epic, children, commits, files), what)
+        if findings is None:
+            return 0
+        created = [self.follow_up(f, epic, epic["id"], last) for f in findings]
+        self._report(what, created)
+        return len(created)
+
+    def _ask(self, prompt: str, what: str) -> list[dict[str, Any]] | None:
+        """One review pass: its findings, or None when it is clean (logged); an
+        answer that cannot be interpreted stops the run."""
         result = self._run_pass(self.runner, prompt, what)
         review = runcontracts.parse_review(result.text) if not result.is_error else None
         if review is None:
@@ -130,10 +131,8 @@ class Reviews:
             )
         if review.clean:
             self.log.event(f"{what}: CLEAN")
-            return 0
-        created = [self.follow_up(f, epic, epic["id"], last) for f in review.findings]
-        self._report(what, created)
-        return len(created)
+            return None
+        return list(review.findings)
 
     def _report(self, what: str, created: list[FollowUp]) -> None:
         self.log.event(f"{what}: {len(created)} finding(s) -> {', '.join(f.id for f in created)}")
