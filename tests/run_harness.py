@@ -155,3 +155,17 @@ def blocked(why: str = "it does not work") -> str:
     return (
         f"BLOCKED: {why}\nTRIED: something\nERROR: AssertionError: expected 1 got 2\nUTILIZED: []\n"
     )
+
+
+def alive(command: str) -> list[int]:
+    """Processes running ``command`` that have not died (a zombie has)."""
+    found = subprocess.run(["pgrep", "-f", command], capture_output=True, text=True)
+    alive = []
+    for pid in found.stdout.split():
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if state != "Z":
+            alive.append(int(pid))
+    return alive

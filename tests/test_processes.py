@@ -12,23 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from run_harness import alive
 
 from helix import processes
 from helix.run.supervisor import interruptible
-
-
-def _alive(command: str) -> list[int]:
-    """Processes running ``command`` that have not died (a zombie has)."""
-    found = subprocess.run(["pgrep", "-f", command], capture_output=True, text=True)
-    alive = []
-    for pid in found.stdout.split():
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if state != "Z":
-            alive.append(int(pid))
-    return alive
 
 
 @pytest.mark.parametrize("reap", [False, True])
@@ -53,10 +40,10 @@ def test_a_ctrl_c_while_the_child_starts_still_stops_it(
         with pytest.raises(KeyboardInterrupt), interruptible():
             processes.run_in_session(["sleep", sleeper], cwd=tmp_path, timeout=60, reap=reap)
         monkeypatch.undo()  # pgrep below starts with the real Popen
-        assert _alive(sleeper) == []
+        assert alive(sleeper) == []
     finally:
         monkeypatch.undo()
-        for pid in _alive(sleeper):  # a failed test must not leave its child behind
+        for pid in alive(sleeper):  # a failed test must not leave its child behind
             try:
                 processes.kill_group(os.getpgid(pid))  # the reaper's sleep too
             except ProcessLookupError:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_harness import World, blocked, delivered
+from run_harness import World, alive, blocked, delivered
 
 from helix.run import prompts as runcontracts
 from helix.run import selection
@@ -579,20 +579,6 @@ def _wait_for(predicate, what: str, timeout: float = DEADLINE) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _alive(command: str) -> list[int]:
-    """Processes running ``command`` that have not died (a zombie has)."""
-    found = subprocess.run(["pgrep", "-f", command], capture_output=True, text=True)
-    alive = []
-    for pid in found.stdout.split():
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if state != "Z":
-            alive.append(int(pid))
-    return alive
-
-
 def _as_a_background_job() -> None:
     """Start helix as a non-interactive shell starts a background job (``helix run
     &`` in a script, a CI runner's side-by-side suites): with SIGINT ignored, which
@@ -619,7 +605,7 @@ def test_second_run_refused_then_sigint_releases_the_claim(world: World) -> None
         text=True,
     )
     try:
-        _wait_for(lambda: first.poll() is not None or _alive(sleeper) != [], "the agent")
+        _wait_for(lambda: first.poll() is not None or alive(sleeper) != [], "the agent")
         assert first.poll() is None, first.communicate()
         assert len(world.calls("build")) == 1
         second = world.run()
@@ -632,11 +618,11 @@ def test_second_run_refused_then_sigint_releases_the_claim(world: World) -> None
         _, err = first.communicate(timeout=DEADLINE)
         # The agent's process group was killed before helix exited; the kernel
         # finishes each death in its own time on a busy machine.
-        _wait_for(lambda: _alive(sleeper) == [], "the agent's process group to die")
+        _wait_for(lambda: alive(sleeper) == [], "the agent's process group to die")
     finally:
         if first.poll() is None:
             first.kill()
-        for pid in _alive(sleeper):  # a failed run must not leave its agent behind
+        for pid in alive(sleeper):  # a failed run must not leave its agent behind
             os.kill(pid, signal.SIGKILL)
     assert first.returncode == 130, err
     row = world.tasks()[task]

@@ -11,25 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from test_hooks import Session, agent_record, attempt
+from test_scope import git
 
 from helix.claude import setaside
 from helix.tasks.tracker import Tracker
-
-
-def git(project: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
 
 
 @pytest.fixture
