@@ -134,6 +134,14 @@ def codex_bin() -> Path:
     return _working_binary(codex_binary())
 
 
+@pytest.fixture(params=["claude", pytest.param("codex", marks=pytest.mark.codex)])
+def agent(request: pytest.FixtureRequest) -> str:
+    """Each real agent client in turn, for a test written once for both."""
+    binary = "claude_bin" if request.param == "claude" else "codex_bin"
+    request.getfixturevalue(binary)  # skips with the reason when the client is missing
+    return request.param
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Sandbox:
     """A git project with its own `.helix`, plus a temp HOME, CLAUDE_CONFIG_DIR and TMPDIR."""

@@ -16,12 +16,8 @@ import subprocess
 import sys
 
 import pytest
-from claude_runner import Sandbox, build_env
-from codex_runner import codex_env
-from fake_anthropic import FakeAnthropic, Reply, Request
-from fake_openai import FakeOpenAI
-from fake_openai import Reply as CodexReply
-from fake_openai import Request as CodexRequest
+from agent_clis import helix, serve
+from claude_runner import Sandbox
 
 REPORT = "docs/backfill/api.md"
 LOG = "docs/experiments/speed.md"
@@ -59,38 +55,8 @@ def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
     return None
 
 
-def _claude_model(request: Request) -> Reply | None:
-    return _answer(
-        request.first_user_text or "",
-        request.answers_tool_call,
-        Reply.text,
-        lambda command: Reply.tool("Bash", {"command": command, "description": "the pass"}),
-    )
-
-
-def _codex_model(request: CodexRequest) -> CodexReply | None:
-    return _answer(
-        request.prompt or "", request.answers_tool_call, CodexReply.text, CodexReply.shell
-    )
-
-
-@pytest.fixture(params=["claude", pytest.param("codex", marks=pytest.mark.codex)])
-def agent(request: pytest.FixtureRequest) -> str:
-    binary = "claude_bin" if request.param == "claude" else "codex_bin"
-    request.getfixturevalue(binary)  # skips with the reason when the client is missing
-    return request.param
-
-
 def _helix(sandbox: Sandbox, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        cwd=sandbox.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=180,
-    )
+    return helix(sandbox, env, *args, timeout=180)
 
 
 def test_passes_with_a_real_agent_cli(
@@ -102,17 +68,7 @@ def test_passes_with_a_real_agent_cli(
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
     subprocess.run(["git", "add", "-A"], cwd=project, check=True)
     subprocess.run([*git, "commit", "-qm", "start"], cwd=project, check=True)
-    if agent == "claude":
-        server = FakeAnthropic(_claude_model, max_requests=20, lifetime=300)
-    else:
-        server = FakeOpenAI(_codex_model, max_requests=20, lifetime=300)
-    with server as fake:
-        if agent == "claude":
-            extra = {"HELIX_CLAUDE_BIN": str(request.getfixturevalue("claude_bin"))}
-            env = build_env(sandbox, fake.base_url, extra)
-        else:
-            extra = {"HELIX_CODEX_BIN": str(request.getfixturevalue("codex_bin"))}
-            env = codex_env(sandbox, fake.provider_url, extra)
+    with serve(agent, _answer, request, max_requests=20, lifetime=300) as (fake, env):
         check = _helix(sandbox, env, "check", "--agent", agent)
         backfill = _helix(sandbox, env, "backfill", "docs/api", "--agent", agent)
         subprocess.run(["git", "add", "-A"], cwd=project, check=True)
@@ -136,17 +92,7 @@ def test_design_polish_align_and_review_with_a_real_agent_cli(
     project = sandbox.project
     (project / "README.md").write_text("# demo\n")
     (project / "app.py").write_text("def page(n):\n    return n - 1\n")
-    if agent == "claude":
-        server = FakeAnthropic(_claude_model, max_requests=20, lifetime=300)
-    else:
-        server = FakeOpenAI(_codex_model, max_requests=20, lifetime=300)
-    with server as fake:
-        if agent == "claude":
-            extra = {"HELIX_CLAUDE_BIN": str(request.getfixturevalue("claude_bin"))}
-            env = build_env(sandbox, fake.base_url, extra)
-        else:
-            extra = {"HELIX_CODEX_BIN": str(request.getfixturevalue("codex_bin"))}
-            env = codex_env(sandbox, fake.provider_url, extra)
+    with serve(agent, _answer, request, max_requests=20, lifetime=300) as (fake, env):
         created = _helix(
             sandbox,
             env,

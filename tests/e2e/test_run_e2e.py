@@ -14,15 +14,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 
 import pytest
-from claude_runner import Sandbox, build_env
-from codex_runner import codex_env
-from fake_anthropic import FakeAnthropic, Reply, Request
-from fake_openai import FakeOpenAI
-from fake_openai import Reply as CodexReply
-from fake_openai import Request as CodexRequest
+from agent_clis import helix, prompt_of, serve
+from claude_runner import Sandbox
 
 INSIGHT = (
     "When adding a database migration, make it reversible with a down step"
@@ -39,18 +34,6 @@ LEARNED = (
 )
 _TASK_ID = re.compile(r"^TASK_ID: (hx-[0-9a-f]{8})$", re.M)
 _INJECTED = re.compile(r"^INJECTED: (\[.*\])$", re.M)
-
-
-def _helix(sandbox: Sandbox, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        cwd=sandbox.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
 
 
 def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
@@ -72,58 +55,31 @@ def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
     return reply_text(f"All good.\nDELIVERED: {target} written\nUTILIZED: {used}\n{learned}")
 
 
-def _claude_model(request: Request) -> Reply | None:
-    return _answer(
-        request.first_user_text,
-        request.answers_tool_call,
-        Reply.text,
-        lambda command: Reply.tool("Bash", {"command": command, "description": "do the task"}),
-    )
-
-
-def _codex_model(request: CodexRequest) -> CodexReply | None:
-    return _answer(request.prompt, request.answers_tool_call, CodexReply.text, CodexReply.shell)
+def _helix(sandbox: Sandbox, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return helix(sandbox, env, *args, timeout=120)
 
 
 def _first_prompts(agent: str, requests: list) -> dict[str, str]:
     """Each task's first request to the model, as the prompt text it carried."""
     firsts: dict[str, str] = {}
     for request in requests:
-        text = (request.first_user_text if agent == "claude" else request.prompt) or ""
+        text = prompt_of(agent, request)
         found = _TASK_ID.search(text)
         if found and found.group(1) not in firsts:
             firsts[found.group(1)] = text
     return firsts
 
 
-@pytest.fixture(params=["claude", pytest.param("codex", marks=pytest.mark.codex)])
-def agent(request: pytest.FixtureRequest) -> str:
-    binary = "claude_bin" if request.param == "claude" else "codex_bin"
-    request.getfixturevalue(binary)  # skips with the reason when the client is missing
-    return request.param
-
-
 def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
     agent: str, sandbox: Sandbox, request: pytest.FixtureRequest
 ) -> None:
-    if agent == "claude":
-        server = FakeAnthropic(_claude_model, max_requests=40, lifetime=400)
-    else:
-        server = FakeOpenAI(_codex_model, max_requests=40, lifetime=400)
-    with server as fake:
-        extra = {"HELIX_BACKOFF_SLEEP": "0"}
-        if agent == "claude":
-            extra["HELIX_CLAUDE_BIN"] = str(request.getfixturevalue("claude_bin"))
-            env = build_env(sandbox, fake.base_url, extra)
-        else:
-            extra["HELIX_CODEX_BIN"] = str(request.getfixturevalue("codex_bin"))
-            env = codex_env(sandbox, fake.provider_url, extra)
+    with serve(agent, _answer, request, {"HELIX_BACKOFF_SLEEP": "0"}) as (fake, env):
         stored = _helix(sandbox, env, "memory", "store", "--content", INSIGHT, "--kind", "pattern")
         assert stored.returncode == 0, stored.stderr
         name = json.loads(stored.stdout)["name"]
         ids = []
         for priority, (title, target) in enumerate(TASKS):
-            made = _helix(
+            made = helix(
                 sandbox,
                 env,
                 "tasks",

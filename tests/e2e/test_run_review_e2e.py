@@ -12,32 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
-from claude_runner import Sandbox, build_env
-from codex_runner import codex_env
-from fake_anthropic import FakeAnthropic, Reply, Request
-from fake_openai import FakeOpenAI
-from fake_openai import Reply as CodexReply
-from fake_openai import Request as CodexRequest
+from agent_clis import helix, prompt_of, serve
+from claude_runner import Sandbox
 
 _TASK_ID = re.compile(r"^TASK_ID: (hx-[0-9a-f]{8})$", re.M)
 EPIC_REVIEW = "Review the epic "
 GAP = {"title": "Document the orders API", "description": "no docs", "verify": "test -f gap.txt"}
-
-
-def _helix(sandbox: Sandbox, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        cwd=sandbox.project,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=300,
-    )
 
 
 def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
@@ -55,55 +37,24 @@ def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
     return reply_text(f"DELIVERED: {target} written\nUTILIZED: []\n")
 
 
-def _claude_model(request: Request) -> Reply | None:
-    return _answer(
-        request.first_user_text,
-        request.answers_tool_call,
-        Reply.text,
-        lambda command: Reply.tool("Bash", {"command": command, "description": "do the task"}),
-    )
-
-
-def _codex_model(request: CodexRequest) -> CodexReply | None:
-    return _answer(request.prompt, request.answers_tool_call, CodexReply.text, CodexReply.shell)
-
-
-@pytest.fixture(params=["claude", pytest.param("codex", marks=pytest.mark.codex)])
-def agent(request: pytest.FixtureRequest) -> str:
-    binary = "claude_bin" if request.param == "claude" else "codex_bin"
-    request.getfixturevalue(binary)  # skips with the reason when the client is missing
-    return request.param
-
-
 def test_post_epic_review_files_a_gap_that_the_real_client_builds(
     agent: str, sandbox: Sandbox, request: pytest.FixtureRequest
 ) -> None:
-    if agent == "claude":
-        server = FakeAnthropic(_claude_model, max_requests=40, lifetime=400)
-    else:
-        server = FakeOpenAI(_codex_model, max_requests=40, lifetime=400)
-    with server as fake:
-        extra = {"HELIX_BACKOFF_SLEEP": "0"}
-        if agent == "claude":
-            extra["HELIX_CLAUDE_BIN"] = str(request.getfixturevalue("claude_bin"))
-            env = build_env(sandbox, fake.base_url, extra)
-        else:
-            extra["HELIX_CODEX_BIN"] = str(request.getfixturevalue("codex_bin"))
-            env = codex_env(sandbox, fake.provider_url, extra)
+    with serve(agent, _answer, request, {"HELIX_BACKOFF_SLEEP": "0"}) as (fake, env):
 
         def create(*args: str) -> str:
-            made = _helix(sandbox, env, "tasks", "create", *args, "--json")
+            made = helix(sandbox, env, "tasks", "create", *args, "--json")
             assert made.returncode == 0, made.stderr
             return json.loads(made.stdout)["id"]
 
         epic = create("Orders API", "--type", "epic", "--description", "An orders endpoint.")
         child = create("Add the orders endpoint", "--parent", epic, "--verify", "test -f a.txt")
-        run = _helix(sandbox, env, "run", "-s", "--agent", agent, "--review-agent", agent)
+        run = helix(sandbox, env, "run", "-s", "--agent", agent, "--review-agent", agent)
         requests = list(fake.requests)
     assert run.returncode == 0, run.stderr + "\n" + "\n".join(fake.errors)
-    texts = [(r.first_user_text if agent == "claude" else r.prompt) or "" for r in requests]
+    texts = [prompt_of(agent, r) for r in requests]
     assert sum(EPIC_REVIEW in t for t in texts) == 1  # one pass per epic per run
-    tasks = {t["id"]: t for t in json.loads(_helix(sandbox, env, "tasks", "list", "--json").stdout)}
+    tasks = {t["id"]: t for t in json.loads(helix(sandbox, env, "tasks", "list", "--json").stdout)}
     gap = next(t for t in tasks.values() if t["title"] == GAP["title"])
     assert gap["parent"] == epic and [d["depends_on_id"] for d in gap["dependencies"]] == [child]
     assert gap["helix-verify-check"].startswith("VERIFY fails now")
