@@ -187,3 +187,36 @@ def test_a_resumed_builders_new_attempt_is_checkpointed_when_it_resumes(
     settled = attempt(project.home, task_id)
     aside = project.home / "set-aside" / setaside.folder(settled.id)
     assert (aside / "src/dates.py").read_text() == "worse\n"
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        {"root": "OUTSIDE", "dirty": {"victim.txt": None}},  # another directory's files
+        {"dirty": {"../victim.txt": None}},  # a path that climbs out
+        {"head": "--orphan=x"},  # an option handed to git
+        {"saved": "OUTSIDE", "dirty": {"README.md": "x"}},  # copies from anywhere
+    ],
+)
+def test_a_checkpoint_the_builder_rewrote_changes_nothing(
+    project: Session, tmp_path: Path, forge: dict
+) -> None:
+    """The builder can rewrite .helix/, and setting aside writes and removes files
+    with the hook's rights: a forged checkpoint must not reach outside the project
+    (nor hand git an option), so the attempt's changes are kept in place."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("not the project's\n")
+    (project.project.parent / "victim.txt").write_text("beside the project\n")
+    spawn(project, "b1", "false")
+    write(project, "b1", "src/dates.py", "half done\n")
+    (stored,) = (project.home / setaside.CHECKPOINTS).glob("*/checkpoint.json")
+    state = json.loads(stored.read_text())
+    state.update({k: (str(outside) if v == "OUTSIDE" else v) for k, v in forge.items()})
+    stored.write_text(json.dumps(state))
+    result = stop(project, "b1")
+    assert "the stored checkpoint was changed" in result["changes"]
+    assert victim.read_text() == "not the project's\n"
+    assert (project.project.parent / "victim.txt").read_text() == "beside the project\n"
+    assert (project.project / "src/dates.py").read_text() == "half done\n"  # kept in place

@@ -32,7 +32,7 @@ import json
 import re
 import shutil
 from collections.abc import Collection
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from helix import files
@@ -117,6 +117,11 @@ def set_aside(
         shutil.rmtree(base, ignore_errors=True)
         return {"line": f"changes kept in place ({note})", "dir": "", "files": [], "left": []}
     point = worktree.Checkpoint.from_json(state)
+    problem = _tampered(point, project, base)
+    if problem:
+        shutil.rmtree(base, ignore_errors=True)
+        note = f"not checkpointed: the stored checkpoint was changed ({problem})"
+        return {"line": f"changes kept in place ({note})", "dir": "", "files": [], "left": []}
     into = home / SET_ASIDE / folder(attempt_id)
     keep = set(theirs)
     if only is not None:
@@ -179,6 +184,29 @@ def restore(project: Path, home: Path, attempt_id: str) -> list[str]:
         shutil.copy2(source, target, follow_symlinks=False)
         back.append(rel)
     return back
+
+
+def _tampered(point: Any, project: Path, base: Path) -> str:
+    """Why a checkpoint read back from ``.helix/`` is not one :func:`take` wrote
+    for this project ("" when it is). The builder can rewrite that file, and
+    setting aside writes and removes files with the hook's rights, outside any
+    sandbox the builder runs in: so it may touch only this project's paths, take
+    copies only from this checkpoint's own folder, and name a commit only by
+    its hash (never an option to git)."""
+    if point.root is None or point.root.resolve() != project.resolve():
+        return "another root"
+    if point.saved is not None and point.saved.resolve() != (base / "files").resolve():
+        return "copies from elsewhere"
+    if point.head is not None and not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", str(point.head)):
+        return "not a commit hash"
+    root = project.resolve()
+    for rel in [*point.dirty, *point.unsaved]:
+        parts = PurePosixPath(str(rel)).parts
+        if not parts or PurePosixPath(str(rel)).is_absolute() or ".." in parts:
+            return f"a path outside the project: {rel!r}"
+        if not (root / rel).parent.resolve().is_relative_to(root):
+            return f"a path outside the project: {rel!r}"
+    return ""
 
 
 def _load(base: Path) -> dict[str, Any] | None:
