@@ -68,8 +68,6 @@ def _missing_codex() -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "e2e: drives the real claude CLI against a fake API")
-    config.addinivalue_line("markers", "codex: drives the real codex CLI instead of claude")
     config.stash[_ALL_RUNS] = []
 
 
