@@ -182,6 +182,79 @@ def test_a_damaged_copy_is_detected_and_rebuilt(cache, converted, damage):
     assert weights.mapped(path, DIGEST) is not None
 
 
+# ------------------------------------------------- the record of a whole check
+def whole_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the checksums taken over a whole copy (not over a header's table)."""
+    sizes: list[int] = []
+    real = weights.checksum
+
+    def counted(data: np.ndarray) -> int:
+        if data.size > 1_000_000:
+            sizes.append(data.size)
+        return real(data)
+
+    monkeypatch.setattr(weights, "checksum", counted)
+    return sizes
+
+
+def test_a_copy_that_passed_the_whole_check_is_not_read_whole_again(cache, converted, monkeypatch):
+    monkeypatch.setattr(weights, "SETTLED_S", -1.0)  # the copy is seconds old
+    weights.load(SOURCE)
+    checks = whole_checks(monkeypatch)
+    path = weights.cache_file()
+    first = weights.mapped(path, DIGEST)
+    assert first is not None and len(checks) == 1  # checked whole, and recorded
+    assert (cache / (path.name + ".checked")).exists()
+    again = weights.mapped(path, DIGEST)
+    assert len(checks) == 1 and same(again, converted)  # the record spared the check
+
+
+def test_a_copy_written_after_its_check_is_checked_whole_again(cache, converted, monkeypatch):
+    monkeypatch.setattr(weights, "SETTLED_S", -1.0)
+    weights.load(SOURCE)
+    path = weights.cache_file()
+    assert weights.mapped(path, DIGEST) is not None  # recorded
+    before = path.stat()
+    time.sleep(0.05)  # past the file system clock's tick
+    path.write_bytes(_flip_a_weight(bytearray(path.read_bytes())))  # same size, same inode
+    # Its times put back as they were: the change time, which nothing sets, still moved.
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    checks = whole_checks(monkeypatch)
+    assert weights.mapped(path, DIGEST) is None and len(checks) == 1
+    assert same(weights.load(SOURCE), converted)  # rebuilt
+
+
+@pytest.mark.parametrize("record", ["", "garbage\n", "0 0 0 0 0\n", "\udcff"])
+def test_a_record_that_is_not_this_files_means_a_whole_check(cache, monkeypatch, record):
+    weights.load(SOURCE)
+    path = weights.cache_file()
+    stamp = cache / (path.name + ".checked")
+    stamp.write_text(record, errors="surrogateescape")
+    checks = whole_checks(monkeypatch)
+    assert weights.mapped(path, DIGEST) is not None and len(checks) == 1
+
+
+def test_a_fresh_copy_is_checked_but_not_recorded(cache):
+    """Written a moment ago: a write within the same tick of a coarse clock could
+    leave its times as they were, so no record vouches for it yet."""
+    weights.load(SOURCE)
+    assert weights.mapped(weights.cache_file(), DIGEST) is not None
+    assert cached_files(cache) == [weights.cache_file().name]
+
+
+def test_the_record_of_a_removed_copy_goes_with_it(cache, monkeypatch):
+    monkeypatch.setattr(weights, "SETTLED_S", -1.0)
+    cache.mkdir(parents=True)
+    gone = cache / "minilm-0123456789abcdef-f32-v2.safetensors.checked"
+    gone.write_text("1 2 3 4 5\n")
+    weights.load(SOURCE)
+    weights.mapped(weights.cache_file(), DIGEST)  # records this version's copy
+    weights.prune(weights.cache_file())
+    assert cached_files(cache) == sorted(
+        [weights.cache_file().name, weights.cache_file().name + ".checked"]
+    )
+
+
 def test_an_unwritable_cache_still_embeds(tmp_path, monkeypatch, converted):
     """As root no permission bit stops a write, so the cache folder is made
     impossible instead: XDG_CACHE_HOME lies under a file."""
