@@ -12,11 +12,19 @@ import io
 import os
 import sys
 
-import click
+# A command starts with a burst of imports (click, numpy, the model: ~100,000
+# objects that live until the process ends), and the cycle collector's default
+# thresholds walk them again and again while they load: 6% of a fresh recall
+# (measured). The helix program collects young objects every 100,000 allocations
+# instead of every 700; cycles are still collected, a little later. Set here,
+# before click loads, because that is where the program starts.
+gc.set_threshold(100_000, 10, 10)
 
-from helix import __version__
-from helix.cli.common import WARNINGS, LazyCommands, check_arguments
-from helix.memory import blas
+import click  # noqa: E402 - after the collector is set for the start-up burst
+
+from helix import __version__  # noqa: E402
+from helix.cli.common import WARNINGS, LazyCommands, check_arguments  # noqa: E402
+from helix.memory import blas  # noqa: E402
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
