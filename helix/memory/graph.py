@@ -10,12 +10,14 @@ following it below ``ranking.EDGE_FLOOR``; using it again restores its weight.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helix.errors import InvalidInput
 from helix.memory import db, insight, ranking
-from helix.memory.records import Edge
 from helix.memory.rows import InsightRows
+
+if TYPE_CHECKING:
+    from helix.memory.records import Edge
 
 # An edge ``e`` between insights ``f`` and ``t``: when it was last used. Stamps
 # are UTC ISO text (db.stamp), so text order is time order.

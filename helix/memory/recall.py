@@ -27,14 +27,16 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from helix.errors import InvalidInput
-from helix.memory import db, graph, insight, quarantine, ranking, uplift
-from helix.memory.records import RecallHit
+from helix.memory import db, insight, quarantine, ranking, uplift
 from helix.memory.rows import InsightRows
+
+if TYPE_CHECKING:
+    from helix.memory.records import RecallHit
 
 MAX_LIMIT = 100
 MAX_HOPS = 3
@@ -294,7 +296,7 @@ def _scored(
     }
     if estimate is not None:
         scored["_uplift"] = estimate.to_dict()
-    return cast(RecallHit, scored)  # the row's keys are those of records.Insight
+    return cast("RecallHit", scored)  # the row's keys are those of records.Insight
 
 
 def _value(
@@ -485,6 +487,9 @@ def _expand(
     capped below the hit that led to it, and neighbours come after every direct
     hit, which keep their order.
     """
+    # Imported where used: a recall without graph_hops never needs it.
+    from helix.memory import graph
+
     seen = {h["name"] for h in hits} | suppressed
     frontier = hits[:limit]
     found: list[RecallHit] = []
@@ -528,6 +533,8 @@ def _expand(
 def _links_of(memory: InsightRows, names: list[str]) -> list[tuple[str, int, float, str]]:
     """(name, neighbour id, weight, last use) for every edge touching one of
     ``names``, in either direction (:data:`helix.memory.graph.LAST_USE`)."""
+    from helix.memory import graph
+
     if not names:
         return []
     marks = ",".join("?" * len(names))

@@ -10,7 +10,8 @@ Each verb lives in a module of its own (:mod:`helix.memory.writes`, ``recall``,
 (:class:`helix.memory.rows.InsightRows`) that ``Memory`` is built on. The verbs that
 compute with vectors (writes, recall, feedback, transfer, explain) are imported by
 the methods that call them: numpy comes with them, and a command that only reads
-rows (``helix memory list``, ``show``, ``history``) never loads it.
+rows (``helix memory list``, ``show``, ``history``) never loads it. So are upkeep,
+graph and the proven rule: a fresh recall never needs them.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from helix import config
 from helix.errors import InvalidInput
-from helix.memory import db, graph, insight, quarantine, ranking, upkeep
-from helix.memory import proven as proof
-from helix.memory.records import Edge, RecallHit
+from helix.memory import db, insight, quarantine, ranking
 from helix.memory.rows import InsightRows, now_utc
 from helix.vocab import KINDS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
     from helix.memory.embeddings import Embedder
+    from helix.memory.records import Edge, RecallHit
 
 RECENT_DAYS = 7
 
@@ -151,18 +151,26 @@ class Memory(InsightRows):
     # ----------------------------------------------------------------- upkeep
     def decay(self, unused_days: float = 30) -> dict[str, Any]:
         """Halve the distance to neutral of insights unused for ``unused_days``."""
+        from helix.memory import upkeep
+
         return upkeep.decay(self, unused_days)
 
     def prune(self, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
         """Archive insights below ``min_effectiveness`` after ``min_uses`` uses."""
+        from helix.memory import upkeep
+
         return upkeep.prune(self, min_effectiveness, min_uses)
 
     def archived(self) -> list[dict[str, Any]]:
         """Archived insights, newest first, with the reason."""
+        from helix.memory import upkeep
+
         return upkeep.archived(self)
 
     def forget(self, name: str) -> dict[str, Any]:
         """Archive one insight now (restorable): :func:`helix.memory.upkeep.forget`."""
+        from helix.memory import upkeep
+
         return upkeep.forget(self, name)
 
     def edit(
@@ -177,6 +185,8 @@ class Memory(InsightRows):
         archived (restorable): evidence belongs to the text it was earned by, so the
         corrected text starts with none. A text that says the same thing again
         leaves the insight as it is."""
+        from helix.memory import upkeep
+
         old = self.get(name)
         if not origin.trusted:
             # An agent's words never merge into a person's insight (they would be
@@ -203,20 +213,28 @@ class Memory(InsightRows):
 
     def restore(self, name: str) -> dict[str, Any]:
         """Bring an archived insight back, with its evidence and surviving edges."""
+        from helix.memory import upkeep
+
         return upkeep.restore(self, name)
 
     def consolidate(self, threshold: float = 0.9) -> dict[str, Any]:
         """Merge insights at least ``threshold`` similar into the stronger one."""
+        from helix.memory import upkeep
+
         return upkeep.consolidate(self, threshold)
 
     def similar_recent(
         self, trigger: str, threshold: float = 0.7, days: float = 7, kind: str | None = "failure"
     ) -> dict[str, Any]:
         """Recent insights similar to ``trigger``; 3+ make a systemic candidate."""
+        from helix.memory import upkeep
+
         return upkeep.similar_recent(self, trigger, threshold, days, kind)
 
     def suggest_edges(self, name: str, limit: int = 5) -> list[dict[str, Any]]:
         """Unlinked similar insights and the relation their kinds suggest."""
+        from helix.memory import upkeep
+
         return upkeep.suggest_edges(self, name, limit)
 
     def chunk(
@@ -227,10 +245,14 @@ class Memory(InsightRows):
         origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
     ) -> dict[str, Any]:
         """Store the approach that solved a task as a pattern."""
+        from helix.memory import upkeep
+
         return upkeep.chunk(self, task, outcome, approach, origin)
 
     def reindex(self, everything: bool = False, batch_size: int = 1024) -> dict[str, Any]:
         """Re-embed rows of another model or width (or all) with the current embedder."""
+        from helix.memory import upkeep
+
         return upkeep.reindex(self, everything, batch_size)
 
     # --------------------------------------------------------------- transfer
@@ -346,22 +368,30 @@ class Memory(InsightRows):
         self, from_name: str, to_name: str, relation: str, weight: float = 1.0
     ) -> dict[str, Any]:
         """Create an edge, or set the weight of the existing one. Weight in (0, 1]."""
+        from helix.memory import graph
+
         return graph.edge(self, from_name, to_name, relation, weight)
 
     # builtins.list: from here on, `list` in this class body is the method above.
     def edges(self, name: str | None = None, relation: str | None = None) -> builtins.list[Edge]:
         """Edges touching ``name`` (either end) and/or of one relation."""
+        from helix.memory import graph
+
         return graph.edges(self, name, relation)
 
     def neighbors(
         self, name: str, relation: str | None = None, limit: int = 5
     ) -> builtins.list[dict[str, Any]]:
         """Insights one edge away from ``name``, strongest edge first."""
+        from helix.memory import graph
+
         return graph.neighbors(self, name, relation, limit)
 
     # ----------------------------------------------------------------- upkeep
     def health(self) -> dict[str, Any]:
         """Totals and loop signals. Read-only; never loads the embedding model."""
+        from helix.memory import proven as proof
+
         q = self.conn.execute
         total = q("SELECT count(*) FROM insight").fetchone()[0]
         by_kind = {k: 0 for k in KINDS}
