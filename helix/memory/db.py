@@ -28,7 +28,6 @@ deadline moves whenever another connection commits.
 from __future__ import annotations
 
 import contextlib
-import random
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -215,6 +214,8 @@ def _poll_for_lock(conn: sqlite3.Connection, patience: float) -> None:
                 f"the database stayed locked for {patience:g} s with no other "
                 f"process committing ({error}); is a helix process stuck?"
             )
+        import random  # imported where used: only a writer kept waiting draws a jitter
+
         time.sleep(pause * random.uniform(0.5, 1.5))
         pause = min(pause * 2, POLL_SECONDS)
 
@@ -264,6 +265,8 @@ def write_batches(
 def give_way(pause: float = PAUSE_SECONDS) -> None:
     """Leave the write lock free for about ``pause`` seconds between two batches.
     Jittered, so the batches never fall into step with a waiter's polling."""
+    import random  # imported where used: only bulk writes give way
+
     time.sleep(pause * random.uniform(1.0, 1.5))
 
 
