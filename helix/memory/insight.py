@@ -139,31 +139,23 @@ def screen(content: str, tags: Sequence[str], source: str, files: Sequence[str] 
             raise Screened(f"refused by the safety screen ({label}): {problem}")
 
 
+# Pattern text, compiled at the first inference (re caches it): a fresh recall never infers.
 _KIND_RULES = (
-    ("decision", re.compile(r"\b(we (decided|chose|picked|settled)|decided to|decision)\b", re.I)),
+    ("decision", r"\b(we (decided|chose|picked|settled)|decided to|decision)\b"),
     # Advice that opens with always/never is a rule of the house, even if it names a failure.
-    (
-        "convention",
-        re.compile(r"^\s*(always|never)\b|\b(by convention|conventions?|naming)\b", re.I),
-    ),
+    ("convention", r"^\s*(always|never)\b|\b(by convention|conventions?|naming)\b"),
     (
         "failure",
-        re.compile(
-            r"\b(fail(s|ed|ing|ure)?|errors?|exceptions?|crash(es|ed)?|timed out|"
-            r"deadlocks?|bug|regressions?|flaky|traceback)\b",
-            re.I,
-        ),
+        r"\b(fail(s|ed|ing|ure)?|errors?|exceptions?|crash(es|ed)?|timed out|"
+        r"deadlocks?|bug|regressions?|flaky|traceback)\b",
     ),
     (
         "fact",
-        re.compile(
-            r"\b(lives in|is located|is defined in|are defined in|located at|entry point is|"
-            r"is configured in)\b",
-            re.I,
-        ),
+        r"\b(lives in|is located|is defined in|are defined in|located at|entry point is|"
+        r"is configured in)\b",
     ),
 )
-_STEP = re.compile(r"^\s*(\d+[.)]|[-*]|step \d+)\s+", re.I | re.M)
+_STEP = r"^\s*(\d+[.)]|[-*]|step \d+)\s+"
 
 
 def infer_kind(content: str, tags: Iterable[str] = ()) -> str:
@@ -171,10 +163,10 @@ def infer_kind(content: str, tags: Iterable[str] = ()) -> str:
     for tag in tags:
         if tag in KINDS:
             return tag
-    if len(_STEP.findall(content)) >= 2 or content.count("\n") >= 2:
+    if len(re.findall(_STEP, content, re.I | re.M)) >= 2 or content.count("\n") >= 2:
         return "procedure"
     for kind, rule in _KIND_RULES:
-        if rule.search(content):
+        if re.search(rule, content, re.I):
             return kind
     return "pattern"
 
