@@ -40,7 +40,8 @@ else:
     kind = "build"
 ids = re.findall(r"^TASK_ID: (\S+)$", prompt, re.M)
 with open(os.path.join(here, "calls.jsonl"), "a") as handle:
-    handle.write(json.dumps({"kind": kind, "ids": ids, "cwd": os.getcwd()}) + "\n")
+    record = {"kind": kind, "ids": ids, "cwd": os.getcwd(), "own_git": os.path.isdir(".git")}
+    handle.write(json.dumps(record) + "\n")
 if kind == "check":
     sys.stdout.write("NEXT_ACTION: STOP nothing left\n")
     sys.exit(0)
@@ -123,6 +124,16 @@ def git(world: World, *args: str) -> str:
     return proc.stdout
 
 
+def _log_of(copy: Path, revisions: str) -> str:
+    """Commit messages in a worker's copy ("" while it is not made yet)."""
+    if not (copy / ".git").exists():
+        return ""
+    proc = subprocess.run(
+        ["git", "log", "--format=%B", revisions], cwd=copy, capture_output=True, text=True
+    )
+    return proc.stdout if proc.returncode == 0 else ""
+
+
 def builds(world: World) -> dict[str, int]:
     counts: dict[str, int] = {}
     for call in world.calls("build"):
@@ -152,6 +163,9 @@ def test_four_workers_drain_forty_tasks_each_built_once(world: World) -> None:
     assert all(len(c["ids"]) == 1 for c in world.calls("build"))  # one task a cycle
     assert len({c["cwd"] for c in world.calls("build")}) > 1  # in several worktrees
     assert str(world.project) not in {c["cwd"] for c in world.calls("build")}
+    # each in a copy with a .git of its own: an agent sandbox protects files in the
+    # .git of the repository it works in, and linked worktrees share the user's
+    assert all(c["own_git"] for c in world.calls("build"))
     # every verified task's commit is on the user's branch, one commit per task
     files = set(git(world, "ls-files", "done").split())
     assert files == {f"done/{i}.txt" for i in ids}
@@ -236,15 +250,16 @@ def test_verified_work_of_a_worker_killed_before_landing_still_lands(world: Worl
             while not waiting:
                 assert time.monotonic() < deadline and proc.poll() is None, "no commit made"
                 time.sleep(0.05)
-                branches = git(
-                    world, "for-each-ref", "--format=%(refname:short)", "refs/heads/helix/"
-                )
+                # each worker's copy of the project, on its own branch
+                specs = sorted((world.home / "workers").glob("*/spec.json"))
+                copies = {p.parent.name: json.loads(p.read_text())["worktree"] for p in specs}
+                tip = git(world, "rev-parse", target).strip()
                 waiting = [
-                    b
-                    for b in branches.split()
-                    if "Helix-Tasks:" in git(world, "log", "--format=%B", f"{target}..{b}")
+                    slot
+                    for slot, copy in copies.items()
+                    if "Helix-Tasks:" in _log_of(Path(copy), f"{tip}..HEAD")
                 ]
-            slot = waiting[0].rsplit("-", 1)[1]
+            slot = waiting[0]
             report = next((world.home / "workers" / slot).glob("worker-*.json"))
             os.kill(json.loads(report.read_text())["pid"], signal.SIGKILL)
             time.sleep(0.3)  # let the coordinator see it die while the lock is held

@@ -1,16 +1,28 @@
 """Git for parallel workers: their worktrees, and landing verified work on the
 user's branch.
 
-``helix run --workers N`` gives each worker a git worktree of its own, on a
+``helix run --workers N`` gives each worker a working copy of its own, on a
 branch of its own made from the user's branch. A worker commits what a cycle
-delivered in its worktree, then *lands* it: under one lock shared by all
-workers it rebases its branch onto the tip of the user's branch and
-fast-forwards the user's branch (in the user's worktree) to it. A fast-forward
-never overwrites anything: if the user edited a file the commit touches, git
-refuses and nothing moves. When the rebase conflicts, the commit is kept under
-a branch of its own (nothing is lost), the worker's branch goes back to the
-user's tip, and the caller reopens the tasks so they are built again on the
-newer code.
+delivered in its copy, then *lands* it: under one lock shared by all workers it
+rebases its branch onto the tip of the user's branch and fast-forwards the
+user's branch (in the user's worktree) to it. A fast-forward never overwrites
+anything: if the user edited a file the commit touches, git refuses and nothing
+moves. When the rebase conflicts, the commit is kept under a branch of the
+project's own (nothing is lost), the worker's branch goes back to the user's
+tip, and the caller reopens the tasks so they are built again on the newer code.
+
+A worker's copy is a clone that shares the project's objects (``git clone
+--shared``: nothing is copied but the checkout), not a linked ``git worktree``:
+linked worktrees share the project's ``.git``, and an agent sandbox protects the
+files there that would let a shell escape it (``config``, ``config.lock``,
+``hooks``) by mounting over them. Measured with Claude Code 2.1.329's sandbox
+(bubblewrap): a Bash command in a linked worktree creates ``.git/config.lock``
+and ``.git/config.worktree`` in the project as mount points and removes them
+after, so a second worker's sandboxed command that saw the file fails to start
+("bwrap: Can't get type of source .../.git/config.lock"), and the attempt fails
+through no fault of its own. A clone's ``.git`` is its own. The user's branch is
+read from the project (its objects are the clone's too), and the clone's commits
+are fetched into the project before it moves.
 
 Every command goes through :func:`helix.repository.run` (no hooks, filters or
 global configuration run with helix's rights); that ignores the user's global
@@ -121,9 +133,36 @@ def check_project(project: Path) -> str:
     return branch.stdout.decode().strip()
 
 
+# Fetching between the project and a worker's copy is git's "file" transport,
+# which helix.repository turns off with every other one.
+_LOCAL = ("-c", "protocol.file.allow=always")
+
+
 def add_worktree(project: Path, path: Path, branch: str, start: str) -> None:
-    """A new worktree at ``path`` on a new branch ``branch`` made at ``start``."""
-    _git(project, "worktree", "add", "-q", "-b", branch, str(path), start)
+    """A worker's copy at ``path`` (module docstring) on a new branch ``branch``
+    made at ``start``, a branch of the project."""
+    _git(project, *_LOCAL, "clone", "-q", "--shared", "--no-checkout", str(project), str(path))
+    _git(path, "checkout", "-q", "-b", branch, tip(project, start))
+
+
+def tip(project: Path, branch: str) -> str:
+    """The commit ``branch`` of the project is at; a worker's copy has it too."""
+    return _out(project, "rev-parse", "--verify", "-q", f"refs/heads/{branch}^{{commit}}")
+
+
+def _bring(project: Path, worktree: Path) -> str:
+    """Fetch the worker copy's HEAD into the project's objects; its sha."""
+    head = _out(worktree, "rev-parse", "HEAD")
+    # By name: an older git serves no commit it was asked for by its sha.
+    _git(
+        project, *_LOCAL, "fetch", "-q", "--no-tags", "--no-write-fetch-head", str(worktree), "HEAD"
+    )
+    return head
+
+
+def _keep(project: Path, worktree: Path, branch: str) -> None:
+    """The worker copy's HEAD as the project's branch ``branch`` (it outlives the copy)."""
+    _git(project, "branch", "-f", branch, _bring(project, worktree))
 
 
 def is_dirty(worktree: Path) -> bool:
@@ -140,18 +179,18 @@ def commit_all(worktree: Path, message: str, identity: Identity) -> str | None:
     return _out(worktree, "rev-parse", "HEAD")
 
 
-def ahead(worktree: Path, target: str) -> int:
-    """Commits on the worktree's branch that ``target`` does not have."""
-    return int(_out(worktree, "rev-list", "--count", f"{target}..HEAD") or 0)
+def ahead(project: Path, worktree: Path, target: str) -> int:
+    """Commits on the worktree's branch that the project's ``target`` does not have."""
+    return int(_out(worktree, "rev-list", "--count", f"{tip(project, target)}..HEAD") or 0)
 
 
-def catch_up(worktree: Path, target: str, identity: Identity) -> bool:
+def catch_up(project: Path, worktree: Path, target: str, identity: Identity) -> bool:
     """Bring a clean worktree up to ``target``'s tip (what other workers landed),
     so the next attempt builds on it. False (and nothing changed) when the
     worktree is dirty or the rebase does not apply."""
     if is_dirty(worktree):
         return False
-    proc = _git(worktree, *identity.args(), "rebase", "-q", target, check=False)
+    proc = _git(worktree, *identity.args(), "rebase", "-q", tip(project, target), check=False)
     if proc.returncode != 0:
         _git(worktree, "rebase", "--abort", check=False)
         return False
@@ -183,28 +222,30 @@ def land(
     user's branch at once. On failure the work is kept on the branch ``keep_as``
     and the worktree is reset to ``target``'s tip, ready for the next task."""
     with files.locked(lock, 600):
-        if ahead(worktree, target) == 0:
+        if ahead(project, worktree, target) == 0:
             return Landed(ok=True)
-        rebased = _git(worktree, *identity.args(), "rebase", "-q", target, check=False)
+        base = tip(project, target)
+        rebased = _git(worktree, *identity.args(), "rebase", "-q", base, check=False)
         if rebased.returncode != 0:
             reason = f"it conflicts with work landed meanwhile ({_tail(rebased)})"
             _git(worktree, "rebase", "--abort", check=False)
-            return _set_aside(worktree, target, keep_as, reason)
-        head = _out(worktree, "rev-parse", "HEAD")
+            return _set_aside(project, worktree, base, keep_as, reason)
         current = _git(project, "symbolic-ref", "--short", "-q", "HEAD", check=False)
         if current.stdout.decode().strip() != target:
-            return _set_aside(worktree, target, keep_as, f"{project} is no longer on {target}")
+            reason = f"{project} is no longer on {target}"
+            return _set_aside(project, worktree, base, keep_as, reason)
+        head = _bring(project, worktree)
         merged = _git(project, "merge", "-q", "--ff-only", head, check=False)
         if merged.returncode != 0:
             reason = f"{target} could not be fast-forwarded ({_tail(merged)})"
-            return _set_aside(worktree, target, keep_as, reason)
+            return _set_aside(project, worktree, base, keep_as, reason)
         return Landed(ok=True, commit=head)
 
 
-def _set_aside(worktree: Path, target: str, keep_as: str, reason: str) -> Landed:
-    # The branch keeps the commit reachable; the worktree starts over from the tip.
-    _git(worktree, "branch", "-f", keep_as, "HEAD")
-    _git(worktree, "reset", "-q", "--hard", target)
+def _set_aside(project: Path, worktree: Path, base: str, keep_as: str, reason: str) -> Landed:
+    # The project's branch keeps the commit; the worktree starts over from the tip.
+    _keep(project, worktree, keep_as)
+    _git(worktree, "reset", "-q", "--hard", base)
     return Landed(ok=False, kept=f"branch {keep_as}", reason=reason)
 
 
@@ -213,36 +254,33 @@ def message(subject: str, body: str, tasks: list[str]) -> str:
     return f"{subject}\n\n{body}\n\n{TASKS_TRAILER}: {' '.join(tasks)}\n"
 
 
-def tasks_ahead(worktree: Path, target: str) -> list[str]:
+def tasks_ahead(project: Path, worktree: Path, target: str) -> list[str]:
     """The tasks named by the commits of the worktree's branch not on ``target``:
     verified work a worker committed but did not land (it died in between)."""
-    text = _out(worktree, "log", "--format=%B", f"{target}..HEAD")
+    text = _out(worktree, "log", "--format=%B", f"{tip(project, target)}..HEAD")
     found = re.findall(rf"^{TASKS_TRAILER}: (.+)$", text, re.M)
     return list(dict.fromkeys(task for line in found for task in line.split()))
 
 
 def set_aside_unfinished(
-    worktree: Path, message: str, identity: Identity, branch: str
+    project: Path, worktree: Path, message: str, identity: Identity, branch: str
 ) -> str | None:
-    """Commit a stopped worker's unfinished changes on a branch of their own (never
-    on the user's), and take them out of the worktree, so what it committed before
-    can still land; the commit's sha, or None when the worktree was clean. A
-    rebase it was killed in is abandoned first (its branch is as it was)."""
+    """Commit a stopped worker's unfinished changes on a branch of the project's
+    own (never on the user's), and take them out of the worktree, so what it
+    committed before can still land; the commit's sha, or None when the worktree
+    was clean. A rebase it was killed in is abandoned first (its branch is as it
+    was)."""
     _git(worktree, "rebase", "--abort", check=False)
     sha = commit_all(worktree, message, identity)
     if sha is None:
         return None
-    _git(worktree, "branch", "-f", branch, "HEAD")
+    _keep(project, worktree, branch)
     _git(worktree, "reset", "-q", "--hard", "HEAD~1")
     return sha
 
 
 def remove_worktree(project: Path, worktree: Path) -> None:
-    """Remove a worker's worktree (its branch stays); never raises."""
-    try:
-        _git(project, "worktree", "remove", "--force", str(worktree), check=False)
-    except (HelixError, OSError):
-        pass
+    """Remove a worker's copy (what it kept is on the project's branches); never raises."""
     shutil.rmtree(worktree, ignore_errors=True)
 
 
@@ -268,10 +306,11 @@ def unlanded(project: Path, branch: str, target: str) -> int:
     return int(proc.stdout.decode().strip() or 0)
 
 
-def switch(worktree: Path, branch: str, start: str) -> None:
-    """Put the worktree on a new branch ``branch`` at ``start``, discarding what
-    is left in it (call :func:`preserve` first: this is for a dead worker's slot)."""
-    _git(worktree, "checkout", "-q", "-f", "-B", branch, start)
+def switch(project: Path, worktree: Path, branch: str, start: str) -> None:
+    """Put the worktree on a new branch ``branch`` at the project's ``start``,
+    discarding what is left in it (call :func:`set_aside_unfinished` first: this
+    is for a dead worker's slot)."""
+    _git(worktree, "checkout", "-q", "-f", "-B", branch, tip(project, start))
     _git(worktree, "clean", "-q", "-f", "-d", "-e", ".helix", check=False)
 
 

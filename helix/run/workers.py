@@ -23,7 +23,9 @@ Design (why it looks like this):
 * **Worktrees outside the project** (a temporary folder): inside it, the
   project's test runner would collect their copies of the tests, ``git status``
   would list them, and an agent sandbox that keeps ``.helix/`` read-only would
-  keep the worktree read-only too.
+  keep the worktree read-only too. Each is a clone sharing the project's
+  objects, not a linked ``git worktree``: those share the project's ``.git``,
+  where concurrent sandboxed agents collide (:mod:`helix.run.landing`).
 * **Verified work lands on the user's branch** (:mod:`helix.run.landing`): after
   a cycle that closed tasks, the worker commits in its worktree and, under one
   lock, rebases onto the user's branch and fast-forwards it. A task whose work
@@ -164,8 +166,8 @@ class WorkerSupervisor(Supervisor):
         self._save_report()
 
     def cycle(self, choice: selection.Choice) -> None:
-        worktree = Path(self.spec.worktree)
-        if not landing.catch_up(worktree, self.spec.target, self.identity):
+        project, worktree = Path(self.spec.project), Path(self.spec.worktree)
+        if not landing.catch_up(project, worktree, self.spec.target, self.identity):
             self.log.verbose("worktree not brought up to date (dirty, or the rebase failed)")
         before = self.state.attempted_cycles
         try:
@@ -456,7 +458,7 @@ class Coordinator:
         user's tip for the next worker."""
         self._salvage(slot, why)
         slot.branch = f"helix/worker-{self.stamp}-{slot.number}r{len(slot.pids)}"
-        landing.switch(slot.worktree, slot.branch, self.target)
+        landing.switch(self.project, slot.worktree, slot.branch, self.target)
 
     def _salvage(self, slot: Slot, why: str) -> None:
         """A stopped worker's leftovers: its unfinished changes go to a branch of
@@ -465,6 +467,7 @@ class Coordinator:
         assert self._identity is not None
         try:
             unfinished = landing.set_aside_unfinished(
+                self.project,
                 slot.worktree,
                 f"helix: unfinished work of {why} (not verified)",
                 self._identity,
@@ -474,7 +477,7 @@ class Coordinator:
                 self.log.event(
                     f"unfinished work of {why} kept on {slot.branch}-unfinished ({unfinished[:12]})"
                 )
-            tasks = landing.tasks_ahead(slot.worktree, self.target)
+            tasks = landing.tasks_ahead(self.project, slot.worktree, self.target)
             if not tasks:
                 return
             result = landing.land(
