@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from helix import files
 from helix.cli.common import (
     emit,
     guarded,
@@ -550,6 +549,8 @@ def memory_export(file: str, embeddings: bool) -> None:
 
     Example: helix memory export team-memory.jsonl
     """
+    from helix import files  # imported where used: a fresh recall never needs it
+
     count = 0
 
     def lines(mem: Memory) -> Iterator[bytes]:

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from helix import files
 from helix.errors import StoreError
 from helix.memory.migrations import LATEST, MIGRATIONS
 
@@ -360,6 +359,8 @@ def _open_read_only(path: Path) -> sqlite3.Connection:
 
 @contextlib.contextmanager
 def _migration_lock(path: Path) -> Iterator[None]:
+    from helix import files  # imported where used: a current store is never migrated
+
     # No deadline: a migration must finish, and the next opener must wait for it.
     with files.locked(path.with_name(path.name + ".migrate.lock"), None):
         yield
