@@ -73,6 +73,9 @@ if together:  # the first builds wait for each other: they start from the same c
     while len(os.listdir(started)) < together and time.time() < deadline:
         time.sleep(0.05)
 os.makedirs("done", exist_ok=True)
+if os.environ.get("STUB_JUNK"):  # a file the user's .git/info/exclude ignores
+    os.makedirs("junk", exist_ok=True)
+    open(os.path.join("junk", ids[0] + ".log"), "w").close()
 for task in ids:
     with open(os.path.join("done", task + ".txt"), "w") as handle:
         handle.write(task + "\n")
@@ -295,6 +298,19 @@ def test_work_that_conflicts_when_landing_is_reopened_and_built_again(world: Wor
     kept = git(world, "branch", "--list", "helix/*").split()
     assert len(kept) == 1 and f"unlanded-{again}" in kept[0]
     assert f"kept branch {kept[0]}" in proc.stderr
+    assert_clean_end(world)
+
+
+def test_what_the_users_git_exclude_ignores_is_not_landed(world: World) -> None:
+    # a worker's copy has a .git of its own: the user's info/exclude must hold there too
+    exclude = world.project / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text("junk/\n")
+    ids = make_tasks(world, 2)
+    proc = world.helix(*run_args(world, "--workers", "2"), env=world.env(STUB_JUNK="1"))
+    assert proc.returncode == 0, proc.stderr
+    assert set(git(world, "ls-files").split()) >= {f"done/{i}.txt" for i in ids}
+    assert not [f for f in git(world, "ls-files").split() if f.startswith("junk/")]
     assert_clean_end(world)
 
 

@@ -142,6 +142,14 @@ def add_worktree(project: Path, path: Path, branch: str, start: str) -> None:
     """A worker's copy at ``path`` (module docstring) on a new branch ``branch``
     made at ``start``, a branch of the project."""
     _git(project, *_LOCAL, "clone", "-q", "--shared", "--no-checkout", str(project), str(path))
+    # What the user's .git/info/exclude ignores stays out of the worker's commits,
+    # as it did in a linked worktree (which shares that file).
+    common = Path(_out(project, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    exclude = common / "info" / "exclude"
+    if exclude.is_file():
+        mine = path / ".git" / "info" / "exclude"
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(exclude, mine)
     _git(path, "checkout", "-q", "-b", branch, tip(project, start))
 
 
