@@ -18,6 +18,7 @@ from run_harness import World
 
 from helix import files
 from helix.loop import provenance
+from helix.run import landing
 from helix.run.state import RunLock
 from helix.tasks.tracker import Tracker
 
@@ -312,6 +313,28 @@ def test_what_the_users_git_exclude_ignores_is_not_landed(world: World) -> None:
     assert set(git(world, "ls-files").split()) >= {f"done/{i}.txt" for i in ids}
     assert not [f for f in git(world, "ls-files").split() if f.startswith("junk/")]
     assert_clean_end(world)
+
+
+def test_a_workers_copy_has_its_own_git_and_sees_changes_as_the_users_checkout(
+    world: World,
+) -> None:
+    (world.project / ".git" / "info" / "exclude").write_text("junk/\n")
+    git(world, "config", "core.filemode", "false")
+    target = git(world, "symbolic-ref", "--short", "HEAD").strip()
+    copy = world.root / "copy"
+    landing.add_worktree(world.project, copy, "helix/worker-x-1", target)
+    assert (copy / ".git").is_dir()  # not a linked worktree's .git file
+    assert len(git(world, "worktree", "list").splitlines()) == 1
+
+    def in_copy(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=copy, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    assert in_copy("rev-parse", "HEAD") == git(world, "rev-parse", "HEAD").strip()
+    assert in_copy("config", "core.filemode") == "false"
+    (copy / "junk").mkdir()
+    (copy / "junk" / "x.log").write_text("x")
+    assert not landing.is_dirty(copy)
 
 
 def test_work_lands_in_a_repository_that_signs_commits(world: World) -> None:

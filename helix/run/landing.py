@@ -136,20 +136,32 @@ def check_project(project: Path) -> str:
 # Fetching between the project and a worker's copy is git's "file" transport,
 # which helix.repository turns off with every other one.
 _LOCAL = ("-c", "protocol.file.allow=always")
+_SHARED_FILES = ("exclude", "attributes")  # under .git/info/
+_SHARED_SETTINGS = (
+    "core.autocrlf",
+    "core.eol",
+    "core.filemode",
+    "core.ignorecase",
+    "core.symlinks",
+)
 
 
 def add_worktree(project: Path, path: Path, branch: str, start: str) -> None:
     """A worker's copy at ``path`` (module docstring) on a new branch ``branch``
     made at ``start``, a branch of the project."""
     _git(project, *_LOCAL, "clone", "-q", "--shared", "--no-checkout", str(project), str(path))
-    # What the user's .git/info/exclude ignores stays out of the worker's commits,
-    # as it did in a linked worktree (which shares that file).
+    # The copy sees changes as the user's checkout does, as a linked worktree (which
+    # shares the user's .git) did: what .git/info/exclude ignores stays out of the
+    # worker's commits, and so do line-ending or file-mode differences.
     common = Path(_out(project, "rev-parse", "--path-format=absolute", "--git-common-dir"))
-    exclude = common / "info" / "exclude"
-    if exclude.is_file():
-        mine = path / ".git" / "info" / "exclude"
-        mine.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(exclude, mine)
+    for name in _SHARED_FILES:
+        if (common / "info" / name).is_file():
+            (path / ".git" / "info").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(common / "info" / name, path / ".git" / "info" / name)
+    for key in _SHARED_SETTINGS:
+        value = _git(project, "config", "--local", "--get", key, check=False)
+        if value.returncode == 0:
+            _git(path, "config", "--local", key, value.stdout.decode().strip())
     _git(path, "checkout", "-q", "-b", branch, tip(project, start))
 
 
