@@ -319,6 +319,50 @@ def test_align_acquires_the_alignment_task_and_closes_it(world: World) -> None:
     assert tasks[other]["status"] == "open"
 
 
+def test_align_files_its_findings_under_the_alignment_task_and_its_epic(world: World) -> None:
+    """Seed 004: findings of alignment are filed with parent and dependency links.
+    The agent is asked to set them; helix sets what it left out."""
+    epic = world.task("Orders API", "--type", "epic")
+    other = world.task("ordinary work", "--verify", "true")
+    task = world.task(
+        "Align the API with its spec",
+        "--labels",
+        "kind:planning,action:align",
+        "--parent",
+        epic,
+        "--description",
+        "Compare docs/api.md with the routes.",
+    )
+    create = f"{sys.executable} -m helix tasks create"
+    world.script(
+        [
+            answer(
+                "^helix align: one",
+                "DONE: two gaps filed",
+                run=[
+                    f"{create} 'Document GET /orders' --verify true",
+                    f"{create} 'Route for DELETE /orders' --verify true --deps '[\"{other}\"]'",
+                    f"{create} 'Already linked' --verify true --deps '[\"{task}\"]'",
+                ],
+            )
+        ]
+    )
+    proc = run_pass(world, "align")
+    assert proc.returncode == 0, proc.stderr
+    tasks = world.tasks()
+    found = {t["title"]: t for t in tasks.values() if t["id"] not in (epic, other, task)}
+    assert sorted(found) == ["Already linked", "Document GET /orders", "Route for DELETE /orders"]
+
+    def deps(t: dict) -> list[str]:
+        return [d["depends_on_id"] for d in t.get("dependencies") or []]
+
+    assert deps(found["Document GET /orders"]) == [task]  # linked by helix
+    assert deps(found["Route for DELETE /orders"]) == [other]  # the agent's own order kept
+    assert deps(found["Already linked"]) == [task]  # not twice
+    assert all(t.get("parent") == epic for t in found.values())
+    assert tasks[task]["status"] == "closed"
+
+
 def test_align_releases_the_alignment_task_when_the_pass_fails(world: World) -> None:
     task = alignment_task(world)
     world.script([answer("^helix align: one", "no network", code=1)])

@@ -327,6 +327,7 @@ class Passes:
         task_id = task["id"]
         self.tracker.claim(task_id, recovery.OWNER, pid=os.getpid())
         self.log.event(f"align: acquired the alignment task {task_id}")
+        before = {t["id"] for t in self._tasks()}
         closed = False
         try:
             extra = "\n\n" + ALIGN_TASK.format(
@@ -342,11 +343,34 @@ class Passes:
                 closed = True
             return result
         finally:
+            self._link_findings(task, before)
             if not closed:
                 try:
                     self.tracker.unclaim(task_id)
                 except NotFound:
                     pass
+
+    def _link_findings(self, task: dict[str, Any], before: set[str]) -> list[str]:
+        """Give the tasks the alignment pass filed the links the seed asks for,
+        whether or not the agent set them: a finding with no dependency depends
+        on the alignment task (it records where the finding came from, and is
+        met once the task closes), and one with no parent gets the alignment
+        task's parent, so an epic's alignment files its findings into the epic.
+        A task filed meanwhile by other work usually has both and is left as it
+        is. Returns the ids of the findings."""
+        findings = [t for t in self._tasks() if t["id"] not in before and t["id"] != task["id"]]
+        for found in findings:
+            try:
+                if not found.get("dependencies"):
+                    self.tracker.dep_add(found["id"], task["id"])
+                if task.get("parent") and not found.get("parent"):
+                    self.tracker.update(found["id"], parent=task["parent"])
+            except HelixError as exc:  # a finding removed or edited meanwhile
+                self.log.event(f"align: could not link {found['id']}: {exc}")
+        if findings:
+            ids = ", ".join(t["id"] for t in findings)
+            self.log.event(f"align: {len(findings)} finding(s) filed under {task['id']}: {ids}")
+        return [t["id"] for t in findings]
 
     def _alignment_task(self) -> dict[str, Any] | None:
         """The first ready open task labelled as an alignment task, if any."""
