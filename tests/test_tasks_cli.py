@@ -120,6 +120,43 @@ def test_plan_creates_the_graph_from_planner_output(tmp_path: Path):
     assert [t["id"] for t in ok(run(home, "ready", "--json"))] == [first["id"]]
 
 
+def test_plan_names_relevant_files_that_are_neither_in_the_project_nor_explored(tmp_path: Path):
+    """Seed 003: confirm relevant_files reference exploration paths. A file the
+    project has or an explorer named is confirmed; any other is one warning line
+    (and listed in --json), and the plan is still created."""
+    from helix.loop import results
+
+    home = tmp_path / ".helix"
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "models.py").write_text("class User: ...\n")
+    exploration = {"findings": [{"file": "app/routes.py", "what": "the routes"}]}
+    results.record_explorer_result(home, "explorer-1", exploration)
+    files = ["app/models.py", "app/routes.py", "app/ghost.py", "app/*.py", "lib/*.py", "../x.py"]
+    plan = "PLAN_SPEC: " + json.dumps(
+        [
+            {
+                "seq": 1,
+                "slug": "s",
+                "description": "d",
+                "relevant_files": files,
+                "blocked_by": [],
+                "verify": "true",
+                "delta": ["app/models.py"],
+                "budget": 3,
+            }
+        ]
+    )
+    (tmp_path / "plan.txt").write_text(plan)
+    proc = run(home, "plan", "plan.txt", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["unconfirmed_files"] == [
+        {"seq": "001", "file": name} for name in ("app/ghost.py", "lib/*.py", "../x.py")
+    ]
+    warnings = [line for line in proc.stderr.splitlines() if "relevant file" in line]
+    assert len(warnings) == 3 and "'app/ghost.py' is neither in the project" in warnings[0]
+    assert len(json.loads(proc.stdout)["created"]) == 1
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

@@ -468,7 +468,9 @@ def tasks_plan(source: str, parent: str | None, labels: tuple[str, ...], as_json
 
     SOURCE is a file holding the planner's final message, or '-' for stdin. The plan
     is checked first (unique seq numbers, known and acyclic blocked_by, a verify
-    command per task); any problem creates nothing and is reported.
+    command per task); any problem creates nothing and is reported. A relevant file
+    that is neither in the project nor named by an exploration is one warning line
+    (and listed under unconfirmed_files with --json); the plan is still created.
 
     Example: helix tasks plan planner-output.txt --json
     """
@@ -480,11 +482,24 @@ def tasks_plan(source: str, parent: str | None, labels: tuple[str, ...], as_json
         plan.problems.append("no tasks in the PLAN_SPEC")
     if plan.problems:
         raise InvalidInput("the plan was not created: " + "; ".join(plan.problems))
-    created = open_tracker().create_plan(
+    tracker = open_tracker()
+    created = tracker.create_plan(
         plan.tasks, parent, json_list(labels, "--labels") or [], _judge_stamp()
     )
+    from helix.loop import results
+
+    paths = config.resolve()
+    unconfirmed = results.unconfirmed_files(
+        plan.tasks, paths.project, results.read_explorer_results(paths.home)
+    )
+    for item in unconfirmed:
+        click.echo(
+            f"helix: warning: task {item['seq']}: relevant file {item['file']!r} is neither "
+            "in the project nor in the exploration",
+            err=True,
+        )
     if as_json:
-        emit({"created": created, "insights": plan.insights})
+        emit({"created": created, "insights": plan.insights, "unconfirmed_files": unconfirmed})
         return
     for task in created:
         click.echo(f"created {task['id']}: {task['title']}")

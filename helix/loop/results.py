@@ -407,3 +407,45 @@ def clear_explorer_results(home: Path) -> int:
         except FileNotFoundError:
             continue
     return removed
+
+
+def unconfirmed_files(
+    tasks: list[dict[str, Any]], project: Path, explorations: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """The relevant files of planned ``tasks`` that neither exist in ``project``
+    nor are named by an exploration (seed 003: confirm that relevant_files
+    reference exploration paths). The project's tree counts as well as the
+    explorers' findings: it is the truth the findings were read from, and it is
+    there when the plan was made without an exploration. A file a sibling task
+    will create is reported too; it is a warning for the orchestrator, not a
+    refusal. One entry per task and path, in plan order."""
+    explored = {
+        str(finding.get("file", "")).strip("/")
+        for result in explorations
+        for finding in result.get("findings") or []
+        if isinstance(finding, dict)
+    }
+    root = project.resolve()
+    unconfirmed = []
+    for task in tasks:
+        for name in task.get("relevant_files") or []:
+            rel = str(name).strip()
+            if not rel or rel.strip("/") in explored:
+                continue
+            if not _in_tree(root, rel):
+                unconfirmed.append({"seq": str(task.get("seq", "")), "file": rel})
+    return unconfirmed
+
+
+def _in_tree(root: Path, rel: str) -> bool:
+    """Whether ``rel`` names something inside ``root``; a pattern (``src/*.py``)
+    counts when the folder before its first wildcard does: the plan comes from an
+    agent, and a pattern is never walked (``**/x`` would read the whole tree)."""
+    wild = min((rel.find(c) for c in "*?[" if c in rel), default=-1)
+    if wild >= 0:
+        rel = rel[:wild].rpartition("/")[0] or "."
+    try:
+        path = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return (path == root or root in path.parents) and path.exists()
