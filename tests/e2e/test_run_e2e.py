@@ -32,6 +32,8 @@ LEARNED = (
     "When adding an orders API endpoint, register its route in the router module"
     " because unregistered routes answer 404"
 )
+# Optional work the changelog's builder noticed and reported instead of doing.
+ADJACENT = {"title": "Link the changelog from the README", "description": "it is hard to find"}
 _TASK_ID = re.compile(r"^TASK_ID: (hx-[0-9a-f]{8})$", re.M)
 _INJECTED = re.compile(r"^INJECTED: (\[.*\])$", re.M)
 
@@ -39,7 +41,8 @@ _INJECTED = re.compile(r"^INJECTED: (\[.*\])$", re.M)
 def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
     """The scripted model, the same for both clients: build prompts get one shell
     command that makes VERIFY pass, then the builder contract naming what was
-    injected; the check pass after the queue drains gets STOP."""
+    injected (and, for one task, an insight; for another, adjacent work); the
+    check pass after the queue drains gets STOP."""
     if "NEXT_ACTION: <ACTION>" in prompt:
         return reply_text("NEXT_ACTION: STOP\nThe queue is drained.")
     if _TASK_ID.search(prompt) is None:
@@ -52,6 +55,8 @@ def _answer(prompt: str, answered_tool: bool, reply_text, reply_shell):
     learned = ""
     if target == "endpoint.txt":
         learned = "INSIGHT: " + json.dumps({"content": LEARNED, "tags": ["api"]}) + "\n"
+    if target == "changelog.txt":
+        learned = "ADJACENT: " + json.dumps(ADJACENT) + "\n"
     return reply_text(f"All good.\nDELIVERED: {target} written\nUTILIZED: {used}\n{learned}")
 
 
@@ -112,6 +117,11 @@ def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
     recalled = _helix(sandbox, env, "memory", "recall", "register the orders endpoint route")
     assert LEARNED[:50] in recalled.stdout, recalled.stdout + recalled.stderr
     assert "learned 1: " in run.stderr
+    # the adjacent work it reported was filed under the delivered task, with no VERIFY
+    (adjacent,) = [t for t in tasks.values() if t["id"] not in ids]
+    assert adjacent["title"] == ADJACENT["title"] and adjacent["parent"] == ids[0]
+    assert "adjacent-work" in adjacent["labels"] and not adjacent.get("verify")
+    assert adjacent["status"] == "open"
     # summary lines: one per event, tokens parsed from the client's JSON output
     lines = [line for line in run.stderr.splitlines() if " -> DELIVERED " in line]
     assert len(lines) == 3
