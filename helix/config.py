@@ -49,6 +49,10 @@ RUN_STATE_FILE = "run-state.json"
 RUN_LOCK_FILE = "run.lock"
 CONTEXT_FILE = "context.md"
 PLUGIN_ROOT_FILE = "plugin_root"
+# Set by `helix run --workers` for the agents it runs: the copy of the project the
+# agent works in, while HELIX_HOME names the project's data. Hooks started in that
+# copy judge its changes there (helix.claude.hooks.Context.project).
+WORKTREE_ENV = "HELIX_WORKTREE"
 
 
 @dataclass(frozen=True)

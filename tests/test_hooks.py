@@ -590,3 +590,21 @@ def test_a_verify_carried_in_a_spawn_prompt_earns_no_verified_credit(stocked: Se
             "SELECT count(*) FROM feedback_event WHERE verified = 1"
         ).fetchone()[0]
     assert rows == [(0, "delivered")] and verified == 0
+
+
+def test_a_hook_in_a_workers_copy_judges_the_copy_and_keeps_the_projects_data(
+    tmp_path: Path,
+) -> None:
+    # `helix run --workers`: the agent works in a copy of the project outside it,
+    # HELIX_HOME names the project's data and HELIX_WORKTREE the copy
+    project, copy = tmp_path / "project", tmp_path / "copies" / "1"
+    (project / ".helix").mkdir(parents=True)
+    (copy / "src").mkdir(parents=True)
+    env = {"HELIX_HOME": str(project / ".helix"), "HELIX_WORKTREE": str(copy)}
+    inside = hooks.Context({"cwd": str(copy / "src")}, env)
+    assert inside.project == copy and inside.home == project / ".helix"
+    # started anywhere else, or with no copy named, the project is the data's folder
+    elsewhere = hooks.Context({"cwd": str(project)}, env)
+    assert elsewhere.project == project
+    plain = hooks.Context({"cwd": str(copy)}, {"HELIX_HOME": str(project / ".helix")})
+    assert plain.project == project

@@ -95,6 +95,17 @@ class Context:
 
     @property
     def project(self) -> Path:
+        """Where VERIFY runs and a builder's changes are checkpointed and judged:
+        the folder of the data directory, or, for a hook started in it, the copy
+        of the project a ``helix run --workers`` agent works in
+        (:data:`config.WORKTREE_ENV`; the data stays the project's)."""
+        copy = self.env.get(config.WORKTREE_ENV)
+        if copy and self.start is not None and os.path.isabs(copy):
+            try:
+                if self.start.resolve().is_relative_to(Path(copy).resolve()):
+                    return Path(copy)
+            except (OSError, RuntimeError):
+                pass
         return self.paths.project
 
     @property

@@ -13,7 +13,9 @@ Design (why it looks like this):
   ``run-state.json``, checkpoints, ``context.md``, blocker report) would collide
   between workers, so each worker has a data directory of its own,
   ``.helix/workers/<k>/`` (``HELIX_HOME`` of the worker process; the agent it runs
-  is pointed at the project's ``.helix/`` instead). The worker's supervisor is
+  is pointed at the project's ``.helix/`` instead, and its hooks at its worktree,
+  ``HELIX_WORKTREE``: a helix builder it spawns is checkpointed, verified and
+  judged where it works, not in the user's checkout). The worker's supervisor is
   :class:`helix.run.supervisor.Supervisor` itself, wrapped from outside: the same
   claims, back-off, three strikes, drift and blocker rules. Attempts are counted
   in the shared tracker, so the fourth failure blocks a task whichever workers
@@ -400,7 +402,11 @@ class Coordinator:
             target=self.target,
             log=str(log),
             params=self.params,
-            agent_env={"HELIX_HOME": str(self.home), "HELIX_DB": str(self.db)},
+            agent_env={
+                "HELIX_HOME": str(self.home),
+                "HELIX_DB": str(self.db),
+                config.WORKTREE_ENV: str(slot.worktree),  # where its hooks judge its work
+            },
         )
         spec_path = slot.home / SPEC_FILE
         spec.save(spec_path)
