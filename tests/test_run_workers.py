@@ -83,6 +83,13 @@ for task in ids:
     if os.environ.get("STUB_SHARED"):  # every task also writes the same file
         with open("shared.txt", "w") as handle:
             handle.write(task + "\n")
+if os.environ.get("STUB_BUILDER_SETTLES"):  # as the hooks of a helix builder it spawned do
+    from helix.tasks.tracker import Tracker
+    home = os.environ.get("HELIX_HOME") or os.path.join(os.getcwd(), ".helix")
+    tracker = Tracker(os.path.join(home, "tasks.jsonl"))
+    for task in ids:
+        tracker.close(task, "delivered", "by its helix builder")
+        tracker.update(task, **{"helix-verified": True})
 sys.stdout.write("".join(f"TASK_ID: {t}\nDELIVERED: done\nUTILIZED: []\n" for t in ids))
 """
 
@@ -335,6 +342,26 @@ def test_a_workers_copy_has_its_own_git_and_sees_changes_as_the_users_checkout(
     (copy / "junk").mkdir()
     (copy / "junk" / "x.log").write_text("x")
     assert not landing.is_dirty(copy)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_task_its_helix_builder_settled_keeps_its_work(world: World, workers: str) -> None:
+    # the agent delegated to a helix builder, whose hooks closed the task (verified)
+    # before helix ran VERIFY: that is no drift, and the work must stay (and land)
+    ids = make_tasks(world, 2)
+    env = world.env(STUB_BUILDER_SETTLES="1")
+    proc = world.helix(*run_args(world, "--workers", workers), env=env)
+    assert proc.returncode == 0, proc.stderr
+    tasks = world.tasks()
+    assert all(tasks[i]["status"] == "closed" for i in ids)
+    assert builds(world) == {i: 1 for i in ids}
+    assert "queue drift" not in proc.stderr, proc.stderr
+    assert "DELIVERED (by its helix builder)" in proc.stderr
+    if workers == "1":  # a single run leaves the work in the user's tree
+        assert all((world.project / "done" / f"{i}.txt").is_file() for i in ids)
+        return
+    assert set(git(world, "ls-files", "done").split()) == {f"done/{i}.txt" for i in ids}
+    assert_clean_end(world)
 
 
 def test_work_lands_in_a_repository_that_signs_commits(world: World) -> None:

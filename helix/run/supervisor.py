@@ -414,6 +414,14 @@ class Supervisor:
         check, tampered = settled["verification"], bool(settled.get("tampered"))
         self.log.verbose(f"{task_id}: {runlog.settlement(settled)}")
         current = self.tracker.get(task_id)
+        if _closed_by_its_builder(current, print_, check, tampered):
+            # The agent handed the task to a helix builder, whose hooks settled it
+            # and closed it, verified where it worked; helix's VERIFY passed too. It
+            # is delivered, and its changes are kept (undoing them as drift lost them).
+            self._closed_by_run += 1
+            return Attempt(
+                task_id, "DELIVERED (by its helix builder)", closed=True, settled=settled
+            )
         if selection.fingerprint(current) != print_ or current.get("status") != "in_progress":
             self.tracker.unclaim(task_id)
             self._skip(task_id, "queue drift before close")
@@ -669,6 +677,21 @@ class Supervisor:
             )
         except (OSError, HelixError) as exc:
             self.log.verbose(f"context.md not written: {exc}")
+
+
+def _closed_by_its_builder(
+    task: Mapping[str, Any], print_: tuple, check: Mapping[str, Any], tampered: bool
+) -> bool:
+    """Whether a task this run claimed was closed meanwhile by a verified
+    settlement (the hooks of a helix builder the agent spawned), unchanged
+    otherwise, and helix's own VERIFY of the attempt passed."""
+    return (
+        task.get("status") == "closed"
+        and task.get("helix-verified") is True
+        and selection.fingerprint(task) == print_
+        and check.get("passed") is True
+        and not tampered
+    )
 
 
 def _status(attempt: Attempt) -> CycleResult:
