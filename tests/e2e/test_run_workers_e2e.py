@@ -25,6 +25,9 @@ from pathlib import Path
 import pytest
 from agent_clis import helix, serve
 from claude_runner import PLUGIN_DIR, Sandbox
+from fake_anthropic import agent_call
+
+from helix.loop import contracts
 
 INSIGHT = (
     "When adding a database migration, make it reversible with a down step"
@@ -162,3 +165,55 @@ def test_two_workers_drain_four_tasks_with_a_real_agent_cli(
         assert len(settled) == 1 and settled[0]["verified"], attempts
         assert not settled[0]["out_of_scope"] and not settled[0]["tampered"], attempts
     assert "2 workers: 4 task(s) closed and landed on main" in run.stderr, said
+
+
+def _delegating(prompt: str, answered_tool: bool, reply_text, reply_shell):
+    """helix run's builder hands its task to the plugin's helix:builder, which writes
+    what VERIFY greps for; the check pass says STOP."""
+    if "NEXT_ACTION: <ACTION>" in prompt:
+        return reply_text("NEXT_ACTION: STOP\nThe queue is drained.")
+    found = _TASK_ID.search(prompt)
+    if found is None:
+        return None
+    word, target = _VERIFY.search(prompt).groups()
+    if "You are working unattended" in prompt:  # helix run's own prompt: delegate
+        if answered_tool:
+            return reply_text(f"DELIVERED: {target} written by the builder\nUTILIZED: []\n")
+        verify = f"grep -qx {word} {target}"
+        brief = contracts.builder_prompt(found.group(1), "t", "t", verify)
+        return agent_call("helix:builder", brief, background=False)
+    if not answered_tool:
+        return reply_shell(f"echo {word} > {target}")
+    return reply_text(f"DELIVERED: {target} written\nUTILIZED: []\n")
+
+
+def test_a_workers_agent_that_spawns_a_helix_builder_is_judged_in_its_copy(
+    claude_bin: Path, sandbox: Sandbox, request: pytest.FixtureRequest
+) -> None:
+    # The builder's hooks settle it: in the worker's copy (where the work is), not in
+    # the user's checkout, and helix run keeps and lands what it settled.
+    _project(sandbox)
+    with serve("claude", _delegating, request, {"HELIX_BACKOFF_SLEEP": "0"}) as (fake, env):
+        start = _git(sandbox, "rev-parse", "HEAD").strip()
+        made = helix(
+            sandbox, env, "tasks", "create", "Write the changelog", "--verify",
+            "grep -qx built-0 changelog.txt", "--json",
+        )  # fmt: skip
+        task_id = json.loads(made.stdout)["id"]
+        run = helix(
+            sandbox, env, "run", "-s", "--workers", "2", "--plugin-dir", str(PLUGIN_DIR),
+            timeout=200,
+        )  # fmt: skip
+        errors = "\n".join(fake.errors)
+    said = f"{run.stderr}\n{errors}"
+    assert run.returncode == 0, said
+    task = json.loads(helix(sandbox, env, "tasks", "show", task_id, "--json").stdout)
+    assert task["status"] == "closed" and task["helix-verified"], (task, said)
+    assert not task.get("helix-attempts"), task  # no failed attempt anywhere
+    assert (sandbox.project / "changelog.txt").read_text().strip() == "built-0"
+    assert _git(sandbox, "rev-list", "--count", f"{start}..main").strip() == "1"
+    attempts = json.loads(helix(sandbox, env, "history", task_id).stdout)
+    by_hook = [a for a in attempts if a["source"] == "hook"]
+    assert len(by_hook) == 1 and by_hook[0]["verified"], attempts
+    assert by_hook[0]["outcome"] == "delivered" and by_hook[0]["verify_exit"] == 0, attempts
+    assert "DELIVERED (by its helix builder)" in run.stderr, said
