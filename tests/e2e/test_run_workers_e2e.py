@@ -23,22 +23,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import test_run_e2e as single  # as a module: its tests are not collected twice
 from agent_clis import helix, serve
 from claude_runner import PLUGIN_DIR, Sandbox
 from fake_anthropic import agent_call
 
 from helix.loop import contracts
 
-INSIGHT = (
-    "When adding a database migration, make it reversible with a down step"
-    " because production rollbacks need it"
-)
-TASKS = [
-    ("Write the changelog entry for release 2", "changelog.txt"),
-    ("Add a database migration for the orders table", "migration.txt"),
-    ("Add the orders API endpoint", "endpoint.txt"),
-    ("Document the deploy steps", "deploy.txt"),
-]
+# The single run's insight and tasks, and one more: four tasks for two workers.
+INSIGHT = single.INSIGHT
+TASKS = [*single.TASKS, ("Document the deploy steps", "deploy.txt")]
 _TASK_ID = re.compile(r"^TASK_ID: (hx-[0-9a-f]{8})$", re.M)
 _INJECTED = re.compile(r"^INJECTED: (\[.*\])$", re.M)
 _VERIFY = re.compile(r"^VERIFY: grep -qx (\S+) (\S+)$", re.M)
