@@ -150,6 +150,21 @@ class Paths:
         return self.home / PLUGIN_ROOT_FILE
 
 
+def is_repository(folder: Path) -> bool:
+    """Whether ``folder`` is the top of a git repository, as git itself decides:
+    a ``.git`` folder that holds a ``HEAD``, or a ``.git`` file naming one
+    (worktrees and submodules). An empty or stray ``.git`` folder is none: one
+    left in /tmp by a tool would otherwise make every folder below it a project.
+    Raises OSError when it cannot be read."""
+    git = folder / ".git"
+    if git.is_dir():
+        return (git / "HEAD").is_file()
+    if git.is_file():
+        with open(git, "rb") as handle:
+            return handle.read(8) == b"gitdir: "
+    return False
+
+
 def find_home(start: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """Return the data directory for ``start`` (default: cwd). Pure: creates nothing."""
     env = os.environ if env is None else env
@@ -161,8 +176,8 @@ def find_home(start: Path | None = None, env: Mapping[str, str] | None = None) -
         try:
             if (folder / DATA_DIR_NAME).is_dir():
                 return folder / DATA_DIR_NAME
-            if repository is None and (folder / ".git").exists():
-                repository = folder  # a .git file too: worktrees and submodules
+            if repository is None and is_repository(folder):
+                repository = folder
         except OSError:  # unreadable or over-long: not a project we can use
             continue
     return (repository or here) / DATA_DIR_NAME
@@ -199,7 +214,7 @@ def find_project(start: Path, env: Mapping[str, str] | None = None) -> Paths | N
         return None
     paths = resolve(start, env)
     try:
-        is_project = paths.home.is_dir() or (paths.project / ".git").exists()
+        is_project = paths.home.is_dir() or is_repository(paths.project)
     except OSError:
         return None
     return paths if is_project else None

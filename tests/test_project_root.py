@@ -45,12 +45,19 @@ def project(tmp_path: Path) -> Path:
         ("elsewhere", None),  # no project above it
         ("repo/src", "repo"),  # a git repository is a project, .helix or not
         ("repo", "repo"),
+        ("worktree/src", "worktree"),  # a .git file: a linked worktree or submodule
+        ("stray/src", None),  # an empty .git folder is no repository (git agrees)
+        ("fake/src", None),  # nor is a .git file that names nothing
     ],
 )
 def test_find_project(project: Path, start: str, expected: str | None) -> None:
     (project.parent / "elsewhere").mkdir()
-    (project.parent / "repo" / ".git").mkdir(parents=True)
-    (project.parent / "repo" / "src").mkdir()
+    subprocess.run(["git", "init", "-q", str(project.parent / "repo")], check=True, timeout=60)
+    for name in ("repo", "worktree", "stray", "fake"):
+        (project.parent / name / "src").mkdir(parents=True, exist_ok=True)
+    (project.parent / "worktree" / ".git").write_text("gitdir: /somewhere/.git/worktrees/w\n")
+    (project.parent / "stray" / ".git").mkdir()
+    (project.parent / "fake" / ".git").write_text("not a pointer\n")
     found = config.find_project(project.parent / start, no_home_env())
     if expected is None:
         assert found is None
