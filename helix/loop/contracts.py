@@ -151,11 +151,14 @@ def entry_lines(head: str, content: str, kind: str, indent: str, cut: int = 0) -
     ]
 
 
+# The patterns below and the outcome markers' are kept as text and compiled at
+# their first use (re caches them): a spawn's PreToolUse reads only the prompt's
+# fields and skips compiling them (~1 ms of its start).
 # A step's own numbering or bullet ("1.", "2)", "-", "*", "Step 3:"), dropped
 # so that the steps are numbered once, in order.
-_STEP_MARK = re.compile(r"^(?:\d{1,3}[.)]|[-*\u2022]|step\s*\d{1,3}\s*[.:)-]?)\s+", re.I)
+_STEP_MARK = r"^(?:\d{1,3}[.)]|[-*\u2022]|step\s*\d{1,3}\s*[.:)-]?)\s+"
 # "1. a 2. b 3. c" on one line: a number closed by "." or ")" after a space.
-_INLINE_STEP = re.compile(r"(?:^|(?<=\s))(\d{1,2})[.)]\s+")
+_INLINE_STEP = r"(?:^|(?<=\s))(\d{1,2})[.)]\s+"
 
 
 def procedure_steps(content: str) -> list[str]:
@@ -166,13 +169,14 @@ def procedure_steps(content: str) -> list[str]:
     lines = [line for line in lines if line]
     if len(lines) == 1:
         text = lines[0]
-        marks = list(_INLINE_STEP.finditer(text))
+        marks = list(re.finditer(_INLINE_STEP, text))
         if len(marks) >= 2 and [int(m.group(1)) for m in marks] == list(range(1, len(marks) + 1)):
             ends = [m.start() for m in marks[1:]] + [len(text)]
             head = text[: marks[0].start()].strip()
             lines = [head] if head else []
             lines += [text[m.end() : end].strip() for m, end in zip(marks, ends, strict=True)]
-    steps = [_STEP_MARK.sub("", _STEP_MARK.sub("", line, count=1)) or line for line in lines]
+    mark = re.compile(_STEP_MARK, re.I)
+    steps = [mark.sub("", mark.sub("", line, count=1)) or line for line in lines]
     return steps if len(steps) >= 2 else []
 
 
@@ -291,17 +295,13 @@ def parse_prompt(text: object) -> Prompt:
 # or heading characters. The prefix never crosses a line end and holds the only
 # star run before the name, so a match attempt costs the length of its line.
 _MARK = r"^[ \t>*_`#-]*{name}\**\s*:\**\s*"
-_STATUS = re.compile(_MARK.format(name="(DELIVERED|BLOCKED|PARTIAL)") + r"(.*)$", re.M)
-_SUB = {
-    name: re.compile(_MARK.format(name=name) + r"(.*)$", re.M)
-    for name in ("TRIED", "ERROR", "REMAINING")
-}
-_PLAN_COMPLETE = re.compile(_MARK.format(name="PLAN_COMPLETE"), re.M)
+_STATUS = _MARK.format(name="(DELIVERED|BLOCKED|PARTIAL)") + r"(.*)$"
+_SUB = {name: _MARK.format(name=name) + r"(.*)$" for name in ("TRIED", "ERROR", "REMAINING")}
+_PLAN_COMPLETE = _MARK.format(name="PLAN_COMPLETE")
 _JSON_MARKS = {
-    name: re.compile(_MARK.format(name=name), re.M)
-    for name in ("INSIGHT", "INJECTED", "UTILIZED", "PLAN_SPEC")
+    name: _MARK.format(name=name) for name in ("INSIGHT", "INJECTED", "UTILIZED", "PLAN_SPEC")
 }
-_FENCE = re.compile(r"\s*(?:```[a-zA-Z]*)?\s*")
+_FENCE = r"\s*(?:```[a-zA-Z]*)?\s*"
 _LISTED = 5  # outcome markers named in the problem about several of them
 
 
@@ -312,7 +312,7 @@ def _json_at(text: str, marker: re.Match[str]) -> tuple[Any, str | None]:
     name = marker.group(0).strip(" \t>*_`#-:\n\r")
     # strict=False: agents wrap long lines inside JSON strings; accept the newline.
     decoder = json.JSONDecoder(strict=False)
-    start = _FENCE.match(text, marker.end())
+    start = re.compile(_FENCE).match(text, marker.end())
     try:
         value, _ = decoder.raw_decode(text, start.end() if start else marker.end())
     except json.JSONDecodeError as exc:
@@ -325,7 +325,7 @@ def _json_at(text: str, marker: re.Match[str]) -> tuple[Any, str | None]:
 def _last_json(text: str, name: str) -> tuple[Any, str | None] | None:
     """The JSON after the last ``NAME:`` marker (the one that counts), or None."""
     last = None
-    for last in _JSON_MARKS[name].finditer(text):  # noqa: B007 - the last one is kept
+    for last in re.finditer(_JSON_MARKS[name], text, re.M):  # noqa: B007 - the last one is kept
         pass
     return None if last is None else _json_at(text, last)
 
@@ -359,7 +359,7 @@ def parse_outcome(text: Any) -> Outcome:
         result.problems.append("no output")
         return result
     text = _message_tail(text)
-    matches = list(_STATUS.finditer(text))
+    matches = list(re.finditer(_STATUS, text, re.M))
     if matches:
         last = matches[-1]
         statuses = [m.group(1) for m in matches]
@@ -375,14 +375,14 @@ def parse_outcome(text: Any) -> Outcome:
     else:
         result.problems.append("no DELIVERED, BLOCKED or PARTIAL marker")
     for name, pattern in _SUB.items():
-        found = pattern.findall(text)
+        found = re.findall(pattern, text, re.M)
         if found:
             setattr(result, name.lower(), found[-1].strip().strip("*_` "))
     if result.status == "blocked" and not (result.tried or result.error):
         result.problems.append("BLOCKED without TRIED or ERROR")
     if result.status == "partial" and not result.remaining:
         result.problems.append("PARTIAL without REMAINING")
-    result.plan_complete = _PLAN_COMPLETE.search(text) is not None
+    result.plan_complete = re.search(_PLAN_COMPLETE, text, re.M) is not None
     _read_insights(text, result)
     for name in ("INJECTED", "UTILIZED"):
         found_json = _last_json(text, name)
@@ -399,7 +399,7 @@ def parse_outcome(text: Any) -> Outcome:
 def _read_insights(text: str, result: Outcome) -> None:
     """The first :data:`MAX_INSIGHTS` INSIGHT markers are read; any past them
     are counted in ``problems`` and never decoded."""
-    markers = _JSON_MARKS["INSIGHT"].finditer(text)
+    markers = re.finditer(_JSON_MARKS["INSIGHT"], text, re.M)
     read = 0
     for marker in markers:
         read += 1
@@ -425,7 +425,7 @@ def _read_insights(text: str, result: Outcome) -> None:
         )
 
 
-_SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_SLUG = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 
 
 @dataclass
@@ -475,7 +475,7 @@ def parse_plan(text: Any) -> Plan:
             plan.problems.append(f"duplicate seq {seq}")
             continue
         slug = str(raw.get("slug", "")).strip()
-        if not _SLUG.match(slug):
+        if not re.match(_SLUG, slug):
             plan.problems.append(f"{where} (seq {seq}): slug must be kebab-case, got {slug!r}")
         description = raw.get("description")
         if not isinstance(description, str) or not description.strip():
