@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helix.loop.worktree import Checkpoint
+from helix.loop.worktree import Checkpoint, changed_paths, status
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
 
@@ -103,3 +103,35 @@ def test_repository_without_commits(tmp_path: Path) -> None:
     point.revert()
     assert not (root / "agent.txt").exists()
     assert (root / "mine.txt").read_text() == "mine\n"
+
+
+def test_one_status_call_gives_the_changed_paths_and_head(repo: Path, tmp_path: Path) -> None:
+    """status() (porcelain v2) answers what git's own commands answer: the paths,
+    relative to the root whatever the cwd, with a rename's both sides and odd
+    names intact, and HEAD (None before the first commit)."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    subprocess.run(["git", "mv", "b.txt", "renamed b.txt"], cwd=repo, check=True)
+    (repo / "src" / "a.py").write_text("a = 2\n")
+    (repo / "src" / "new\nline.py").write_text("x\n")
+    (repo / "src" / "sub").mkdir()
+    (repo / "src" / "sub" / 'ünï q"uote.txt').write_text("u\n")
+    (repo / ".helix").mkdir()
+    (repo / ".helix" / "state.json").write_text("{}")
+    paths, at = status(repo / "src")
+    assert at == head
+    assert set(paths) == {
+        "renamed b.txt",
+        "b.txt",
+        "src/a.py",
+        "src/new\nline.py",
+        'src/sub/ünï q"uote.txt',
+    }
+    assert changed_paths(repo) == paths
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=empty, check=True)
+    (empty / "first.txt").write_text("1\n")
+    assert status(empty) == (["first.txt"], None)

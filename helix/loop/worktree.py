@@ -31,9 +31,14 @@ DATA_DIR = config.DATA_DIR_NAME
 MAX_SAVED_BYTES = 64 * 1024 * 1024  # a bigger dirty file is noted, not copied
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    root: Path, *args: str, check: bool = True, drivers: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS`` through :func:`helix.repository.run`. ``drivers=False`` skips
+    its ``git config --list`` (one process fewer) for a command that reads no
+    file's content, so no filter or diff driver could run (``rev-parse``)."""
     try:
-        proc = repository.run(root, *args)
+        proc = repository.run(root, *args, check_drivers=drivers)
     except subprocess.TimeoutExpired as exc:
         raise HelixError(f"git {args[0]} timed out") from exc
     if check and proc.returncode != 0:
@@ -45,7 +50,7 @@ def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 def git_root(cwd: Path) -> Path | None:
     """The worktree's top directory, or None outside git (or without git)."""
     try:
-        proc = _git(cwd, "rev-parse", "--show-toplevel", check=False)
+        proc = _git(cwd, "rev-parse", "--show-toplevel", check=False, drivers=False)
     except OSError:
         return None
     if proc.returncode != 0:
@@ -53,30 +58,49 @@ def git_root(cwd: Path) -> Path | None:
     return Path(proc.stdout.decode().strip())
 
 
-def _head(root: Path) -> str | None:
-    proc = _git(root, "rev-parse", "--verify", "-q", "HEAD", check=False)
-    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
-
-
 def changed_paths(root: Path) -> list[str]:
     """Paths git reports as modified, deleted, added or untracked (not ignored)."""
+    return status(root)[0]
+
+
+# Porcelain v2: how many space-separated fields come before an entry's path.
+_FIELDS_BEFORE_PATH = {b"1": 8, b"2": 9, b"u": 10, b"?": 1}
+_OID = b"# branch.oid "
+
+
+def status(root: Path) -> tuple[list[str], str | None]:
+    """(:func:`changed_paths`, the ``HEAD`` commit or None before the first
+    commit), from one ``git status`` (porcelain v2, paths relative to the root)."""
     out = _git(
-        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"
+        root,
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "--no-ahead-behind",
+        "-z",
+        "--untracked-files=all",
+        "--ignore-submodules=all",
     ).stdout
     parts = out.split(b"\0")
+    head: str | None = None
     paths: list[str] = []
     index = 0
     while index < len(parts):
         entry = parts[index]
         index += 1
-        if len(entry) < 4:
+        if entry.startswith(_OID):
+            oid = entry[len(_OID) :].decode()
+            head = None if oid == "(initial)" else oid
             continue
-        code, path = entry[:2], entry[3:].decode("utf-8", "surrogateescape")
-        paths.append(path)
-        if code[:1] in (b"R", b"C") and index < len(parts):  # the rename's source follows
+        fields = _FIELDS_BEFORE_PATH.get(entry[:1])
+        words = entry.split(b" ", fields) if fields else []
+        if len(words) <= (fields or 0):
+            continue  # another header, or the empty end
+        paths.append(words[-1].decode("utf-8", "surrogateescape"))
+        if entry[:1] == b"2" and index < len(parts):  # the rename's source follows
             paths.append(parts[index].decode("utf-8", "surrogateescape"))
             index += 1
-    return [p for p in dict.fromkeys(paths) if not _is_data(p)]
+    return [p for p in dict.fromkeys(paths) if not _is_data(p)], head
 
 
 def _is_data(path: str) -> bool:
@@ -128,14 +152,14 @@ class Checkpoint:
         root = root or git_root(cwd)
         if root is None:
             return cls(root=None)
-        names = changed_paths(root)
+        names, head = status(root)
         if max_files is not None and len(names) > max_files:
             raise HelixError(f"{len(names)} files were changed already")
         if max_bytes is not None:
             size = sum(_size(root / rel) for rel in names)
             if size > max_bytes:
                 raise HelixError(f"the files changed already hold {size >> 20} MB")
-        point = cls(root=root, head=_head(root), saved=saved)
+        point = cls(root=root, head=head, saved=saved)
         if saved.exists():
             shutil.rmtree(saved)
         saved.mkdir(parents=True)
@@ -156,8 +180,8 @@ class Checkpoint:
         """Paths whose content differs from the checkpoint."""
         if self.root is None:
             return []
-        candidates = set(changed_paths(self.root)) | set(self.dirty)
-        head = _head(self.root)
+        names, head = status(self.root)
+        candidates = set(names) | set(self.dirty)
         if self.head and head and head != self.head:
             diff = _git(self.root, "diff", "--name-only", "-z", self.head, head).stdout
             candidates |= {p.decode("utf-8", "surrogateescape") for p in diff.split(b"\0") if p}
