@@ -108,6 +108,24 @@ def hooks_section(r: dict) -> list[str]:
         "which loads the model.",
         "",
         *table(header, rows),
+        *git_variant(r["details"].get("git_tier")),
+    ]
+
+
+def git_variant(t: dict | None) -> list[str]:
+    """The same hooks in a project that is a git repository (hook_latency's git
+    variant), where PreToolUse also checkpoints a builder's worktree."""
+    if not t:
+        return []
+    events = "; ".join(
+        f"{event} {spread_s(s['wall_s'])} = {times_floor(s)} floor"
+        for event, s in t["events"].items()
+    )
+    return [
+        f"In a project that is a git repository ({t['insights']:,} insights; a few hundred "
+        "committed files, two of them changed), where PreToolUse also checkpoints the "
+        f"builder's worktree: {events}.",
+        "",
     ]
 
 

@@ -28,19 +28,30 @@ PYTHONPATH) runs the same lifecycles on its own copy of the store, interleaved
 builder by builder, for side-by-side figures. Hooks always exit 0 (they fail
 open), so errors are counted from their stderr and ``.helix/hooks.log``.
 
+The git variant (``--git-tier``, 1,000 insights by default) runs the same
+lifecycles in a project that is a git repository, as a real one is: a few hundred
+committed files and two of them changed, not committed (``.helix/`` untracked, as
+helix leaves it). There PreToolUse of a builder also checkpoints the worktree
+(git's ``HEAD`` and a copy of the changed files, :mod:`helix.claude.setaside`)
+and SubagentStop drops or uses that checkpoint; the scratch projects of the tiers
+above are not repositories and skip that. It is reported on its own line and does
+not change the targets' tier.
+
 Targets (issue 23) at 1,000 insights: median PreToolUse (the hook that injects)
 <= 0.3 s and <= 2x the floor; median SubagentStop with an INSIGHT <= 0.5 s.
 
     python benchmarks/perf/hook_latency.py [--runs 24] [--tiers 100,1000,10000]
-        [--base DIR] [--json]
+        [--git-tier 1000] [--base DIR] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -59,6 +70,9 @@ TIERS = (100, 1000, 10_000)
 SESSION = "bench-session"
 EVENTS = ("PreToolUse", "SubagentStart", "SubagentStop", "SubagentStop+INSIGHT")
 _INJECTED = re.compile(r"INJECTED: (\[.*?\])")
+GIT_FILES = 300  # committed files of the git variant's project
+GIT_MODIFIED = 2  # of them changed and not committed
+_FOLDERS = ("src/app", "src/app/services", "src/app/models", "tests", "docs", "scripts")
 
 
 def hook(event: str, payload: dict, env: dict[str, str], workdir: Path) -> dict:
@@ -137,10 +151,44 @@ def lifecycle(
     return runs
 
 
-def measure_tier(size: int, runs: int, scratch: Path, base: Path | None = None) -> dict:
+def make_git_project(project: Path, files: int = GIT_FILES, modified: int = GIT_MODIFIED) -> None:
+    """Make ``project`` a git repository like a real one: ``files`` committed
+    source, test and doc files of 1-3 KB in a few folders, then ``modified`` of
+    them changed and left uncommitted. ``.helix/`` stays untracked."""
+    for i in range(files):
+        path = project / _FOLDERS[i % len(_FOLDERS)] / f"module_{i:03d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [f'"""Module {i}: {common.insight_text(i * 31 % common.COMBINATIONS)}"""', ""]
+        lines += [f"def step_{k}(value):\n    return value + {i * k}\n" for k in range(10 + i % 20)]
+        path.write_text("\n".join(lines))
+    (project / "README.md").write_text("# scratch project of the hook benchmark\n")
+    _git(project, "init", "-q")
+    _git(project, "add", "--", *_FOLDERS, "README.md")
+    _git(project, "commit", "-q", "-m", "start")
+    for i in range(modified):
+        path = project / _FOLDERS[i % len(_FOLDERS)] / f"module_{i:03d}.py"
+        path.write_text(path.read_text() + f"\n# changed by the user ({i})\n")
+
+
+def _git(project: Path, *args: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    identity = ("-c", "user.name=helix bench", "-c", "user.email=bench@example.invalid")
+    subprocess.run(
+        ["git", *identity, "-c", "commit.gpgsign=false", *args],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+
+
+def measure_tier(
+    size: int, runs: int, scratch: Path, base: Path | None = None, git: bool = False
+) -> dict:
     """One store size: ``runs`` builder lifecycles (after 2 warm-ups) of this
     checkout's helix and, with ``base``, of the other one's, each on a private copy
-    of the store, interleaved builder by builder with a run of the floor."""
+    of the store, interleaved builder by builder with a run of the floor. ``git``:
+    each side's project is a git repository (:func:`make_git_project`)."""
     cached, store = _stores.prepare_in_child("real", size)
     # Each side reads a store its own helix built (the same recipe, the same texts).
     stores = {"helix": cached}
@@ -149,11 +197,13 @@ def measure_tier(size: int, runs: int, scratch: Path, base: Path | None = None) 
     tasks = common.queries(runs + 2, seed=23)
     sides: dict[str, dict] = {}
     for side in stores:
-        project = scratch / f"project-{size}-{side}"
+        project = scratch / f"project-{size}-{side}{'-git' if git else ''}"
         home = project / ".helix"
         _stores.copy_store(stores[side], home / "helix.db")
+        if git:
+            make_git_project(project)
         env = common.child_env(HELIX_HOME=str(home))
-        transcript = scratch / f"claude-{size}-{side}" / f"{SESSION}.jsonl"
+        transcript = scratch / f"claude-{size}-{side}{'-git' if git else ''}" / f"{SESSION}.jsonl"
         sides[side] = {
             "project": project,
             "home": home,
@@ -188,6 +238,7 @@ def measure_tier(size: int, runs: int, scratch: Path, base: Path | None = None) 
     measured = {side: summarise(at["timings"], at["home"], floor_s) for side, at in sides.items()}
     return {
         "insights": size,
+        "git": git,
         "store": store,
         "floor_s": floor_s,
         **measured["helix"],
@@ -223,6 +274,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=24, help="timed builder runs per tier (>= 10)")
     parser.add_argument("--tiers", help="comma-separated store sizes (default 100,1000,10000)")
     parser.add_argument("--quick", action="store_true", help="12 runs per tier")
+    parser.add_argument(
+        "--git-tier",
+        type=int,
+        default=TARGET_TIER,
+        help=f"store size of the variant whose project is a git repository "
+        f"(default {TARGET_TIER}; 0: none)",
+    )
     common.add_base_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     args = parser.parse_args()
@@ -236,6 +294,11 @@ def main() -> int:
             common.log(f"tier {size:,}: {runs + 2} builder lifecycles ...")
             results.append(measure_tier(size, runs, scratch, args.base))
             common.log("  " + tier_line(results[-1]))
+        in_git = None
+        if args.git_tier:
+            common.log(f"git variant at {args.git_tier:,}: {runs + 2} builder lifecycles ...")
+            in_git = measure_tier(args.git_tier, runs, scratch, args.base, git=True)
+            common.log("  " + tier_line(in_git))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load_after = common.load_average()
@@ -246,6 +309,9 @@ def main() -> int:
     lesson = target["events"]["SubagentStop+INSIGHT"]
     errors = sum(e["errors"] for t in results for e in t["events"].values())
     errors += sum(t["errors_in_hooks_log"] for t in results)
+    if in_git:
+        errors += sum(e["errors"] for e in in_git["events"].values())
+        errors += in_git["errors_in_hooks_log"]
     passed = (
         start["wall_s"]["median"] <= TARGET_S
         and (start["ratio_to_floor"] or 0) <= TARGET_FLOOR_RATIO
@@ -262,6 +328,12 @@ def main() -> int:
         for t in results
         if t is not target
     ]
+    if in_git:
+        git_start = in_git["events"]["PreToolUse"]
+        extra.append(
+            f"in a git project at {in_git['insights']:,}: PreToolUse "
+            f"{git_start['wall_s']['median']:.3f} s = {git_start['ratio_to_floor']}x its floor"
+        )
     res = common.result(
         "hook_latency",
         f"median PreToolUse (injects) <= {TARGET_S} s and <= {TARGET_FLOOR_RATIO}x the floor "
@@ -280,6 +352,7 @@ def main() -> int:
             },
             "runs_per_tier": runs,
             "tiers": results,
+            "git_tier": in_git,
             "errors": errors,
             "load_average": {"before": load_before, "after": load_after},
             "headline_extra": ", ".join(extra),
@@ -290,6 +363,11 @@ def main() -> int:
         lines.append(tier_line(t))
         if t["base"]:
             lines.append(tier_line({**t["base"], "insights": t["insights"]}, "[base] "))
+    if in_git:
+        lines.append(tier_line(in_git, "[git] "))
+        if in_git["base"]:
+            line = tier_line({**in_git["base"], "insights": in_git["insights"]}, "[git base] ")
+            lines.append(line)
     return common.finish(res, args.json, lines)
 
 
