@@ -17,9 +17,9 @@ from helix import config, files
 from helix.claude import budgets, setaside
 from helix.errors import HelixError
 from helix.loop import contracts, results
-from helix.loop.records import Settlement
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the settlement's type, not imported by a hook that settles nothing
+    from helix.loop.records import Settlement
     from helix.memory.store import Memory
     from helix.tasks.tracker import Tracker
 
