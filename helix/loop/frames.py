@@ -28,8 +28,10 @@ is read, past which a file counts by size and modification time.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import os
+import re
 import shlex
 import stat
 import sys
@@ -158,13 +160,21 @@ def kind(rel: str) -> str | None:
     ``"config"`` (runner, build or start-up configuration), or None."""
     parts = rel.split("/")
     name = parts[-1]
-    if name in CONFIG_NAMES or any(fnmatch.fnmatchcase(name, g) for g in CONFIG_GLOBS):
+    if name in CONFIG_NAMES or _globs(CONFIG_GLOBS).match(name):
         return "config"
     if any(p in TEST_DIRS for p in parts[:-1]):
         return "test"
-    if any(fnmatch.fnmatchcase(name, g) for g in TEST_GLOBS):
+    if _globs(TEST_GLOBS).match(name):
         return "test"
     return None
+
+
+@functools.cache
+def _globs(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern that matches a name exactly when ``fnmatch.fnmatchcase`` matches
+    it with one of ``globs``: one compile instead of one per glob (~0.4 ms of a
+    builder's PreToolUse)."""
+    return re.compile("|".join(fnmatch.translate(glob) for glob in globs))
 
 
 def take(
