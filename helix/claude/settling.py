@@ -173,12 +173,16 @@ def _store_learning(memory: Memory, home: Path, refused: Sequence[Mapping[str, s
     screen refused (when proposed or when stored) is logged by reason only: its
     text may hold a secret."""
     from helix.loop import learning
-    from helix.memory import safety  # only when something was stored: see insight.py
 
     done = learning.store(memory, None, "medium", home)
     for item in done["stored"]:
         log(home, "learning", f"stored {item['id']} as {item['name']} ({item['status']})")
-    for item in [*refused, *done["skipped"]]:
+    failed = [*refused, *done["skipped"]]
+    if not failed:
+        return  # the screen compiles hundreds of patterns: imported only to log a refusal
+    from helix.memory import safety
+
+    for item in failed:
         reason = item["reason"] if not safety.find_problem(item["reason"]) else "(withheld)"
         log(home, "learning", f"refused {item['id']}: {reason}")
 
