@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from topics import TOPICS
+from topics import stock
 
 from helix.claude import codex, hooks
 from helix.loop import ledger
 from helix.loop.spawns import Records
-from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
 PAYLOADS = Path(__file__).parent / "data" / "codex_payloads"
@@ -47,10 +46,7 @@ class CodexSession:
 @pytest.fixture
 def session(tmp_path: Path, minilm) -> CodexSession:
     session = CodexSession(tmp_path)
-    with Memory(session.home / "helix.db", embedder=minilm) as memory:
-        for texts in TOPICS.values():
-            for text in texts:
-                memory.store(text)
+    stock(session.home / "helix.db", minilm)
     return session
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from evidence import credit
-from topics import TOPICS
+from topics import stock
 
 from helix.claude import hooks, spawn_fields
 from helix.loop import contracts, injection, ledger, results
@@ -121,10 +121,7 @@ def session(tmp_path: Path) -> Session:
 
 @pytest.fixture
 def stocked(session: Session, minilm) -> Session:
-    with Memory(session.home / "helix.db", embedder=minilm) as memory:
-        for texts in TOPICS.values():
-            for text in texts:
-                memory.store(text)
+    stock(session.home / "helix.db", minilm)
     return session
 
 

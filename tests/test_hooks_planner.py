@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_hooks import Session, agent_record, spawn_record
-from topics import TOPICS
-
-from helix.memory.store import Memory
+from topics import stock
 
 OBJECTIVE = "plan the database migration that adds a NOT NULL status column to orders"
 DECISION = (
@@ -35,10 +33,7 @@ INSIGHT: {json.dumps({"content": DECISION, "tags": ["auth"]})}
 @pytest.fixture
 def stocked(tmp_path: Path, minilm) -> Session:
     session = Session(tmp_path)
-    with Memory(session.home / "helix.db", embedder=minilm) as memory:
-        for texts in TOPICS.values():
-            for text in texts:
-                memory.store(text)
+    stock(session.home / "helix.db", minilm)
     return session
 
 

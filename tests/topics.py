@@ -1,5 +1,10 @@
 """Insights of three unrelated topics, for tests that check each agent gets its own."""
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
 TOPICS = {
     "db": [
         "When adding a database migration, run the upgrade inside one transaction",
@@ -14,3 +19,13 @@ TOPICS = {
         "Run the CSS linter before the frontend bundle step so broken styles fail fast",
     ],
 }
+
+
+def stock(db: Path, embedder: Any) -> None:
+    """Store every topic's insights in the store at ``db`` with ``embedder``."""
+    from helix.memory.store import Memory
+
+    with Memory(db, embedder=embedder) as memory:
+        for texts in TOPICS.values():
+            for text in texts:
+                memory.store(text)
