@@ -101,8 +101,14 @@ def mode_check(args) -> dict:
         "transformers": transformers.__version__,
         "torch_threads": torch.get_num_threads(),
         "cuda_available": bool(torch.cuda.is_available()),
-        "model_dir": args.model_dir or default_model_dir(),
+        # Named from site-packages on: the record is committed, the venv's path is not ours to publish.
+        "model_dir": _shown(args.model_dir or default_model_dir()),
     }
+
+
+def _shown(path: str) -> str:
+    marker = "site-packages/"
+    return path[path.index(marker) :] if marker in path else os.path.basename(path)
 
 
 def mode_fresh(args) -> dict:
