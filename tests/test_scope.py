@@ -105,6 +105,21 @@ def call(session: Session, agent: str, command: str) -> None:
     )
 
 
+def write(session: Session, agent: str, rel: str, text: str) -> None:
+    """A Write tool call from inside the builder, then the file it writes."""
+    target = session.project / rel
+    session.fire(
+        "PreToolUse",
+        agent_id=agent,
+        agent_type="helix:builder",
+        tool_name="Write",
+        tool_use_id=f"toolu_{agent}_{rel}",
+        tool_input={"file_path": str(target), "content": text},
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
 def helped(session: Session) -> float:
     with Memory(session.home / "helix.db", embedder=HashEmbedder()) as memory:
         return memory.list()[0]["helped"]
@@ -189,16 +204,7 @@ def test_a_stray_one_builder_wrote_with_a_file_tool_is_its_own(project: Session)
     writes = {"w1": ["src/dates.py", "stray.txt"], "w2": ["src/other.py"]}
     for agent, paths in writes.items():
         for rel in paths:  # what Claude Code's Write tool sends, from inside the subagent
-            target = project.project / rel
-            project.fire(
-                "PreToolUse",
-                agent_id=agent,
-                agent_type="helix:builder",
-                tool_name="Write",
-                tool_use_id=f"toolu_{agent}_{rel}",
-                tool_input={"file_path": str(target), "content": agent},
-            )
-            target.write_text(agent)
+            write(project, agent, rel, agent)
     for agent in ("w2", "w1"):
         project.stop(agent, "helix:builder", "DELIVERED: done\n", tool_use_id=f"toolu_{agent}")
     assert attempt(project.home, tasks["w2"]).result["out_of_scope"] == ""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from test_hooks import Session, agent_record, attempt
-from test_scope import git
+from test_scope import git, write
 
 from helix.claude import setaside
 from helix.tasks.tracker import Tracker
@@ -43,21 +43,6 @@ def spawn(session: Session, agent: str, verify: str, title: str = "Fix the dates
     session.spawn(f"toolu_{agent}", "helix:builder", prompt, background=True)
     session.start(agent, "helix:builder")
     return task["id"]
-
-
-def write(session: Session, agent: str, rel: str, text: str) -> None:
-    """A Write tool call from inside the builder, then the file it writes."""
-    target = session.project / rel
-    session.fire(
-        "PreToolUse",
-        agent_id=agent,
-        agent_type="helix:builder",
-        tool_name="Write",
-        tool_use_id=f"toolu_{agent}_{rel}",
-        tool_input={"file_path": str(target), "content": text},
-    )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
 
 
 def stop(session: Session, agent: str, answer: str = "DELIVERED: done\n") -> dict:
