@@ -482,13 +482,12 @@ def tasks_plan(source: str, parent: str | None, labels: tuple[str, ...], as_json
         plan.problems.append("no tasks in the PLAN_SPEC")
     if plan.problems:
         raise InvalidInput("the plan was not created: " + "; ".join(plan.problems))
-    tracker = open_tracker()
-    created = tracker.create_plan(
+    paths = config.resolve()
+    created = Tracker(paths.tasks).create_plan(
         plan.tasks, parent, json_list(labels, "--labels") or [], _judge_stamp()
     )
     from helix.loop import results
 
-    paths = config.resolve()
     unconfirmed = results.unconfirmed_files(
         plan.tasks, paths.project, results.read_explorer_results(paths.home)
     )

@@ -350,14 +350,14 @@ class Passes:
                 except NotFound:
                     pass
 
-    def _link_findings(self, task: dict[str, Any], before: set[str]) -> list[str]:
+    def _link_findings(self, task: dict[str, Any], before: set[str]) -> None:
         """Give the tasks the alignment pass filed the links the seed asks for,
         whether or not the agent set them: a finding with no dependency depends
         on the alignment task (it records where the finding came from, and is
         met once the task closes), and one with no parent gets the alignment
         task's parent, so an epic's alignment files its findings into the epic.
         A task filed meanwhile by other work usually has both and is left as it
-        is. Returns the ids of the findings."""
+        is."""
         findings = [t for t in self._tasks() if t["id"] not in before and t["id"] != task["id"]]
         for found in findings:
             try:
@@ -370,7 +370,6 @@ class Passes:
         if findings:
             ids = ", ".join(t["id"] for t in findings)
             self.log.event(f"align: {len(findings)} finding(s) filed under {task['id']}: {ids}")
-        return [t["id"] for t in findings]
 
     def _alignment_task(self) -> dict[str, Any] | None:
         """The first ready open task labelled as an alignment task, if any."""
