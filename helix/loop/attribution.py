@@ -191,10 +191,16 @@ def settle(
     injected = list(attempt.names) if attempt else []
     utilized = [n for n in report.utilized if n in injected]
     tree = judge.tree(project) if attempt and checked.passed is not None else None
-    # A failure's share of passing tests, when VERIFY is a test runner that says.
+    # A failure's share of passing tests, counted only over the tests the judge
+    # fixed at the start (the builder cannot pad the count with new ones).
     graded = (
-        grading.value(False, grading.from_output(checked.output_tail))
-        if checked.passed is False
+        grading.value(
+            False,
+            grading.fixed(
+                checked.by_file, grading.from_output(checked.output_tail), _judged(attempt)
+            ),
+        )
+        if checked.passed is False and attempt is not None
         else None
     )
     repeat = ""
@@ -292,6 +298,16 @@ def settle(
         result["missing"] = applied.get("missing", [])
     _log(home, result)
     return result, checked
+
+
+def _judged(attempt: ledger.Attempt) -> set[str]:
+    """The files the attempt's judge fixed at its start: the ones VERIFY names and
+    every file of its frame that existed then (a settlement that is not tampered
+    finds them unchanged)."""
+    start = attempt.judge.frame or {}
+    return set(attempt.judge.files) | {
+        key[5:] for key, digest in start.items() if key.startswith("file:") and digest != "missing"
+    }
 
 
 def _scope(

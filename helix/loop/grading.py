@@ -26,6 +26,17 @@ Two sources:
 
 :func:`value` then scores an outcome in [0, 1]; its docstring says why a failure
 can never earn as much as a pass.
+
+A count over the tree the builder wrote is not yet evidence helix can trust: a
+builder whose work fails can add trivially passing tests and lift its failure
+toward half a pass. So the count that becomes evidence is taken only over the
+tests that existed when the attempt started and that the builder could not
+touch: :func:`by_file` reads pytest's per-file progress from the whole output
+(bounded), and :func:`fixed` keeps the files that were part of the attempt's
+judge at its start (its frame: test files outside the work, unchanged, or the
+attempt would have settled as tampered). Tests in new files or in files the
+task may change are left out of both sides of the share, and a tally that does
+not add up to the runner's own summary is no evidence at all.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from helix.files import read_regular
 
@@ -301,6 +313,92 @@ def _parts(
             counts[kind] += int(found[1])
         counts["all"] += int(found[1])
     return counts
+
+
+# ------------------------------------------------------------------ per file
+MAX_TALLY_BYTES = 8 << 20  # read of a run's output for its per-file progress
+MAX_TALLY_FILES = 5_000  # test files tallied; a run beyond it is not graded
+_MARKS = {".": "passed", "F": "failed", "E": "failed", "s": None, "x": None, "X": None, "R": None}
+# pytest's progress, one line per test file (long files wrap onto lines of marks
+# alone): "tests/test_a.py ..F.s    [ 40%]"; the counter may be "[ 4/10]".
+_PROGRESS = re.compile(
+    r"(\S{1,400}?\.py) ([.FEsxXR]{1,2000})(?: +\[ {0,3}[0-9]{1,9}(?:%|/[0-9]{1,9})\])?", re.ASCII
+)
+_MORE = re.compile(r"([.FEsxXR]{1,2000})(?: +\[ {0,3}[0-9]{1,9}(?:%|/[0-9]{1,9})\])?", re.ASCII)
+# pytest -v: "tests/test_a.py::test_x PASSED    [ 50%]" (a failed teardown adds an ERROR line).
+_VERBOSE = re.compile(
+    r"(\S{1,400}?\.py)::\S.{0,600}? (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)"
+    r"(?: +\[ {0,3}[0-9]{1,9}(?:%|/[0-9]{1,9})\])?",
+    re.ASCII,
+)
+_VERBOSE_WORDS = {"PASSED": "passed", "FAILED": "failed", "ERROR": "failed"}
+Tally = dict[str, tuple[int, int]]  # test file -> (passed, failed)
+
+
+def by_file(stream: Any) -> Tally | None:
+    """Passed and failed tests per test file, from pytest's progress lines (the
+    default ``path ..F.`` form or ``-v``'s ``path::test PASSED``) in the first
+    ``MAX_TALLY_BYTES`` of the binary ``stream`` (rewound first); None when the
+    output holds no such line, both forms, more than ``MAX_TALLY_FILES`` files,
+    or was cut at the bound. Linear in what it reads; never raises for content."""
+    stream.seek(0)
+    data = stream.read(MAX_TALLY_BYTES + 1)
+    if len(data) > MAX_TALLY_BYTES:
+        return None  # a partial tally would not add up to the summary anyway
+    tally: dict[str, list[int]] = {}
+    current: str | None = None
+    forms: set[str] = set()
+    for raw in data.decode("utf-8", errors="replace").splitlines():
+        if len(raw) > 2 * MAX_LINE_CHARS + 2400:
+            current = None
+            continue
+        line = _ANSI.sub("", raw).rstrip()
+        if found := _VERBOSE.fullmatch(line):
+            forms.add("verbose")
+            kind = _VERBOSE_WORDS.get(found[2])
+            counts = tally.setdefault(found[1], [0, 0])
+            if kind:
+                counts[kind == "failed"] += 1
+            current = None
+            continue
+        found = _PROGRESS.fullmatch(line)
+        marks = found[2] if found else None
+        if found:
+            current = found[1]
+        elif current is not None and (more := _MORE.fullmatch(line)):
+            marks = more[1]
+        else:
+            current = None
+            continue
+        forms.add("progress")
+        counts = tally.setdefault(current, [0, 0])
+        for mark in marks:
+            kind = _MARKS[mark]
+            if kind:
+                counts[kind == "failed"] += 1
+        if len(tally) > MAX_TALLY_FILES:
+            return None
+    if not tally or len(forms) > 1:
+        return None
+    return {path: (c[0], c[1]) for path, c in tally.items()}
+
+
+def fixed(tally: Tally | None, summary: Grade | None, judged: set[str]) -> Grade | None:
+    """The tests of ``tally`` that live in ``judged`` files (the test files the
+    attempt's judge fixed at its start), as a grade; None when there is no tally,
+    when it does not add up to the runner's ``summary`` (a pytest summary: the
+    progress was read in full, or something else printed marks), or when none of
+    the judged files ran a test."""
+    if tally is None or summary is None or summary.source != "pytest":
+        return None
+    if (sum(p for p, _ in tally.values()), sum(f for _, f in tally.values())) != (
+        summary.passed,
+        summary.failed,
+    ):
+        return None
+    passed = sum(tally[path][0] for path in tally if path in judged)
+    failed = sum(tally[path][1] for path in tally if path in judged)
+    return Grade(passed, failed, "pytest") if passed + failed else None
 
 
 # ------------------------------------------------------------------ JUnit XML

@@ -18,7 +18,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,14 @@ class Verification:
     output_tail: str = ""
     error: str = ""
     skipped: str = ""  # why helix did not run it (it could not be sandboxed)
+    # Passed and failed tests per test file, read from the whole output
+    # (:func:`helix.loop.grading.by_file`); evidence for grading, not kept in logs.
+    by_file: dict[str, tuple[int, int]] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        kept = asdict(self)
+        kept.pop("by_file")
+        return kept
 
     def cause(self) -> str:
         """Why it failed, in one line: the last output line naming an error, else
@@ -107,6 +112,9 @@ def run_verify(
         except OSError as exc:
             return Verification(command, str(cwd), False, error=f"could not start: {exc}")
         tail = _tail(out)
+        from helix.loop import grading  # only a settlement reads it
+
+        tally = grading.by_file(out)
     code, timed_out, seconds = finished.exit_code, finished.timed_out, finished.seconds
     return Verification(
         command=command,
@@ -116,6 +124,7 @@ def run_verify(
         timed_out=timed_out,
         seconds=round(seconds, 3),
         output_tail=tail,
+        by_file=tally,
         error=(
             f"timed out after {timeout:g} s"
             if timed_out
