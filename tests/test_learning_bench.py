@@ -4,6 +4,7 @@ benchmark's figures themselves are reported, never asserted."""
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -12,7 +13,9 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from learning import arms, figures, report, simulation, world  # noqa: E402
+from learning import arms, draws, figures, report, simulation, world  # noqa: E402
+
+from helix.loop import grading
 
 pytestmark = pytest.mark.model
 
@@ -149,9 +152,30 @@ def test_verify_prints_a_graded_summary_and_keeps_the_verdict_in_the_exit_code()
     task = simulation.tasks_for(3, TINY)[0]
     low = simulation.Task(**{**task.__dict__, "u_pass": 0.99, "tests": 20})
     assert simulation.failed_tests(low, 0.1) > simulation.failed_tests(low, 0.9) >= 1
-    assert simulation.verify_output(True, 12, 0) == "12 passed in 0.8s\n"
+    assert simulation.verify_output(True, 12, 0).splitlines()[-1] == "12 passed in 0.8s"
     out = simulation.verify_output(False, 9, 3, "the disk was full")
-    assert out.splitlines() == ["3 failed, 9 passed in 0.8s", "FAILED: the disk was full"]
+    assert out.splitlines() == [
+        "tests/test_tasks.py .........FFF  [100%]",
+        "3 failed, 9 passed in 0.8s",
+        "FAILED: the disk was full",
+    ]
+    # helix grades it over the test file the judge fixed, and only over that one
+    tally = grading.by_file(io.BytesIO(out.encode()))
+    summary = grading.from_output(out)
+    assert grading.fixed(tally, summary, {simulation.TEST_FILE}) == grading.Grade(9, 3, "pytest")
+    assert grading.fixed(tally, summary, set()) is None
+
+
+def test_failing_tests_say_how_far_a_task_was_from_passing():
+    tasks = simulation.tasks_for(5, TINY)
+    low = [simulation.failed_tests(t, 0.2) for t in tasks]
+    high = [simulation.failed_tests(t, 0.8) for t in tasks]
+    assert sum(low) > sum(high) and min(high) >= 1
+    # the reference learners' likelihood of the count is the same model, and a
+    # distribution: with the pass, the chances over every count add up to one
+    for tests, p in ((6, 0.3), (20, 0.75)):
+        total = p + sum(draws.failed_chance(tests, p, k) for k in range(1, tests + 1))
+        assert total == pytest.approx(1.0)
 
 
 def test_the_distractor_pool_is_deterministic_and_spread_over_families():

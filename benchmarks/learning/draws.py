@@ -26,6 +26,7 @@ from . import world, world_b
 WORLDS: dict[str, ModuleType] = {"a": world, "b": world_b}
 DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # world A: the only seeds any parameter was looked at on
 HELD_OUT_SEEDS = tuple(range(1001, 1013))  # world A: 12 seeds, reported, never tuned on
+TEST_FILE = "tests/test_tasks.py"  # the tests every task's VERIFY runs
 
 
 def world_of(name: str) -> ModuleType:
@@ -84,6 +85,7 @@ class Task:
     u_utilized: tuple[float, ...]
     base: float = 0.5  # this title's pass rate without advice
     tests: int = 12  # how many tests its VERIFY runs
+    u_tests: float = 0.0  # seeds the draws of which tests fail when the task fails
     # World B only (world A has one context and a builder that follows everything):
     context: str = ""  # the part of the code base the task touches
     u_follow: tuple[float, ...] = ()  # per prompt slot: does the builder follow it?
@@ -105,6 +107,8 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
     }
     tests = {title: hard.randint(6, 30) for fam in w.FAMILIES for title in fam.titles}
     extra = random.Random(f"{prefix}context-{seed}")
+    # A stream of its own, added after the others: no earlier draw moves.
+    failing = random.Random(f"{prefix}tests-{seed}")
     out = []
     for i in range(cfg.tasks):
         fam = rng.choice(w.FAMILIES)
@@ -122,6 +126,7 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
             u_utilized=tuple(rng.random() for _ in range(cfg.limit)),
             base=base[title],
             tests=tests[title],
+            u_tests=failing.random(),
         )
         if len(w.CONTEXTS) > 1:
             task = Task(
@@ -137,23 +142,40 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
 
 
 def failed_tests(task: Task, p: float) -> int:
-    """How many of the task's tests fail when its builder did not pass: from the
-    same draw as the verdict, more of them the further the draw fell beyond the
-    pass chance ``p`` (so more, on average, when ``p`` was lower)."""
-    share = (task.u_pass - p) / (1.0 - p) if p < 1.0 else 1.0
-    return max(1, min(task.tests, math.ceil(task.tests * share)))
+    """How many of the task's tests fail when its builder did not pass: one (the
+    verdict), and each other test fails with the chance ``1 - p`` of failing the
+    task, so more of them, on average, the lower the pass chance ``p``: a failure
+    with few failing tests is weak evidence against the advice the builder had.
+    Each test's draw is fixed per task (``u_tests``), so every arm and every
+    reference learner meets the same tests."""
+    draws = random.Random(task.u_tests)
+    return 1 + sum(draws.random() < 1.0 - p for _ in range(task.tests - 1))
+
+
+def failed_chance(tests: int, p: float, failed: int) -> float:
+    """The chance that a task of ``tests`` tests and pass chance ``p`` fails with
+    exactly ``failed`` of them failing (:func:`failed_tests`' model), for a
+    learner told it."""
+    if not 1 <= failed <= tests:
+        return 0.0
+    others = tests - 1
+    q = 1.0 - p
+    return q * math.comb(others, failed - 1) * q ** (failed - 1) * p ** (others - failed + 1)
 
 
 def verify_output(passed: bool, passed_tests: int, failed: int, error: str = "") -> str:
-    """What a task's VERIFY prints: a pytest-like summary line (``12 passed in
+    """What a task's VERIFY prints, as pytest does: the progress line of the
+    project's test file (``TEST_FILE``, there from the start, so the judge fixes
+    it and helix may grade a failure by it), the summary line (``12 passed in
     0.8s``, ``3 failed, 9 passed in 0.8s``) and, on failure, the error after it,
     so that the last line naming an error (which helix derives a failure from)
     stays the error itself."""
     seconds = f"{0.2 + 0.05 * (passed_tests + failed):.1f}s"
+    progress = f"{TEST_FILE} {'.' * passed_tests}{'F' * failed}  [100%]\n"
     if passed:
-        return f"{passed_tests} passed in {seconds}\n"
+        return f"{progress}{passed_tests} passed in {seconds}\n"
     summary = f"{failed} failed, {passed_tests} passed" if passed_tests else f"{failed} failed"
-    return f"{summary} in {seconds}\nFAILED: {error}\n"
+    return f"{progress}{summary} in {seconds}\nFAILED: {error}\n"
 
 
 def drift_for(seed: int, cfg: Config) -> Any:

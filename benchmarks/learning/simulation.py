@@ -146,6 +146,7 @@ from .arms import (
 from .draws import (  # noqa: F401  (re-exported: the simulation's draws, by their old names)
     DEVELOPMENT_SEEDS,
     HELD_OUT_SEEDS,
+    TEST_FILE,
     Config,
     Task,
     drift_for,
@@ -206,6 +207,11 @@ class Arm:
         self.home.mkdir(parents=True)
         (root / "verify").mkdir()
         (root / "work").mkdir()
+        # The tests VERIFY runs exist before any attempt, so each judge fixes them.
+        (root / TEST_FILE).parent.mkdir()
+        (root / TEST_FILE).write_text(
+            "# the tasks' tests (simulated: VERIFY prints their results)\n"
+        )
         self.embedder = embedder
         self.memory = Memory(paths.db, embedder=embedder, clock=self.clock)
         self.tracker = Tracker(paths.tasks, clock=self.clock)
