@@ -17,6 +17,7 @@ parameter was looked at on.
 
     python benchmarks/learning/run.py [--quick] [--world a|b|both] [--seeds dev|heldout]
         [--json] [--arms a,b,...] [--ablation] [--pool N] [--seed-count N] [--render]
+        [--team N]
 
 ``--quick`` is a smoke test (80 tasks, the first 2 seeds of the set): measured
 79 s for world A and 135 s for world B on this 2-core machine at load average 5-6.
@@ -30,8 +31,12 @@ stores 2,000 generated look-alike distractors in every store: about twice as
 slow (~70 s per seed for the eight arms), so it is off by default and meant for
 fewer seeds (``--seed-count``).
 ``--ablation`` adds one arm per switch of helix's learning model (slow; skipped
-when helix has no ``helix.memory.uplift``). The model and the worlds are
-described in ``simulation.py``, ``world.py`` and ``world_b.py``.
+when helix has no ``helix.memory.uplift``). ``--team N`` runs N developers
+sharing one store (``team.py``: N times the tasks in waves N times as wide, the
+same seeds) and writes ``results_team.json`` / ``results_team_b.json`` (no pools,
+no plot unless ``--plot``); its report compares each arm with the solo figures
+of the same seeds. The model and the worlds are described in ``simulation.py``,
+``world.py`` and ``world_b.py``.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import _common as common  # noqa: E402
 
-from learning import arms, report, simulation  # noqa: E402
+from learning import arms, report, simulation, team  # noqa: E402
 
 HERE = common.BENCH_DIR / "learning"
 RESULTS = HERE / "results.json"
@@ -94,9 +99,13 @@ def choose_arms(names: str | None, ablation: bool, log=common.log) -> list[str]:
     return chosen
 
 
-def paths(world: str) -> dict[str, Path]:
-    """Where world ``world``'s results, pools and plot go by default."""
+def paths(world: str, developers: int = 1) -> dict[str, Path]:
+    """Where world ``world``'s results, pools and plot go by default. A team run
+    has results of its own and neither pools (the reference learners of
+    ``bound.py`` read the solo run's) nor a default plot."""
     suffix = "" if world == "a" else f"_{world}"
+    if developers > 1:
+        return {"results": HERE / f"results_team{suffix}.json", "pools": None, "plot": None}
     return {
         "results": HERE / f"results{suffix}.json",
         "pools": HERE / f"pools{suffix}.json.gz",
@@ -112,15 +121,20 @@ def measure(
     pool: int = 0,
     seed_count: int | None = None,
     world: str = "a",
+    developers: int = 1,
 ) -> dict[str, Any]:
     """Run the benchmark in world ``world`` and return the results dict (nothing
     is written). ``pool`` generated distractors are stored at t=0 (world A);
     ``seed_count`` runs only the first seeds of the set (for the slow
-    large-pool configuration)."""
+    large-pool configuration); ``developers`` > 1 runs a team sharing one store
+    (:func:`team.scaled`)."""
     from threadpoolctl import threadpool_limits
 
-    cfg = (simulation.Config.quick if quick else simulation.Config)(
-        distractor_pool=pool, world=world
+    cfg = team.scaled(
+        (simulation.Config.quick if quick else simulation.Config)(
+            distractor_pool=pool, world=world
+        ),
+        developers,
     )
     seeds = simulation.seeds_of(world, seed_set)[: seed_count or (2 if quick else None)]
     started = datetime.now(UTC)
@@ -141,12 +155,16 @@ def measure(
             + (f" --world {world}" if world != "a" else "")
             + (" --seeds dev" if seed_set == "dev" else "")
             + (f" --pool {pool}" if pool else "")
-            + (f" --seed-count {seed_count}" if seed_count else ""),
+            + (f" --seed-count {seed_count}" if seed_count else "")
+            + (f" --team {developers}" if developers > 1 else ""),
             "total_s": round(time.perf_counter() - t0, 1),
             "measured_at": started.isoformat(timespec="seconds"),
             "machine": common.machine_info(),
         }
     )
+    if developers > 1:
+        # Only a team run says so: a solo run's results keep the keys they always had.
+        results["team"] = developers
     return results
 
 
@@ -245,6 +263,14 @@ def _band(
         ax.fill_between(x, lo, hi, color=colour, alpha=0.15, linewidth=0)
 
 
+def solo(world: str) -> dict[str, Any] | None:
+    """The saved solo results of ``world``, if any (what a team run is compared with)."""
+    try:
+        return json.loads(paths(world)["results"].read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a ~1-2 minute smoke test")
@@ -285,6 +311,14 @@ def main() -> int:
         action="store_true",
         help="print the report of the saved results (after bound.py, say) without running",
     )
+    parser.add_argument(
+        "--team",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N developers share one store: N times the tasks, waves N times as wide "
+        "(default 1: one developer)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results JSON on stdout")
     parser.add_argument(
         "--out", type=Path, help="where to write the JSON (one world only; default per world)"
@@ -301,13 +335,16 @@ def main() -> int:
     worlds = ["a", "b"] if args.world == "both" else [args.world]
     if len(worlds) > 1 and (args.out or args.plot):
         parser.error("--out and --plot name one world's files: use them with --world a or b")
+    if args.team < 1:
+        parser.error("--team takes the number of developers, at least 1")
 
     everything = {}
     if args.render:
         for world in worlds:
-            everything[world] = json.loads((args.out or paths(world)["results"]).read_text())
+            where = paths(world, args.team)
+            everything[world] = json.loads((args.out or where["results"]).read_text())
     for world in worlds if not args.render else []:
-        where = paths(world)
+        where = paths(world, args.team)
         results = measure(
             args.quick,
             args.seeds,
@@ -315,23 +352,29 @@ def main() -> int:
             pool=args.pool,
             seed_count=args.seed_count,
             world=world,
+            developers=args.team,
         )
-        if args.quick:
-            results.pop("pools", None)  # 80-task pools are no reference's business
+        if args.quick or where["pools"] is None:
+            # 80-task pools, and a team's, are no reference's business
+            results.pop("pools", None)
         else:
             save_pools(results, where["pools"])
         out = args.out or where["results"]
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1) + "\n")
-        drawn = plot(results, args.plot or where["plot"])
+        to = args.plot or where["plot"]
+        drawn = bool(to) and plot(results, to)
         common.log(
             f"world {world}: wrote {out}"
-            + (f" and {args.plot or where['plot']}" if drawn else " (no plot: no matplotlib)")
+            + (f" and {to}" if drawn else " (no plot)" if not to else " (no plot: no matplotlib)")
             + f" in {results['total_s']:.0f} s"
         )
         everything[world] = results
     if args.json:
         print(json.dumps(everything if len(worlds) > 1 else everything[worlds[0]], indent=1))
+    elif args.team > 1:
+        # Each team run against the solo figures of its world (the same seeds, when held)
+        print("\n".join(team.markdown(r, solo(w)) for w, r in everything.items()))
     else:
         print("\n".join(report.markdown(r) for r in everything.values()))
         if len(worlds) > 1:
