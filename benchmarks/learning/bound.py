@@ -68,6 +68,7 @@ check; helix's gain is also given as a share of each reference's gain.
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import itertools
 import json
@@ -103,6 +104,10 @@ TOLD = {
     "model, and exactly which insights concern the task; chooses any of those from the "
     "whole store",
 }
+GRADED_TOLD = (
+    "; given each failure's count of failing tests (as helix's VERIFY reports it) and "
+    "the world's model of it (draws.failed_chance)"
+)
 # The optimistic learner's bonus in posterior sds, per reference, chosen on world
 # A's development seeds only (``--sweep``: mean pass rate over seeds 1-4 for k =
 # 0.5, 1, 1.5, 2): honest 0.678, 0.655, 0.676, 0.676; reach 0.480, 0.484, 0.481,
@@ -147,7 +152,8 @@ class Learner:
         self.rng = random.Random(f"bound-{seed}")
         self.model = model or Model(world)
         self.state: dict[tuple[str, str], int] = {}
-        # family -> [(task index, base, chosen keys, passed, context, follow chances)]
+        # family -> [(task index, base, chosen keys, passed, context, follow chances,
+        #            (tests, failing) of a failure when graded evidence is used, else None)]
         self.trials: dict[str, list[tuple[Any, ...]]] = {}
 
     def values(
@@ -193,18 +199,27 @@ class Learner:
     ) -> list[float]:
         logs = [math.log(p) for p in self.model.prior]
         for n in involved:
-            _i, base, chosen, passed, context, follow = trials[n]
+            _i, base, chosen, passed, context, follow, graded = trials[n]
             w = weight[n]
             others = [
                 self.model.effects[self.state[(family, k)]][context] for k in chosen if k != key
             ]
-            if follow is None:
-                chance = {e: world.pass_chance(base, [*others, e]) for e in self._effects(context)}
+            # The chance of what was seen, as a function of the pass chance: a pass,
+            # a failure, or a failure with so many failing tests.
+            if passed:
+                seen = _passing
+            elif graded is None:
+                seen = _failing
             else:
-                chance = _mixtures(base, chosen, key, others, self._effects(context), follow)
+                seen = functools.partial(_failing_tests, *graded)
+            if follow is None:
+                chance = {
+                    e: seen(world.pass_chance(base, [*others, e])) for e in self._effects(context)
+                }
+            else:
+                chance = _mixtures(base, chosen, key, others, self._effects(context), follow, seen)
             for c, effect_by_context in enumerate(self.model.effects):
-                p = chance[effect_by_context[context]]
-                logs[c] += w * math.log(p if passed else 1.0 - p)
+                logs[c] += w * math.log(max(chance[effect_by_context[context]], 1e-300))
         top = max(logs)
         raw = [math.exp(v - top) for v in logs]
         return [r / sum(raw) for r in raw]
@@ -222,12 +237,34 @@ class Learner:
         passed: bool,
         context: str = "",
         follow: Sequence[float] | None = None,
+        graded: tuple[int, int] | None = None,
     ) -> None:
         """One verified outcome; ``follow``: the chance the builder followed each
-        chosen insight (None: it follows every one)."""
+        chosen insight (None: it follows every one); ``graded``: a failure's
+        (tests, failing tests), when the learner is given graded evidence."""
         self.trials.setdefault(family, []).append(
-            (index, base, tuple(chosen), passed, context, tuple(follow) if follow else None)
+            (
+                index,
+                base,
+                tuple(chosen),
+                passed,
+                context,
+                tuple(follow) if follow else None,
+                None if passed else graded,
+            )
         )
+
+
+def _passing(p: float) -> float:
+    return p
+
+
+def _failing(p: float) -> float:
+    return 1.0 - p
+
+
+def _failing_tests(tests: int, failed: int, p: float) -> float:
+    return draws.failed_chance(tests, p, failed)
 
 
 def _mixture(
@@ -241,7 +278,7 @@ def _mixture(
     """The pass chance when each chosen insight is followed with its own chance:
     the mixture over which of them were followed (``others``: the effects of the
     chosen insights other than ``key``, in order; ``effect``: ``key``'s)."""
-    return _mixtures(base, chosen, key, others, [effect], follow)[effect]
+    return _mixtures(base, chosen, key, others, [effect], follow, _passing)[effect]
 
 
 def _mixtures(
@@ -251,10 +288,13 @@ def _mixtures(
     others: list[float],
     effects: list[float],
     follow: tuple[float, ...],
+    seen: Any,
 ) -> dict[float, float]:
-    """:func:`_mixture` for each of ``effects`` of ``key``, sharing the work: the
-    others' follow patterns are enumerated once, and the chance without ``key``
-    followed once."""
+    """For each of ``effects`` of ``key``, the chance of what was ``seen`` (a
+    function of the pass chance: a pass, a failure, a failure with so many
+    failing tests) mixed over which chosen insights the builder followed, each
+    with its own chance, sharing the work: the others' follow patterns are
+    enumerated once, and the chance without ``key`` followed once."""
     slot = chosen.index(key)
     own = follow[slot]
     rest = follow[:slot] + follow[slot + 1 :]
@@ -265,11 +305,11 @@ def _mixtures(
             weight *= chance if taken else 1.0 - chance
         if weight:
             parts.append((weight, [e for e, taken in zip(others, mask, strict=True) if taken]))
-    without = sum(w * world.pass_chance(base, picked) for w, picked in parts)
+    without = sum(w * seen(world.pass_chance(base, picked)) for w, picked in parts)
     out = {}
     for effect in effects:
-        with_it = sum(w * world.pass_chance(base, [*picked, effect]) for w, picked in parts)
-        out[effect] = min(world.MAX_PASS, max(world.MIN_PASS, (1 - own) * without + own * with_it))
+        with_it = sum(w * seen(world.pass_chance(base, [*picked, effect])) for w, picked in parts)
+        out[effect] = (1 - own) * without + own * with_it
     return out
 
 
@@ -290,6 +330,7 @@ def run_seed(
     reference: str = "known",
     pools: dict[str, list[str]] | None = None,
     optimism: float | None = None,
+    graded: bool = False,
 ) -> dict[str, Any]:
     """One reference learner with one policy (or the oracle) over one seed's
     tasks; pass records and the end-of-run AUC. ``pools`` (for ``honest``):
@@ -333,7 +374,11 @@ def run_seed(
             if followed_always
             else [w.follow_probability(slot, store[key].text) for slot, key in enumerate(chosen)]
         )
-        learner.observe(task.family, task.index, task.base, chosen, passed, task.context, chances)
+        # A failure's failing tests, as helix's VERIFY reports them, when graded.
+        count = (task.tests, draws.failed_tests(task, p)) if graded and not passed else None
+        learner.observe(
+            task.family, task.index, task.base, chosen, passed, task.context, chances, count
+        )
         fam = w.family(task.family)
         if passed:
             shared = draws.shared_by(task, fam, entered, w)
@@ -379,6 +424,7 @@ def measure(
     references: Sequence[str] = REFERENCES,
     log=lambda message: None,
     jobs: int = 1,
+    graded: bool = False,
 ) -> dict[str, Any]:
     """Every reference and policy (and the oracle) on every seed, with the gap
     each closes and helix's gain as a share of each one's gain. ``jobs``
@@ -394,7 +440,7 @@ def measure(
         run = run_seed(seed, "oracle", cfg)
         per["oracle"][seed] = {**_rates(run["passed"]), "auc": None}
     calls = [
-        (seed, policy, cfg, reference, pools.get(str(seed)))
+        (seed, policy, cfg, reference, pools.get(str(seed)), None, graded)
         for reference in references
         for policy in POLICIES
         for seed in seeds
@@ -405,7 +451,7 @@ def measure(
             runs = list(pool.map(_run, calls))
     else:
         runs = [_run(call) for call in calls]
-    for (seed, policy, _cfg, reference, _pool), run in zip(calls, runs, strict=True):
+    for (seed, policy, _cfg, reference, *_), run in zip(calls, runs, strict=True):
         per.setdefault(f"{reference} {policy}", {})[seed] = {
             **_rates(run["passed"]),
             "auc": run["auc"],
@@ -415,7 +461,8 @@ def measure(
     out: dict[str, Any] = {
         "world": cfg.world,
         "seeds": list(seeds),
-        "told": {r: TOLD[r] for r in references},
+        "told": {r: TOLD[r] + (GRADED_TOLD if graded else "") for r in references},
+        "graded": graded,
         "optimism": {r: OPTIMISM[r] for r in references},
         "oracle": _row(per, "oracle", seeds, results),
         "references": {
@@ -526,6 +573,16 @@ def main() -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="processes to share the runs (same figures)"
     )
+    parser.add_argument(
+        "--graded",
+        action="store_true",
+        help="give every reference each failure's count of failing tests (helix's graded evidence)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="write the held-out figures here instead of bound*.json (one world)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     references = [r.strip() for r in args.references.split(",") if r.strip()]
@@ -544,8 +601,10 @@ def main() -> int:
     everything = {}
     for name in worlds:
         seeds = draws.seeds_of(name, args.seeds)
-        out = measure(seeds, draws.Config(world=name), references, log, args.jobs)
-        if args.seeds == "heldout":  # what the learning report shows beside helix's figures
+        out = measure(seeds, draws.Config(world=name), references, log, args.jobs, args.graded)
+        if args.out:
+            args.out.write_text(json.dumps(out, indent=1) + "\n")
+        elif args.seeds == "heldout":  # what the learning report shows beside helix's figures
             target = HERE / ("bound.json" if name == "a" else f"bound_{name}.json")
             target.write_text(json.dumps(out, indent=1) + "\n")
         everything[name] = out
