@@ -248,13 +248,13 @@ def markdown(team: dict[str, Any], solo: dict[str, Any] | None, top: str = "orac
             "| arm | pass rate, overall | last quarter | gap closed, overall | last quarter |",
             "| --- | --- | --- | --- | --- |",
         ]
-        gaps = team.get("diagnostics", {}).get("gap_closed", {})
-        for arm, entry in team["arms"].items():
-            gap = gaps.get(arm, {})
+        figs = {a: _per_seed(team, a, seeds) for a in team["arms"]}
+        for arm, rows in figs.items():
+            cells = [_cell(interval([r[key] for r in rows.values()])) for key, _l in KEYS]
+            if arm not in (RELEVANCE, top):
+                cells += [_gap_cell(gap_closed(figs, arm, key, top)) for key, _l in KEYS]
             lines.append(
-                f"| {NAMES.get(arm, arm)} | {_cell(entry.get('overall'))} | "
-                f"{_cell(entry.get('last_quarter'))} | {_gap_cell(gap.get('overall'))} | "
-                f"{_gap_cell(gap.get('last_quarter'))} |"
+                f"| {NAMES.get(arm, arm)} | " + " | ".join(cells + ["-"] * (4 - len(cells))) + " |"
             )
         return "\n".join(lines) + "\n"
     assert solo is not None
