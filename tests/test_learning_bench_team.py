@@ -137,3 +137,17 @@ def test_the_team_report_says_why_it_cannot_compare():
     # A solo run of another length (a --quick one, say) is not the same seeds' solo figures.
     quick = _results(SOLO_RATES, [2001, 2002], draws.Config.quick(world="b"))
     assert "differs in tasks" in team.markdown(five, quick)
+
+
+def test_the_team_report_says_how_sharing_moved_helix_lead_over_relevance():
+    cfg = draws.Config.quick()
+    solo = _results(SOLO_RATES, [1001, 1002, 1003], cfg)
+    five = _results(TEAM_RATES, [1001, 1002, 1003], team.scaled(cfg, 5), developers=5)
+    said = next(
+        line
+        for line in team.markdown(five, solo).splitlines()
+        if line.startswith("- **helix minus relevance-only**")
+    )
+    # helix leads by 5 points alone and by 10 in the team, on every seed.
+    assert "overall +5.0 points [+5.0 to +5.0] alone, +10.0 points" in said
+    assert "(moved by +5.0 points [+5.0 to +5.0]: higher)" in said

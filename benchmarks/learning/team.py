@@ -22,7 +22,7 @@ import random
 from dataclasses import replace
 from typing import Any
 
-from .arms import RELEVANCE
+from .arms import HELIX, RELEVANCE
 from .draws import Config
 from .figures import gap_closed, interval
 from .report import NAMES, _cell, _points, _ratio, _verdict
@@ -193,6 +193,35 @@ def _sentence(arm: str, row: dict[str, Any], top: str) -> str:
     return text
 
 
+def _lead(team: dict[str, Any], solo: dict[str, Any], arm: str, seeds: list[int]) -> str:
+    """``arm``'s lead over relevance-only, solo and team, and how sharing moved
+    it (the per-seed difference of the two leads), overall and last quarter."""
+    figs = {
+        run: {a: _per_seed(r, a, seeds) for a in (arm, RELEVANCE)}
+        for run, r in (("solo", solo), ("team", team))
+    }
+    seeds = [s for s in seeds if all(s in figs[r][a] for r in figs for a in figs[r])]
+    if RELEVANCE not in solo["arms"] or not seeds:
+        return ""
+    parts = []
+    for key, label in KEYS:
+        lead = {
+            run: [figs[run][arm][s][key] - figs[run][RELEVANCE][s][key] for s in seeds]
+            for run in figs
+        }
+        moved = interval([t - s for t, s in zip(lead["team"], lead["solo"], strict=True)], (-1, 1))
+        parts.append(
+            f"{label} {_short(interval(lead['solo'], (-1, 1)))} alone, "
+            f"{_short(interval(lead['team'], (-1, 1)))} in the team (moved by {_short(moved)}: "
+            f"{_verdict(moved)})"
+        )
+    return (
+        f"- **{NAMES.get(arm, arm)} minus relevance-only**, paired by seed: "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def _gap_verdict(diff: dict[str, Any] | None) -> str:
     if not diff or diff.get("lo") is None:
         return "no interval"
@@ -321,6 +350,7 @@ def markdown(team: dict[str, Any], solo: dict[str, Any] | None, top: str = "orac
         lines.append(f"| {NAMES.get(arm, arm)} | " + " | ".join(cells) + " |")
     lines += ["", "What sharing one store does to each arm:", ""]
     lines += [_sentence(arm, row, top) for arm, row in table["arms"].items()]
+    lines += [_lead(team, solo, arm, common) for arm in (HELIX,) if arm in table["arms"]]
     missing = sorted(set(team["seeds"]) - set(common))
     if missing:
         lines += ["", f"Seeds without solo figures (team only): {', '.join(map(str, missing))}."]
