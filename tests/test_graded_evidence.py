@@ -172,6 +172,10 @@ def test_by_file(text: str, expected):
     assert grading.by_file(io.BytesIO(text.encode())) == expected
 
 
+def test_the_ceiling_is_the_learning_models():
+    assert grading.FAIL_CEILING == uplift.GRADED_CEILING < 1.0
+
+
 def test_by_file_is_bounded():
     big = io.BytesIO(b"tests/test_a.py ..  [ 50%]\n" + b"x" * grading.MAX_TALLY_BYTES)
     assert grading.by_file(big) is None

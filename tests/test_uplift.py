@@ -153,20 +153,22 @@ def test_unverified_reports_lower_a_little_and_repetition_adds_nothing(memory: M
 
 def test_a_graded_failure_is_worth_its_share_of_passing_tests(memory: Memory):
     [name] = names_of(memory, "Run the migrations inside one transaction")
-    on = replace(uplift.MODEL, graded=True)
-    uplift.MODEL, saved = on, uplift.MODEL
+    assert uplift.MODEL.graded  # on: the count is over the tests the judge fixed
+    with db.write(memory.conn):
+        feedback.apply(memory, [name], "blocked", None, "g1", True, graded=0.4)
+        feedback.apply(memory, [name], "blocked", None, "g2", True, graded=1.0)
+        feedback.apply(memory, [name], "blocked", None, "g3", False, graded=0.4)
+    values = [r[0] for r in memory.conn.execute("SELECT value FROM trial ORDER BY id")]
+    # a failure stays below a pass, and only a verified one is graded
+    assert values == [pytest.approx(0.4), pytest.approx(uplift.GRADED_CEILING), 0.0]
+    assert uplift.GRADED_CEILING < 1.0
+    off = replace(uplift.MODEL, graded=False)
+    uplift.MODEL, saved = off, uplift.MODEL
     try:
         with db.write(memory.conn):
-            feedback.apply(memory, [name], "blocked", None, "g1", True, graded=0.4)
-            feedback.apply(memory, [name], "blocked", None, "g2", True, graded=0.9)
+            feedback.apply(memory, [name], "blocked", None, "g4", True, graded=0.4)
     finally:
         uplift.MODEL = saved
-    values = [r[0] for r in memory.conn.execute("SELECT value FROM trial ORDER BY id")]
-    assert values == [pytest.approx(0.4), pytest.approx(0.5)]  # a failure stays below a pass
-    # Off by default: a builder could pad a failing suite with passing tests.
-    assert uplift.MODEL.graded is False
-    with db.write(memory.conn):
-        feedback.apply(memory, [name], "blocked", None, "g3", True, graded=0.4)
     assert memory.conn.execute("SELECT value FROM trial ORDER BY id DESC").fetchone()[0] == 0.0
 
 

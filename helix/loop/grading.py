@@ -53,7 +53,7 @@ MAX_OUTPUT_CHARS = 64 * 1024  # runners print their summary last
 MAX_LINE_CHARS = 512  # the longest summary line with colour codes fits easily
 MAX_JUNIT_BYTES = 16 << 20
 MAX_JUNIT_DEPTH = 64  # reports nest four or five deep; far deeper is not a report
-FAIL_CEILING = 0.5
+FAIL_CEILING = 0.9  # helix.memory.uplift.GRADED_CEILING (tests keep them equal)
 _XML_CHUNK = 1 << 16
 
 _ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")
@@ -144,12 +144,12 @@ def value(passed: bool, grade: Grade | None) -> float:
     The exit code stays the verdict: a pass is 1.0 whatever the runner printed.
     A failure earns ``FAIL_CEILING * share``: partial credit, so the memory can
     tell an attempt that broke one test of twelve from one that broke all
-    twelve, but never more than half a pass, and exactly half only when the
-    runner reported no failing test although the command failed. A cap is
-    needed because the runner's view is partial (a lint step or a coverage
-    threshold can fail the command while every test passes) and a count is
-    easier to game than an exit code; were failures worth as much as passes,
-    learning would chase the count. No grade, or a run with no tests, is 0.0.
+    twelve, but never as much as a pass, and the ceiling only when the runner
+    reported no failing test although the command failed. A cap is needed
+    because the runner's view is partial (a lint step or a coverage threshold
+    can fail the command while every test passes); were failures worth as much
+    as passes, learning would chase the count. The count itself is one a
+    builder cannot pad (:func:`fixed`). No grade, or a run with no tests, is 0.0.
     """
     if passed:
         return 1.0

@@ -68,7 +68,7 @@ def apply(
     ``verified``: only a VERIFY helix ran for an attempt it recorded).
 
     A verified outcome is worth 1 when VERIFY passed (``outcome`` delivered), else
-    ``graded`` (a failure's share of passing tests, below 0.5) or 0. ``causal_names``
+    ``graded`` (a failure's graded value, at most ``uplift.GRADED_CEILING``) or 0. ``causal_names``
     (default: all of ``names``) are those the builder named as used: full
     exposure; the rest ``uplift.NOT_NAMED``. ``vector`` is the task objective's
     embedding (the context). Names that no longer exist are reported under
@@ -212,7 +212,7 @@ def _value(outcome: str, verified: bool, graded: float | None) -> float | None:
     if outcome in ("delivered", "plan_complete"):
         return 1.0
     if graded is not None and uplift.MODEL.graded:
-        return min(float(graded), 0.5)
+        return min(float(graded), uplift.GRADED_CEILING)
     return 0.0
 
 

@@ -2,9 +2,10 @@
 passes, over what tasks like this one achieve anyway, with its uncertainty.
 
 Every settled outcome is a **trial** (table ``trial``): a value in [0, 1] (1 for
-a verified pass, 0 for a failure; with ``MODEL.graded``, a failure is worth its
-share of passing tests, at most 0.5, when the test runner said how many passed),
-the embedding of the task's
+a verified pass, 0 for a failure; with ``MODEL.graded``, a failure is worth
+``GRADED_CEILING`` times its share of passing tests, counted over the tests the
+attempt's judge fixed at its start, when the runner's output says so), the
+embedding of the task's
 objective, and the insights that were present (``trial_insight``) with their
 **exposure**: 1 when the builder named the insight as used, ``NOT_NAMED`` when it
 did not. The agent's list only weighs evidence; it never makes a verdict.
@@ -93,6 +94,10 @@ MAX_UPLIFT = 0.5
 LOGIT_SCALE = 4.0
 NEWTON_STEPS = 25  # at most, for the logistic fit's mode (it takes 4-6)
 EDGE = 1e-4  # fitted pass chances stay this far from 0 and 1
+# A graded failure is worth at most this much of a pass: the runner's count is a
+# partial view (a lint step can fail a command whose every test passes), so a
+# failure never counts as a pass (helix.loop.grading.FAIL_CEILING is the same).
+GRADED_CEILING = 0.9
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,12 @@ class Model:
     context_baseline: bool = True
     context_usefulness: bool = True
     shared_credit: bool = True
-    # Off by default: a builder can add trivially passing tests, so a failed
-    # attempt's share of passing tests is not yet evidence helix can trust (it
-    # needs the count of tests that existed when the attempt started).
-    graded: bool = False
+    # A failure's share of passing tests, counted only over the tests the judge
+    # fixed at the start (helix.loop.grading.fixed: new or changeable tests do not
+    # count). Development seeds, helix (overall / last quarter): world A 67.2 /
+    # 75.8% off, 67.5 / 75.8 at a ceiling of 0.5, 68.3 / 77.5 at 0.9; world B
+    # (sanity) 49.3 / 55.8, 49.8 / 57.1, 50.6 / 57.5.
+    graded: bool = True
     logistic: bool = False  # pass/fail as Bernoulli on the log-odds scale, not Gaussian on 0/1
     explore: bool = True
     two_stage: bool = True
