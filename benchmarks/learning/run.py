@@ -45,6 +45,7 @@ import argparse
 import gzip
 import json
 import os
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -137,6 +138,9 @@ def measure(
         developers,
     )
     seeds = simulation.seeds_of(world, seed_set)[: seed_count or (2 if quick else None)]
+    # The code a long run imports is the code at its start; the commit machine_info
+    # records at its end may be a later one on a branch others commit to.
+    code = {"commit_at_start": common.git_commit(), "edited_at_start": edited()}
     started = datetime.now(UTC)
     t0 = time.perf_counter()
     # One BLAS thread: the run embeds texts one at a time, where more threads
@@ -165,7 +169,25 @@ def measure(
     if developers > 1:
         # Only a team run says so: a solo run's results keep the keys they always had.
         results["team"] = developers
+        results["code"] = code
     return results
+
+
+def edited() -> list[str] | None:
+    """The files of helix and of this benchmark that differ from the commit
+    (None when git cannot say)."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(common.REPO_DIR), "status", "--porcelain", "--", "helix", str(HERE)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode:
+        return None
+    return sorted(line[3:] for line in out.stdout.splitlines() if line.endswith(".py"))
 
 
 def save_pools(results: dict[str, Any], path: Path) -> None:
