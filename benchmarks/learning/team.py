@@ -234,6 +234,14 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _commit(results: dict[str, Any]) -> str:
+    """The commit a team run started at, and the files edited on top of it."""
+    code = results.get("code") or {}
+    commit = code.get("commit_at_start") or results.get("machine", {}).get("git_commit", "?")
+    edited = code.get("edited_at_start")
+    return commit + (f" with {', '.join(edited)} edited" if edited else "")
+
+
 def _timings(per_seed: dict[str, float]) -> str:
     if not per_seed:
         return "."
@@ -291,10 +299,10 @@ def markdown(team: dict[str, Any], solo: dict[str, Any] | None, top: str = "orac
     common = table["seeds"]
     lines += [
         f"Against one developer on the same {len(common)} seeds "
-        f"({', '.join(map(str, common))}; solo figures from the committed solo run, "
+        f"({', '.join(map(str, common))}; solo figures from the saved solo run, "
         f"`{solo.get('command', 'run.py')}`, measured at commit "
         f"{solo.get('machine', {}).get('git_commit', '?')}; this run at "
-        f"{team.get('machine', {}).get('git_commit', '?')}). Pass rates: mean and 95% "
+        f"{_commit(team)}). Pass rates: mean and 95% "
         "t-interval across seeds; team minus solo paired by seed, in percentage points.",
         "",
         "| arm | overall, solo | overall, team | team - solo | last quarter, solo "
