@@ -237,7 +237,7 @@ def _pct(value: float | None) -> str:
 def _commit(results: dict[str, Any]) -> str:
     """The commit a team run started at, and the files edited on top of it."""
     code = results.get("code") or {}
-    commit = code.get("commit_at_start") or results.get("machine", {}).get("git_commit", "?")
+    commit = code.get("commit_at_start") or results.get("machine", {}).get("git_commit") or "?"
     edited = code.get("edited_at_start")
     return commit + (f" with {', '.join(edited)} edited" if edited else "")
 
@@ -301,7 +301,7 @@ def markdown(team: dict[str, Any], solo: dict[str, Any] | None, top: str = "orac
         f"Against one developer on the same {len(common)} seeds "
         f"({', '.join(map(str, common))}; solo figures from the saved solo run, "
         f"`{solo.get('command', 'run.py')}`, measured at commit "
-        f"{solo.get('machine', {}).get('git_commit', '?')}; this run at "
+        f"{solo.get('machine', {}).get('git_commit') or '?'}; this run at "
         f"{_commit(team)}). Pass rates: mean and 95% "
         "t-interval across seeds; team minus solo paired by seed, in percentage points.",
         "",
@@ -323,7 +323,13 @@ def markdown(team: dict[str, Any], solo: dict[str, Any] | None, top: str = "orac
         "",
         f"Gap closed: (arm - relevance-only) / ({NAMES.get(top, top)} - relevance-only) on "
         "these seeds, with a 95% percentile bootstrap over seeds; team minus solo resamples "
-        "the same seeds in both.",
+        "the same seeds in both."
+        + (
+            f" With {len(common)} seeds the bootstrap has few distinct resamples: its "
+            "intervals are rough and too narrow."
+            if len(common) < 6
+            else ""
+        ),
         "",
         "| arm | overall, solo | overall, team | team - solo | last quarter, solo "
         "| last quarter, team | team - solo |",
