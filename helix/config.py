@@ -14,7 +14,9 @@ Files that belong to no project and can be made again (the model's float32
 weights) live in the user's cache folder instead (:func:`user_cache`).
 
 ``HELIX_DB`` overrides only the database file; everything else still lives in the
-data directory.
+data directory. It is a path, or a ``sqlite:///PATH`` URL; any other URL (a
+``postgresql://`` one included, until the shared store exists) is refused with one
+clear error rather than taken for a folder named ``postgresql:``.
 
 The project root is the folder that holds the data directory: VERIFY commands, agents
 and the worktree checkpoints of ``helix run`` work there, whichever subdirectory a
@@ -187,12 +189,31 @@ def resolve(start: Path | None = None, env: Mapping[str, str] | None = None) -> 
     """Resolve the data directory and database path. Pure: creates nothing."""
     env = os.environ if env is None else env
     home = find_home(start, env)
-    db = (
-        Path(env["HELIX_DB"]).expanduser().absolute()
-        if env.get("HELIX_DB")
-        else home / DB_FILE_NAME
-    )
+    db = database(env["HELIX_DB"]) if env.get("HELIX_DB") else home / DB_FILE_NAME
     return Paths(home=home, db=db)
+
+
+def database(value: str) -> Path:
+    """The database file ``HELIX_DB`` names: a path, or a ``sqlite:///PATH`` URL.
+    Any other URL raises InvalidInput naming only its scheme (a URL's password
+    must never reach a log or a terminal)."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or "/" in scheme or not scheme:
+        return Path(value).expanduser().absolute()
+    if scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
+        return Path(rest).expanduser().absolute()
+    from helix.errors import InvalidInput
+
+    if scheme.lower() in ("postgresql", "postgres"):
+        raise InvalidInput(
+            "HELIX_DB names a PostgreSQL database: this helix keeps its store in SQLite "
+            "only (a shared PostgreSQL store is not available yet); set HELIX_DB to a "
+            "file path, or unset it"
+        )
+    raise InvalidInput(
+        f"HELIX_DB is a {scheme[:20]!r} URL, which helix cannot use: give a file path "
+        "or sqlite:///PATH"
+    )
 
 
 def find_project(start: Path, env: Mapping[str, str] | None = None) -> Paths | None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from helix_process import run_helix
+
 from helix import config
+from helix.errors import InvalidInput
 
 
 def test_helix_home_wins(tmp_path: Path):
@@ -17,6 +21,37 @@ def test_helix_db_overrides_only_the_database(tmp_path: Path):
     paths = config.resolve(tmp_path, {"HELIX_DB": str(tmp_path / "x.db")})
     assert paths.db == tmp_path / "x.db"
     assert paths.home == tmp_path / ".helix"
+
+
+def test_helix_db_may_be_a_sqlite_url(tmp_path: Path):
+    paths = config.resolve(tmp_path, {"HELIX_DB": f"sqlite://{tmp_path}/y.db"})
+    assert paths.db == tmp_path / "y.db"
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("postgresql://team:s3cret@db.internal:5432/helix", "PostgreSQL"),
+        ("postgres://team:s3cret@db.internal/helix", "PostgreSQL"),
+        ("mysql://team:s3cret@db.internal/helix", "'mysql' URL"),
+        ("sqlite://", "'sqlite' URL"),
+    ],
+)
+def test_a_database_url_helix_cannot_use_is_one_clear_error(tmp_path: Path, value, said):
+    with pytest.raises(InvalidInput, match=said) as raised:
+        config.resolve(tmp_path, {"HELIX_DB": value})
+    assert "s3cret" not in str(raised.value)  # a URL's password never reaches a terminal
+
+
+def test_the_cli_refuses_a_postgresql_url_and_creates_nothing(tmp_path: Path):
+    home = tmp_path / "project" / ".helix"
+    url = "postgresql://team:s3cret@127.0.0.1:1/helix"
+    done = run_helix(home, "memory", "store", "--content", "Pin the bundler", env={"HELIX_DB": url})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "PostgreSQL" in lines[0] and "s3cret" not in lines[0]
+    assert sorted(p.name for p in (tmp_path / "project").iterdir()) == []
 
 
 def test_nearest_ancestor_with_helix_dir(tmp_path: Path):
