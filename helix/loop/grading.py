@@ -362,9 +362,8 @@ def by_file(stream: Any) -> Tally | None:
             current = None
             continue
         found = _PROGRESS.fullmatch(line)
-        marks = found[2] if found else None
         if found:
-            current = found[1]
+            current, marks = found[1], found[2]
         elif current is not None and (more := _MORE.fullmatch(line)):
             marks = more[1]
         else:
