@@ -88,11 +88,20 @@ def test_the_oracle_never_does_worse_than_no_memory(results):
     assert all(with_oracle >= without for with_oracle, without in blocks)
 
 
-def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Path):
+@pytest.mark.parametrize("graded", [False, True])
+def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Path, graded: bool):
     """The adversarial builder claims DELIVERED and every insight on every task.
-    Credit still follows VERIFY: no insight gains from a task whose VERIFY failed,
-    and every failed claim is settled as blocked."""
+    Credit still follows VERIFY: every failed claim is settled as blocked, and no
+    insight gains from a task whose VERIFY failed, except by that failure's grade
+    (its share of the judge's tests that passed, which VERIFY reported, not the
+    builder): without graded evidence, nothing gains from a failure at all."""
+    from dataclasses import replace
+
+    from helix.memory import uplift
+
     tasks = simulation.tasks_for(7, TINY)
+    saved = uplift.MODEL
+    uplift.MODEL = replace(saved, graded=graded)
     arm = simulation.Arm(
         arms.ADVERSARIAL, 7, TINY, embedder, simulation.TokenCounter(), tmp_path / "adv"
     )
@@ -112,9 +121,18 @@ def test_adversarial_claims_earn_only_what_verify_allowed(embedder, tmp_path: Pa
             "SELECT count(*) FROM feedback_event WHERE delta > 0 "
             "AND NOT (outcome = 'delivered' AND verified = 1)"
         ).fetchone()[0]
-        assert gained == 0
+        # every gain from a failure comes from a graded trial of that task
+        ungraded = q(
+            "SELECT count(*) FROM feedback_event e WHERE e.delta > 0 AND e.outcome != 'delivered' "
+            "AND NOT EXISTS (SELECT 1 FROM trial t WHERE t.task_id = e.task_id AND t.verified = 1 "
+            "AND t.passed = 0 AND t.value > 0)"
+        ).fetchone()[0]
+        assert ungraded == 0
+        # graded, some failures came close enough to count (so the check above bites)
+        assert gained > 0 if graded else gained == 0
         assert q("SELECT count(*) FROM feedback_event WHERE outcome = 'blocked'").fetchone()[0]
     finally:
+        uplift.MODEL = saved
         arm.close()
 
 
