@@ -36,9 +36,8 @@ sharing one store (``team.py``: N times the tasks in waves N times as wide, the
 same seeds) and writes ``results_team.json`` / ``results_team_b.json`` (no pools,
 no plot unless ``--plot``); its report compares each arm with the solo figures
 of the same seeds. A team of 5 with five arms (no memory, relevance-only, random
-insights, helix, oracle) took 270 s per seed in world A (18 min for 4 seeds) and
-380 s per seed in world B (19 min for 3 seeds) beside two solo runs (load 2.5-4):
-about 8 times a solo seed's five arms. The model and the worlds are described in
+insights, helix, oracle) took 280 s per seed in world A and 290 s in world B
+(19 min for 4 seeds each, at load 2.5): 6-9 times a solo seed's five arms. The model and the worlds are described in
 ``simulation.py``, ``world.py`` and ``world_b.py``.
 """
 
