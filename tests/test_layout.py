@@ -181,6 +181,28 @@ def circles() -> list[list[str]]:
     return found
 
 
+# Only the store layer knows its database engine: every other layer names the
+# connection and its errors through helix.memory.db, so a second engine is a change
+# inside helix/memory, not in every module that touches the store.
+ENGINE_DRIVERS = ("sqlite3", "_sqlite3", "psycopg", "psycopg2", "psycopg_pool")
+
+
+def test_only_the_store_layer_imports_a_database_driver():
+    offenders = []
+    for name, path in modules().items():
+        if name.startswith("helix.memory"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found = [node.module]
+            else:
+                continue
+            offenders += [f"{name} imports {m}" for m in found if m.split(".")[0] in ENGINE_DRIVERS]
+    assert offenders == []
+
+
 def test_no_import_circles():
     found = circles()
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)

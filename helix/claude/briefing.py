@@ -5,7 +5,6 @@ Only file checks and SQL over the store: the embedding model is never loaded her
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +42,7 @@ def memory_section(db: Path) -> list[str]:
     write (a read-only file or folder) still briefs: it is opened read-only.
     Never raises: a store that cannot be read at all is one line saying why."""
     from helix.errors import HelixError
+    from helix.memory.db import DatabaseError
     from helix.memory.store import Memory
 
     if not db.exists():
@@ -54,7 +54,7 @@ def memory_section(db: Path) -> list[str]:
     try:
         with memory:
             return memory_lines(memory)
-    except (HelixError, sqlite3.Error) as exc:
+    except (HelixError, DatabaseError) as exc:
         return [f"  unreadable: {exc}"]
 
 

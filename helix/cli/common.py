@@ -8,7 +8,6 @@ import importlib
 import json
 import math
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Collection, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from helix.errors import HelixError, InvalidInput
+from helix.memory import db
 
 if TYPE_CHECKING:  # imported when used: commands without a store start faster
     from helix.memory.store import Memory
@@ -50,7 +50,7 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             _fail("error: the input is not valid UTF-8 text", 2)
         except HelixError as exc:
             _fail(f"error: {exc}", 1)
-        except sqlite3.Error as exc:
+        except db.DatabaseError as exc:
             _fail(f"error: database error: {exc}", 1)
         except OSError as exc:
             _fail(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1)

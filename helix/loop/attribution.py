@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -386,7 +385,7 @@ def _record_outcome(
                 result["tampered"] or None,
             ),
         )
-    except sqlite3.IntegrityError:
+    except db.Conflict:
         raise Rejected(f"{result['task_id']}: this attempt was already settled") from None
 
 

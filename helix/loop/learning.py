@@ -48,7 +48,6 @@ import json
 import os
 import re
 import socket
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -339,7 +338,7 @@ def store(
                 # process. (If even that fails, or on an interrupt, the claim stays:
                 # once this process is gone, the next store takes it over and first
                 # checks whether it was stored.)
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(db.DatabaseError):
                     queue.release(candidate_id)
                 raise
             if item.get("kind") == "systemic":
@@ -435,7 +434,7 @@ class Queue:
     Every method is one transaction. A row's ``body`` is the candidate as JSON;
     its ``id``, ``confidence`` and ``proposed_at`` columns are what count."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: db.Connection) -> None:
         self.conn = conn
 
     def add(self, items: list[LearningCandidate], now: str) -> list[str]:
@@ -557,7 +556,7 @@ def _database(home: Path | None) -> Path:
 
 
 @contextlib.contextmanager
-def _opened(home: Path | None, create: bool = False) -> Iterator[sqlite3.Connection]:
+def _opened(home: Path | None, create: bool = False) -> Iterator[db.Connection]:
     """A connection to the queue's database. Without ``create``, a database that
     does not exist is not made: an empty in-memory one stands in for it."""
     path = _database(home)

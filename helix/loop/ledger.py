@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -35,7 +34,7 @@ class Store(Protocol):
     """Where the ledger lives: the memory's database (a :class:`Memory`, or the
     hooks' lighter connection that never loads numpy)."""
 
-    conn: sqlite3.Connection
+    conn: db.Connection
 
     def clock(self) -> datetime: ...
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -39,6 +38,7 @@ from helix import __version__
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.mcp import http_transport
 from helix.mcp.service import RANKING_NOTE, Service
+from helix.memory import db
 from helix.vocab import Kind, TaskOutcome
 
 DEFAULT_PORT = 8765
@@ -119,7 +119,7 @@ def _run(call: Callable[[], T]) -> T:
         raise ToolError(f"error: {exc}") from None
     except UnicodeError:
         raise ToolError("invalid input: the text is not valid UTF-8") from None
-    except sqlite3.Error as exc:
+    except db.DatabaseError as exc:
         raise ToolError(f"error: database error: {exc}") from None
     except OSError as exc:
         raise ToolError(

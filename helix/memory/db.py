@@ -39,6 +39,12 @@ from urllib.parse import quote
 from helix.errors import StoreError
 from helix.memory.migrations import LATEST, MIGRATIONS
 
+# The names the layers above the store use for its connection and its engine's
+# errors, so that only the store layer knows the engine (tests/test_layout.py).
+Connection = sqlite3.Connection
+DatabaseError = sqlite3.Error
+Conflict = sqlite3.IntegrityError  # a unique or check constraint refused a write
+
 # How long a statement waits for a lock before failing "database is locked"; a
 # writer (:func:`write`) waits this long after the last commit anyone made.
 BUSY_TIMEOUT_MS = 30_000
