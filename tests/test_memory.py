@@ -598,3 +598,22 @@ def test_a_rolled_back_store_leaves_no_phantom_in_the_cache(memory: Memory):
     # The cache was dropped, so dedup and recall see only what was committed.
     assert memory.store(TIMEOUT)["status"] == "added"
     assert len(memory.recall(RETRY_QUERY, min_relevance=0.0, limit=10)) == 2
+
+
+def test_a_tasks_feedback_the_emptiness_and_the_edges_come_from_the_store(hash_memory: Memory):
+    assert hash_memory.is_empty() and hash_memory.edge_count() == 0
+    a = hash_memory.store(RETRY)["name"]
+    b = hash_memory.store("When the build is flaky, pin the bundler version in package.json")[
+        "name"
+    ]
+    assert not hash_memory.is_empty()
+    hash_memory.feedback([a, b], "blocked", causal_names=[a], task_id="t1")
+    hash_memory.feedback([b], "blocked", task_id="t2")
+    events = hash_memory.task_feedback("t1")
+    assert [(e["insight"], e["causal"], e["verified"]) for e in events] == [
+        (a, True, False),
+        (b, False, False),
+    ]
+    assert hash_memory.task_feedback("nothing") == []
+    hash_memory.edge(a, b, "similar")
+    assert hash_memory.edge_count() == 1

@@ -225,13 +225,7 @@ class Replay:
 
     def _feedback(self, task_id: str | None) -> list[dict[str, Any]]:
         with Memory(config.Paths.at(self.home).db) as memory:
-            rows = memory.conn.execute(
-                "SELECT insight, outcome, verified, causal, delta FROM feedback_event "
-                "WHERE task_id = ? ORDER BY id",
-                (task_id,),
-            ).fetchall()
-        keys = ("insight", "outcome", "verified", "causal", "delta")
-        return [dict(zip(keys, row, strict=True)) for row in rows]
+            return memory.task_feedback(task_id)
 
     def _again(self, call: dict[str, Any]) -> str:
         """What a second report of a settled agent did: nothing, and the count shows it."""

@@ -306,7 +306,7 @@ def _check_batch(
 def _embed(memory: Memory, texts: list[str]) -> np.ndarray | None:
     """The objectives' embeddings, once for recall and the attempts' context; None
     for an empty store, which need not load the model."""
-    if memory.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None:
+    if memory.is_empty():
         return None
     return memory.embed(texts)
 
@@ -432,7 +432,7 @@ def strategic_recall(
             "systemic",
         ):
             risks.append(_brief(hit, held.get(hit["name"])))
-    edges = memory.conn.execute("SELECT count(*) FROM edge").fetchone()[0]
+    edges = memory.edge_count()
     coverage = _coverage(objective, direct)
     synthesis = {
         "objective": objective,

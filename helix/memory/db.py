@@ -372,6 +372,16 @@ def _migration_lock(path: Path) -> Iterator[None]:
         yield
 
 
+def schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """(type, name, SQL) of every table, index and trigger of the store, tables
+    first; the full-text index's shadow tables and SQLite's own are left out."""
+    return conn.execute(
+        "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+        "AND name NOT LIKE 'insight_fts_%' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, name"
+    ).fetchall()
+
+
 def connect(
     path: Path | None, read_only_fallback: bool = False
 ) -> tuple[sqlite3.Connection, Path | None]:

@@ -312,6 +312,25 @@ class Memory(InsightRows):
             for t, o, v, c, d, e, at in rows
         ]
 
+    def task_feedback(self, task_id: str | None) -> builtins.list[dict[str, Any]]:
+        """The feedback events one task's settlements gave, oldest first."""
+        rows = self.conn.execute(
+            "SELECT insight, outcome, verified, causal, delta FROM feedback_event "
+            "WHERE task_id = ? ORDER BY id",
+            (task_id,),
+        )
+        return [
+            {"insight": i, "outcome": o, "verified": bool(v), "causal": bool(c), "delta": d}
+            for i, o, v, c, d in rows
+        ]
+
+    def is_empty(self) -> bool:
+        """Whether the store holds no insight at all (archived ones are elsewhere)."""
+        return self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None
+
+    def edge_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM edge").fetchone()[0])
+
     def list(
         self,
         kind: str | None = None,
