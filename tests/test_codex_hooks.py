@@ -18,7 +18,7 @@ from topics import stock
 
 from helix.claude import codex, hooks
 from helix.loop import ledger
-from helix.loop.spawns import Records
+from helix.memory.spawns import Records
 from helix.tasks.tracker import Tracker
 
 PAYLOADS = Path(__file__).parent / "data" / "codex_payloads"

@@ -16,7 +16,7 @@ from topics import stock
 
 from helix.claude import hooks, spawn_fields
 from helix.loop import contracts, injection, ledger, results
-from helix.loop.spawns import Records
+from helix.memory.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 

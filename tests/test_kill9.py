@@ -54,8 +54,8 @@ from kill9_children import Zygote, said, wait_ready, wait_said
 from helix import config, files
 from helix.claude import hooks
 from helix.loop import learning, ledger, outcomes, results
-from helix.loop.spawns import Records
 from helix.memory.embeddings import HashEmbedder
+from helix.memory.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 

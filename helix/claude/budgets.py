@@ -39,7 +39,7 @@ from helix.loop.scope import Seen
 __all__ = ["Seen", "allowed", "builder_call", "count", "spent"]
 
 if TYPE_CHECKING:
-    from helix.loop.spawns import Records
+    from helix.memory.spawns import Records
 
 MAX_BUDGET = 1000  # what ``helix tasks`` accepts
 FILE_KEYS = ("file_path", "notebook_path", "path")

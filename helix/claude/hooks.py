@@ -49,7 +49,7 @@ from helix.loop import contracts, injection, results
 from helix.loop.judge import Spec
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
-    from helix.loop.spawns import Records
+    from helix.memory.spawns import Records
     from helix.memory.store import Memory
     from helix.tasks.tracker import Tracker
 
@@ -356,7 +356,7 @@ def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
 
 
 def _records(ctx: Context) -> Records:
-    from helix.loop.spawns import Records
+    from helix.memory.spawns import Records
 
     return Records(ctx.paths.db)
 

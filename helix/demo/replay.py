@@ -22,7 +22,7 @@ from typing import Any
 from helix import config
 from helix.demo.narrate import Narrator
 from helix.loop import contracts, results
-from helix.loop.spawns import Records
+from helix.memory.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 

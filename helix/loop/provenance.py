@@ -51,7 +51,7 @@ def in_flight(database: Path) -> list[str]:
     if not database.exists():
         return []
     from helix.loop import ledger
-    from helix.loop.spawns import Records
+    from helix.memory.spawns import Records
 
     with Records(database) as store:
         return [attempt.id for attempt in ledger.open_attempts(store)]

@@ -20,7 +20,7 @@ from fake_anthropic import Reply, Request, agent_type_is, main_thread, text, too
 from topics import TOPICS
 
 from helix.loop import contracts, ledger
-from helix.loop.spawns import Records
+from helix.memory.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
