@@ -23,6 +23,7 @@ from helix_process import run_helix
 from helix import config
 from helix.errors import NotFound
 from helix.loop import learning
+from helix.memory import candidates
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 
@@ -40,6 +41,7 @@ WORDS = (
 HANGING_EMBEDDER = """
 import os, time
 from pathlib import Path
+from helix.memory import candidates
 from helix.memory.embeddings import HashEmbedder
 
 class Hanging(HashEmbedder):
@@ -186,13 +188,13 @@ def test_a_live_claim_is_left_alone(tmp_path: Path, hash_memory: Memory):
     [item] = items(1)
     [candidate_id] = learning.propose([item])
     # Claimed by this (running) test process, as a store in progress would be.
-    sql("UPDATE learning_candidate SET claimed_by = ?", learning.claimant())
+    sql("UPDATE learning_candidate SET claimed_by = ?", candidates.claimant())
     assert learning.pending() == []
     assert learning.store(hash_memory, None, "low")["stored"] == []
     with pytest.raises(NotFound):
         learning.store(hash_memory, [candidate_id])
     assert learning.discard([candidate_id]) == {"discarded": [], "missing": [candidate_id]}
-    assert claims() == [(candidate_id, learning.claimant())]
+    assert claims() == [(candidate_id, candidates.claimant())]
     assert learning.propose([item]) == []  # being stored: not queued again
 
 
@@ -204,7 +206,7 @@ def test_concurrent_stores_store_each_candidate_once(tmp_path: Path):
     for candidate_id in ids[:2]:
         sql(
             "UPDATE learning_candidate SET claimed_by = ?, claimed_at = ? WHERE id = ?",
-            learning.claimant(dead.pid),
+            candidates.claimant(dead.pid),
             "2026-11-01T12:00:00+00:00",
             candidate_id,
         )

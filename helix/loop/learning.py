@@ -44,10 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
-import os
 import re
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +58,7 @@ from helix.loop.contracts import MAX_INSIGHTS
 from helix.loop.records import LearningCandidate, Settlement
 from helix.loop.verify import telling_line
 from helix.memory import db, insight, quarantine
+from helix.memory.candidates import Queue
 from helix.tasks.records import TaskRecord
 from helix.vocab import CONFIDENCE_LEVELS
 
@@ -83,7 +81,6 @@ MAX_FILES_LISTED = 8
 # A claim made on another host (a database on a shared folder) cannot be checked
 # for a live process; it counts as abandoned after this long (storing one takes
 # seconds).
-STALE_CLAIM_S = 15 * 60
 
 
 def generalisable(cause: str) -> bool:
@@ -284,7 +281,7 @@ def _refusal(item: LearningCandidate) -> str | None:
 def pending(home: Path | None = None) -> list[LearningCandidate]:
     """Queued candidates, most confident first, then oldest first. Read-only."""
     with _opened(home) as conn:
-        return Queue(conn).waiting()
+        return cast(list[LearningCandidate], Queue(conn).waiting())
 
 
 def store(
@@ -321,7 +318,7 @@ def store(
             claim = queue.claim(candidate_id)
             if claim is None:
                 continue  # stored or discarded meanwhile, or another process has it
-            item, recovered = claim
+            item, recovered = cast(LearningCandidate, claim[0]), claim[1]
             try:
                 result = _store_claimed(memory, item, recovered)
             except Rejected as exc:  # refused content is dropped, never kept
@@ -427,124 +424,6 @@ def old_queue(home: Path | None = None) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-# ------------------------------------------------------------- the table
-class Queue:
-    """The ``learning_candidate`` table of one database connection.
-
-    Every method is one transaction. A row's ``body`` is the candidate as JSON;
-    its ``id``, ``confidence`` and ``proposed_at`` columns are what count."""
-
-    def __init__(self, conn: db.Connection) -> None:
-        self.conn = conn
-
-    def add(self, items: list[LearningCandidate], now: str) -> list[str]:
-        """Insert candidates; return the ids that were not there (idempotent)."""
-        added = []
-        with db.write(self.conn):
-            for item in items:
-                body = {k: v for k, v in item.items() if k not in ("id", "proposed_at")}
-                cursor = self.conn.execute(
-                    "INSERT INTO learning_candidate(id, body, confidence, proposed_at) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                    (item["id"], json.dumps(body, ensure_ascii=False), item["confidence"], now),
-                )
-                if cursor.rowcount == 1:
-                    added.append(item["id"])
-        return added
-
-    def waiting(self) -> list[LearningCandidate]:
-        """Candidates nobody is storing (unclaimed, or claimed by a process that
-        died), most confident first, then oldest first. Read-only."""
-        rows = self.conn.execute(
-            "SELECT id, body, confidence, proposed_at, claimed_by, claimed_at "
-            "FROM learning_candidate ORDER BY proposed_at, id"
-        ).fetchall()
-        items = []
-        for row in rows:
-            if row[4] is not None and not _abandoned(row[4], row[5]):
-                continue  # a live process is storing it
-            item = _candidate(*row[:4])
-            if item is not None:
-                items.append(item)
-        rank: dict[str, int] = {c: i for i, c in enumerate(CONFIDENCE)}
-        items.sort(key=lambda c: -rank[c["confidence"]])  # stable: oldest first within
-        return items
-
-    def claim(self, candidate_id: str) -> tuple[LearningCandidate, bool] | None:
-        """Claim a candidate for this process, atomically: unclaimed, or taken
-        over from a process that died. Returns it and whether it was taken over;
-        None when it is gone or a live process holds it."""
-        with db.write(self.conn):
-            row = self.conn.execute(
-                "SELECT id, body, confidence, proposed_at, claimed_by, claimed_at "
-                "FROM learning_candidate WHERE id = ?",
-                (candidate_id,),
-            ).fetchone()
-            if row is None or (row[4] is not None and not _abandoned(row[4], row[5])):
-                return None
-            item = _candidate(*row[:4])
-            if item is None:
-                return None
-            self.conn.execute(
-                "UPDATE learning_candidate SET claimed_by = ?, claimed_at = ? WHERE id = ?",
-                (claimant(), db.stamp(datetime.now(UTC)), candidate_id),
-            )
-        return item, row[4] is not None
-
-    def release(self, candidate_id: str) -> None:
-        """Give back this process's claim: the candidate is queued again."""
-        with db.write(self.conn):
-            self.conn.execute(
-                "UPDATE learning_candidate SET claimed_by = NULL, claimed_at = NULL "
-                "WHERE id = ? AND claimed_by = ?",
-                (candidate_id, claimant()),
-            )
-
-    def finish(self, candidate_id: str) -> None:
-        """Remove a candidate this process claimed (stored, or refused)."""
-        with db.write(self.conn):
-            self.conn.execute(
-                "DELETE FROM learning_candidate WHERE id = ? AND claimed_by = ?",
-                (candidate_id, claimant()),
-            )
-
-    def drop(self, ids: list[str]) -> list[str]:
-        """Delete the candidates among ``ids`` that nobody is storing; return those."""
-        removed = []
-        with db.write(self.conn):
-            for candidate_id in ids:
-                row = self.conn.execute(
-                    "SELECT claimed_by, claimed_at FROM learning_candidate WHERE id = ?",
-                    (candidate_id,),
-                ).fetchone()
-                if row is None or (row[0] is not None and not _abandoned(row[0], row[1])):
-                    continue
-                self.conn.execute("DELETE FROM learning_candidate WHERE id = ?", (candidate_id,))
-                removed.append(candidate_id)
-        return removed
-
-
-def _candidate(
-    candidate_id: str, body: str, confidence: str, proposed_at: str
-) -> LearningCandidate | None:
-    """A row as a candidate; None for a body that is not one (so one bad row
-    cannot stop the rest of the queue)."""
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("content"), str):
-        return None
-    for key in ("tags", "files"):
-        if not isinstance(value.get(key), list):
-            value[key] = []
-    value.pop("id", None)
-    value = {"id": candidate_id, **value}
-    value["confidence"] = confidence if confidence in CONFIDENCE else "low"
-    value["proposed_at"] = proposed_at
-    return cast(LearningCandidate, value)
-
-
 def _database(home: Path | None) -> Path:
     """The database whose table is the queue of ``home``: the project's, as
     :func:`config.resolve` finds it (``HELIX_DB`` honoured), when ``home`` is None
@@ -568,54 +447,3 @@ def _opened(home: Path | None, create: bool = False) -> Iterator[db.Connection]:
 
 
 # ------------------------------------------------------------------ claims
-def claimant(pid: int | None = None) -> str:
-    """How a claim names the process (by default this one) that holds it:
-    ``PID:START@HOST``, START being when the pid started (so a reused pid is not
-    mistaken for the claimer)."""
-    pid = os.getpid() if pid is None else pid
-    return f"{pid}:{_started(pid)}@{_host()}"
-
-
-def _abandoned(claimed_by: str, claimed_at: str | None) -> bool:
-    """Whether a claim's process is gone: on this host, the pid is not running
-    (or is running another program since the pid was reused); a claim of another
-    host once it is older than STALE_CLAIM_S."""
-    owner, _, host = claimed_by.rpartition("@")
-    pid, _, started = owner.partition(":")
-    if host == _host() and pid.isdigit():
-        return not _running(int(pid), started)
-    try:
-        claimed = datetime.fromisoformat(claimed_at or "")
-    except ValueError:
-        return True  # no time to wait out: nobody can be known to hold it
-    return (datetime.now(UTC) - claimed).total_seconds() > STALE_CLAIM_S
-
-
-def _running(pid: int, started: str) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # it exists, under another user
-    now = _started(pid)
-    if now == "zombie":
-        return False  # killed, not yet reaped
-    return started in ("", "0") or now in ("", started)
-
-
-def _started(pid: int) -> str:
-    """When ``pid`` started (clock ticks since boot, from /proc), "zombie" for a
-    process that exited and was not reaped yet, "" where /proc cannot tell."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    fields = stat[stat.rfind(")") + 2 :].split()  # the name may hold spaces
-    if len(fields) < 20:
-        return ""
-    return "zombie" if fields[0] in ("Z", "X") else fields[19]
-
-
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
