@@ -384,16 +384,7 @@ def _stored_before(memory: Memory, item: LearningCandidate) -> str | None:
         source = insight.clean_source(item.get("source") or "")
     except HelixError:
         return None
-    row = memory.conn.execute(
-        "SELECT name FROM insight WHERE content = ? ORDER BY id LIMIT 1", (content,)
-    ).fetchone()
-    if row is None:
-        row = memory.conn.execute(
-            "SELECT insight FROM merge_event WHERE merged_content = ? AND source = ? "
-            "ORDER BY id DESC LIMIT 1",
-            (content, source),
-        ).fetchone()
-    return None if row is None else str(row[0])
+    return memory.holding(content, source)
 
 
 def _link_systemic(memory: Memory, name: str, item: LearningCandidate) -> None:

@@ -324,6 +324,20 @@ class Memory(InsightRows):
             for i, o, v, c, d in rows
         ]
 
+    def holding(self, content: str, source: str) -> str | None:
+        """The insight that holds ``content`` word for word: one stored with it,
+        else the one it was merged into from ``source`` (a merge keeps the text)."""
+        row = self.conn.execute(
+            "SELECT name FROM insight WHERE content = ? ORDER BY id LIMIT 1", (content,)
+        ).fetchone()
+        if row is None:
+            row = self.conn.execute(
+                "SELECT insight FROM merge_event WHERE merged_content = ? AND source = ? "
+                "ORDER BY id DESC LIMIT 1",
+                (content, source),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def is_empty(self) -> bool:
         """Whether the store holds no insight at all (archived ones are elsewhere)."""
         return self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None
