@@ -45,7 +45,7 @@ from helix.loop import contracts, environment, grading, judge, ledger, provenanc
 from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
-from helix.memory import db, feedback, uplift
+from helix.memory import db, feedback, settlements, uplift
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
@@ -366,24 +366,22 @@ def _record_outcome(
     (a recorded, untampered attempt), so the baseline never learns from the rest."""
     passed = None if checked.passed is None or not evidence else int(bool(checked.passed))
     try:
-        memory.conn.execute(
-            "INSERT INTO task_outcome(task_id, attempt, claimed, outcome, verified, passed, "
-            "verify_exit, injected, utilized, baseline, created_at, tampered) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                result["task_id"],
-                result["attempt"] or f"{result['settled_at']}-{secrets.token_hex(4)}",
-                result["claimed"],
-                result["outcome"],
-                int(result["verified"]),
-                passed,
-                checked.exit_code,
-                len(result["injected"]),
-                len(result["utilized"]),
-                result["baseline"],
-                result["settled_at"],
-                result["tampered"] or None,
-            ),
+        settlements.record(
+            memory.conn,
+            {
+                "task_id": result["task_id"],
+                "attempt": result["attempt"] or f"{result['settled_at']}-{secrets.token_hex(4)}",
+                "claimed": result["claimed"],
+                "outcome": result["outcome"],
+                "verified": int(result["verified"]),
+                "passed": passed,
+                "verify_exit": checked.exit_code,
+                "injected": len(result["injected"]),
+                "utilized": len(result["utilized"]),
+                "baseline": result["baseline"],
+                "created_at": result["settled_at"],
+                "tampered": result["tampered"] or None,
+            },
         )
     except db.Conflict:
         raise Rejected(f"{result['task_id']}: this attempt was already settled") from None
@@ -391,29 +389,7 @@ def _record_outcome(
 
 def history(memory: Memory, task_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     """Settled attempts, newest first."""
-    sql = (
-        "SELECT task_id, attempt, claimed, outcome, verified, passed, verify_exit, "
-        "utilized, baseline, created_at, tampered FROM task_outcome"
-    )
-    args: tuple = ()
-    if task_id:
-        sql += " WHERE task_id = ?"
-        args = (task_id,)
-    rows = memory.conn.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
-    keys = (
-        "task_id",
-        "attempt",
-        "claimed",
-        "outcome",
-        "verified",
-        "passed",
-        "verify_exit",
-        "utilized",
-        "baseline",
-        "created_at",
-        "tampered",
-    )
-    out = [dict(zip(keys, row, strict=True)) for row in rows]
+    out = settlements.history(memory.conn, task_id, limit)
     if task_id and not out:
         raise NotFound(f"no settled attempt of {task_id}")
     return out
