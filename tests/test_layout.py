@@ -203,6 +203,24 @@ def test_only_the_store_layer_imports_a_database_driver():
     assert offenders == []
 
 
+def test_only_the_store_layer_runs_sql():
+    """Every statement goes through a store object in helix/memory: no cursor
+    calls elsewhere, so the layers above work unchanged on another engine."""
+    calls = ("execute", "executemany", "executescript")
+    offenders = []
+    for name, path in modules().items():
+        if name.startswith("helix.memory"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in calls
+            ):
+                offenders.append(f"{name}:{node.lineno} calls .{node.func.attr}()")
+    assert offenders == []
+
+
 def test_no_import_circles():
     found = circles()
     assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from helix.errors import HelixError, NotFound
 from helix.loop import frames, scope
 from helix.loop import judge as judges
+from helix.memory import attempts as table
 from helix.memory import db
 
 
@@ -40,11 +41,6 @@ class Store(Protocol):
 
 
 OPEN_HOURS = 12  # an open attempt older than this is abandoned, not "in the middle"
-_COLUMNS = (
-    "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
-    "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector, "
-    "frame, work, env, judge_by, scope"
-)
 
 
 @dataclass
@@ -169,30 +165,28 @@ def _insert(
     vector: bytes | None = None,
     baseline: dict[str, Any] | None = None,
 ) -> None:
-    memory.conn.execute(
-        "INSERT INTO attempt(id, task_id, objective, names, scores, verify, verify_files, "
-        "verify_digest, project, source, note, started_at, vector, frame, work, env, judge_by, "
-        "scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            attempt_id,
-            task_id,
-            objective,
-            json.dumps(list(names)),
-            json.dumps(scores or {}),
-            judge.verify,
-            json.dumps(judge.files),
-            judge.digest,
-            str(project),
-            source,
-            note,
-            db.stamp(memory.clock()),
-            vector,
-            None if judge.frame is None else json.dumps(judge.frame),
-            json.dumps(judge.work),
-            json.dumps(judge.env),
-            None if judge.setter is None else json.dumps(judge.setter),
-            None if baseline is None else json.dumps(baseline),
-        ),
+    table.insert(
+        memory.conn,
+        {
+            "id": attempt_id,
+            "task_id": task_id,
+            "objective": objective,
+            "names": json.dumps(list(names)),
+            "scores": json.dumps(scores or {}),
+            "verify": judge.verify,
+            "verify_files": json.dumps(judge.files),
+            "verify_digest": judge.digest,
+            "project": str(project),
+            "source": source,
+            "note": note,
+            "started_at": db.stamp(memory.clock()),
+            "vector": vector,
+            "frame": None if judge.frame is None else json.dumps(judge.frame),
+            "work": json.dumps(judge.work),
+            "env": json.dumps(judge.env),
+            "judge_by": None if judge.setter is None else json.dumps(judge.setter),
+            "scope": None if baseline is None else json.dumps(baseline),
+        },
     )
 
 
@@ -205,9 +199,7 @@ def _recent(attempt: Attempt, memory: Store) -> bool:
 
 
 def get(memory: Store, attempt_id: str) -> Attempt:
-    row = memory.conn.execute(
-        f"SELECT {_COLUMNS} FROM attempt WHERE id = ?", (attempt_id,)
-    ).fetchone()
+    row = table.by_id(memory.conn, attempt_id)
     if row is None:
         raise NotFound(f"no recorded attempt {attempt_id}")
     return _attempt(row)
@@ -215,11 +207,7 @@ def get(memory: Store, attempt_id: str) -> Attempt:
 
 def latest(memory: Store, task_id: str, open_only: bool = False) -> Attempt | None:
     """The newest attempt at ``task_id`` (only an unsettled one with ``open_only``)."""
-    sql = f"SELECT {_COLUMNS} FROM attempt WHERE task_id = ?"
-    if open_only:
-        sql += " AND settled_at IS NULL"
-    row = memory.conn.execute(sql + " ORDER BY started_at DESC, rowid DESC LIMIT 1", (task_id,))
-    found = row.fetchone()
+    found = table.latest(memory.conn, task_id, open_only)
     return _attempt(found) if found else None
 
 
@@ -228,14 +216,8 @@ def open_attempts(memory: Store) -> list[Attempt]:
     While one is open a builder holds a shell, so what is asked of helix then may
     come from it (a task's VERIFY set, a bulk prune)."""
     cutoff = db.stamp(memory.clock() - timedelta(hours=OPEN_HOURS))
-    rows = memory.conn.execute(
-        f"SELECT {_COLUMNS} FROM attempt AS a WHERE settled_at IS NULL AND started_at >= ? "
-        # an attempt a later one of the same task superseded is not in flight
-        "AND NOT EXISTS (SELECT 1 FROM attempt AS b WHERE b.task_id = a.task_id "
-        "AND b.rowid > a.rowid) ORDER BY started_at DESC, rowid DESC LIMIT 100",
-        (cutoff,),
-    ).fetchall()
-    return [_attempt(r) for r in rows]
+    # an attempt a later one of the same task superseded is not in flight
+    return [_attempt(r) for r in table.unsettled_since(memory.conn, cutoff)]
 
 
 def refuse_in_flight(memory: Store, action: str) -> None:
@@ -252,12 +234,7 @@ def refuse_in_flight(memory: Store, action: str) -> None:
 
 def attempts(memory: Store, task_id: str, limit: int = 20) -> list[Attempt]:
     """Every recorded attempt at ``task_id``, newest first."""
-    rows = memory.conn.execute(
-        f"SELECT {_COLUMNS} FROM attempt WHERE task_id = ? "
-        "ORDER BY started_at DESC, rowid DESC LIMIT ?",
-        (task_id, limit),
-    ).fetchall()
-    return [_attempt(r) for r in rows]
+    return [_attempt(r) for r in table.of_task(memory.conn, task_id, limit)]
 
 
 def describe(attempt: Attempt) -> dict[str, Any]:
@@ -293,11 +270,9 @@ def overlapping(memory: Store, attempt: Attempt) -> list[Attempt]:
         since = db.stamp(datetime.fromisoformat(attempt.started_at) - timedelta(hours=OPEN_HOURS))
     except ValueError:
         return []
-    rows = memory.conn.execute(
-        f"SELECT {_COLUMNS} FROM attempt WHERE id != ? AND project = ? AND started_at >= ? "
-        "AND (settled_at IS NULL OR settled_at >= ?) ORDER BY started_at DESC LIMIT 200",
-        (attempt.id, attempt.project, since, attempt.started_at),
-    ).fetchall()
+    rows = table.in_flight_during(
+        memory.conn, attempt.id, attempt.project, since, attempt.started_at
+    )
     return [_attempt(r) for r in rows]
 
 
@@ -305,11 +280,7 @@ def credited_before(memory: Store, task_id: str, before: str) -> tuple[set[str],
     """What earlier verified deliveries of ``task_id`` already proved: the insights
     they credited, and the tree digest of the newest one (a settlement on the same
     tree is the same work again)."""
-    rows = memory.conn.execute(
-        "SELECT names, tree FROM attempt WHERE task_id = ? AND id != ? AND verified = 1 "
-        "AND outcome = 'delivered' AND settled_at IS NOT NULL ORDER BY settled_at",
-        (task_id, before),
-    ).fetchall()
+    rows = table.verified_deliveries(memory.conn, task_id, before)
     names: set[str] = set()
     for value, _tree in rows:
         names.update(_json(value, []))
@@ -328,30 +299,24 @@ def mark_settled(
 ) -> bool:
     """Close the attempt; False when another settlement closed it first. Must run
     inside the caller's write transaction (the settlement's)."""
-    cursor = memory.conn.execute(
-        "UPDATE attempt SET settled_at = ?, outcome = ?, verified = ?, tampered = ?, tree = ?, "
-        "result = ? WHERE id = ? AND settled_at IS NULL",
-        (
-            now,
-            outcome,
-            int(verified),
-            tampered,
-            tree,
-            json.dumps(result, ensure_ascii=False),
-            attempt.id,
-        ),
+    return table.settle(
+        memory.conn,
+        attempt.id,
+        {
+            "settled_at": now,
+            "outcome": outcome,
+            "verified": int(verified),
+            "tampered": tampered,
+            "tree": tree,
+            "result": json.dumps(result, ensure_ascii=False),
+        },
     )
-    return cursor.rowcount == 1
 
 
 def abandon_stale(memory: Store, older_than_days: float) -> int:
     """Forget open attempts nobody settled (a crashed session): they credit nothing."""
     cutoff = db.stamp(memory.clock() - timedelta(days=older_than_days))
-    with db.write(memory.conn):
-        cursor = memory.conn.execute(
-            "DELETE FROM attempt WHERE settled_at IS NULL AND started_at < ?", (cutoff,)
-        )
-    return cursor.rowcount
+    return table.delete_unsettled_before(memory.conn, cutoff)
 
 
 def _attempt(row: tuple) -> Attempt:
