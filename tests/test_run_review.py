@@ -219,9 +219,12 @@ def test_adjacent_work_reported_by_the_builder_is_filed_bounded(world: World) ->
         "rate limit",
     ]
     assert all(t["parent"] == epic and "verify" not in t for t in from_task)
+    # optional work never jumps ahead of planned work: one priority below its task
+    assert {t["priority"] for t in from_task} == {3}
     assert "1 more ignored (at most 3 an attempt)" in proc.stderr
     from_lone = [t for t in filed if t["helix-discovered-from"] == lone]
     assert from_lone and all(t["parent"] == lone for t in from_lone)  # no epic: the task
+    assert {t["priority"] for t in from_lone} == {4}  # the lowest there is
     # Adjacent work was built too, and what its builder reported was not filed again.
     assert all(t["status"] == "closed" for t in filed)
     assert len(filed) == 6

@@ -4,7 +4,11 @@ The build prompt (:mod:`helix.run.prompts`) tells the builder to absorb small
 edits its acceptance needs into the task, and to report optional work it noticed
 on ``ADJACENT: {"title": ..., "description": ...}`` lines instead of doing it.
 When the task is delivered (closed by helix), each reported item becomes a task
-under the task's epic, or under the task itself when it has no parent.
+under the task's epic, or under the task itself when it has no parent, one
+priority below the task's and never higher than 3 (the tracker's default is 2):
+optional work must not jump ahead of the work that was planned (creation times
+are kept to the second, so at an equal priority the ids' chance order decided,
+and did, in a test of ours, once in a few runs).
 
 What the builder writes is untrusted text: the lines are parsed strictly
 (:func:`helix.run.prompts.parse_adjacent`), bounded in count and length, and only
@@ -27,6 +31,7 @@ from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
 LABEL = "adjacent-work"
+LOWEST_PLANNED = 2  # the tracker's default priority (0 highest, 4 lowest)
 
 
 @dataclass
@@ -47,6 +52,9 @@ def file_reported(tracker: Tracker, task: TaskRecord, answer: str) -> Filed:
     if LABEL in selection.labels(task):
         return Filed(refused=f"{len(found)} adjacent item(s) not filed: the task is one itself")
     parent = str(task.get("parent") or task["id"])
+    given = task.get("priority")
+    below = (given if isinstance(given, int) else LOWEST_PLANNED) + 1
+    priority = min(4, max(below, LOWEST_PLANNED + 1))
     ids = []
     for item in found:
         created = tracker.create(
@@ -54,6 +62,7 @@ def file_reported(tracker: Tracker, task: TaskRecord, answer: str) -> Filed:
             description=item.description or item.title,
             parent=parent,
             labels=[LABEL],
+            priority=priority,
             **{"helix-discovered-from": task["id"]},
         )
         ids.append(created["id"])
