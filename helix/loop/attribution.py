@@ -41,7 +41,17 @@ import numpy as np
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.loop import contracts, environment, grading, judge, ledger, provenance, sandbox, scope
+from helix.loop import (
+    contracts,
+    environment,
+    frames,
+    grading,
+    judge,
+    ledger,
+    provenance,
+    sandbox,
+    scope,
+)
 from helix.loop import verify as verifying
 from helix.loop.records import Settlement
 from helix.loop.verify import Verification
@@ -182,7 +192,13 @@ def settle(
         # In a project whose agents run sandboxed, VERIFY (which runs the builder's
         # code, and a judge it may have chosen) gets no more rights than they have.
         checked = verifying.run_verify(
-            command, project, timeout, env=env, sandboxed=sandbox.required(project), protect=[home]
+            command,
+            project,
+            timeout,
+            env=env,
+            sandboxed=sandbox.required(project),
+            protect=[home],
+            tally=True,
         )
         if checked.skipped:
             problems.append(checked.skipped)
@@ -303,10 +319,7 @@ def _judged(attempt: ledger.Attempt) -> set[str]:
     """The files the attempt's judge fixed at its start: the ones VERIFY names and
     every file of its frame that existed then (a settlement that is not tampered
     finds them unchanged)."""
-    start = attempt.judge.frame or {}
-    return set(attempt.judge.files) | {
-        key[5:] for key, digest in start.items() if key.startswith("file:") and digest != "missing"
-    }
+    return set(attempt.judge.files) | frames.files(attempt.judge.frame or {})
 
 
 def _scope(

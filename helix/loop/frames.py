@@ -232,6 +232,15 @@ def take(
     return frame
 
 
+def files(frame: Frame) -> set[str]:
+    """The project files ``frame`` holds that existed when it was taken."""
+    return {
+        key.partition(":")[2]
+        for key, digest in frame.items()
+        if key.startswith("file:") and digest != "missing"
+    }
+
+
 def changes(before: Frame, after: Frame) -> list[str]:
     """What differs between two frames of the same judge, in words (sorted)."""
     found = []

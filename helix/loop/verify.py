@@ -43,8 +43,8 @@ class Verification:
     output_tail: str = ""
     error: str = ""
     skipped: str = ""  # why helix did not run it (it could not be sandboxed)
-    # Passed and failed tests per test file, read from the whole output
-    # (:func:`helix.loop.grading.by_file`); evidence for grading, not kept in logs.
+    # Passed and failed tests per test file of a failed run, read from the whole
+    # output (:func:`helix.loop.grading.by_file`); evidence for grading, not logged.
     by_file: dict[str, tuple[int, int]] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,12 +77,15 @@ def run_verify(
     *,
     sandboxed: bool = False,
     protect: Iterable[Path] = (),
+    tally: bool = False,
 ) -> Verification:
     """Run ``command`` and report whether it passed. Never raises for a bad command.
 
     ``sandboxed``: run it with no more rights than the project's agents have
     (:mod:`helix.loop.sandbox`, ``protect`` kept read-only too); when that cannot
-    be done here it is not run at all (``skipped`` says why, ``passed`` is None)."""
+    be done here it is not run at all (``skipped`` says why, ``passed`` is None).
+    ``tally``: when the run fails, also read its tests per file (``by_file``), the
+    evidence a settlement grades a failure by."""
     if command is None or not str(command).strip():
         return Verification(command=None, cwd=str(cwd), passed=None)
     command = str(command)
@@ -112,9 +115,11 @@ def run_verify(
         except OSError as exc:
             return Verification(command, str(cwd), False, error=f"could not start: {exc}")
         tail = _tail(out)
-        from helix.loop import grading  # only a settlement reads it
+        by_file = None
+        if tally and (finished.exit_code != 0 or finished.timed_out):
+            from helix.loop import grading  # a settlement's: the model is loaded by then
 
-        tally = grading.by_file(out)
+            by_file = grading.by_file(out)
     code, timed_out, seconds = finished.exit_code, finished.timed_out, finished.seconds
     return Verification(
         command=command,
@@ -124,7 +129,7 @@ def run_verify(
         timed_out=timed_out,
         seconds=round(seconds, 3),
         output_tail=tail,
-        by_file=tally,
+        by_file=by_file,
         error=(
             f"timed out after {timeout:g} s"
             if timed_out
