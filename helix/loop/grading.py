@@ -29,7 +29,7 @@ can never earn as much as a pass.
 
 A count over the tree the builder wrote is not yet evidence helix can trust: a
 builder whose work fails can add trivially passing tests and lift its failure
-toward half a pass. So the count that becomes evidence is taken only over the
+toward the ceiling. So the count that becomes evidence is taken only over the
 tests that existed when the attempt started and that the builder could not
 touch: :func:`by_file` reads pytest's per-file progress from the whole output
 (bounded), and :func:`fixed` keeps the files that were part of the attempt's
@@ -48,12 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from helix.files import read_regular
+from helix.memory.uplift import GRADED_CEILING
 
 MAX_OUTPUT_CHARS = 64 * 1024  # runners print their summary last
 MAX_LINE_CHARS = 512  # the longest summary line with colour codes fits easily
 MAX_JUNIT_BYTES = 16 << 20
 MAX_JUNIT_DEPTH = 64  # reports nest four or five deep; far deeper is not a report
-FAIL_CEILING = 0.9  # helix.memory.uplift.GRADED_CEILING (tests keep them equal)
+# What a failure is worth at most is the learning model's to say.
+FAIL_CEILING = GRADED_CEILING
 _XML_CHUNK = 1 << 16
 
 _ANSI = re.compile(r"\x1b\[[0-9;]{0,32}[A-Za-z]")

@@ -96,7 +96,7 @@ NEWTON_STEPS = 25  # at most, for the logistic fit's mode (it takes 4-6)
 EDGE = 1e-4  # fitted pass chances stay this far from 0 and 1
 # A graded failure is worth at most this much of a pass: the runner's count is a
 # partial view (a lint step can fail a command whose every test passes), so a
-# failure never counts as a pass (helix.loop.grading.FAIL_CEILING is the same).
+# failure never counts as a pass (helix.loop.grading grades by it).
 GRADED_CEILING = 0.9
 
 
