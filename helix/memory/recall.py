@@ -102,7 +102,7 @@ def recall(
     suppressed = set(suppress_names or ())
     file_list = insight.clean_files(files) if files else []
 
-    if memory.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None:
+    if memory.is_empty():
         return []  # nothing to find: do not pay for loading the model
     pool = max(50, limit * 10)
     index = memory.vectors()

@@ -125,6 +125,10 @@ class InsightRows:
     def now(self) -> str:
         return db.stamp(self.clock())
 
+    def is_empty(self) -> bool:
+        """Whether the store holds no insight at all (archived ones are elsewhere)."""
+        return self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None
+
     def row(self, name: str) -> Row:
         row = self.conn.execute(
             f"SELECT {insight.COLUMNS} FROM insight WHERE name = ?", (name,)

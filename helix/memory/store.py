@@ -338,11 +338,8 @@ class Memory(InsightRows):
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def is_empty(self) -> bool:
-        """Whether the store holds no insight at all (archived ones are elsewhere)."""
-        return self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None
-
     def edge_count(self) -> int:
+        """How many edges the graph holds."""
         return int(self.conn.execute("SELECT count(*) FROM edge").fetchone()[0])
 
     def list(
@@ -455,7 +452,7 @@ class Memory(InsightRows):
             "feedback_events": events[0],
             "causal_ratio": round(events[1] / events[0], 4) if events[0] else None,
             "mean_effectiveness": _round(q("SELECT avg(effectiveness) FROM insight").fetchone()[0]),
-            "edges": q("SELECT count(*) FROM edge").fetchone()[0],
+            "edges": self.edge_count(),
             "edges_by_relation": dict(
                 q("SELECT relation, count(*) FROM edge GROUP BY relation").fetchall()
             ),
