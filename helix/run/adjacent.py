@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 
 from helix.run import prompts as runcontracts
 from helix.run import selection
+from helix.tasks import graph as taskgraph
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
 LABEL = "adjacent-work"
-LOWEST_PLANNED = 2  # the tracker's default priority (0 highest, 4 lowest)
 
 
 @dataclass
@@ -53,8 +53,8 @@ def file_reported(tracker: Tracker, task: TaskRecord, answer: str) -> Filed:
         return Filed(refused=f"{len(found)} adjacent item(s) not filed: the task is one itself")
     parent = str(task.get("parent") or task["id"])
     given = task.get("priority")
-    below = (given if isinstance(given, int) else LOWEST_PLANNED) + 1
-    priority = min(4, max(below, LOWEST_PLANNED + 1))
+    below = (given if isinstance(given, int) else taskgraph.DEFAULT_PRIORITY) + 1
+    priority = min(taskgraph.LOWEST_PRIORITY, max(below, taskgraph.DEFAULT_PRIORITY + 1))
     ids = []
     for item in found:
         created = tracker.create(

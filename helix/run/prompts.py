@@ -303,11 +303,15 @@ def parse_review(text: Any) -> Review | None:
     for item in value[:MAX_FINDINGS]:
         if not isinstance(item, dict) or not str(item.get("title") or "").strip():
             return None
-        priority = item.get("priority", 2)
+        priority = item.get("priority", taskgraph.DEFAULT_PRIORITY)
         finding = {
             "title": " ".join(str(item["title"]).split())[:200],
             "description": str(item.get("description") or "")[:4000],
-            "priority": priority if isinstance(priority, int) and 0 <= priority <= 4 else 2,
+            "priority": (
+                priority
+                if isinstance(priority, int) and 0 <= priority <= taskgraph.LOWEST_PRIORITY
+                else taskgraph.DEFAULT_PRIORITY
+            ),
         }
         verify = item.get("verify")
         # A VERIFY the reviewer proposes is kept only when it is plainly a command.

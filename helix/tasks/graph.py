@@ -22,6 +22,9 @@ from helix.vocab import TASK_OUTCOMES
 WAVE_CAP = 6
 OUTCOMES = TASK_OUTCOMES
 RUNNABLE_STATUS = "open"
+# Priorities run from 0 (highest) to LOWEST_PRIORITY; a task given none has the default.
+DEFAULT_PRIORITY = 2
+LOWEST_PRIORITY = 4
 DONE_STATUS = "closed"
 # Closed with one of these, a task releases its dependents.
 RELEASING = (None, "delivered", "skipped")
@@ -47,9 +50,9 @@ def blockers(task: Task) -> list[str]:
 
 def order_key(task: Task) -> tuple:
     """Priority ascending, then created_at, then id: a stable, total order."""
-    priority = task.get("priority", 2)
+    priority = task.get("priority", DEFAULT_PRIORITY)
     if not isinstance(priority, int):
-        priority = 2
+        priority = DEFAULT_PRIORITY
     return (priority, str(task.get("created_at", "")), str(task.get("id", "")))
 
 

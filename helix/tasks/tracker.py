@@ -284,7 +284,7 @@ class Tracker:
                 "id": task_id,
                 "title": title,
                 "status": "open",
-                "priority": 2,
+                "priority": taskgraph.DEFAULT_PRIORITY,
                 "issue_type": "task",
                 "labels": [],
                 "created_at": stamp,
@@ -322,7 +322,7 @@ class Tracker:
                     "id": task_id,
                     "title": _text(f"{spec['seq']}: {spec['slug']}", "title", MAX_TITLE, True),
                     "status": "open",
-                    "priority": 2,
+                    "priority": taskgraph.DEFAULT_PRIORITY,
                     "issue_type": "task",
                     "labels": list(labels),
                     "created_at": stamp,
@@ -587,8 +587,9 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
                 raise InvalidInput(f"unknown status {value!r}; one of: {', '.join(STATUSES)}")
             out["status"] = value
         elif key == "priority":
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 4:
-                raise InvalidInput("priority must be an integer from 0 (highest) to 4")
+            lowest = taskgraph.LOWEST_PRIORITY
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= lowest:
+                raise InvalidInput(f"priority must be an integer from 0 (highest) to {lowest}")
             out["priority"] = value
         elif key in ("issue_type", "type"):
             if value not in TYPES:
