@@ -70,6 +70,28 @@ sandbox-tools:
 		echo "note:$$pkgs missing (installing needs root and apt-get); the sandbox tests will skip"; \
 	fi
 
+# The tests run every store test on PostgreSQL too, in a cluster of their own
+# (tests/pgserver.py). As root with apt-get, a missing server is installed from
+# Debian (without the cluster Debian would create and start); otherwise a note
+# is printed and the PostgreSQL tests skip (under CI they fail instead).
+PG_LOG := .cache/apt-postgres.log
+
+.PHONY: postgres-tools
+postgres-tools:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing postgresql (apt-get)"; mkdir -p $(dir $(PG_LOG)) /etc/postgresql-common; \
+		[ -f /etc/postgresql-common/createcluster.conf ] || \
+			echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf; \
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends postgresql; } >$(PG_LOG) 2>&1; then \
+			tail -n 5 $(PG_LOG); \
+			echo "note: could not install postgresql; the PostgreSQL tests will skip"; \
+		fi; \
+	else \
+		echo "note: PostgreSQL server missing (installing needs root and apt-get); the PostgreSQL tests will skip"; \
+	fi
+
 # pytest exits 5 when it collected no tests: say so instead of failing obscurely.
 test: install claude-cli codex-cli
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \

@@ -63,7 +63,7 @@ class Paths:
     once. Pure: naming a path creates nothing; the writer makes its folder."""
 
     home: Path
-    db: Path
+    db: Location
 
     @classmethod
     def at(cls, home: Path) -> Paths:
@@ -193,26 +193,79 @@ def resolve(start: Path | None = None, env: Mapping[str, str] | None = None) -> 
     return Paths(home=home, db=db)
 
 
-def database(value: str) -> Path:
-    """The database file ``HELIX_DB`` names: a path, or a ``sqlite:///PATH`` URL.
-    Any other URL raises InvalidInput naming only its scheme (a URL's password
-    must never reach a log or a terminal)."""
+class Server:
+    """A store on a database server (``HELIX_DB=postgresql://...``), where a path
+    would name a file. ``str()`` shows it without its password; :attr:`url` is
+    the whole URL, for the store and for the environment of helix's own
+    children, never for a log or a terminal."""
+
+    __slots__ = ("url",)
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def exists(self) -> bool:
+        """A server's store is created on first open, like a missing file is."""
+        return True
+
+    def __str__(self) -> str:
+        return redacted(self.url)
+
+    def __repr__(self) -> str:
+        return f"Server({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Server) and other.url == self.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+
+# Where a store lives: a SQLite file, or a database server.
+Location = Path | Server
+
+
+def location_text(location: Location) -> str:
+    """What ``HELIX_DB`` must say for a child of helix's to open this store:
+    the whole URL of a server (password included: for an environment only)."""
+    return location.url if isinstance(location, Server) else str(location)
+
+
+def redacted(url: str) -> str:
+    """``url`` with any password replaced by ``***``: what may be printed."""
+    from urllib.parse import urlsplit, urlunsplit  # imported where used: a URL is rare
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return f"{url.partition('://')[0][:20]}://(a URL helix cannot parse)"
+    if password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+def database(value: str) -> Location:
+    """Where ``HELIX_DB`` puts the store: a path or a ``sqlite:///PATH`` URL names
+    a SQLite file, a ``postgresql://`` URL a PostgreSQL database. Any other URL
+    raises InvalidInput naming only its scheme (a URL's password must never
+    reach a log or a terminal)."""
     scheme, sep, rest = value.partition("://")
     if not sep or "/" in scheme or not scheme:
         return Path(value).expanduser().absolute()
     if scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
         return Path(rest).expanduser().absolute()
+    if scheme.lower() in ("postgresql", "postgres"):
+        return Server(value)
     from helix.errors import InvalidInput
 
-    if scheme.lower() in ("postgresql", "postgres"):
-        raise InvalidInput(
-            "HELIX_DB names a PostgreSQL database: this helix keeps its store in SQLite "
-            "only (a shared PostgreSQL store is not available yet); set HELIX_DB to a "
-            "file path, or unset it"
-        )
     raise InvalidInput(
-        f"HELIX_DB is a {scheme[:20]!r} URL, which helix cannot use: give a file path "
-        "or sqlite:///PATH"
+        f"HELIX_DB is a {scheme[:20]!r} URL, which helix cannot use: give a file path, "
+        "sqlite:///PATH or postgresql://..."
     )
 
 

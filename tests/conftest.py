@@ -6,6 +6,7 @@ depends on meaning use it, plumbing tests may use the hash embedder.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from helix.memory import blas
 # run in subprocesses of their own.
 blas.start_single_threaded()
 
+from helix.config import Location, Server  # noqa: E402
 from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder  # noqa: E402
 from helix.memory.store import Memory  # noqa: E402
 
@@ -67,13 +69,67 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One PostgreSQL server for the session, started on first use. Without the
+    server binaries the tests that need it skip, except under CI, where
+    `make postgres-tools` has installed them and a missing server is a failure."""
+    import pgserver
+
+    if pgserver.binaries() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL server binaries not found (make postgres-tools)")
+        pytest.skip("PostgreSQL server binaries not found (make postgres-tools installs them)")
+    cluster = pgserver.Cluster()
+    yield cluster
+    cluster.stop()
+
+
+class Engine:
+    """The store engine a test body runs on: SQLite files, or databases on the
+    session's PostgreSQL server (``HELIX_DB`` names one for helix processes)."""
+
+    def __init__(self, name: str, cluster=None):
+        self.name = name
+        self.cluster = cluster
+
+    def store(self, path: Path) -> Location:
+        """Where a store the test would keep at ``path`` lives on this engine."""
+        return path if self.cluster is None else Server(self.cluster.database())
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Engine:
+    """Runs a test body once per engine: a module opts in with
+    ``pytestmark = pytest.mark.usefixtures("engine")``; its ``memory`` and
+    ``hash_memory`` and every helix process it starts use the engine."""
+    if request.param == "sqlite":
+        return Engine("sqlite")
+    cluster = request.getfixturevalue("pg_cluster")
+    monkeypatch.setenv("HELIX_DB", cluster.database())
+    return Engine("postgresql", cluster)
+
+
+def _location(request: pytest.FixtureRequest, path: Path) -> Location:
+    if "engine" in request.fixturenames:
+        return request.getfixturevalue("engine").store(path)
+    return path
+
+
 @pytest.fixture
-def memory(tmp_path: Path, minilm: MiniLMEmbedder, clock: Clock) -> Memory:
-    with Memory(tmp_path / "store" / "helix.db", embedder=minilm, clock=clock) as store:
+def memory(
+    request: pytest.FixtureRequest, tmp_path: Path, minilm: MiniLMEmbedder, clock: Clock
+) -> Memory:
+    where = _location(request, tmp_path / "store" / "helix.db")
+    with Memory(where, embedder=minilm, clock=clock) as store:
         yield store
 
 
 @pytest.fixture
-def hash_memory(tmp_path: Path, clock: Clock) -> Memory:
-    with Memory(tmp_path / "hstore" / "helix.db", embedder=HashEmbedder(), clock=clock) as store:
+def hash_memory(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Memory:
+    where = _location(request, tmp_path / "hstore" / "helix.db")
+    with Memory(where, embedder=HashEmbedder(), clock=clock) as store:
         yield store

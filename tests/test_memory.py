@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import faults
 import numpy as np
 import pytest
 from evidence import credit
@@ -13,6 +14,8 @@ from helix.errors import InvalidInput, NotFound, Rejected
 from helix.memory import db, feedback, ranking
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
 LOG_BODY = "Log the response body when an API call returns an unexpected status code"
@@ -558,10 +561,7 @@ def test_feedback_rejects_bad_arguments(memory: Memory, names, outcome, message)
 def test_feedback_is_one_transaction(memory: Memory):
     a = memory.store(RETRY)["name"]
     b = memory.store(TIMEOUT)["name"]
-    memory.conn.execute(
-        "CREATE TRIGGER boom BEFORE UPDATE ON insight WHEN new.name = "
-        f"'{b}' BEGIN SELECT RAISE(ABORT, 'simulated crash'); END"
-    )
+    faults.refuse(memory.conn, "BEFORE UPDATE", "insight", "simulated crash", f"new.name = '{b}'")
     with pytest.raises(sqlite3.IntegrityError):
         credit(memory, [a, b], "delivered")
     assert memory.get(a)["effectiveness"] == 0.5
@@ -589,12 +589,10 @@ def test_vectors_are_stored_as_float32(memory: Memory):
 
 def test_a_rolled_back_store_leaves_no_phantom_in_the_cache(memory: Memory):
     memory.store(RETRY)
-    memory.conn.execute(
-        "CREATE TRIGGER boom AFTER INSERT ON insight_file BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
-    )
+    faults.refuse(memory.conn, "AFTER INSERT", "insight_file", "disk on fire")
     with pytest.raises(sqlite3.IntegrityError):
         memory.store(TIMEOUT, files=["src/net.py"])
-    memory.conn.execute("DROP TRIGGER boom")
+    faults.restore(memory.conn, "insight_file")
     # The cache was dropped, so dedup and recall see only what was committed.
     assert memory.store(TIMEOUT)["status"] == "added"
     assert len(memory.recall(RETRY_QUERY, min_relevance=0.0, limit=10)) == 2

@@ -35,7 +35,7 @@ def warnings(found: config.Paths | None, env: Mapping[str, str], client: str) ->
     return [f"WARNING (helix): {problem}" for problem in problems]
 
 
-def memory_section(db: Path) -> list[str]:
+def memory_section(db: config.Location) -> list[str]:
     """The memory part of the briefing, from the store at ``db``, read-only.
 
     Never creates, migrates or writes the store, and a store helix may not
@@ -71,7 +71,7 @@ def memory_lines(memory: Memory) -> list[str]:
     # The same rule as the count (helix.memory.proven): never a quarantined
     # insight (an agent's or an import's), nor one whose text reaches outside
     # the project; the most recently used first.
-    project = memory.path.parent.parent if memory.path else None
+    project = memory.path.parent.parent if isinstance(memory.path, Path) else None
     found = sorted(proven.rows(memory, project), key=lambda p: p.recent, reverse=True)
     if found:
         lines.append("  top proven constraints from recent work:")

@@ -415,7 +415,7 @@ def old_queue(home: Path | None = None) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _database(home: Path | None) -> Path:
+def _database(home: Path | None) -> config.Location:
     """The database whose table is the queue of ``home``: the project's, as
     :func:`config.resolve` finds it (``HELIX_DB`` honoured), when ``home`` is None
     or its data directory; else the default file under ``home`` (a demo's own)."""

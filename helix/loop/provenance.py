@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+from helix.config import Location
 from helix.tasks.tracker import now_rfc3339
 
 ROUTES = ("cli", "mcp", "run", "spawn-prompt")
@@ -45,7 +45,7 @@ def stamp(route: str, during: list[str], at: str) -> dict[str, Any]:
     return {"route": route, "during": list(during)[:5], "at": at}
 
 
-def in_flight(database: Path) -> list[str]:
+def in_flight(database: Location) -> list[str]:
     """The ids of the attempts in flight in the project whose database this is
     (none when it does not exist yet)."""
     if not database.exists():
@@ -57,7 +57,7 @@ def in_flight(database: Path) -> list[str]:
         return [attempt.id for attempt in ledger.open_attempts(store)]
 
 
-def judge_set(database: Path, route: str) -> dict[str, Any]:
+def judge_set(database: Location, route: str) -> dict[str, Any]:
     """The ``judge-set`` stamp of a judge set now through ``route`` in the project
     whose database this is."""
     return stamp(route, in_flight(database), now())

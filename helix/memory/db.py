@@ -33,15 +33,30 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
+from helix.config import Location, Server
 from helix.errors import StoreError
 from helix.memory.migrations import LATEST, MIGRATIONS
 
-# The names the layers above the store use for its connection and its engine's
-# errors, so that only the store layer knows the engine (tests/test_layout.py).
-Connection = sqlite3.Connection
+
+class Connection(Protocol):
+    """What the store's modules use of a connection: ``sqlite3.Connection`` is
+    one, and so is :class:`helix.memory.postgres.Connection` (which raises
+    sqlite3's errors too). The layers above the store name it through here, so
+    that only the store layer knows the engine (tests/test_layout.py)."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
+    def executemany(self, sql: str, seq: Any, /) -> Any: ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
 DatabaseError = sqlite3.Error
 Conflict = sqlite3.IntegrityError  # a unique or check constraint refused a write
 
@@ -105,13 +120,17 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
         pause = min(pause * 2, 0.25)
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
+def schema_version(conn: Connection) -> int:
     """The highest applied migration, 0 for a new (empty) database.
 
     Reads the table list and the version in one read transaction, so a store
     that another process is creating at this moment is never mistaken for a
     foreign database.
     """
+    if not isinstance(conn, sqlite3.Connection):
+        from helix.memory import postgres
+
+        return postgres.schema_version(conn)  # type: ignore[arg-type]
     own = not conn.in_transaction
     if own:
         conn.execute("BEGIN")
@@ -129,7 +148,7 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 @contextlib.contextmanager
-def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def write(conn: Connection) -> Iterator[Connection]:
     """One write transaction taken with ``BEGIN IMMEDIATE``; commits or rolls back.
 
     Waits for the write lock as long as other connections keep committing
@@ -170,7 +189,7 @@ def is_busy(exc: sqlite3.Error) -> bool:
     return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-def begin_immediate(conn: sqlite3.Connection) -> None:
+def begin_immediate(conn: Connection) -> None:
     """Take the write lock (``BEGIN IMMEDIATE``), waiting while another
     connection holds it.
 
@@ -180,6 +199,9 @@ def begin_immediate(conn: sqlite3.Connection) -> None:
     helix's), so a writer outwaits any number of busy writers but not one stuck
     in its transaction.
     """
+    if not isinstance(conn, sqlite3.Connection):
+        conn.execute("BEGIN IMMEDIATE")  # a server: its own lock, waited for there
+        return
     (saved,) = conn.execute("PRAGMA busy_timeout").fetchone()
     conn.execute("PRAGMA busy_timeout = 0")
     try:
@@ -237,7 +259,7 @@ def _data_version(conn: sqlite3.Connection) -> int | None:
 
 
 def write_batches(
-    conn: sqlite3.Connection,
+    conn: Connection,
     items: Sequence[Any],
     apply: Callable[[Any], None],
     budget: float = BATCH_SECONDS,
@@ -275,12 +297,13 @@ def give_way(pause: float = PAUSE_SECONDS) -> None:
     time.sleep(pause * random.uniform(1.0, 1.5))
 
 
-def inserted_id(cursor: sqlite3.Cursor) -> int:
-    """The rowid of the row the INSERT run on ``cursor`` added. sqlite3 types it
-    optional (no INSERT yet); after a successful one it is always set."""
-    if cursor.lastrowid is None:
+def inserted_id(cursor: Any) -> int:
+    """The id of the row the ``INSERT ... RETURNING id`` run on ``cursor`` added
+    (sqlite3's lastrowid has no counterpart on a server)."""
+    row = cursor.fetchone()
+    if row is None:
         raise StoreError("the insert reported no row id")
-    return cursor.lastrowid
+    return int(row[0])
 
 
 def _translate(error: sqlite3.Error, path: Path) -> StoreError:
@@ -372,7 +395,7 @@ def _migration_lock(path: Path) -> Iterator[None]:
         yield
 
 
-def schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+def schema(conn: Connection) -> list[tuple[str, str, str]]:
     """(type, name, SQL) of every table, index and trigger of the store, tables
     first; the full-text index's shadow tables and SQLite's own are left out."""
     return conn.execute(
@@ -383,8 +406,8 @@ def schema(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
 
 
 def connect(
-    path: Path | None, read_only_fallback: bool = False
-) -> tuple[sqlite3.Connection, Path | None]:
+    path: Location | None, read_only_fallback: bool = False
+) -> tuple[Connection, Path | None]:
     """Open (creating if needed) and migrate the store at ``path``.
 
     ``None`` opens a private in-memory database (used for read-only commands when no
@@ -392,6 +415,10 @@ def connect(
     a directory helix cannot write to opens read-only instead of failing. Returns
     the connection and the path of the backup taken before migrating, if any.
     """
+    if isinstance(path, Server):
+        from helix.memory import postgres  # imported where used: psycopg is an extra
+
+        return postgres.connect(path.url), None
     if path is None:
         scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         _configure(scratch, in_memory=True)

@@ -227,7 +227,7 @@ def _strengthen_co_occurrence(memory: InsightRows, names: list[str], now: str) -
             memory.conn.execute(
                 "INSERT INTO edge(from_id, to_id, relation, weight, created_at) "
                 "VALUES (?, ?, 'co_occurs', 0.5, ?) ON CONFLICT(from_id, to_id, relation) "
-                "DO UPDATE SET weight = min(1.0, weight + 0.1)",
+                "DO UPDATE SET weight = min(1.0, edge.weight + 0.1)",
                 (a, b, now),
             )
 

@@ -49,7 +49,7 @@ def model_problem(env: Mapping[str, str]) -> str | None:
 def store_problem(paths: Paths) -> str | None:
     """The store or its folder is not writable (SQLite also writes beside the file)."""
     for target in (paths.db, paths.home):
-        if target.exists() and not os.access(target, os.W_OK):
+        if isinstance(target, Path) and target.exists() and not os.access(target, os.W_OK):
             return (
                 f"the helix store cannot be written ({target} is read-only), so no feedback "
                 "or learning will be kept: fix its permissions"

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -101,14 +100,16 @@ def over_mcp(during: Sequence[str]) -> Origin:
     return Origin(AGENT, "mcp", tuple(dict.fromkeys(during))[:MAX_WRITERS])
 
 
-def record(conn: sqlite3.Connection, name: str, origin: Origin, now: str) -> None:
+def record(conn: db.Connection, name: str, origin: Origin, now: str) -> None:
     """Inside the caller's write transaction: stamp a newly added insight's
     origin, replacing anything a former insight of that name left."""
     if origin.kind not in ORIGINS:
         raise HelixError(f"unknown origin {origin.kind!r}")
     conn.execute(
-        "INSERT OR REPLACE INTO insight_origin(name, origin, route, written_by, created_at) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO insight_origin(name, origin, route, written_by, created_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET origin = excluded.origin, "
+        "route = excluded.route, written_by = excluded.written_by, "
+        "created_at = excluded.created_at, approved_at = NULL, approved_by = NULL",
         (name, origin.kind, origin.route, json.dumps(list(origin.written_by)), now),
     )
 
@@ -168,7 +169,7 @@ class Hold:
         }
 
 
-def held(conn: sqlite3.Connection, names: Iterable[str]) -> dict[str, Hold]:
+def held(conn: db.Connection, names: Iterable[str]) -> dict[str, Hold]:
     """The quarantined among ``names``, by name (module docstring). Read-only."""
     out: dict[str, Hold] = {}
     for chunk in db.chunks(list(dict.fromkeys(names)), 500):
@@ -183,7 +184,7 @@ def held(conn: sqlite3.Connection, names: Iterable[str]) -> dict[str, Hold]:
     return out
 
 
-def status(conn: sqlite3.Connection, name: str) -> dict[str, Any]:
+def status(conn: db.Connection, name: str) -> dict[str, Any]:
     """Where ``name`` came from and whether it is quarantined, for ``memory get``
     and ``show``. Read-only."""
     row = conn.execute(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import heapq
 import json
 import re
-import sqlite3
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from fnmatch import fnmatchcase
@@ -406,7 +405,7 @@ def _holders(memory: InsightRows, term: str, cap: int) -> list[int] | None:
             "SELECT rowid FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?",
             (f'"{term}"', cap + 1),
         ).fetchall()
-    except sqlite3.OperationalError:  # a term FTS cannot parse: no keyword evidence
+    except db.DatabaseError:  # a term FTS cannot parse: no keyword evidence
         return []
     if len(rows) > cap:
         return None

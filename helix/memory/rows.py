@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from helix.config import Location
 from helix.errors import InvalidInput, NotFound
 from helix.memory import db, insight
 
@@ -62,12 +63,12 @@ class InsightRows:
 
     def __init__(
         self,
-        path: Path | None,
+        path: Location | None,
         embedder: Embedder | None = None,
         clock: Callable[[], datetime] = now_utc,
         read_only_fallback: bool = False,
     ):
-        self.path = Path(path).absolute() if path is not None else None
+        self.path = path.absolute() if isinstance(path, Path) else path
         self.conn, self.backup = db.connect(self.path, read_only_fallback)
         self._embedder = embedder
         self.clock = clock

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
+from helix.config import Location
 from helix.memory import db
 
 
@@ -26,7 +26,7 @@ class Records:
     manager. ``conn`` and ``clock`` make it a store :mod:`helix.loop.ledger` can
     record attempts in."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Location):
         self.conn, _backup = db.connect(path)
 
     def __enter__(self) -> Records:

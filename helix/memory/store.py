@@ -440,7 +440,9 @@ class Memory(InsightRows):
                 "SELECT count(*) FROM insight WHERE last_feedback_at IS NOT NULL"
             ).fetchone()[0],
             # The rule the proven list and the briefing use (helix.memory.proven).
-            "proven": proof.count(self, self.path.parent.parent if self.path else None),
+            "proven": proof.count(
+                self, self.path.parent.parent if isinstance(self.path, Path) else None
+            ),
             "quarantined": q(
                 f"SELECT count(*) FROM insight i WHERE {quarantine.held_clause('i.name')}"
             ).fetchone()[0],
@@ -463,7 +465,7 @@ class Memory(InsightRows):
                 "SELECT count(*) FROM insight WHERE model IS NOT ?", (model,)
             ).fetchone()[0],
             "db_path": str(self.path) if self.path else None,
-            "db_bytes": _db_bytes(self.path),
+            "db_bytes": _db_bytes(self.path) if isinstance(self.path, Path) else None,
             "schema_version": db.schema_version(self.conn),
         }
 

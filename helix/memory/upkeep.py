@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -214,7 +213,7 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
         cursor = memory.conn.execute(
             "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
             "use_count, helped, failed, created_at, last_used, last_feedback_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
             (
                 name,
                 rec["content"],
@@ -234,7 +233,7 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
         )
         new_id = db.inserted_id(cursor)
         memory.conn.executemany(
-            "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+            "INSERT INTO insight_file(insight_id, pattern) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(new_id, f) for f in rec.get("files", [])],
         )
         restored_edges = 0
@@ -245,8 +244,8 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
             ]
             if all(ends):
                 memory.conn.execute(
-                    "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at, "
-                    "last_used) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO edge(from_id, to_id, relation, weight, created_at, "
+                    "last_used) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         ends[0][0],
                         ends[1][0],
@@ -388,7 +387,7 @@ _VERIFIED = (
 )
 
 
-def _verified(conn: sqlite3.Connection, insight_id: int) -> bool:
+def _verified(conn: db.Connection, insight_id: int) -> bool:
     row = conn.execute(f"SELECT {_VERIFIED} FROM insight i WHERE i.id = ?", (insight_id,))
     return bool(row.fetchone()[0])
 
@@ -418,21 +417,21 @@ def _absorb(memory: InsightRows, keeper: int, gone: int, similarity: float) -> d
         (json.dumps(tags), g[3], keeper),
     )
     memory.conn.execute(
-        "INSERT OR IGNORE INTO insight_file(insight_id, pattern) "
-        "SELECT ?, pattern FROM insight_file WHERE insight_id = ?",
+        "INSERT INTO insight_file(insight_id, pattern) "
+        "SELECT ?, pattern FROM insight_file WHERE insight_id = ? ON CONFLICT DO NOTHING",
         (keeper, gone),
     )
     # Re-point the absorbed insight's edges to the keeper (skipping self-loops).
     memory.conn.execute(
-        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at, last_used) "
+        "INSERT INTO edge(from_id, to_id, relation, weight, created_at, last_used) "
         "SELECT ?, to_id, relation, weight, created_at, last_used FROM edge "
-        "WHERE from_id = ? AND to_id != ?",
+        "WHERE from_id = ? AND to_id != ? ON CONFLICT DO NOTHING",
         (keeper, gone, keeper),
     )
     memory.conn.execute(
-        "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at, last_used) "
+        "INSERT INTO edge(from_id, to_id, relation, weight, created_at, last_used) "
         "SELECT from_id, ?, relation, weight, created_at, last_used FROM edge "
-        "WHERE to_id = ? AND from_id != ?",
+        "WHERE to_id = ? AND from_id != ? ON CONFLICT DO NOTHING",
         (keeper, gone, keeper),
     )
     memory.conn.execute(

@@ -56,7 +56,6 @@ orderings and exploration.
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -165,7 +164,7 @@ def kernel(cosines: np.ndarray) -> np.ndarray:
 
 
 def record(
-    conn: sqlite3.Connection,
+    conn: db.Connection,
     *,
     task_id: str | None,
     attempt: str | None,
@@ -179,7 +178,7 @@ def record(
     """Keep one outcome as a trial, inside the caller's write transaction."""
     cur = conn.execute(
         "INSERT INTO trial(task_id, attempt, value, passed, verified, vector, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             task_id,
             attempt,
@@ -200,7 +199,8 @@ def record(
         [(name, name) for name in exposures],
     )
     conn.executemany(
-        "INSERT OR REPLACE INTO trial_insight(trial_id, insight, exposure) VALUES (?, ?, ?)",
+        "INSERT INTO trial_insight(trial_id, insight, exposure) VALUES (?, ?, ?) "
+        "ON CONFLICT (insight, trial_id) DO UPDATE SET exposure = excluded.exposure, share = 0",
         [(trial_id, name, float(e)) for name, e in exposures.items()],
     )
     return trial_id
@@ -210,7 +210,7 @@ def record(
 
 
 def refit(
-    conn: sqlite3.Connection,
+    conn: db.Connection,
     now: datetime,
     model: Model | None = None,
     touched: Iterable[str] = (),
@@ -351,7 +351,7 @@ def refit(
 
 
 def refresh(
-    conn: sqlite3.Connection, names: Iterable[str], now: datetime, model: Model | None = None
+    conn: db.Connection, names: Iterable[str], now: datetime, model: Model | None = None
 ) -> None:
     """Rewrite the summary columns of ``names`` from their evidence, inside the
     caller's write transaction, without refitting (for evidence the fit does
@@ -386,7 +386,7 @@ def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.nda
     return np.asarray(GLOBAL_SD**2 + BASELINE_SD**2 * similar), similar
 
 
-def _priors(conn: sqlite3.Connection, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+def _priors(conn: db.Connection, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each insight's prior mean and its share as last fitted."""
     found: dict[str, tuple[float, float]] = {}
     for chunk in db.chunks(list(names), 500):
@@ -453,7 +453,7 @@ def _common_dim(blobs: Iterable[bytes | None]) -> int | None:
 
 
 def estimate(
-    conn: sqlite3.Connection,
+    conn: db.Connection,
     names: Sequence[str],
     query: np.ndarray | None,
     now: datetime,
@@ -484,7 +484,7 @@ def estimate(
     return out
 
 
-def helped_nearby(conn: sqlite3.Connection, queries: np.ndarray) -> list[list[str]]:
+def helped_nearby(conn: db.Connection, queries: np.ndarray) -> list[list[str]]:
     """For each task whose objective embeds to a row of ``queries``, the insights
     present in a verified pass of a task like it (cosine at least REACH_COS):
     candidates whatever their wording. Whether one is then given is the
@@ -664,7 +664,7 @@ def _age_weight(stamp: str, now: datetime) -> float:
 
 
 def contextual_baseline(
-    conn: sqlite3.Connection, query: np.ndarray | None, model: Model | None = None
+    conn: db.Connection, query: np.ndarray | None, model: Model | None = None
 ) -> dict[str, float]:
     """What tasks like the one at hand (objective embedding ``query``; None: any
     task) achieve without their insights' effects, from the last refit (its

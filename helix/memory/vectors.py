@@ -17,12 +17,15 @@ that against the full scan (recall@50).
 
 from __future__ import annotations
 
-import sqlite3
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from helix.memory import db
 
-def generation(conn: sqlite3.Connection) -> int:
+
+def generation(conn: db.Connection) -> int:
     row = conn.execute("SELECT value FROM meta WHERE key = 'vector_generation'").fetchone()
     return int(row[0]) if row else 0
 
@@ -61,7 +64,7 @@ class VectorIndex:
     def __len__(self) -> int:
         return self._size
 
-    def refresh(self, conn: sqlite3.Connection) -> None:
+    def refresh(self, conn: db.Connection) -> None:
         """Reload from the database if any vector changed since the last load."""
         current = generation(conn)
         if current == self.generation:
@@ -81,7 +84,7 @@ class VectorIndex:
         self._row_of = {int(i): n for n, i in enumerate(self._ids)}
         self.generation = current
 
-    def mark_current(self, conn: sqlite3.Connection) -> None:
+    def mark_current(self, conn: db.Connection) -> None:
         """After this process changed vectors inside its own write transaction and
         applied the same changes here, adopt the new generation without reloading."""
         self.generation = generation(conn)

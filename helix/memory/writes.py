@@ -146,7 +146,8 @@ def _insert_or_merge(
     name = _unique_name(memory, item["content"])
     cursor = memory.conn.execute(
         "INSERT INTO insight(name, content, kind, tags, source, embedding, model, "
-        "effectiveness, use_count, helped, failed, created_at) VALUES (?,?,?,?,?,?,?,?,0,0,0,?)",
+        "effectiveness, use_count, helped, failed, created_at) VALUES (?,?,?,?,?,?,?,?,0,0,0,?) "
+        "RETURNING id",
         (
             name,
             item["content"],
@@ -162,7 +163,7 @@ def _insert_or_merge(
     new_id = db.inserted_id(cursor)
     quarantine.record(memory.conn, name, origin, now)
     memory.conn.executemany(
-        "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+        "INSERT INTO insight_file(insight_id, pattern) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(new_id, f) for f in item["files"]],
     )
     linked = []
@@ -172,8 +173,8 @@ def _insert_or_merge(
         for row in candidates[np.argsort(-sims[candidates])][:MAX_LINKS]:
             other = int(index.ids[row])
             memory.conn.execute(
-                "INSERT OR IGNORE INTO edge(from_id, to_id, relation, weight, created_at) "
-                "VALUES (?, ?, 'similar', ?, ?)",
+                "INSERT INTO edge(from_id, to_id, relation, weight, created_at) "
+                "VALUES (?, ?, 'similar', ?, ?) ON CONFLICT DO NOTHING",
                 (new_id, other, round(float(sims[row]), 4), now),
             )
             linked.append(other)
@@ -223,7 +224,7 @@ def _merge(
             "UPDATE insight SET tags = ? WHERE id = ?", (json.dumps(tags), existing_id)
         )
     memory.conn.executemany(
-        "INSERT OR IGNORE INTO insight_file(insight_id, pattern) VALUES (?, ?)",
+        "INSERT INTO insight_file(insight_id, pattern) VALUES (?, ?) ON CONFLICT DO NOTHING",
         [(existing_id, f) for f in ([] if locked else item["files"])],
     )
     memory.conn.execute(

@@ -271,7 +271,7 @@ class Coordinator:
         self,
         project: Path,
         home: Path,
-        db: Path,
+        db: config.Location,
         count: int,
         params: dict[str, Any],
         log: RunLog,
@@ -404,14 +404,14 @@ class Coordinator:
             params=self.params,
             agent_env={
                 "HELIX_HOME": str(self.home),
-                "HELIX_DB": str(self.db),
+                "HELIX_DB": config.location_text(self.db),
                 config.WORKTREE_ENV: str(slot.worktree),  # where its hooks judge its work
             },
         )
         spec_path = slot.home / SPEC_FILE
         spec.save(spec_path)
         env = dict(os.environ)
-        env.update(HELIX_HOME=str(slot.home), HELIX_DB=str(self.db))
+        env.update(HELIX_HOME=str(slot.home), HELIX_DB=config.location_text(self.db))
         # A session of its own: the terminal's Ctrl-C reaches the coordinator only,
         # which stops the workers one by one (each releasing its claims).
         slot.proc = subprocess.Popen(

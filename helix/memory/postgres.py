@@ -1,0 +1,419 @@
+"""PostgreSQL as the store: a shared database the store layer's SQL runs on unchanged.
+
+The store's statements are written once, in the SQL both engines read (SQLite's
+dialect where the two agree; ``ON CONFLICT`` and ``RETURNING``, which SQLite has
+too, where they do not). :class:`Connection` makes a psycopg connection answer
+them the way ``sqlite3`` does, so no module above this one branches on the engine:
+
+* ``?`` placeholders become psycopg's ``%s`` (a ``%`` of the statement is doubled);
+* the few SQLite functions the statements call (``instr``, the two-argument
+  ``max`` and ``min``, ``json_each`` of a JSON text array) are SQL functions of
+  the database, created with the schema;
+* the keyword search of recall, an FTS5 ``MATCH`` in SQLite, is a ``tsvector``
+  column with a GIN index here (:data:`_STATEMENTS`);
+* errors arrive as ``sqlite3``'s classes (a constraint as ``IntegrityError``), so
+  the store's handling of them is one;
+* a write transaction takes a transaction-level advisory lock first, so writers
+  serialise exactly as SQLite's ``BEGIN IMMEDIATE`` makes them: every
+  read-modify-write of the store (feedback totals, merges, one settlement per
+  attempt) keeps the guarantee it has on SQLite, on any number of machines.
+  Reads never wait for it (MVCC).
+
+The schema is SQLite's at the latest migration, translated (types, an identity
+``rowid`` for tables keyed otherwise, triggers in PL/pgSQL), and a database it
+creates counts every migration up to that one as applied; later migrations run
+on both engines from the one list in :mod:`helix.memory.migrations`.
+
+psycopg is an optional extra (``helix[postgres]``) and is imported only when a
+store is opened on a PostgreSQL URL. The URL's password, if it has one, is never
+shown: :func:`redacted` is what errors and ``helix doctor`` print; libpq's own
+environment (``PGPASSWORD``, ``PGSERVICE``, ``~/.pgpass``, ``PGSSLMODE``) works
+as with any libpq client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from helix.config import redacted
+from helix.errors import StoreError
+from helix.memory.migrations import LATEST, MIGRATIONS
+
+SCHEMES = ("postgresql", "postgres")
+# Every writer of a store takes this advisory lock (per database) for its
+# transaction: helix's tables are one unit of consistency, as in SQLite.
+WRITE_LOCK = 0x68656C6978  # "helix"
+# A migration holds this one, so two processes opening an old store at once
+# migrate it exactly once.
+MIGRATION_LOCK = WRITE_LOCK + 1
+CONNECT_TIMEOUT = 10  # seconds; a server that does not answer is an error, not a hang
+
+# Statements that have no common form, by their SQLite text. Recall's keyword
+# search: a phrase match on the stemmed words of content and tags.
+_STATEMENTS = {
+    "SELECT rowid FROM insight_fts WHERE insight_fts MATCH ? LIMIT ?": (
+        "SELECT id FROM insight WHERE fts @@ phraseto_tsquery('english', %s) LIMIT %s"
+    ),
+}
+
+
+def is_url(value: str) -> bool:
+    return value.partition("://")[0].lower() in SCHEMES
+
+
+def translate(sql: str) -> str:
+    """A statement of the store in psycopg's form (module docstring)."""
+    known = _STATEMENTS.get(sql)
+    if known is not None:
+        return known
+    out: list[str] = []
+    quoted = False
+    for char in sql:
+        if char == "'":
+            quoted = not quoted  # '' inside a literal toggles twice: still inside
+            out.append(char)
+        elif char == "%":
+            out.append("%%")
+        elif char == "?" and not quoted:
+            out.append("%s")
+        else:
+            out.append(char)
+    text = "".join(out)
+    # SQLite's IS compares with a value too, where PostgreSQL says DISTINCT.
+    text = re.sub(r"\bIS NOT %s", "IS DISTINCT FROM %s", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bIS %s", "IS NOT DISTINCT FROM %s", text, flags=re.IGNORECASE)
+    # SQLite's REAL is 8 bytes; PostgreSQL's is 4.
+    return re.sub(r"\bAS REAL\b", "AS DOUBLE PRECISION", text, flags=re.IGNORECASE)
+
+
+class Cursor:
+    """The rows of one statement, read like a ``sqlite3.Cursor``."""
+
+    def __init__(self, raw: Any):
+        self._raw = raw
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._raw.rowcount)
+
+    @property
+    def lastrowid(self) -> int | None:
+        return None  # the store asks INSERT ... RETURNING id instead
+
+    def fetchone(self) -> Any:
+        return self._raw.fetchone() if self._raw.description is not None else None
+
+    def fetchall(self) -> list[Any]:
+        return list(self._raw.fetchall()) if self._raw.description is not None else []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class Connection:
+    """A psycopg connection that runs the store's SQLite-dialect statements.
+
+    Autocommit, as helix opens SQLite (``isolation_level=None``): a statement
+    outside ``BEGIN`` commits by itself; ``BEGIN``, ``COMMIT`` and ``ROLLBACK``
+    are the store's own. Errors are raised as ``sqlite3`` errors.
+    """
+
+    def __init__(self, raw: Any, url: str):
+        self.raw = raw
+        self.url = url
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        statement = sql.strip().rstrip(";").upper()
+        if statement == "BEGIN":
+            # SQLite's deferred BEGIN reads one snapshot throughout.
+            sql = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        elif statement == "BEGIN IMMEDIATE":
+            self._begin_write()
+            return Cursor(_NoRows())
+        else:
+            sql = translate(sql)
+        cursor = self.raw.cursor()
+        with _errors(self.url):
+            cursor.execute(sql, tuple(parameters) if parameters else None)
+        return Cursor(cursor)
+
+    def executemany(self, sql: str, seq: Any, /) -> Cursor:
+        cursor = self.raw.cursor()
+        with _errors(self.url):
+            cursor.executemany(translate(sql), [tuple(p) for p in seq])
+        return Cursor(cursor)
+
+    def _begin_write(self) -> None:
+        with _errors(self.url):
+            self.raw.execute("BEGIN")
+            try:
+                self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            except BaseException:
+                self.raw.execute("ROLLBACK")
+                raise
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg import pq
+
+        return bool(self.raw.info.transaction_status != pq.TransactionStatus.IDLE)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _NoRows:
+    description = None
+    rowcount = -1
+
+
+@contextlib.contextmanager
+def _errors(url: str) -> Iterator[None]:
+    """psycopg's errors as sqlite3's: a refused write is ``IntegrityError`` (the
+    store's conflicts and its append-only triggers), a lost connection or a
+    server error ``OperationalError``, with the server's message and never the
+    URL's password."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.errors.IntegrityError as exc:
+        raise sqlite3.IntegrityError(_message(exc)) from None
+    except psycopg.errors.RaiseException as exc:
+        raise sqlite3.IntegrityError(_message(exc)) from None
+    except psycopg.Error as exc:
+        raise sqlite3.OperationalError(f"{_message(exc)} ({redacted(url)})") from None
+
+
+def _message(exc: Exception) -> str:
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    return " ".join(str(primary or exc).split())  # libpq's hints span lines: one line
+
+
+# ------------------------------------------------------------------ connecting
+
+
+def connect(url: str) -> Connection:
+    """Open the PostgreSQL store at ``url``, creating its schema or migrating it.
+    Every failure is one :class:`StoreError` that names the server, never the
+    password."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            "HELIX_DB names a PostgreSQL database, and its driver is not installed: "
+            "pip install 'helix[postgres]' (psycopg)"
+        ) from None
+    try:
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc)}") from None
+    except Exception as exc:  # a URL libpq cannot parse
+        raise StoreError(f"cannot connect to {redacted(url)}: {exc}") from None
+    _adapt(raw)
+    conn = Connection(raw, url)
+    try:
+        _migrate(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot prepare the helix schema in {redacted(url)}: {exc}") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _adapt(raw: Any) -> None:
+    """Values as sqlite3 has them: a bool is stored as the integer it is there,
+    and an average (numeric) reads back as a float."""
+    from psycopg.types.numeric import FloatLoader, Int4Dumper
+
+    class BoolAsInt(Int4Dumper):
+        def dump(self, obj: Any) -> bytes:
+            return b"1" if obj else b"0"
+
+    raw.adapters.register_dumper(bool, BoolAsInt)
+    raw.adapters.register_loader("numeric", FloatLoader)
+
+
+def schema_version(conn: Connection) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_schema = current_schema() AND table_name = 'schema_version'"
+    ).fetchone()
+    if not row[0]:
+        tables = conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchone()[0]
+        if tables:
+            raise StoreError("the database holds tables but no helix schema_version table")
+        return 0
+    return int(conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] or 0)
+
+
+def _migrate(conn: Connection) -> None:
+    if schema_version(conn) == LATEST:
+        return
+    with conn.raw.transaction():
+        conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        current = schema_version(conn)
+        if current > LATEST:
+            raise StoreError(
+                f"the database was written by a newer helix (schema {current}, this "
+                f"helix knows {LATEST}); upgrade helix to use it"
+            )
+        if current == 0:
+            for statement in baseline():
+                conn.execute(statement)
+            now = datetime.now(UTC).isoformat()
+            for version, migration in MIGRATIONS:
+                conn.execute(
+                    "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, migration.__name__, now),
+                )
+            return
+        for version, migration in MIGRATIONS:
+            if version <= current:
+                continue
+            migration(conn)  # type: ignore[arg-type]
+            conn.execute(
+                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                (version, migration.__name__, datetime.now(UTC).isoformat()),
+            )
+
+
+# ---------------------------------------------------------------------- schema
+
+_FUNCTIONS = (
+    [
+        "CREATE FUNCTION instr(text, text) RETURNS integer LANGUAGE sql IMMUTABLE "
+        "AS 'SELECT strpos($1, $2)'",
+        "CREATE FUNCTION json_each(text) RETURNS TABLE(value text) LANGUAGE sql IMMUTABLE "
+        "AS 'SELECT json_array_elements_text($1::json)'",
+    ]
+    + [
+        # SQLite's scalar max/min: NULL when either argument is (GREATEST skips NULLs).
+        f"CREATE FUNCTION {name}({kind}, {kind}) RETURNS {kind} LANGUAGE sql IMMUTABLE "
+        f"AS 'SELECT CASE WHEN $1 IS NULL OR $2 IS NULL THEN NULL ELSE {pick}($1, $2) END'"
+        for name, pick in (("max", "GREATEST"), ("min", "LEAST"))
+        for kind in ("double precision", "text")
+    ]
+    + [
+        # SQLite's comparisons are integers: sum(x > 0) counts. NULL over no rows.
+        "CREATE FUNCTION sum_true(bigint, boolean) RETURNS bigint LANGUAGE sql IMMUTABLE "
+        "AS 'SELECT CASE WHEN $2 IS NULL THEN $1 ELSE coalesce($1, 0) + $2::integer END'",
+        "CREATE AGGREGATE sum(boolean) (SFUNC = sum_true, STYPE = bigint)",
+    ]
+)
+
+
+def _trigger(name: str, table: str, when: str, body: str, row: str = "ROW") -> list[str]:
+    return [
+        f"CREATE FUNCTION {name}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} END $$",
+        f"CREATE TRIGGER {name} {when} ON {table} FOR EACH {row} EXECUTE FUNCTION {name}_fn()",
+    ]
+
+
+def _refuse(message: str) -> str:
+    return f"RAISE EXCEPTION '{message}' USING ERRCODE = 'check_violation';"
+
+
+def _bump(key: str) -> str:
+    return f"UPDATE meta SET value = value + 1 WHERE key = '{key}'; RETURN NULL;"
+
+
+_TRIGGERS = [
+    *_trigger(
+        "attempt_settled_once",
+        "attempt",
+        "BEFORE UPDATE OF settled_at",
+        "IF OLD.settled_at IS NOT NULL THEN "
+        + _refuse("an attempt is settled once")
+        + " END IF; RETURN NEW;",
+    ),
+    *_trigger(
+        "feedback_event_append_only",
+        "feedback_event",
+        "BEFORE UPDATE OR DELETE",
+        _refuse("feedback events are append-only"),
+    ),
+    *_trigger(
+        "task_outcome_append_only",
+        "task_outcome",
+        "BEFORE UPDATE OR DELETE",
+        _refuse("task outcomes are append-only"),
+    ),
+    *_trigger(
+        "file_patterns_changed",
+        "insight_file",
+        "AFTER INSERT OR DELETE",
+        _bump("file_generation"),
+        "STATEMENT",
+    ),
+    *_trigger(
+        "vectors_changed",
+        "insight",
+        "AFTER INSERT OR DELETE OR UPDATE OF embedding, model",
+        _bump("vector_generation"),
+        "STATEMENT",
+    ),
+]
+
+
+def baseline() -> list[str]:
+    """The statements that create the latest schema: SQLite's, made from the one
+    migration list on an in-memory SQLite database and translated."""
+    scratch = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for _, migration in MIGRATIONS:
+            migration(scratch)
+        objects = scratch.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+            "AND name NOT LIKE 'insight_fts%' AND name NOT LIKE 'sqlite_%' "
+            "AND type IN ('table', 'index') "
+            "ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END, rowid"
+        ).fetchall()
+        meta = scratch.execute("SELECT key, value FROM meta ORDER BY key").fetchall()
+    finally:
+        scratch.close()
+    statements = [
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+        "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    ]
+    statements += [_table(sql) if kind == "table" else sql for kind, _, sql in objects]
+    statements += [
+        "ALTER TABLE insight ADD COLUMN fts tsvector GENERATED ALWAYS AS "
+        "(to_tsvector('english', content || ' ' || tags)) STORED",
+        "CREATE INDEX insight_fts ON insight USING gin (fts)",
+    ]
+    statements += [
+        f"INSERT INTO meta(key, value) VALUES ('{key}', {int(value)})" for key, value in meta
+    ]
+    return statements + _FUNCTIONS + _TRIGGERS
+
+
+def _table(sql: str) -> str:
+    text = re.sub(
+        r"INTEGER PRIMARY KEY AUTOINCREMENT",
+        "INTEGER GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+        sql,
+    )
+    text = re.sub(r"\bBLOB\b", "BYTEA", text)
+    text = re.sub(r"\bREAL\b", "DOUBLE PRECISION", text)
+    if "IDENTITY" not in text:
+        # Tables keyed by text keep SQLite's insertion order as a column: the
+        # store breaks ties of time by it.
+        text = text.rstrip().rstrip(")") + ", rowid BIGINT GENERATED ALWAYS AS IDENTITY)"
+    return text
