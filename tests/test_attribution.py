@@ -14,14 +14,16 @@ from helix.loop.verify import Verification
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 
+pytestmark = pytest.mark.usefixtures("engine")
+
 PASS = Verification(command="true", cwd=".", passed=True, exit_code=0)
 FAIL = Verification(command="false", cwd=".", passed=False, exit_code=1)
 NONE = Verification(command=None, cwd=".", passed=None)
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Memory:
-    with Memory(tmp_path / "helix.db", embedder=HashEmbedder()) as mem:
+def memory(engine, tmp_path: Path) -> Memory:
+    with Memory(engine.store(tmp_path / "helix.db"), embedder=HashEmbedder()) as mem:
         yield mem
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from helix.config import Server
 from helix.errors import StoreError
 from helix.memory import db, uplift
 from helix.memory.embeddings import HashEmbedder
@@ -105,12 +106,13 @@ def assert_all_clean(results: list[tuple[int, str, str]]) -> None:
 
 # ------------------------------------------------------------------ feedback
 FEEDBACK_WORKER = r"""
+from helix import config
 from helix.memory import db, feedback
 from helix.memory.store import Memory
 db_path, names = sys.argv[3], json.loads(sys.argv[4])
-memory = Memory(Path(db_path))
+memory = Memory(config.database(db_path))
 wait_for_go()
-for k in range(50):
+for k in range(25):
     outcome = "delivered" if k % 2 == 0 else "blocked"
     # What settling one attempt writes: its feedback, verified, in one transaction.
     with db.write(memory.conn):
@@ -120,10 +122,12 @@ memory.close()
 """
 
 
-def test_parallel_feedback_loses_no_update(tmp_path: Path) -> None:
-    db_path = tmp_path / "store" / "helix.db"
+@pytest.mark.usefixtures("engine")
+def test_parallel_feedback_loses_no_update(tmp_path: Path, engine) -> None:
+    """16 processes settle at once, on either engine: every total exact."""
+    where = engine.store(tmp_path / "store" / "helix.db")
     topics = ["alpha", "bravo", "charlie", "delta", "echo"]
-    with Memory(db_path, embedder=HashEmbedder()) as memory:
+    with Memory(where, embedder=HashEmbedder()) as memory:
         names = [
             memory.store(
                 f"When {t}job{t} queues stall, restart {t}worker{t} pools before retrying"
@@ -132,11 +136,12 @@ def test_parallel_feedback_loses_no_update(tmp_path: Path) -> None:
         ]
     assert len(set(names)) == 5
 
-    results = run_workers(tmp_path, FEEDBACK_WORKER, 8, [str(db_path), json.dumps(names)])
+    location = where.url if isinstance(where, Server) else str(where)
+    results = run_workers(tmp_path, FEEDBACK_WORKER, 16, [location, json.dumps(names)])
     assert_all_clean(results)
 
-    conn = sqlite3.connect(db_path)
-    try:
+    with Memory(where, embedder=HashEmbedder()) as memory:
+        conn = memory.conn
         rows = {
             name: (eff, uses, helped, failed)
             for name, eff, uses, helped, failed in conn.execute(
@@ -147,31 +152,30 @@ def test_parallel_feedback_loses_no_update(tmp_path: Path) -> None:
             "SELECT id, insight, task_id, outcome, verified, causal, delta, effectiveness "
             "FROM feedback_event ORDER BY id"
         ).fetchall()
-    finally:
-        conn.close()
 
-    assert len(events) == 8 * 50 * 5 == 2000
-    # Every (task, insight) pair recorded exactly once.
-    assert len({(e[2], e[1]) for e in events}) == 2000
-    assert Counter(e[2] for e in events) == {f"w{i}-{k}": 5 for i in range(8) for k in range(50)}
+        assert len(events) == 16 * 25 * 5 == 2000
+        # Every (task, insight) pair recorded exactly once.
+        assert len({(e[2], e[1]) for e in events}) == 2000
+        assert Counter(e[2] for e in events) == {
+            f"w{i}-{k}": 5 for i in range(16) for k in range(25)
+        }
 
-    for name in names:
-        eff, uses, helped, failed = rows[name]
-        assert uses == 400, f"{name}: use_count {uses}"
-        mine = [e for e in events if e[1] == name]
-        assert len(mine) == 400
-        causal_delivered = sum(1 for e in mine if e[5] and e[3] == "delivered")
-        causal_blocked = sum(1 for e in mine if e[5] and e[3] == "blocked")
-        assert helped == causal_delivered, f"{name}: helped {helped} != {causal_delivered}"
-        assert failed == causal_blocked, f"{name}: failed {failed} != {causal_blocked}"
-        assert helped + failed == sum(1 for e in mine if e[5])
+        for name in names:
+            eff, uses, helped, failed = rows[name]
+            assert uses == 400, f"{name}: use_count {uses}"
+            mine = [e for e in events if e[1] == name]
+            assert len(mine) == 400
+            causal_delivered = sum(1 for e in mine if e[5] and e[3] == "delivered")
+            causal_blocked = sum(1 for e in mine if e[5] and e[3] == "blocked")
+            assert helped == causal_delivered, f"{name}: helped {helped} != {causal_delivered}"
+            assert failed == causal_blocked, f"{name}: failed {failed} != {causal_blocked}"
+            assert helped + failed == sum(1 for e in mine if e[5])
 
-        assert mine[-1][7] == eff
+            assert mine[-1][7] == eff
 
-    # Every outcome was kept as evidence once, and the scores are exactly what a
-    # fresh fit of that evidence gives: no worker's update was lost or overwritten.
-    conn = sqlite3.connect(db_path)
-    try:
+        # Every outcome was kept as evidence once, and the scores are exactly what
+        # a fresh fit of that evidence gives: no worker's update was lost or
+        # overwritten.
         trials = conn.execute("SELECT task_id, count(*) FROM trial GROUP BY task_id").fetchall()
         assert len(trials) == 400 and {n for _t, n in trials} == {1}
         assert conn.execute("SELECT count(*) FROM trial_insight").fetchone()[0] == 2000
@@ -179,8 +183,6 @@ def test_parallel_feedback_loses_no_update(tmp_path: Path) -> None:
         with db.write(conn):
             uplift.refit(conn, datetime.now(UTC))
         refitted = dict(conn.execute("SELECT name, effectiveness FROM insight"))
-    finally:
-        conn.close()
     assert refitted == pytest.approx(stored, abs=1e-6)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from evidence import credit
+from stores import engine_env, store_of
 from topics import stock
 
 from helix.claude import hooks, spawn_fields
@@ -19,6 +20,8 @@ from helix.loop import contracts, injection, ledger, results
 from helix.memory.spawns import Records
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
+
+pytestmark = pytest.mark.usefixtures("engine")
 
 SESSION = "5f6f4d2a-977a-498d-a126-3d7b3369c1c8"
 
@@ -35,7 +38,11 @@ class Session:
         self.transcript = self.config / "projects" / "-project" / f"{SESSION}.jsonl"
         self.subagents = self.transcript.parent / SESSION / "subagents"
         self.subagents.mkdir(parents=True)
-        self.env = {"HELIX_HOME": str(self.home), "CLAUDE_PLUGIN_ROOT": "/plugins/helix"}
+        self.env = {
+            "HELIX_HOME": str(self.home),
+            "CLAUDE_PLUGIN_ROOT": "/plugins/helix",
+            **engine_env(),
+        }
 
     def payload(self, event: str, **fields) -> dict:
         return {
@@ -91,24 +98,24 @@ class Session:
         return self.fire("UserPromptSubmit", prompt=prompt)
 
     def memory(self) -> Memory:
-        return Memory(self.home / "helix.db")
+        return Memory(store_of(self.home))
 
 
 def attempt(home: Path, task_id: str) -> ledger.Attempt | None:
     """The newest attempt helix recorded for ``task_id``."""
-    with Records(home / "helix.db") as store:
+    with Records(store_of(home)) as store:
         return ledger.latest(store, task_id)
 
 
 def agent_record(home: Path, agent_id: str) -> dict:
-    with Records(home / "helix.db") as store:
+    with Records(store_of(home)) as store:
         record = store.agent(agent_id)
     assert record is not None, agent_id
     return record
 
 
 def spawn_record(home: Path, tool_use_id: str) -> dict:
-    with Records(home / "helix.db") as store:
+    with Records(store_of(home)) as store:
         record = store.spawn(tool_use_id)
     assert record is not None, tool_use_id
     return record
@@ -121,7 +128,7 @@ def session(tmp_path: Path) -> Session:
 
 @pytest.fixture
 def stocked(session: Session, minilm) -> Session:
-    stock(session.home / "helix.db", minilm)
+    stock(store_of(session.home), minilm)
     return session
 
 
@@ -430,11 +437,11 @@ def test_session_end_keeps_insights_and_cleans_state(stocked: Session):
         count = memory.health()["total_insights"]
     stocked.spawn("toolu_s", "helix:builder", builder_prompt("hx-000000cc", "x"))
     stocked.spawn("toolu_p", "helix:planner", "OBJECTIVE: migrate the orders table\n")
-    with Records(stocked.home / "helix.db") as store:  # two days and more ago
+    with Records(store_of(stocked.home)) as store:  # two days and more ago
         store.conn.execute("UPDATE spawn SET created_at = '2020-01-01T00:00:00+00:00'")
         store.conn.execute("UPDATE attempt SET started_at = '2020-01-01T00:00:00+00:00'")
     stocked.fire("SessionEnd", reason="other")
-    with Records(stocked.home / "helix.db") as store:
+    with Records(store_of(stocked.home)) as store:
         assert store.spawn("toolu_s") is None and store.spawn("toolu_p") is None
     assert attempt(stocked.home, "hx-000000cc") is None  # never settled: abandoned
     with stocked.memory() as memory:
@@ -515,10 +522,9 @@ def test_a_builder_that_deleted_its_records_is_still_judged_by_its_verify(sessio
     assert opened is not None and opened.open
     # The builder, holding a shell, deletes what ties it to its task; the client
     # wrote no meta file and its transcript is gone.
-    with Records(session.home / "helix.db") as store:
+    with Records(store_of(session.home)) as store:
         store.conn.execute("DELETE FROM spawn")
-        store.conn.execute("DELETE FROM agent_run")
-        store.conn.commit()
+        store.conn.execute("DELETE FROM agent_run")  # autocommit: each statement commits
     answer = "DELIVERED: wrote it\nUTILIZED: []\n"
     session.stop("d1", "helix:builder", answer)
     foreground_result(session, "toolu_d", "d1", prompt, answer)
@@ -530,7 +536,7 @@ def test_a_builder_that_deleted_its_records_is_still_judged_by_its_verify(sessio
     after = tracker.get(task["id"])
     assert after["status"] == "open" and after["helix-attempts"] == 1
     assert agent_record(session.home, "d1")["injection"] == "from its prompt"
-    with Records(session.home / "helix.db") as store:  # nothing settled as untracked
+    with Records(store_of(session.home)) as store:  # nothing settled as untracked
         assert ledger.attempts(store, "agent-d1") == []
         assert ledger.open_attempts(store) == []
 
@@ -557,7 +563,7 @@ def test_an_attempt_helix_inject_started_without_insights_is_settled(session: Se
     (session.project / "marker.txt").write_text("done")
     session.stop("e1", "helix:builder", "DELIVERED: wrote it\nUTILIZED: []\n", "toolu_e")
     assert tracker.get(task["id"])["status"] == "closed"
-    with Records(session.home / "helix.db") as store:
+    with Records(store_of(session.home)) as store:
         settled = ledger.get(store, started["attempt"])
         assert not settled.open and settled.outcome == "delivered" and settled.verified
         assert [a.id for a in ledger.attempts(store, task["id"])] == [started["attempt"]]

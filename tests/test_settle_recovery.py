@@ -16,6 +16,8 @@ from helix.loop import attribution, injection, learning, ledger, outcomes
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
+pytestmark = pytest.mark.usefixtures("engine")
+
 LESSON = "Recovered settlements keep the INSIGHT their builder wrote, once"
 DELIVERED = f"DELIVERED: done\nINSIGHT: {json.dumps({'content': LESSON})}\n"
 BLOCKED = "BLOCKED: could not\nERROR: the build broke\n"

@@ -14,6 +14,8 @@ from evidence import credit
 from helix.memory import db, feedback, uplift
 from helix.memory.store import Memory
 
+pytestmark = pytest.mark.usefixtures("engine")
+
 DIM = 384
 
 

@@ -512,6 +512,22 @@ def memory_approve(name: str) -> None:
         emit(mem.approve(name))
 
 
+@memory.command("grant")
+@click.argument("role")
+@click.argument("level", type=click.Choice(["reader", "writer", "settler", "admin"]))
+@guarded
+def memory_grant(role: str, level: str) -> None:
+    """On a PostgreSQL store: make the database login ROLE a reader (recall,
+    export), writer (store, unverified reports), settler (runs VERIFY: the only
+    role that adds verified evidence and settles) or admin (forget, migrate).
+    Run by the database's owner; a regrant replaces the role's level.
+
+    Example: HELIX_DB=postgresql://owner@db/helix helix memory grant alice settler
+    """
+    with open_memory() as mem:
+        emit(mem.grant(role, level))
+
+
 @memory.command("health")
 @guarded
 def memory_health() -> None:

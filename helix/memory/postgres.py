@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -66,29 +66,38 @@ def is_url(value: str) -> bool:
     return value.partition("://")[0].lower() in SCHEMES
 
 
-def translate(sql: str) -> str:
-    """A statement of the store in psycopg's form (module docstring)."""
+def translate(sql: str, named: bool = False) -> str:
+    """A statement of the store in psycopg's form (module docstring); ``named``:
+    its parameters are ``:name`` ones, given as a mapping."""
     known = _STATEMENTS.get(sql)
     if known is not None:
         return known
     out: list[str] = []
     quoted = False
-    for char in sql:
-        if char == "'":
+    for piece in _PIECES.findall(sql):
+        if piece == "'":
             quoted = not quoted  # '' inside a literal toggles twice: still inside
-            out.append(char)
-        elif char == "%":
+            out.append(piece)
+        elif piece == "%":
             out.append("%%")
-        elif char == "?" and not quoted:
+        elif quoted:
+            out.append(piece)
+        elif piece == "?":
             out.append("%s")
+        elif named and piece.startswith(":") and len(piece) > 1:
+            out.append(f"%({piece[1:]})s")
         else:
-            out.append(char)
+            out.append(piece)
     text = "".join(out)
     # SQLite's IS compares with a value too, where PostgreSQL says DISTINCT.
     text = re.sub(r"\bIS NOT %s", "IS DISTINCT FROM %s", text, flags=re.IGNORECASE)
     text = re.sub(r"\bIS %s", "IS NOT DISTINCT FROM %s", text, flags=re.IGNORECASE)
     # SQLite's REAL is 8 bytes; PostgreSQL's is 4.
     return re.sub(r"\bAS REAL\b", "AS DOUBLE PRECISION", text, flags=re.IGNORECASE)
+
+
+# A statement as quotes, percent signs, placeholders (? and :name) and the rest.
+_PIECES = re.compile(r"'|%|\?|:[A-Za-z_]\w*|[^'%?:]+|:")
 
 
 class Cursor:
@@ -127,7 +136,7 @@ class Connection:
         self.raw = raw
         self.url = url
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+    def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
         statement = sql.strip().rstrip(";").upper()
         if statement == "BEGIN":
             # SQLite's deferred BEGIN reads one snapshot throughout.
@@ -136,10 +145,12 @@ class Connection:
             self._begin_write()
             return Cursor(_NoRows())
         else:
-            sql = translate(sql)
+            sql = translate(sql, named=isinstance(parameters, Mapping))
+        if not isinstance(parameters, Mapping):
+            parameters = tuple(parameters) if parameters else None  # type: ignore[assignment]
         cursor = self.raw.cursor()
         with _errors(self.url):
-            cursor.execute(sql, tuple(parameters) if parameters else None)
+            cursor.execute(sql, parameters or None)
         return Cursor(cursor)
 
     def executemany(self, sql: str, seq: Any, /) -> Cursor:
@@ -188,6 +199,13 @@ def _errors(url: str) -> Iterator[None]:
 
     try:
         yield
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise StoreError(
+            f"this database role may not do that ({_message(exc)}): helix's roles are "
+            "reader (recall, export), writer (store, unverified reports), settler (VERIFY "
+            "and settlements) and admin; the store's owner grants them with "
+            "`helix memory grant ROLE LEVEL`"
+        ) from None
     except psycopg.errors.IntegrityError as exc:
         raise sqlite3.IntegrityError(_message(exc)) from None
     except psycopg.errors.RaiseException as exc:

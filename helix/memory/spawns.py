@@ -98,7 +98,7 @@ class Records:
         with db.write(self.conn):
             self.conn.execute(
                 "INSERT INTO agent_run(agent_id, starts, updated_at) VALUES (?, 1, ?) "
-                "ON CONFLICT(agent_id) DO UPDATE SET starts = starts + 1, "
+                "ON CONFLICT(agent_id) DO UPDATE SET starts = agent_run.starts + 1, "
                 "updated_at = excluded.updated_at",
                 (agent_id, db.stamp(self.clock())),
             )
@@ -108,7 +108,7 @@ class Records:
         with db.write(self.conn):
             self.conn.execute(
                 "INSERT INTO agent_run(agent_id, tool_calls, updated_at) VALUES (?, 1, ?) "
-                "ON CONFLICT(agent_id) DO UPDATE SET tool_calls = tool_calls + 1, "
+                "ON CONFLICT(agent_id) DO UPDATE SET tool_calls = agent_run.tool_calls + 1, "
                 "updated_at = excluded.updated_at",
                 (agent_id, db.stamp(self.clock())),
             )

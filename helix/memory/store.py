@@ -276,6 +276,13 @@ class Memory(InsightRows):
         sure a person is asking."""
         return quarantine.approve(self, name)
 
+    def grant(self, role: str, level: str) -> dict[str, str]:
+        """On PostgreSQL: make the login ``role`` a reader, writer, settler or
+        admin of this store (:mod:`helix.memory.roles`)."""
+        from helix.memory import roles
+
+        return roles.grant(self.conn, role, level)
+
     def get(self, name: str) -> dict[str, Any]:
         """One insight by name, with its file patterns and where it came from
         (``provenance``: origin, route, whether it is quarantined). Raises NotFound."""

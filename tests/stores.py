@@ -1,0 +1,22 @@
+"""Where a test's project keeps its store on the engine under test: the
+``engine`` fixture (conftest.py) names a PostgreSQL database in ``HELIX_DB``;
+otherwise it is the project's SQLite file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from helix import config
+
+
+def store_of(home: Path) -> config.Location:
+    """The store the project whose data directory is ``home`` uses."""
+    if os.environ.get("HELIX_DB"):
+        return config.database(os.environ["HELIX_DB"])
+    return Path(home) / config.DB_FILE_NAME
+
+
+def engine_env() -> dict[str, str]:
+    """What a helix process needs in its environment to use the same store."""
+    return {"HELIX_DB": os.environ["HELIX_DB"]} if os.environ.get("HELIX_DB") else {}

@@ -1,0 +1,111 @@
+"""Who may do what in a shared PostgreSQL store: the real server, the real CLI.
+
+A reader recalls but cannot store, report or settle; a writer stores and reports
+unverified outcomes but cannot add verified evidence; a settler can. Each refusal
+is one line, exit 1, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import psycopg
+import pytest
+from evidence import credit
+from helix_process import run_helix
+
+from helix.config import Server
+from helix.errors import InvalidInput, StoreError
+from helix.memory.embeddings import HashEmbedder
+from helix.memory.store import Memory
+
+pytestmark = pytest.mark.slow
+
+ADVICE = "When a migration adds a NOT NULL column, give it a server default first"
+
+
+def as_role(url: str, role: str) -> str:
+    return url.replace("postgresql://helix@", f"postgresql://{role}@", 1)
+
+
+@pytest.fixture
+def shared(pg_cluster, tmp_path: Path):
+    """A store with one insight and one open attempt, and three login roles."""
+    url = pg_cluster.database()
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+        for role in ("alice", "bob", "carol"):
+            admin.execute(f"DROP ROLE IF EXISTS {role}")
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+    home = tmp_path / "project" / ".helix"
+    env = {"HELIX_DB": url, "HELIX_EMBEDDER": "hash"}
+    name = ok(run_helix(home, "memory", "store", "--content", ADVICE, env=env))["name"]
+    task = ok(run_helix(home, "tasks", "create", "Add the column", "--verify", "true", "--json",
+                        env=env))["id"]  # fmt: skip
+    ok(run_helix(home, "inject", "--tasks", task, env=env))
+    for role, level in (("alice", "reader"), ("bob", "writer"), ("carol", "settler")):
+        ok(run_helix(home, "memory", "grant", role, level, env=env))
+    return {"url": url, "home": home, "name": name, "task": task}
+
+
+def ok(done: subprocess.CompletedProcess):
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def refused(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "may not" in lines[0] and "helix memory grant" in lines[0]
+    return lines[0]
+
+
+def test_a_reader_recalls_but_cannot_store_report_or_settle(shared, tmp_path: Path):
+    env = {"HELIX_DB": as_role(shared["url"], "alice"), "HELIX_EMBEDDER": "hash"}
+    home = shared["home"]
+    found = ok(run_helix(home, "memory", "recall", "NOT NULL column migration", env=env))
+    assert [r["name"] for r in found] == [shared["name"]]
+
+    refused(run_helix(home, "memory", "store", "--content", ADVICE + " always", env=env))
+    refused(
+        run_helix(
+            home, "memory", "feedback", "--names", shared["name"], "--outcome", "blocked", env=env
+        )
+    )
+    output = tmp_path / "out.txt"
+    output.write_text(f'DELIVERED: done\nUTILIZED: ["{shared["name"]}"]\n')
+    refused(run_helix(home, "settle", shared["task"], "--output", str(output), env=env))
+
+    # Nothing changed: the owner sees one insight, no evidence, the attempt open.
+    owner = {"HELIX_DB": shared["url"], "HELIX_EMBEDDER": "hash"}
+    health = ok(run_helix(home, "memory", "health", env=owner))
+    assert health["total_insights"] == 1 and health["feedback_events"] == 0
+    settled = ok(run_helix(home, "settle", shared["task"], "--output", str(output), env=owner))
+    assert settled["attempt"] and settled["settled_at"]  # the reader's try left it open
+
+
+def test_a_writer_stores_and_reports_but_adds_no_verified_evidence(shared):
+    writer = Server(as_role(shared["url"], "bob"))
+    with Memory(writer, embedder=HashEmbedder()) as memory:
+        assert memory.store(ADVICE.replace("migration", "schema change"))["status"] in (
+            "added",
+            "merged",
+        )
+        memory.feedback([shared["name"]], "blocked", task_id="by-hand")  # unverified: allowed
+        with pytest.raises(StoreError, match="may not"):
+            credit(memory, [shared["name"]], "delivered", task_id="forged")
+        assert [e["task_id"] for e in memory.history(shared["name"])] == ["by-hand"]
+    settler = Server(as_role(shared["url"], "carol"))
+    with Memory(settler, embedder=HashEmbedder()) as memory:
+        credit(memory, [shared["name"]], "delivered", task_id="verified")
+        events = memory.history(shared["name"])
+        assert [(e["task_id"], e["verified"]) for e in events][0] == ("verified", True)  # newest
+
+
+def test_roles_are_postgresql_s(tmp_path: Path):
+    with Memory(tmp_path / "helix.db", embedder=HashEmbedder()) as memory:
+        with pytest.raises(InvalidInput, match="PostgreSQL"):
+            memory.grant("alice", "reader")
