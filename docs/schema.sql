@@ -70,7 +70,7 @@ CREATE TABLE feedback_event (
             delta REAL NOT NULL,
             effectiveness REAL NOT NULL,
             created_at TEXT NOT NULL
-        );
+        , uid TEXT);
 
 -- table insight
 CREATE TABLE insight (
@@ -166,7 +166,7 @@ CREATE TABLE task_outcome (
             utilized INTEGER NOT NULL,
             baseline REAL,
             created_at TEXT NOT NULL
-        , tampered TEXT);
+        , tampered TEXT, uid TEXT);
 
 -- table trial
 CREATE TABLE trial (
@@ -181,7 +181,7 @@ CREATE TABLE trial (
             explained REAL NOT NULL DEFAULT 0,
             alpha REAL NOT NULL DEFAULT 0,
             created_at TEXT NOT NULL
-        );
+        , uid TEXT);
 
 -- table trial_insight
 CREATE TABLE trial_insight (
@@ -210,6 +210,9 @@ CREATE INDEX feedback_event_insight ON feedback_event(insight, id);
 -- index feedback_event_time
 CREATE INDEX feedback_event_time ON feedback_event(created_at);
 
+-- index feedback_event_uid
+CREATE UNIQUE INDEX feedback_event_uid ON feedback_event(uid);
+
 -- index insight_file_pattern
 CREATE INDEX insight_file_pattern ON insight_file(pattern);
 
@@ -225,8 +228,14 @@ CREATE INDEX spawn_agent ON spawn(agent_id);
 -- index task_outcome_attempt
 CREATE UNIQUE INDEX task_outcome_attempt ON task_outcome(task_id, attempt);
 
+-- index task_outcome_uid
+CREATE UNIQUE INDEX task_outcome_uid ON task_outcome(uid);
+
 -- index trial_insight_trial
 CREATE INDEX trial_insight_trial ON trial_insight(trial_id);
+
+-- index trial_uid
+CREATE UNIQUE INDEX trial_uid ON trial(uid);
 
 -- trigger attempt_settled_once
 CREATE TRIGGER attempt_settled_once BEFORE UPDATE OF settled_at ON attempt
@@ -238,8 +247,7 @@ CREATE TRIGGER feedback_event_no_delete BEFORE DELETE ON feedback_event
         BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
 
 -- trigger feedback_event_no_update
-CREATE TRIGGER feedback_event_no_update BEFORE UPDATE ON feedback_event
-        BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
+CREATE TRIGGER feedback_event_no_update BEFORE UPDATE ON feedback_event BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
 
 -- trigger file_patterns_delete
 CREATE TRIGGER file_patterns_delete AFTER DELETE ON insight_file BEGIN
@@ -256,8 +264,7 @@ CREATE TRIGGER task_outcome_no_delete BEFORE DELETE ON task_outcome
         BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
 
 -- trigger task_outcome_no_update
-CREATE TRIGGER task_outcome_no_update BEFORE UPDATE ON task_outcome
-        BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
+CREATE TRIGGER task_outcome_no_update BEFORE UPDATE ON task_outcome BEGIN SELECT RAISE(ABORT, 'task outcomes are append-only'); END;
 
 -- trigger vectors_delete
 CREATE TRIGGER vectors_delete AFTER DELETE ON insight BEGIN

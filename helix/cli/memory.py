@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from helix import config
 from helix.cli.common import (
     emit,
     guarded,
@@ -510,6 +511,33 @@ def memory_approve(name: str) -> None:
     with open_memory() as mem:
         _person_only(mem, "approve")
         emit(mem.approve(name))
+
+
+@memory.command("push")
+@click.argument("target")
+@guarded
+def memory_push(target: str) -> None:
+    """Merge this project's store into TARGET (a postgresql:// URL or a file):
+    the insights it lacks, and the evidence by event id, so pushing twice
+    counts nothing twice. Prints what was added.
+
+    Example: helix memory push postgresql://alice@db.internal/helix
+    """
+    with open_memory() as mem:
+        emit(mem.push(config.database(target)))
+
+
+@memory.command("pull")
+@click.argument("source")
+@guarded
+def memory_pull(source: str) -> None:
+    """Merge the store at SOURCE (a postgresql:// URL or a file) into this
+    project's: `push` the other way.
+
+    Example: helix memory pull postgresql://alice@db.internal/helix
+    """
+    with open_memory() as mem:
+        emit(mem.pull(config.database(source)))
 
 
 @memory.command("grant")

@@ -297,6 +297,14 @@ def give_way(pause: float = PAUSE_SECONDS) -> None:
     time.sleep(pause * random.uniform(1.0, 1.5))
 
 
+def event_id() -> str:
+    """A new piece of evidence's id, unique across every store (128 random
+    bits): merging two stores' evidence is a set union on it."""
+    import secrets  # imported where used: only writers of evidence draw one
+
+    return secrets.token_hex(16)
+
+
 def inserted_id(cursor: Any) -> int:
     """The id of the row the ``INSERT ... RETURNING id`` run on ``cursor`` added
     (sqlite3's lastrowid has no counterpart on a server)."""

@@ -140,7 +140,7 @@ def apply(
         )
         memory.conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-            "effectiveness, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "effectiveness, created_at, uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 name,
                 task_id,
@@ -150,6 +150,7 @@ def apply(
                 round(after - eff_before, 6),
                 after,
                 now,
+                db.event_id(),
             ),
         )
         updated.append(

@@ -471,6 +471,42 @@ def m014_agent_files(conn: sqlite3.Connection) -> None:
     )
 
 
+def m015_event_ids(conn: sqlite3.Connection) -> None:
+    """Every piece of evidence (feedback event, trial, settled outcome) gets an
+    id unique across stores, so that copying one store into another (``helix
+    memory push`` / ``pull``, a team's shared store) merges the evidence by set
+    union: an outcome already there is never counted twice, however often the
+    same store is pushed. Rows kept before get a random id each, written here in
+    Python so that the same migration runs on PostgreSQL; the append-only
+    triggers step aside for it and are put back."""
+    import secrets
+
+    server = not isinstance(conn, sqlite3.Connection)
+    for table in ("feedback_event", "trial", "task_outcome"):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN uid TEXT")
+    guarded = {"feedback_event": "feedback events", "task_outcome": "task outcomes"}
+    for table in ("feedback_event", "trial", "task_outcome"):
+        if table in guarded:
+            if server:
+                conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
+            else:
+                conn.execute(f"DROP TRIGGER {table}_no_update")
+        ids = [row[0] for row in conn.execute(f"SELECT id FROM {table} WHERE uid IS NULL")]
+        for row_id in ids:
+            conn.execute(
+                f"UPDATE {table} SET uid = ? WHERE id = ?", (secrets.token_hex(16), row_id)
+            )
+        if table in guarded:
+            if server:
+                conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {table}_append_only")
+            else:
+                conn.execute(
+                    f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} "
+                    f"BEGIN SELECT RAISE(ABORT, '{guarded[table]} are append-only'); END"
+                )
+        conn.execute(f"CREATE UNIQUE INDEX {table}_uid ON {table}(uid)")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -488,6 +524,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (12, m012_edge_last_used),
     (13, m013_attempt_scope_and_tool_calls),
     (14, m014_agent_files),
+    (15, m015_event_ids),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -33,10 +33,10 @@ def record(conn: db.Connection, row: dict[str, Any]) -> None:
     caller holds the write transaction."""
     conn.execute(
         "INSERT INTO task_outcome(task_id, attempt, claimed, outcome, verified, passed, "
-        "verify_exit, injected, utilized, baseline, created_at, tampered) "
+        "verify_exit, injected, utilized, baseline, created_at, tampered, uid) "
         "VALUES (:task_id, :attempt, :claimed, :outcome, :verified, :passed, :verify_exit, "
-        ":injected, :utilized, :baseline, :created_at, :tampered)",
-        row,
+        ":injected, :utilized, :baseline, :created_at, :tampered, :uid)",
+        {**row, "uid": db.event_id()},
     )
 
 

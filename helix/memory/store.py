@@ -276,6 +276,21 @@ class Memory(InsightRows):
         sure a person is asking."""
         return quarantine.approve(self, name)
 
+    def push(self, target: config.Location) -> dict[str, Any]:
+        """Merge this store into the one at ``target`` (:mod:`helix.memory.sync`):
+        insights it lacks, and evidence by event id, so nothing counts twice."""
+        from helix.memory import sync
+
+        with Memory(target, clock=self.clock) as other:
+            return {"to": str(target), **sync.copy(self, other)}
+
+    def pull(self, source: config.Location) -> dict[str, Any]:
+        """Merge the store at ``source`` into this one (:meth:`push` reversed)."""
+        from helix.memory import sync
+
+        with Memory(source, clock=self.clock) as other:
+            return {"from": str(source), **sync.copy(other, self)}
+
     def grant(self, role: str, level: str) -> dict[str, str]:
         """On PostgreSQL: make the login ``role`` a reader, writer, settler or
         admin of this store (:mod:`helix.memory.roles`)."""

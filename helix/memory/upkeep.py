@@ -122,8 +122,8 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
         )
         memory.conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-            "effectiveness, created_at) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?)",
-            (name, round(after - eff, 6), after, now),
+            "effectiveness, created_at, uid) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?, ?)",
+            (name, round(after - eff, 6), after, now, db.event_id()),
         )
         decayed.append(name)
 
