@@ -56,11 +56,13 @@ def plan(worker: int, call: int, names: list[str]) -> dict:
 
 
 def worker_main(db: str, worker: int, names: list[str]) -> int:
+    from helix import config
     from helix.memory import db as dbs
     from helix.memory import feedback
     from helix.memory.store import Memory
 
-    mem = Memory(Path(db))
+    # A file path, or a postgresql:// URL (store_engines.py runs both engines).
+    mem = Memory(config.database(db))
     print("ready", flush=True)
     sys.stdin.readline()  # the start signal
     latencies, errors = [], []
@@ -156,7 +158,10 @@ def verify(db: Path, names: list[str], workers: int) -> list[str]:
 
 
 def run_round(db: Path, names: list[str], env: dict[str, str], workers: int) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(db)]
+    """One round on the store at ``db``: a path, or a ``helix.config.Server``."""
+    from helix.config import location_text  # a server's str() hides what a worker needs
+
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", location_text(db)]
     procs = [
         subprocess.Popen(
             [*cmd, str(w), json.dumps(names)],
