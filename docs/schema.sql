@@ -152,6 +152,13 @@ CREATE TABLE spawn (
             created_at TEXT NOT NULL
         );
 
+-- table task_file
+CREATE TABLE task_file (
+            key TEXT PRIMARY KEY,
+            body BLOB NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+
 -- table task_outcome
 CREATE TABLE task_outcome (
             id INTEGER PRIMARY KEY AUTOINCREMENT,

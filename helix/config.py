@@ -225,6 +225,16 @@ class Server:
 Location = Path | Server
 
 
+def machine(env: Mapping[str, str] | None = None) -> str:
+    """This machine's name in claims and provenance: ``HELIX_MACHINE`` when set
+    (a fleet's runners, or containers that share a host name), else the host
+    name."""
+    import socket  # imported where used: only claims and provenance name a machine
+
+    value = (os.environ if env is None else env).get("HELIX_MACHINE", "").strip()
+    return value[:200] if value else socket.gethostname()
+
+
 def location_text(location: Location) -> str:
     """What ``HELIX_DB`` must say for a child of helix's to open this store:
     the whole URL of a server (password included: for an environment only)."""

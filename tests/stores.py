@@ -20,3 +20,11 @@ def store_of(home: Path) -> config.Location:
 def engine_env() -> dict[str, str]:
     """What a helix process needs in its environment to use the same store."""
     return {"HELIX_DB": os.environ["HELIX_DB"]} if os.environ.get("HELIX_DB") else {}
+
+
+def tracker_of(home: Path, **options):
+    """The project's task tracker on the engine under test (a shared store's
+    task list, or ``tasks.jsonl``)."""
+    from helix.loop import taskstore
+
+    return taskstore.open_tracker(config.Paths(home=Path(home), db=store_of(home)), **options)

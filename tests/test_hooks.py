@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 from evidence import credit
-from stores import engine_env, store_of
+from stores import engine_env, store_of, tracker_of
 from topics import stock
 
 from helix.claude import hooks, spawn_fields
 from helix.loop import contracts, injection, ledger, results
 from helix.memory.spawns import Records
 from helix.memory.store import Memory
-from helix.tasks.tracker import Tracker
 
 pytestmark = pytest.mark.usefixtures("engine")
 
@@ -198,7 +197,7 @@ def test_three_parallel_builders_each_get_their_own_prompts_insights(stocked: Se
 
 
 def test_an_agent_without_a_meta_file_is_tied_to_its_spawn_or_its_transcript(stocked: Session):
-    tracker = Tracker(stocked.home / "tasks.jsonl")
+    tracker = tracker_of(stocked.home)
     named = tracker.create("Fix JWT token refresh", verify="true")
     stocked.spawn("toolu_8", "helix:builder", builder_prompt(named["id"], "Fix JWT token refresh"))
     # A background launch names its agent (PostToolUse, async_launched)...
@@ -263,7 +262,7 @@ def feedback_events(session: Session) -> int:
 def deliver(stocked: Session, tool_use_id: str, agent_id: str, used: int) -> tuple:
     """A foreground builder whose VERIFY passes delivers, naming its first ``used``
     insights; returns (task, the insights it was given, its answer)."""
-    tracker = Tracker(stocked.home / "tasks.jsonl")
+    tracker = tracker_of(stocked.home)
     task = tracker.create("Add a migration for the orders table", verify="test -f ok.txt")
     prompt = builder_prompt(task["id"], task["title"])
     names = injected_names(prompt_of(stocked.spawn(tool_use_id, "helix:builder", prompt, False)))
@@ -281,7 +280,7 @@ def test_a_verified_delivery_is_credited_once_across_all_three_paths(stocked: Se
     with stocked.memory() as memory:
         history = memory.history(names[0])
     assert history[0]["verified"] and history[0]["outcome"] == "delivered"
-    assert Tracker(stocked.home / "tasks.jsonl").get(task["id"])["status"] == "closed"
+    assert tracker_of(stocked.home).get(task["id"])["status"] == "closed"
     # The same result again through PostToolUse (foreground: with the client's note
     # on the tools used) and a task notification.
     summary = "<tools-used-before-summary>Bash</tools-used-before-summary>\n"
@@ -336,7 +335,7 @@ def test_a_notification_settles_with_the_text_the_agent_wrote(stocked: Session):
 
 
 def test_a_resumed_agent_settles_each_new_outcome_once(stocked: Session):
-    tracker = Tracker(stocked.home / "tasks.jsonl")
+    tracker = tracker_of(stocked.home)
     task = tracker.create("Fix JWT token refresh", verify="test -f fixed.txt")
     prompt = builder_prompt(task["id"], task["title"], verify="test -f fixed.txt")
     names = injected_names(prompt_of(stocked.spawn("toolu_r", "helix:builder", prompt)))
@@ -512,7 +511,7 @@ def foreground_result(session: Session, tool_use_id: str, agent_id: str, prompt:
 
 
 def test_a_builder_that_deleted_its_records_is_still_judged_by_its_verify(session: Session):
-    tracker = Tracker(session.home / "tasks.jsonl")
+    tracker = tracker_of(session.home)
     task = tracker.create("Write the marker", verify="test -f marker.txt")
     # The prompt's VERIFY is the orchestrator's copy; the task's, fixed now, judges.
     prompt = builder_prompt(task["id"], task["title"], "true")
@@ -542,7 +541,7 @@ def test_a_builder_that_deleted_its_records_is_still_judged_by_its_verify(sessio
 
 
 def test_an_attempt_helix_inject_started_without_insights_is_settled(session: Session):
-    tracker = Tracker(session.home / "tasks.jsonl")
+    tracker = tracker_of(session.home)
     task = tracker.create("Write the marker", verify="test -f marker.txt")
     with session.memory() as memory:  # `helix inject --tasks`: nothing to give yet
         started = injection.batch_inject(

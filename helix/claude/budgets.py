@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from helix import config
 from helix.claude.spawn_fields import AGENT_TYPES
 from helix.errors import HelixError
 from helix.loop import frames
@@ -81,15 +82,13 @@ def _written(payload: Mapping[str, Any], project: Path) -> Iterator[str]:
                     yield rel
 
 
-def allowed(tasks: Path, spawn: Mapping[str, Any], fields: Mapping[str, Any]) -> int | None:
+def allowed(paths: config.Paths, spawn: Mapping[str, Any], fields: Mapping[str, Any]) -> int | None:
     """The BUDGET a builder is spawned with: its task's (``spawn["task_id"]``) in
     the tracker at ``tasks``, else its prompt's (``fields["BUDGET"]``)."""
     task_id, prompt_budget = spawn.get("task_id"), fields.get("BUDGET")
-    if isinstance(task_id, str) and tasks.exists():
-        from helix.tasks.tracker import Tracker
-
+    if isinstance(task_id, str) and _taskstore().has_tasks(paths):
         try:
-            return _valid(Tracker(tasks).get(task_id).get("budget"))
+            return _valid(_taskstore().open_tracker(paths).get(task_id).get("budget"))
         except HelixError:
             pass  # not a tracked task: the prompt's
     return _valid(prompt_budget)
@@ -145,3 +144,10 @@ def _valid(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if 0 < value <= MAX_BUDGET else None
+
+
+def _taskstore() -> Any:
+    """helix.loop.taskstore, imported when a hook first needs the task list."""
+    from helix.loop import taskstore
+
+    return taskstore

@@ -118,9 +118,7 @@ class Context:
         return Memory(self.paths.db)
 
     def tracker(self) -> Tracker:
-        from helix.tasks.tracker import Tracker
-
-        return Tracker(self.paths.tasks)
+        return _taskstore().open_tracker(self.paths)
 
 
 def start_dir(payload: dict[str, Any], env: Mapping[str, str]) -> Path | None:
@@ -162,7 +160,7 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
             files.write_bytes(ctx.paths.plugin_root, (root + "\n").encode("utf-8"))
     lines = [*_warnings(ctx), "helix memory for this project:"]
     lines += briefing.memory_section(ctx.paths.db)
-    if ctx.paths.tasks.exists():
+    if _taskstore().has_tasks(ctx.paths):
         from helix.tasks import graph as taskgraph
 
         tasks = ctx.tracker().list()
@@ -253,7 +251,7 @@ def _prepare(
     prepared = fields_of(prompt, agent_type, fallback_state, parsed)
     builder = AGENT_TYPES[agent_type] == "builder"
     if builder:
-        prepared["budget"] = budgets.allowed(ctx.paths.tasks, prepared, fields)
+        prepared["budget"] = budgets.allowed(ctx.paths, prepared, fields)
     if parsed.no_inject:
         return _with_attempt(ctx, prepared, builder, "skipped: NO_INJECT"), None
     if fields.get("INJECTED"):
@@ -339,7 +337,7 @@ def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
     else the one its prompt names (which earns no verified credit: whoever wrote
     the prompt chose it, see :mod:`helix.loop.provenance`)."""
     task_id = prepared.get("task_id")
-    if task_id and ctx.paths.tasks.exists():
+    if task_id and _taskstore().has_tasks(ctx.paths):
         from helix.errors import NotFound
 
         try:
@@ -701,3 +699,10 @@ HANDLERS = {
 }
 
 __all__ = ["EVENTS", "HANDLERS", "handle", "respond", "settle", "log"]
+
+
+def _taskstore() -> Any:
+    """helix.loop.taskstore, imported when a hook first needs the task list."""
+    from helix.loop import taskstore
+
+    return taskstore

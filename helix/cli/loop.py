@@ -23,9 +23,9 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON."
 
 
 def _tracker():
-    from helix.tasks.tracker import Tracker
+    from helix.loop import taskstore
 
-    return Tracker(config.resolve().tasks)
+    return taskstore.open_tracker(config.resolve())
 
 
 MAX_SOURCE = 1 << 20  # an agent's output or a batch file

@@ -11,6 +11,7 @@ import click
 from helix import config
 from helix.cli.common import emit, guarded, json_list, list_option, open_memory
 from helix.errors import HelixError, InvalidInput
+from helix.loop import taskstore
 from helix.run import recovery, selection
 from helix.run import state as runstate
 
@@ -327,8 +328,6 @@ def status_command(as_json: bool) -> None:
     """
     from datetime import UTC, datetime
 
-    from helix.tasks.tracker import Tracker
-
     paths = config.resolve()
     state = runstate.load(paths.home)
     report: dict[str, Any] = {"run": state}
@@ -337,8 +336,8 @@ def status_command(as_json: bool) -> None:
         report["running"] = bool(alive)
         if state.get("lifecycle") != "stopped" and not alive:
             report["note"] = "the run that wrote this state is gone (it crashed or was killed)"
-    if paths.tasks.exists():
-        tasks = Tracker(paths.tasks).list()
+    if taskstore.has_tasks(paths):
+        tasks = taskstore.open_tracker(paths).list()
         report["queue"] = selection.counts(tasks, datetime.now(UTC))
         report["blocked_label"] = [
             t["id"] for t in tasks if selection.BLOCKED_LABEL in selection.labels(t)

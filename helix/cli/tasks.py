@@ -25,7 +25,9 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON."
 
 
 def open_tracker() -> Tracker:
-    return Tracker(config.resolve().tasks)
+    from helix.loop import taskstore
+
+    return taskstore.open_tracker(config.resolve())
 
 
 def warn_problems(tracker: Tracker, snap: Snapshot) -> None:
@@ -483,7 +485,7 @@ def tasks_plan(source: str, parent: str | None, labels: tuple[str, ...], as_json
     if plan.problems:
         raise InvalidInput("the plan was not created: " + "; ".join(plan.problems))
     paths = config.resolve()
-    created = Tracker(paths.tasks).create_plan(
+    created = open_tracker().create_plan(
         plan.tasks, parent, json_list(labels, "--labels") or [], _judge_stamp()
     )
     from helix.loop import results

@@ -17,8 +17,7 @@ import click
 from helix import config, files
 from helix.cli.common import emit, guarded, json_list, list_option, read_text
 from helix.errors import InvalidInput, NotFound
-from helix.loop import results, synthesis, waiting
-from helix.tasks.tracker import Tracker
+from helix.loop import results, synthesis, taskstore, waiting
 
 MAX_INPUT_FILE = 16 << 20
 
@@ -135,7 +134,7 @@ def _unheard_of(ids: list[str]) -> list[str]:
     from helix.memory.store import Memory
 
     paths = config.resolve()
-    known = {t.get("id") for t in Tracker(paths.tasks).read().tasks}
+    known = {t.get("id") for t in taskstore.open_tracker(paths).read().tasks}
     known |= set(results.scan_task_statuses(paths.home).latest)
     rest = [t for t in ids if t not in known]
     if not rest:
@@ -221,7 +220,7 @@ def wave_deliveries(
         if results_file is not None or blockers_file is not None:
             raise InvalidInput("give either --tasks or --results with --blockers, not both")
         ids = parse_ids(task_ids, "--tasks")
-        tasks = Tracker(config.resolve().tasks).read().tasks
+        tasks = taskstore.open_tracker(config.resolve()).read().tasks
         emit(synthesis.parent_deliveries_from_tracker(tasks, ids))
         return
     if results_file is None or blockers_file is None:

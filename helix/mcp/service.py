@@ -148,9 +148,9 @@ class Service:
         yield cached
 
     def tracker(self) -> Tracker:
-        from helix.tasks.tracker import Tracker
+        from helix.loop import taskstore
 
-        return Tracker(self.paths.tasks)
+        return taskstore.open_tracker(self.paths)
 
     def close(self) -> None:
         """Close this thread's store (the others close with their threads)."""

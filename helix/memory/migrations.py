@@ -507,6 +507,24 @@ def m015_event_ids(conn: sqlite3.Connection) -> None:
         conn.execute(f"CREATE UNIQUE INDEX {table}_uid ON {table}(uid)")
 
 
+def m016_shared_task_file(conn: sqlite3.Connection) -> None:
+    """The task tracker's file, kept in the store when the store is shared
+    (PostgreSQL): a fleet of runners on several machines claims from one task
+    list, each change a read-modify-write under the store's write lock. One row
+    per store; a SQLite store keeps its tasks in ``tasks.jsonl`` and leaves the
+    table empty."""
+    _run(
+        conn,
+        """
+        CREATE TABLE task_file (
+            key TEXT PRIMARY KEY,
+            body BLOB NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -525,6 +543,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (13, m013_attempt_scope_and_tool_calls),
     (14, m014_agent_files),
     (15, m015_event_ids),
+    (16, m016_shared_task_file),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -42,6 +42,7 @@ from typing import Any
 
 from helix import config, files
 from helix.errors import HelixError, NotFound
+from helix.loop import taskstore
 from helix.loop.scope import shown
 from helix.loop.worktree import Checkpoint, changed_paths, git_root
 from helix.run import context as projectcontext
@@ -51,7 +52,6 @@ from helix.run.agents import AgentResult, AgentRunner
 from helix.run.log import RunLog
 from helix.run.state import RunLock
 from helix.tasks import graph as taskgraph
-from helix.tasks.tracker import Tracker
 
 ALIGN_LABELS = ("kind:planning", "action:align")
 BACKFILL_STATUSES = ("COMPLETE", "GUIDANCE_NEEDED", "BLOCKED")
@@ -225,7 +225,7 @@ class Passes:
         self.log = log
         self.timeout = timeout
         self.clock = clock
-        self.tracker = Tracker(config.Paths.at(home).tasks)
+        self.tracker = taskstore.tracker_at(home)
 
     # ----------------------------------------------------------- plumbing
     def _agent(self, prompt: str, what: str, result: PassResult) -> AgentResult:

@@ -33,6 +33,7 @@ passes in a row that closed no task stop the run. State is saved after every ste
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,10 +44,10 @@ from typing import Any
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
-from helix.loop import injection, learning, outcomes, synthesis
+from helix.loop import injection, learning, outcomes, results, synthesis, taskstore
 from helix.loop import verify as verification
 from helix.loop.worktree import Checkpoint
-from helix.run import adjacent, blockers, recovery, selection
+from helix.run import adjacent, blockers, leases, recovery, selection
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
@@ -68,7 +69,6 @@ from helix.run.records import (
 from helix.run.review import Reviews
 from helix.run.state import Cycle, RunLock, RunState, stamp
 from helix.tasks.records import TaskRecord
-from helix.tasks.tracker import Tracker
 from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
 RECENT = 12  # attempts remembered for convergent-failure warnings
@@ -95,7 +95,10 @@ class Supervisor:
     ) -> None:
         self.project = project
         self.home = home
-        self.tracker = Tracker(config.Paths.at(home).tasks)
+        # This run's token on its claims, and how long a claim lives unrenewed.
+        self.holder = secrets.token_hex(8)
+        self.lease = leases.lease_seconds()
+        self.tracker = taskstore.tracker_at(home, holder=self.holder)
         self._memory_factory = memory_factory
         self._memory: Any = None
         self.builder = builder
@@ -200,8 +203,33 @@ class Supervisor:
         if choice is not None:
             self.cycle(choice)
             return
+        if self._recover("nothing ready"):
+            return  # a lapsed claim went back to the queue: select again
+        if self._wait_for_others():
+            return
         self._save("draining")
         self.drain.run()
+
+    def _wait_for_others(self) -> bool:
+        """Nothing is ready while other runners hold live leases (a fleet): wait
+        for them to finish or lapse instead of asking the agent what next.
+        True when it waited (the caller selects again)."""
+        now = self.clock()
+        ends = [
+            until
+            for t in self._tasks()
+            if t.get("status") == "in_progress"
+            and t.get("claim-token") not in (None, self.holder)
+            and (until := results.parse_time(t.get("claimed-until"))) is not None
+            and until > results.as_utc(now)
+        ]
+        if not ends:
+            return False
+        pause = min(max((min(ends) - results.as_utc(now)).total_seconds(), 0.5), 5.0)
+        self._save("waiting")
+        self.log.verbose(f"waiting for {len(ends)} task(s) other runners hold")
+        self.sleep(pause)
+        return True
 
     # --------------------------------------------------------------- selection
     def _tasks(self) -> list[dict[str, Any]]:
@@ -256,6 +284,23 @@ class Supervisor:
             self.project, config.Paths.at(self.home).checkpoints / f"cycle-{number}"
         )
         self.log.verbose(checkpoint.describe())
+        with leases.Heartbeat(self.tracker, self.lease, self._lost):
+            self._build_and_settle(number, tasks, prints, checkpoint, cycle, started, first_line)
+
+    def _lost(self, ids: list[str]) -> None:
+        self.log.event(f"lease lost on {', '.join(ids)}: another runner may take it over")
+
+    def _build_and_settle(
+        self,
+        number: int,
+        tasks: list[TaskRecord],
+        prints: dict[str, tuple],
+        checkpoint: Checkpoint,
+        cycle: Cycle,
+        started: float,
+        first_line: int,
+    ) -> None:
+        ids = [t["id"] for t in tasks]
         prompt, injected = self._build_prompt(tasks)
         self.log.verbose(
             f"injected: {', '.join(f'{k}={len(v)}' for k, v in injected.items())}\n"
@@ -314,7 +359,7 @@ class Supervisor:
                 self._skip(task["id"], "queue drift before claim")
                 continue
             try:
-                current = self.tracker.claim(task["id"], OWNER, pid=os.getpid())
+                current = self.tracker.claim(task["id"], OWNER, pid=os.getpid(), lease=self.lease)
             except InvalidInput as exc:
                 self.log.event(f"{task['id']} not claimed: {exc}")
                 continue

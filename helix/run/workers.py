@@ -65,6 +65,7 @@ from typing import Any, TextIO
 
 from helix import config, files
 from helix.errors import HelixError, InvalidInput
+from helix.loop import taskstore
 from helix.run import landing, selection
 from helix.run.log import RunLog, shown
 from helix.run.records import DONE, INTERRUPTED, MAX_ATTEMPTS, TROUBLE
@@ -134,8 +135,10 @@ class SharedTracker(Tracker):
     and labels it blocked in two writes, with nobody else to claim it in between;
     among workers, another one could, and build it a fifth time."""
 
-    def claim(self, task_id: str, owner: str, pid: int | None = None) -> TaskRecord:
-        task = super().claim(task_id, owner, pid)
+    def claim(
+        self, task_id: str, owner: str, pid: int | None = None, lease: float | None = None
+    ) -> TaskRecord:
+        task = super().claim(task_id, owner, pid, lease)
         used = task.get("helix-attempts")
         if isinstance(used, int) and used >= MAX_ATTEMPTS:
             self.unclaim(task_id)
@@ -156,7 +159,9 @@ class WorkerSupervisor(Supervisor):
         # parallelism here; batching's saving (one context load) matters less.
         self.options.batch_size = 1
         # The shared queue, not the worker's own data directory's.
-        self.tracker = SharedTracker(config.Paths.at(Path(spec.main_home)).tasks)
+        self.tracker = taskstore.tracker_at(
+            Path(spec.main_home), cls=SharedTracker, holder=self.holder
+        )
         self.identity = landing.Identity.of(Path(spec.project))
         self.report: dict[str, Any] = {
             "slot": spec.slot,
@@ -285,7 +290,7 @@ class Coordinator:
         self.params = params
         self.log = log
         self.python = python
-        self.tracker = Tracker(config.Paths.at(home).tasks)
+        self.tracker = taskstore.tracker_at(home)
         self.stamp = clock().strftime("%Y%m%d-%H%M%S")
         self.slots: list[Slot] = []
         self.released: list[str] = []

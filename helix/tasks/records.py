@@ -40,6 +40,8 @@ TaskRecord = TypedDict(
         "dependencies": list[dict[str, Any]],
         "claimed-pid": str,
         "claimed-machine": str,
+        "claim-token": str,
+        "claimed-until": str,
         "claimed-at": str,
         "superseded-by": str,
         "replaces": str,

@@ -33,6 +33,14 @@ Guarantees:
 * a UTF-8 byte order mark at the start of the file is accepted and kept;
 * the file is read only if it is a regular file, bounded and never blocking: a
   FIFO or a device put in its place is an error, not a hang.
+
+A team's fleet keeps the same bytes in its shared store instead of a file (a
+:class:`Backing`): each change is then the same read-modify-write, under the
+store's write lock, so claims stay atomic across machines. A runner's tracker
+has a ``holder`` token: its claims carry it with a lease (``claimed-until``)
+that it renews while it works, and it may close, release or change a task it
+claimed only while the task still carries its token; once the lease expires
+another runner may take the task over (:mod:`helix.run.recovery`).
 """
 
 from __future__ import annotations
@@ -48,9 +56,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
-from helix import files
+from helix import config, files
 from helix.errors import CycleError, HelixError, InvalidInput, NotFound
 from helix.tasks import graph as taskgraph
 from helix.tasks.records import TaskRecord
@@ -182,6 +190,24 @@ def parse(data: bytes) -> Snapshot:
     return snap
 
 
+class Backing(Protocol):
+    """Where the task file's bytes live when it is not a file: a shared store."""
+
+    def load(self) -> bytes | None:
+        """The bytes now (None: no tasks yet)."""
+
+    def locked(self) -> contextlib.AbstractContextManager[bytes | None]:
+        """The bytes, held until the block ends: nobody else changes them meanwhile."""
+
+    def store(self, data: bytes) -> None:
+        """Replace the bytes (inside :meth:`locked`)."""
+
+
+class Lost(HelixError):
+    """A runner changed a task it no longer holds: its lease expired and the
+    claim was taken back or taken over."""
+
+
 class Tracker:
     """One bead-format JSONL file. Methods return the records they wrote."""
 
@@ -190,16 +216,24 @@ class Tracker:
         path: Path,
         prefix: str = "hx",
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        backing: Backing | None = None,
+        holder: str | None = None,
     ):
         self.path = Path(path)
         self.prefix = prefix
         self._clock = clock
+        self.backing = backing
+        # A runner's token: its claims carry it, and only it may act on them.
+        self.holder = holder
+        self._mine: set[str] = set()  # changed by the run's thread and its heartbeat
 
     # ---------------------------------------------------------------- reading
     def read(self) -> Snapshot:
         """The file as it is now; an empty snapshot when there is none yet.
         Raises :class:`HelixError` when the path is not a regular file (a FIFO, a
         device, a directory) or cannot be read."""
+        if self.backing is not None:
+            return self._parsed(self.backing.load())
         try:
             mode = os.stat(self.path).st_mode
         except (FileNotFoundError, NotADirectoryError):  # no file yet
@@ -213,6 +247,11 @@ class Tracker:
         except InvalidInput as exc:  # helix's own file: "could not do it", not a bad call
             raise HelixError(str(exc)) from None
         return parse(data)
+
+    def _parsed(self, data: bytes | None) -> Snapshot:
+        if data is not None and len(data) > MAX_FILE:
+            raise HelixError(f"the shared task list is over {MAX_FILE >> 20} MiB")
+        return parse(data) if data else Snapshot()
 
     def get(self, task_id: str) -> TaskRecord:
         return cast(TaskRecord, self.read().find(task_id))
@@ -260,6 +299,12 @@ class Tracker:
     @contextlib.contextmanager
     def _editing(self) -> Iterator[Snapshot]:
         """Read, let the caller change records, write back: one locked step."""
+        if self.backing is not None:
+            with self.backing.locked() as data:
+                snap = self._parsed(data)
+                yield snap
+                self.backing.store(snap.to_bytes())
+            return
         with self._locked():
             # Every writer holds this lock, so a temp file here is a killed writer's.
             files.remove_stale_temps(self.path)
@@ -354,6 +399,7 @@ class Tracker:
     def update(self, task_id: str, **fields: Any) -> TaskRecord:
         with self._editing() as snap:
             task = snap.find(task_id)
+            self._check_mine(task)
             task.update(_clean_fields(fields))
             task["updated_at"] = now_rfc3339(self._clock)
         return cast(TaskRecord, task)
@@ -367,6 +413,8 @@ class Tracker:
             )
         with self._editing() as snap:
             task = snap.find(task_id)
+            self._check_mine(task)
+            self._mine.discard(task_id)
             task["status"] = "closed"
             if outcome is not None:
                 task["outcome"] = outcome
@@ -386,11 +434,15 @@ class Tracker:
             task["updated_at"] = now_rfc3339(self._clock)
         return cast(TaskRecord, task)
 
-    def claim(self, task_id: str, owner: str, pid: int | None = None) -> TaskRecord:
+    def claim(
+        self, task_id: str, owner: str, pid: int | None = None, lease: float | None = None
+    ) -> TaskRecord:
         """Take an open task: status in_progress, claim fields set. Only from open.
 
         ``pid`` should be the long-lived process doing the work (a supervisor),
-        not this short-lived command, or liveness checks would mean nothing."""
+        not this short-lived command, or liveness checks would mean nothing. A
+        tracker with a ``holder`` stamps the claim with it and, with ``lease``
+        (seconds), with the time the claim lapses unless :meth:`renew` extends it."""
         with self._editing() as snap:
             task = snap.find(task_id)
             if task.get("status") != "open":
@@ -404,16 +456,57 @@ class Tracker:
                     "owner": owner,
                     "claimed-at": stamp,
                     "claimed-pid": str(pid if pid is not None else os.getppid()),
-                    "claimed-machine": socket.gethostname(),
+                    "claimed-machine": config.machine(),
                     "updated_at": stamp,
                 }
             )
+            if self.holder is not None:
+                task["claim-token"] = self.holder
+                if lease is not None:
+                    task["claimed-until"] = _later(self._clock, lease)
+        if self.holder is not None:
+            self._mine.add(task_id)
         return cast(TaskRecord, task)
+
+    def renew(self, lease: float) -> builtins.list[str]:
+        """Extend the lease of every task this runner holds by ``lease`` seconds
+        from now, in one write; the ids it no longer holds (taken back or over)."""
+        if self.holder is None or not self._mine:
+            return []
+        lost = []
+        with self._editing() as snap:
+            until = _later(self._clock, lease)
+            for task_id in sorted(self._mine.copy()):
+                task = next((t for t in snap.tasks if t.get("id") == task_id), None)
+                if (
+                    task is None
+                    or task.get("status") != "in_progress"
+                    or task.get("claim-token") != self.holder
+                ):
+                    lost.append(task_id)
+                    continue
+                task["claimed-until"] = until
+        self._mine.difference_update(lost)
+        return lost
+
+    def _check_mine(self, task: dict[str, Any]) -> None:
+        """Refuse to act on a task this runner claimed and no longer holds."""
+        task_id = task.get("id")
+        if self.holder is None or task_id not in self._mine:
+            return
+        if task.get("claim-token") != self.holder:
+            self._mine.discard(task_id)
+            raise Lost(
+                f"{task_id} is no longer this run's: its lease ran out and the claim was "
+                "taken back, so this run leaves it as it is"
+            )
 
     def unclaim(self, task_id: str) -> TaskRecord:
         """Release a claim. in_progress goes back to open; a closed task stays closed."""
         with self._editing() as snap:
             task = snap.find(task_id)
+            self._check_mine(task)
+            self._mine.discard(task_id)
             if task.get("status") == "in_progress":
                 task["status"] = "open"
             _clear_claim(task)
@@ -427,6 +520,8 @@ class Tracker:
         keeps the task as it is, with the fields set."""
         with self._editing() as snap:
             task = snap.find(task_id)
+            self._check_mine(task)
+            self._mine.discard(task_id)
             task.update(_clean_fields(fields))
             status = task.get("status")
             if status == "in_progress" or (
@@ -538,8 +633,19 @@ def _add_dependency(snap: Snapshot, task: dict[str, Any], target: str, stamp: st
 
 
 def _clear_claim(task: dict[str, Any]) -> None:
-    for key in ("owner", "claimed-at", "claimed-pid", "claimed-machine"):
+    for key in CLAIM_KEYS:
         task.pop(key, None)
+
+
+CLAIM_KEYS = (
+    "owner", "claimed-at", "claimed-pid", "claimed-machine", "claim-token", "claimed-until",
+)  # fmt: skip
+
+
+def _later(clock: Callable[[], datetime], seconds: float) -> str:
+    from datetime import timedelta
+
+    return now_rfc3339(lambda: clock() + timedelta(seconds=seconds))
 
 
 def _text(value: Any, what: str, limit: int, required: bool = False) -> str:
