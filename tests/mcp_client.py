@@ -22,6 +22,7 @@ import httpx2  # noqa: E402 - after the skip
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from stores import engine_env
 
 
 def project(root: Path) -> Path:
@@ -33,6 +34,7 @@ def project(root: Path) -> Path:
 def server_env(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
     env["HELIX_HOME"] = str(root / ".helix")
+    env.update(engine_env())  # the engine under test's store (conftest's engine)
     env.update(extra)
     return env
 

@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from stores import engine_env, tracker_of
+
 STUB = r"""#!/usr/bin/env python3
 import json, os, re, subprocess, sys
 here = os.path.dirname(os.path.abspath(__file__))
@@ -94,6 +96,7 @@ class World:
                 "PATH": BIN_DIR + os.pathsep + env.get("PATH", ""),
                 "HELIX_BACKOFF_SLEEP": "0",
                 "HELIX_EMBEDDER": "hash",
+                **engine_env(),  # the engine under test's store (conftest's engine)
             }
         )
         env.update(extra)
@@ -129,9 +132,28 @@ class World:
         return json.loads(proc.stdout)["id"]
 
     def tasks(self) -> dict[str, dict[str, Any]]:
+        if engine_env():  # a shared store keeps the task list
+            return {t["id"]: t for t in tracker_of(self.home).list()}
         path = self.home / "tasks.jsonl"
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         return {r["id"]: r for r in rows}
+
+    def raw_tasks(self) -> bytes:
+        """The task list's bytes, wherever the engine under test keeps them."""
+        tracker = tracker_of(self.home)
+        if tracker.backing is not None:
+            return tracker.backing.load() or b""
+        return tracker.path.read_bytes() if tracker.path.exists() else b""
+
+    def write_tasks(self, rows: list[dict[str, Any]]) -> None:
+        """Replace the task list, as another bead tool (or a hand) would."""
+        data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+        tracker = tracker_of(self.home)
+        if tracker.backing is not None:
+            with tracker.backing.locked():
+                tracker.backing.store(data)
+        else:
+            tracker.path.write_bytes(data)
 
     def run_args(self, *extra: str) -> list[str]:
         return ["run", "--agent", "cmd", "--command", f"{sys.executable} {self.stub}", *extra]

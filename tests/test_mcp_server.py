@@ -5,7 +5,6 @@ embedding model."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 
@@ -13,8 +12,11 @@ import anyio
 import pytest
 from helix_process import run_helix
 from mcp_client import error, ok, project, stdio_client
+from stores import store_of, tracker_of
 
-pytestmark = pytest.mark.slow
+from helix.memory.store import Memory
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("engine")]
 
 TOOLS = {
     "recall",
@@ -148,14 +150,14 @@ def test_tasks_create_ready_claim_close(tmp_path: Path) -> None:
         assert "only an open task can be claimed" in twice
         assert closed["status"] == "closed" and closed["outcome"] == "delivered"
         assert [t["id"] for t in after] == [second["id"]]
-        assert (tmp_path / ".helix" / "tasks.jsonl").exists()
+        assert len(tracker_of(tmp_path / ".helix").list()) == 2
 
     anyio.run(main)
 
 
 def _events(root: Path, name: str) -> list[tuple[str, int, float]]:
-    with sqlite3.connect(root / ".helix" / "helix.db") as conn:
-        return conn.execute(
+    with Memory(store_of(root / ".helix")) as memory:
+        return memory.conn.execute(
             "SELECT outcome, verified, delta FROM feedback_event WHERE insight = ?", (name,)
         ).fetchall()
 
@@ -223,8 +225,8 @@ def test_a_task_an_mcp_client_created_earns_no_credit_unconfirmed(tmp_path: Path
     assert task["judge-set"]["route"] == "mcp"
     assert settled["verification"]["passed"] is True and settled["verified"] is False
     assert any("judge not confirmed" in p for p in settled["problems"])
-    with sqlite3.connect(tmp_path / ".helix" / "helix.db") as conn:
-        assert conn.execute(
+    with Memory(store_of(tmp_path / ".helix")) as memory:
+        assert memory.conn.execute(
             "SELECT count(*) FROM feedback_event WHERE verified = 1"
         ).fetchone() == (0,)
 

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from stores import store_of
 
 from helix.config import Paths
 from helix.errors import InvalidInput, NotFound
@@ -16,8 +17,9 @@ from helix.memory.embeddings import HashEmbedder
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Service:
-    return Service(Paths.at(tmp_path / "proj" / ".helix"), embedder=HashEmbedder())
+def service(tmp_path: Path, engine) -> Service:
+    home = tmp_path / "proj" / ".helix"
+    return Service(Paths(home=home, db=store_of(home)), embedder=HashEmbedder())
 
 
 def test_outcome_text_reads_back_as_the_same_report() -> None:
