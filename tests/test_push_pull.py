@@ -82,6 +82,24 @@ def test_pushing_twice_counts_nothing_twice(tmp_path: Path, engine):
         assert pulled["insights"][name] == pytest.approx(both["insights"][name], abs=1e-6)
 
 
+def test_what_the_shared_store_forgot_is_never_pushed_back(tmp_path: Path, engine):
+    alice = tmp_path / "alice.db"
+    names = developer(alice, [("a-1", ["0", "1"], "delivered")])
+    shared = engine.store(tmp_path / "shared.db")
+    with Memory(alice, embedder=HashEmbedder()) as memory:
+        memory.push(shared)
+    with Memory(shared, embedder=HashEmbedder()) as memory:
+        memory.forget(names[0])
+    with Memory(alice, embedder=HashEmbedder()) as memory:
+        again = memory.push(shared)
+    assert again["tombstoned"] == 1 and again["insights"] == 0
+    with Memory(shared, embedder=HashEmbedder()) as memory:
+        live = {r[0] for r in memory.conn.execute("SELECT name FROM insight")}
+        assert names[0] not in live and {names[1], names[2]} <= live
+        exported = {item["name"] for item in memory.export()}
+    assert names[0] not in exported
+
+
 def test_push_through_the_cli(tmp_path: Path, engine):
     home = tmp_path / "project" / ".helix"
     env = {"HELIX_DB": None, "HELIX_EMBEDDER": "hash"}

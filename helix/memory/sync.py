@@ -4,9 +4,11 @@ store (``helix memory push``) and back (``pull``), or between any two stores.
 What moves, and why it can be repeated:
 
 * **Insights** by name: one the target lacks is copied whole (text, kind, tags,
-  vector, scores, files, origin); one it has stays as it is there. Near-duplicates
-  under other names are left for ``consolidate``, which merges them with their
-  evidence.
+  vector, scores, files, origin); one it has stays as it is there. One the target
+  archived (forgotten, pruned, merged away) is a tombstone there: it is not
+  brought back, nor is its evidence, however often a store that still has it is
+  pushed. Near-duplicates under other names are left for ``consolidate``, which
+  merges them with their evidence.
 * **Evidence** by its event id (``uid``, :func:`helix.memory.db.event_id`):
   feedback events, trials with their exposures, and settled outcomes. A row
   whose id the target has is skipped, so pushing the same store twice, or
@@ -59,13 +61,14 @@ def copy(source: InsightRows, target: InsightRows) -> dict[str, Any]:
         exposures.setdefault(trial_id, []).append((name, exposure))
     outcomes = src.execute(f"SELECT {_OUTCOME} FROM task_outcome ORDER BY id").fetchall()
 
-    report = {"insights": 0, "edges": 0, "events": 0, "trials": 0, "outcomes": 0}
+    report = {"insights": 0, "edges": 0, "events": 0, "trials": 0, "outcomes": 0, "tombstoned": 0}
     with db.write(dst):  # rows with vectors bump the generation: caches reload
         have = {r[0] for r in dst.execute("SELECT name FROM insight")}
+        gone = {r[0] for r in dst.execute("SELECT DISTINCT name FROM archive")} - have
         marks = ", ".join("?" for _ in columns)
         for row in rows:
             name = row[1]
-            if name in have:
+            if name in have or name in gone:
                 continue
             # Its counters start at none: the evidence copied below brings them.
             values = [0 if c in _COUNTERS else v for c, v in zip(columns, row[1:], strict=True)]
@@ -88,6 +91,7 @@ def copy(source: InsightRows, target: InsightRows) -> dict[str, Any]:
                 )
             have.add(name)
             report["insights"] += 1
+        report["tombstoned"] = sum(1 for row in rows if row[1] in gone)
         ids = dict(dst.execute("SELECT name, id FROM insight").fetchall())
         for from_name, to_name, *rest in edges:
             if from_name in ids and to_name in ids:
