@@ -70,7 +70,7 @@ CREATE TABLE feedback_event (
             delta REAL NOT NULL,
             effectiveness REAL NOT NULL,
             created_at TEXT NOT NULL
-        , uid TEXT);
+        , uid TEXT, actor TEXT, machine TEXT, run TEXT);
 
 -- table insight
 CREATE TABLE insight (
@@ -90,7 +90,7 @@ CREATE TABLE insight (
             created_at TEXT NOT NULL,
             last_used TEXT,
             last_feedback_at TEXT
-        , uplift REAL NOT NULL DEFAULT 0, uplift_sd REAL, uplift_prior REAL NOT NULL DEFAULT 0, uplift_fit REAL NOT NULL DEFAULT 0, evidence REAL NOT NULL DEFAULT 0);
+        , uplift REAL NOT NULL DEFAULT 0, uplift_sd REAL, uplift_prior REAL NOT NULL DEFAULT 0, uplift_fit REAL NOT NULL DEFAULT 0, evidence REAL NOT NULL DEFAULT 0, actor TEXT, machine TEXT, run TEXT);
 
 -- table insight_file
 CREATE TABLE insight_file (
@@ -173,7 +173,7 @@ CREATE TABLE task_outcome (
             utilized INTEGER NOT NULL,
             baseline REAL,
             created_at TEXT NOT NULL
-        , tampered TEXT, uid TEXT);
+        , tampered TEXT, uid TEXT, actor TEXT, machine TEXT, run TEXT);
 
 -- table trial
 CREATE TABLE trial (
@@ -188,7 +188,7 @@ CREATE TABLE trial (
             explained REAL NOT NULL DEFAULT 0,
             alpha REAL NOT NULL DEFAULT 0,
             created_at TEXT NOT NULL
-        , uid TEXT);
+        , uid TEXT, actor TEXT, machine TEXT, run TEXT);
 
 -- table trial_insight
 CREATE TABLE trial_insight (

@@ -109,3 +109,22 @@ def test_roles_are_postgresql_s(tmp_path: Path):
     with Memory(tmp_path / "helix.db", embedder=HashEmbedder()) as memory:
         with pytest.raises(InvalidInput, match="PostgreSQL"):
             memory.grant("alice", "reader")
+
+
+def test_provenance_names_the_role_and_a_team_needs_two_sources(shared, monkeypatch):
+    owner = Server(shared["url"])
+    monkeypatch.setenv("HELIX_MACHINE", "laptop-1")
+    monkeypatch.setenv("HELIX_RUN", "run-7")
+    settler = Server(as_role(shared["url"], "carol"))
+    with Memory(settler, embedder=HashEmbedder()) as memory:
+        for n in range(4):
+            credit(memory, [shared["name"]], "delivered", task_id=f"t-{n}")
+        row = memory.conn.execute(
+            "SELECT actor, machine, run FROM trial ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        assert tuple(row) == ("carol", "laptop-1", "run-7")  # the role, not the OS user
+        assert memory.health()["proven"] == 0  # one source is not the team's proof
+    monkeypatch.setenv("HELIX_MACHINE", "ci-runner-3")
+    with Memory(owner, embedder=HashEmbedder()) as memory:
+        credit(memory, [shared["name"]], "delivered", task_id="t-ci")
+        assert memory.health()["proven"] == 1

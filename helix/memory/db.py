@@ -297,6 +297,24 @@ def give_way(pause: float = PAUSE_SECONDS) -> None:
     time.sleep(pause * random.uniform(1.0, 1.5))
 
 
+def provenance() -> tuple[str, str, str]:
+    """Who writes a row, from where, in which run: (actor, machine, run). The
+    actor is the operating system's user (on PostgreSQL a trigger replaces it
+    with the database role, which a client cannot choose); the machine is
+    ``HELIX_MACHINE`` or the host name; the run is ``HELIX_RUN`` (set by
+    ``helix run`` for itself and its agents), else empty."""
+    import getpass
+    import os
+
+    from helix import config
+
+    try:
+        actor = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        actor = str(os.getuid())
+    return actor[:200], config.machine(), os.environ.get("HELIX_RUN", "")[:200]
+
+
 def event_id() -> str:
     """A new piece of evidence's id, unique across every store (128 random
     bits): merging two stores' evidence is a set union on it."""

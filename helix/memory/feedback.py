@@ -140,7 +140,8 @@ def apply(
         )
         memory.conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-            "effectiveness, created_at, uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "effectiveness, created_at, uid, actor, machine, run) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 name,
                 task_id,
@@ -151,6 +152,7 @@ def apply(
                 after,
                 now,
                 db.event_id(),
+                *db.provenance(),
             ),
         )
         updated.append(

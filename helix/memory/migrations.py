@@ -525,6 +525,16 @@ def m016_shared_task_file(conn: sqlite3.Connection) -> None:
     )
 
 
+def m017_provenance(conn: sqlite3.Connection) -> None:
+    """Who wrote each insight and each piece of evidence, from which machine, in
+    which run: a team's store must say whose outcomes stand behind an insight
+    (it is shown as proven to the team only when they come from two sources),
+    and an audit needs it. Rows kept before stay unattributed."""
+    for table in ("insight", "feedback_event", "trial", "task_outcome"):
+        for column in ("actor", "machine", "run"):
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -544,6 +554,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (14, m014_agent_files),
     (15, m015_event_ids),
     (16, m016_shared_task_file),
+    (17, m017_provenance),
 ]
 
 LATEST = MIGRATIONS[-1][0]

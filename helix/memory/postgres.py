@@ -437,6 +437,16 @@ _TRIGGERS = [
 ]
 
 
+# The actor of a row is the database role that wrote it: a client cannot choose it.
+_TRIGGERS += [
+    statement
+    for table in ("insight", "feedback_event", "trial", "task_outcome")
+    for statement in _trigger(
+        f"{table}_actor", table, "BEFORE INSERT", "NEW.actor := current_user; RETURN NEW;"
+    )
+]
+
+
 def baseline() -> list[str]:
     """The statements that create the latest schema: SQLite's, made from the one
     migration list on an in-memory SQLite database and translated."""

@@ -11,7 +11,11 @@ insight with any credit, failing ones too). They now all ask :func:`rows`:
   (``trial.verified``): an imported row carries counts from elsewhere, which are
   not evidence here until it is tried;
 - not quarantined (:mod:`helix.memory.quarantine`), and its text does not reach
-  outside the project (:func:`helix.memory.reach.outside`).
+  outside the project (:func:`helix.memory.reach.outside`);
+- in a team's shared store (PostgreSQL), passing verified trials from at least
+  two sources (actor and machine, :func:`helix.memory.db.provenance`): one
+  person's or one machine's outcomes do not make advice proven for everyone, and
+  a few consistent planted records from one source cannot either.
 
 Read-only, plain SQL: no numpy, no model, so the SessionStart hook can use it.
 """
@@ -22,8 +26,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from helix.config import Server
 from helix.memory import insight, quarantine, reach
 from helix.memory.rows import InsightRows
+
+TEAM_SOURCES = 2  # distinct sources of passing verified outcomes, in a shared store
 
 
 class Proven(NamedTuple):
@@ -51,8 +58,10 @@ def rows(memory: InsightRows, project: Path | None = None) -> Iterator[Proven]:
         "JOIN trial t ON t.id = ti.trial_id AND t.verified = 1 "
         "WHERE i.helped + i.failed > 0 AND i.effectiveness >= ? "
         f"AND NOT {quarantine.held_clause('i.name')} "
-        "GROUP BY i.id ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name",
-        (insight.PROVEN,),
+        "GROUP BY i.id HAVING ? = 0 OR count(DISTINCT CASE WHEN t.passed = 1 THEN "
+        "coalesce(t.actor, '') || '|' || coalesce(t.machine, '') END) >= ? "
+        "ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name",
+        (insight.PROVEN, int(isinstance(memory.path, Server)), TEAM_SOURCES),
     )
     for name, content, kind, eff, up, sd, verified, passed, recent in found:
         if not reach.outside(content, project):

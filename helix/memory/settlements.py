@@ -33,10 +33,14 @@ def record(conn: db.Connection, row: dict[str, Any]) -> None:
     caller holds the write transaction."""
     conn.execute(
         "INSERT INTO task_outcome(task_id, attempt, claimed, outcome, verified, passed, "
-        "verify_exit, injected, utilized, baseline, created_at, tampered, uid) "
-        "VALUES (:task_id, :attempt, :claimed, :outcome, :verified, :passed, :verify_exit, "
-        ":injected, :utilized, :baseline, :created_at, :tampered, :uid)",
-        {**row, "uid": db.event_id()},
+        "verify_exit, injected, utilized, baseline, created_at, tampered, uid, actor, machine, "
+        "run) VALUES (:task_id, :attempt, :claimed, :outcome, :verified, :passed, :verify_exit, "
+        ":injected, :utilized, :baseline, :created_at, :tampered, :uid, :actor, :machine, :run)",
+        {
+            **row,
+            "uid": db.event_id(),
+            **dict(zip(("actor", "machine", "run"), db.provenance(), strict=True)),
+        },
     )
 
 

@@ -31,12 +31,27 @@ from helix.memory.rows import InsightRows
 
 _INSIGHT = [c.strip() for c in insight.COLUMNS.split(",")][1:]  # not the id
 _COUNTERS = ("use_count", "helped", "failed")
-_EXTRA = ("uplift", "uplift_sd", "uplift_prior", "uplift_fit", "evidence")
-_EVENT = "insight, task_id, outcome, verified, causal, delta, effectiveness, created_at, uid"
-_TRIAL = "task_id, attempt, value, passed, verified, vector, baseline, created_at, uid"
+# Provenance travels with each row (on PostgreSQL the actor becomes the role
+# that pushed it: a trigger, which a client cannot override).
+_WHO = "actor, machine, run"
+_EXTRA = (
+    "uplift",
+    "uplift_sd",
+    "uplift_prior",
+    "uplift_fit",
+    "evidence",
+    "actor",
+    "machine",
+    "run",
+)
+# Each list ends with the event id (the code reads it as row[-1]).
+_EVENT = (
+    f"insight, task_id, outcome, verified, causal, delta, effectiveness, created_at, {_WHO}, uid"
+)
+_TRIAL = f"task_id, attempt, value, passed, verified, vector, baseline, created_at, {_WHO}, uid"
 _OUTCOME = (
     "task_id, attempt, claimed, outcome, verified, passed, verify_exit, injected, utilized, "
-    "baseline, created_at, tampered, uid"
+    f"baseline, created_at, tampered, {_WHO}, uid"
 )
 _ORIGIN = "name, origin, route, written_by, created_at, approved_at, approved_by"
 

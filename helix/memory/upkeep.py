@@ -122,8 +122,9 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
         )
         memory.conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-            "effectiveness, created_at, uid) VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?, ?)",
-            (name, round(after - eff, 6), after, now, db.event_id()),
+            "effectiveness, created_at, uid, actor, machine, run) "
+            "VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?, ?, ?, ?, ?)",
+            (name, round(after - eff, 6), after, now, db.event_id(), *db.provenance()),
         )
         decayed.append(name)
 

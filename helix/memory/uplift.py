@@ -177,8 +177,8 @@ def record(
 ) -> int:
     """Keep one outcome as a trial, inside the caller's write transaction."""
     cur = conn.execute(
-        "INSERT INTO trial(task_id, attempt, value, passed, verified, vector, created_at, uid) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO trial(task_id, attempt, value, passed, verified, vector, created_at, uid, "
+        "actor, machine, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             task_id,
             attempt,
@@ -188,6 +188,7 @@ def record(
             vector,
             now,
             db.event_id(),
+            *db.provenance(),
         ),
     )
     trial_id = db.inserted_id(cur)

@@ -146,8 +146,8 @@ def _insert_or_merge(
     name = _unique_name(memory, item["content"])
     cursor = memory.conn.execute(
         "INSERT INTO insight(name, content, kind, tags, source, embedding, model, "
-        "effectiveness, use_count, helped, failed, created_at) VALUES (?,?,?,?,?,?,?,?,0,0,0,?) "
-        "RETURNING id",
+        "effectiveness, use_count, helped, failed, created_at, actor, machine, run) "
+        "VALUES (?,?,?,?,?,?,?,?,0,0,0,?,?,?,?) RETURNING id",
         (
             name,
             item["content"],
@@ -158,6 +158,7 @@ def _insert_or_merge(
             index.model_id,
             insight.NEUTRAL,
             now,
+            *db.provenance(),
         ),
     )
     new_id = db.inserted_id(cursor)

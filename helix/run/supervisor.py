@@ -148,6 +148,8 @@ class Supervisor:
             return self._dry_run()
         lock = RunLock(self.home)
         lock.acquire()
+        # Every row this run and its agents write names it (db.provenance).
+        os.environ["HELIX_RUN"] = self.holder
         try:
             with interruptible():
                 return self._run()
