@@ -13,10 +13,11 @@ Nothing is created here: the data directory is made on the first write.
 Files that belong to no project and can be made again (the model's float32
 weights) live in the user's cache folder instead (:func:`user_cache`).
 
-``HELIX_DB`` overrides only the database file; everything else still lives in the
-data directory. It is a path, or a ``sqlite:///PATH`` URL; any other URL (a
-``postgresql://`` one included, until the shared store exists) is refused with one
-clear error rather than taken for a folder named ``postgresql:``.
+``HELIX_DB`` overrides only the database; everything else still lives in the
+data directory. It is a path or a ``sqlite:///PATH`` URL (a SQLite file), or a
+``postgresql://`` URL (a team's shared store, :class:`Server`, which also holds
+the task list); any other URL is refused with one clear error rather than taken
+for a folder named after it.
 
 The project root is the folder that holds the data directory: VERIFY commands, agents
 and the worktree checkpoints of ``helix run`` work there, whichever subdirectory a

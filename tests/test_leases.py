@@ -67,3 +67,21 @@ def test_the_heartbeat_tells_of_a_lost_claim(tmp_path: Path):
 @pytest.mark.parametrize(("value", "seconds"), [("", 300.0), ("3", 3.0), ("0", 1.0), ("x", 300.0)])
 def test_lease_setting(value, seconds):
     assert leases.lease_seconds({"HELIX_LEASE": value}) == seconds
+
+
+def test_status_lists_each_runner_and_whether_its_lease_is_live(tmp_path: Path, monkeypatch):
+    clock = Clock()
+    path = tmp_path / "tasks.jsonl"
+    for machine, token in (("m1", "run-a"), ("m2", "run-b")):
+        monkeypatch.setenv("HELIX_MACHINE", machine)
+        tracker = Tracker(path, clock=clock, holder=token)
+        for title in ("one", "two") if machine == "m1" else ("three",):
+            task = tracker.create(title)
+            tracker.claim(task["id"], recovery.OWNER, pid=7, lease=60 if machine == "m1" else 5)
+    Tracker(path, clock=clock).create("open one")
+    clock.now += timedelta(seconds=30)
+    found = leases.runners(Tracker(path).list(), clock())
+    assert [(r["machine"], r["run"], len(r["tasks"]), r["live"]) for r in found] == [
+        ("m1", "run-a", 2, True),
+        ("m2", "run-b", 1, False),
+    ]

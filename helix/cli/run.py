@@ -12,7 +12,7 @@ from helix import config
 from helix.cli.common import emit, guarded, json_list, list_option, open_memory
 from helix.errors import HelixError, InvalidInput
 from helix.loop import taskstore
-from helix.run import recovery, selection
+from helix.run import leases, recovery, selection
 from helix.run import state as runstate
 
 AGENTS = ("claude", "codex", "cmd")
@@ -342,6 +342,7 @@ def status_command(as_json: bool) -> None:
         report["blocked_label"] = [
             t["id"] for t in tasks if selection.BLOCKED_LABEL in selection.labels(t)
         ]
+        report["runners"] = leases.runners(tasks, datetime.now(UTC))
     if as_json:
         emit(report)
         return
@@ -354,6 +355,12 @@ def status_command(as_json: bool) -> None:
         click.echo(
             f"queue: {q['open']} open, {q['in_progress']} in progress, {q['ready']} ready,"
             f" {q['closed']} closed"
+        )
+    for runner in report.get("runners", []):
+        lease = "live" if runner["live"] else "lapsed"
+        click.echo(
+            f"runner {runner['run']} on {runner['machine'] or '?'} (pid {runner['pid'] or '?'}):"
+            f" {', '.join(runner['tasks'])}, lease {lease} until {runner['lease_until']}"
         )
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
 
 from helix.errors import HelixError
 from helix.tasks.tracker import Tracker
@@ -31,6 +33,36 @@ def lease_seconds(env: Mapping[str, str] | None = None) -> float:
         return max(MIN_LEASE, float(value)) if value else DEFAULT_LEASE
     except ValueError:
         return DEFAULT_LEASE
+
+
+def runners(tasks: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The runners holding claims in ``tasks`` (``helix status``): one entry per
+    run token, with its machine, pid, tasks and when its lease lapses (or did)."""
+    from helix.loop import results
+
+    found: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        token = task.get("claim-token")
+        if task.get("status") != "in_progress" or not token:
+            continue
+        entry = found.setdefault(
+            token,
+            {
+                "run": token,
+                "machine": task.get("claimed-machine"),
+                "pid": task.get("claimed-pid"),
+                "tasks": [],
+                "lease_until": task.get("claimed-until"),
+            },
+        )
+        entry["tasks"].append(task["id"])
+        entry["lease_until"] = max(
+            filter(None, (entry["lease_until"], task.get("claimed-until"))), default=None
+        )
+    for entry in found.values():
+        until = results.parse_time(entry["lease_until"])
+        entry["live"] = until is not None and until > results.as_utc(now)
+    return sorted(found.values(), key=lambda e: (str(e["machine"]), e["run"]))
 
 
 class Heartbeat:
