@@ -385,26 +385,27 @@ main()
 """
 
 
+@pytest.mark.usefixtures("engine")
 @pytest.mark.parametrize("round_", range(3))
-def test_parallel_cli_stores_of_one_text_dedupe(tmp_path: Path, round_: int) -> None:
-    """Six CLI processes store the same insight at once: one adds, the rest merge."""
+def test_parallel_cli_stores_of_one_text_dedupe(tmp_path: Path, round_: int, engine) -> None:
+    """Six CLI processes (six machines, on PostgreSQL) store the same insight at
+    once: one adds, the rest merge."""
     home = tmp_path / "home"
-    env = _env(tmp_path, HELIX_HOME=str(home), HELIX_EMBEDDER="hash")
+    where = engine.store(home / "helix.db")
+    shared = {"HELIX_DB": where.url} if isinstance(where, Server) else {}
+    env = _env(tmp_path, HELIX_HOME=str(home), HELIX_EMBEDDER="hash", **shared)
     text = f"When the omega{round_} deploy stalls, drain omegaqueue{round_} before restarting"
     # The store exists first: this test is about dedup, not about creating a store
     # under a race (see test_parallel_first_open_of_a_new_store).
-    Memory(home / "helix.db", embedder=HashEmbedder()).close()
+    Memory(where, embedder=HashEmbedder()).close()
     results = run_workers(tmp_path, CLI_STORE_WORKER, 6, [text], env=env)
     assert_all_clean(results)
     statuses = Counter(json.loads(out)["status"] for _code, out, _err in results)
     assert statuses == {"added": 1, "merged": 5}
     assert len({json.loads(out)["name"] for _code, out, _err in results}) == 1
-    conn = sqlite3.connect(home / "helix.db")
-    try:
-        assert conn.execute("SELECT count(*) FROM insight").fetchone()[0] == 1
-        assert conn.execute("SELECT count(*) FROM merge_event").fetchone()[0] == 5
-    finally:
-        conn.close()
+    with Memory(where, embedder=HashEmbedder()) as memory:
+        assert memory.conn.execute("SELECT count(*) FROM insight").fetchone()[0] == 1
+        assert memory.conn.execute("SELECT count(*) FROM merge_event").fetchone()[0] == 5
 
 
 # ---------------------------------------------------------------- migration
