@@ -72,6 +72,11 @@ def translate(sql: str, named: bool = False) -> str:
     known = _STATEMENTS.get(sql)
     if known is not None:
         return known
+    head = sql.lstrip()[:12].upper()
+    if head.startswith("CREATE TABLE"):  # a later migration's table
+        sql = _table(sql.strip().rstrip(";"))
+    elif head.startswith("ALTER TABLE"):
+        sql = _types(sql)
     out: list[str] = []
     quoted = False
     for piece in _PIECES.findall(sql):
@@ -357,37 +362,42 @@ def _migrate(conn: Connection) -> None:
                 "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                 (version, migration.__name__, datetime.now(UTC).isoformat()),
             )
+        # SQLite's triggers are not PostgreSQL's: this engine's functions and
+        # triggers are (re)made for the schema the migrations left.
+        for statement in _FUNCTIONS + _TRIGGERS + _ACTOR_TRIGGERS:
+            conn.execute(statement)
 
 
 # ---------------------------------------------------------------------- schema
 
 _FUNCTIONS = (
     [
-        "CREATE FUNCTION instr(text, text) RETURNS integer LANGUAGE sql IMMUTABLE "
+        "CREATE OR REPLACE FUNCTION instr(text, text) RETURNS integer LANGUAGE sql IMMUTABLE "
         "AS 'SELECT strpos($1, $2)'",
-        "CREATE FUNCTION json_each(text) RETURNS TABLE(value text) LANGUAGE sql IMMUTABLE "
+        "CREATE OR REPLACE FUNCTION json_each(text) RETURNS TABLE(value text) LANGUAGE sql IMMUTABLE "
         "AS 'SELECT json_array_elements_text($1::json)'",
     ]
     + [
         # SQLite's scalar max/min: NULL when either argument is (GREATEST skips NULLs).
-        f"CREATE FUNCTION {name}({kind}, {kind}) RETURNS {kind} LANGUAGE sql IMMUTABLE "
+        f"CREATE OR REPLACE FUNCTION {name}({kind}, {kind}) RETURNS {kind} LANGUAGE sql IMMUTABLE "
         f"AS 'SELECT CASE WHEN $1 IS NULL OR $2 IS NULL THEN NULL ELSE {pick}($1, $2) END'"
         for name, pick in (("max", "GREATEST"), ("min", "LEAST"))
         for kind in ("double precision", "text")
     ]
     + [
         # SQLite's comparisons are integers: sum(x > 0) counts. NULL over no rows.
-        "CREATE FUNCTION sum_true(bigint, boolean) RETURNS bigint LANGUAGE sql IMMUTABLE "
+        "CREATE OR REPLACE FUNCTION sum_true(bigint, boolean) RETURNS bigint LANGUAGE sql IMMUTABLE "
         "AS 'SELECT CASE WHEN $2 IS NULL THEN $1 ELSE coalesce($1, 0) + $2::integer END'",
-        "CREATE AGGREGATE sum(boolean) (SFUNC = sum_true, STYPE = bigint)",
+        "CREATE OR REPLACE AGGREGATE sum(boolean) (SFUNC = sum_true, STYPE = bigint)",
     ]
 )
 
 
 def _trigger(name: str, table: str, when: str, body: str, row: str = "ROW") -> list[str]:
     return [
-        f"CREATE FUNCTION {name}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} END $$",
-        f"CREATE TRIGGER {name} {when} ON {table} FOR EACH {row} EXECUTE FUNCTION {name}_fn()",
+        f"CREATE OR REPLACE FUNCTION {name}_fn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {body} END $$",
+        f"CREATE OR REPLACE TRIGGER {name} {when} ON {table} FOR EACH {row} "
+        f"EXECUTE FUNCTION {name}_fn()",
     ]
 
 
@@ -438,7 +448,7 @@ _TRIGGERS = [
 
 
 # The actor of a row is the database role that wrote it: a client cannot choose it.
-_TRIGGERS += [
+_ACTOR_TRIGGERS = [
     statement
     for table in ("insight", "feedback_event", "trial", "task_outcome")
     for statement in _trigger(
@@ -447,13 +457,15 @@ _TRIGGERS += [
 ]
 
 
-def baseline() -> list[str]:
-    """The statements that create the latest schema: SQLite's, made from the one
-    migration list on an in-memory SQLite database and translated."""
+def baseline(upto: int = LATEST) -> list[str]:
+    """The statements that create the schema at migration ``upto``: SQLite's,
+    made from the one migration list on an in-memory SQLite database and
+    translated."""
     scratch = sqlite3.connect(":memory:", isolation_level=None)
     try:
-        for _, migration in MIGRATIONS:
-            migration(scratch)
+        for version, migration in MIGRATIONS:
+            if version <= upto:
+                migration(scratch)
         objects = scratch.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL "
             "AND name NOT LIKE 'insight_fts%' AND name NOT LIKE 'sqlite_%' "
@@ -476,7 +488,18 @@ def baseline() -> list[str]:
     statements += [
         f"INSERT INTO meta(key, value) VALUES ('{key}', {int(value)})" for key, value in meta
     ]
-    return statements + _FUNCTIONS + _TRIGGERS
+    return statements + _FUNCTIONS + _triggers(statements)
+
+
+def _triggers(statements: list[str]) -> list[str]:
+    """The triggers whose tables and columns the schema of ``statements`` has
+    (an older schema lacks the provenance columns)."""
+    return _TRIGGERS + (_ACTOR_TRIGGERS if " actor TEXT" in " ".join(statements) else [])
+
+
+def _types(sql: str) -> str:
+    """SQLite's column types as PostgreSQL's: BLOB is BYTEA, and REAL is 8 bytes."""
+    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", re.sub(r"\bBLOB\b", "BYTEA", sql))
 
 
 def _table(sql: str) -> str:
@@ -485,10 +508,9 @@ def _table(sql: str) -> str:
         "INTEGER GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
         sql,
     )
-    text = re.sub(r"\bBLOB\b", "BYTEA", text)
-    text = re.sub(r"\bREAL\b", "DOUBLE PRECISION", text)
-    if "IDENTITY" not in text:
-        # Tables keyed by text keep SQLite's insertion order as a column: the
-        # store breaks ties of time by it.
+    text = _types(text)
+    if "IDENTITY" not in text and "INTEGER PRIMARY KEY" not in text:
+        # Tables keyed otherwise keep SQLite's insertion order (its rowid) as a
+        # column: the store breaks ties of time by it.
         text = text.rstrip().rstrip(")") + ", rowid BIGINT GENERATED ALWAYS AS IDENTITY)"
     return text
