@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +109,35 @@ def test_paths_name_every_location_under_the_data_dir_and_create_nothing(tmp_pat
     assert paths.db == home / "helix.db"
     assert paths.attribution_log == home / "logs" / "attribution.jsonl"
     assert not tmp_path.joinpath(".helix").exists()
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "PreToolUse", "SubagentStop"])
+def test_a_hook_fails_open_when_the_shared_store_is_down(tmp_path: Path, event):
+    home = tmp_path / "project" / ".helix"
+    home.mkdir(parents=True)
+    payload = {
+        "session_id": "s-1",
+        "cwd": str(home.parent),
+        "hook_event_name": event,
+        "tool_name": "Agent",
+        "tool_use_id": "toolu_1",
+        "tool_input": {"prompt": "TASK_ID: t-1\nOBJECTIVE: fix it\nVERIFY: true\n"},
+        "agent_id": "a-1",
+        "agent_type": "helix:builder",
+        "last_assistant_message": "DELIVERED: done\nUTILIZED: []",
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+    env.update(HELIX_HOME=str(home), HELIX_DB="postgresql://team:s3cret@127.0.0.1:1/helix")
+    done = subprocess.run(
+        [sys.executable, "-m", "helix", "hook", event],
+        input=json.dumps(payload),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=home.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "" or isinstance(json.loads(done.stdout), dict)
+    log = (home / "hooks.log").read_text() if (home / "hooks.log").exists() else ""
+    assert "s3cret" not in done.stdout + done.stderr + log

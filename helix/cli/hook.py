@@ -18,6 +18,10 @@ from pathlib import Path
 import click
 
 MAX_PAYLOAD = 8 << 20  # hook payloads are small; a huge one is not from the client
+# A shared store that does not answer must not hold up the user's session: a
+# hook gives a PostgreSQL server this long to accept it (libpq's own setting;
+# helix's commands wait longer), then fails open.
+HOOK_CONNECT_TIMEOUT = "3"
 
 
 @click.command("hook")
@@ -31,6 +35,7 @@ def hook_command(event: str) -> None:
     """
     started = time.monotonic()
     home = None
+    os.environ.setdefault("PGCONNECT_TIMEOUT", HOOK_CONNECT_TIMEOUT)
     try:
         from helix import processes
         from helix.claude import hooks

@@ -34,6 +34,7 @@ as with any libpq client.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -287,7 +288,11 @@ def connect(url: str) -> Connection:
             "pip install 'helix[postgres]' (psycopg)"
         ) from None
     try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
+        # libpq's PGCONNECT_TIMEOUT, when set (a hook sets a short one), wins.
+        if os.environ.get("PGCONNECT_TIMEOUT"):
+            raw = psycopg.connect(url, autocommit=True)
+        else:
+            raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc)}") from None
     except Exception as exc:  # a URL libpq cannot parse
