@@ -139,5 +139,8 @@ def test_a_hook_fails_open_when_the_shared_store_is_down(tmp_path: Path, event):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "" or isinstance(json.loads(done.stdout), dict)
+    if event == "SessionStart":  # the briefing still comes, saying what is missing
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "task graph: unavailable" in context and "***" in context
     log = (home / "hooks.log").read_text() if (home / "hooks.log").exists() else ""
     assert "s3cret" not in done.stdout + done.stderr + log

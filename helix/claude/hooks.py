@@ -161,9 +161,14 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     lines = [*_warnings(ctx), "helix memory for this project:"]
     lines += briefing.memory_section(ctx.paths.db)
     if _taskstore().has_tasks(ctx.paths):
+        from helix.errors import HelixError
         from helix.tasks import graph as taskgraph
 
-        tasks = ctx.tracker().list()
+        try:
+            tasks = ctx.tracker().list()
+        except HelixError as exc:  # a shared store that does not answer: brief anyway
+            tasks = []
+            lines.append(f"  task graph: unavailable ({exc})")
         ready = taskgraph.ready(tasks)
         open_count = sum(t.get("status") != "closed" for t in tasks)
         if open_count:
