@@ -157,10 +157,12 @@ def test_session_start_prepares_and_briefs(session: Session):
     assert (session.home / "plugin_root").read_text().strip() == "/plugins/helix"
 
 
-def test_session_start_briefs_proven_constraints(stocked: Session):
+def test_session_start_briefs_proven_constraints(stocked: Session, monkeypatch):
     with stocked.memory() as memory:
         name = memory.list()[0]["name"]
         for i in range(4):
+            # Two machines: a shared store asks for two sources (helix.memory.proven).
+            monkeypatch.setenv("HELIX_MACHINE", f"machine-{i % 2}")
             credit(memory, [name], "delivered", task_id=f"t{i}")
     text = context_of(stocked.fire("SessionStart", source="resume"))
     assert "6 insights" in text and "top proven constraints" in text
