@@ -201,7 +201,14 @@ def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path:
     ok(hrun("memory", "edge", "--from", a, "--to", b, "--relation", "led_to", "--weight", "0.9"))
     db = tmp_path / "home" / "helix.db"
     with sqlite3.connect(db) as conn:  # back to schema 11, the edge drawn long ago
-        # Undo what migrations 12-14 added, newest first, so each is applied again.
+        # Undo what migrations 12-17 added, newest first, so each is applied again.
+        for table in ("insight", "feedback_event", "trial", "task_outcome"):
+            for column in ("actor", "machine", "run"):
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        conn.execute("DROP TABLE task_file")
+        for table in ("feedback_event", "trial", "task_outcome"):
+            conn.execute(f"DROP INDEX {table}_uid")
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN uid")
         conn.execute("DROP TABLE agent_file")
         conn.execute("ALTER TABLE agent_run DROP COLUMN tool_calls")
         conn.execute("ALTER TABLE attempt DROP COLUMN scope")

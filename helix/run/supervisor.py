@@ -72,6 +72,7 @@ from helix.tasks.records import TaskRecord
 from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
 RECENT = 12  # attempts remembered for convergent-failure warnings
+WAIT_POLL = 1.0  # seconds between looks at the queue while other runners hold its tasks
 CONTEXT_EVERY = 5  # completed cycles between context.md refreshes
 OWNER = recovery.OWNER
 ALTERNATE = {"claude": "codex", "codex": "claude", "cmd": "cmd"}
@@ -227,7 +228,8 @@ class Supervisor:
         ]
         if not ends:
             return False
-        pause = min(max((min(ends) - results.as_utc(now)).total_seconds(), 0.5), 5.0)
+        # Polls each second: the others' tasks may close long before their leases end.
+        pause = min(max((min(ends) - results.as_utc(now)).total_seconds(), 0.2), WAIT_POLL)
         self._save("waiting")
         self.log.verbose(f"waiting for {len(ends)} task(s) other runners hold")
         self.sleep(pause)
