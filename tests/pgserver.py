@@ -94,6 +94,18 @@ class Cluster:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def facts(self) -> dict:
+        """The server's version and the settings a benchmark should report
+        beside its figures (durability is off here)."""
+        import psycopg
+
+        names = ("fsync", "synchronous_commit", "full_page_writes", "shared_buffers",
+                 "max_connections")  # fmt: skip
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]
+            settings = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}
+        return {"version": version, "settings": settings}
+
     def stop(self) -> None:
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")

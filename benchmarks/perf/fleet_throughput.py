@@ -501,7 +501,7 @@ def main() -> int:
     try:
         common.log("starting a throwaway PostgreSQL cluster ...")
         cluster = pgserver.Cluster()
-        server = server_facts(cluster)
+        server = cluster.facts()
         common.log(f"  PostgreSQL {server['version']} on port {cluster.port}")
         floor_walls(2)  # warm the page cache and numpy's bytecode: not counted
         for r in range(rounds):
@@ -590,18 +590,6 @@ def main() -> int:
     )
     common.finish(res, args.json, lines)
     return 1 if problems else 0
-
-
-def server_facts(cluster: pgserver.Cluster) -> dict:
-    import psycopg
-
-    with psycopg.connect(cluster.url(), autocommit=True) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]
-        settings = {
-            name: conn.execute(f"SHOW {name}").fetchone()[0]
-            for name in ("fsync", "synchronous_commit", "full_page_writes", "max_connections")
-        }
-    return {"version": version, "settings": settings}
 
 
 if __name__ == "__main__":

@@ -478,7 +478,7 @@ def main() -> int:
     try:
         common.log("starting a throwaway PostgreSQL cluster ...")
         cluster = pgserver.Cluster()  # its own folder: the server may run as nobody
-        server = server_facts(cluster)
+        server = cluster.facts()
         common.log(f"  PostgreSQL {server['version']} on port {cluster.port}")
         recall = measure_recall(cluster, tiers_list, n_queries, scratch)
         hooks = measure_hooks(cluster, runs, scratch)
@@ -548,18 +548,6 @@ def main() -> int:
     ]
     lines.append(f"total {res['details']['total_s']:.0f} s; JSON written to {args.out}")
     return common.finish(res, args.json, lines)
-
-
-def server_facts(cluster: pgserver.Cluster) -> dict:
-    import psycopg
-
-    with psycopg.connect(cluster.url(), autocommit=True) as conn:
-        version = conn.execute("SHOW server_version").fetchone()[0]
-        settings = {
-            name: conn.execute(f"SHOW {name}").fetchone()[0]
-            for name in ("fsync", "synchronous_commit", "full_page_writes", "shared_buffers")
-        }
-    return {"version": version, "settings": settings}
 
 
 if __name__ == "__main__":
