@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from helix import config
 from helix.claude.spawn_fields import AGENT_TYPES
 from helix.errors import HelixError
-from helix.loop import frames
+from helix.loop import frames, taskstore
 from helix.loop.scope import Seen
 
 __all__ = ["Seen", "allowed", "builder_call", "count", "spent"]
@@ -86,9 +86,9 @@ def allowed(paths: config.Paths, spawn: Mapping[str, Any], fields: Mapping[str, 
     """The BUDGET a builder is spawned with: its task's (``spawn["task_id"]``) in
     the tracker at ``tasks``, else its prompt's (``fields["BUDGET"]``)."""
     task_id, prompt_budget = spawn.get("task_id"), fields.get("BUDGET")
-    if isinstance(task_id, str) and _taskstore().has_tasks(paths):
+    if isinstance(task_id, str) and taskstore.has_tasks(paths):
         try:
-            return _valid(_taskstore().open_tracker(paths).get(task_id).get("budget"))
+            return _valid(taskstore.open_tracker(paths).get(task_id).get("budget"))
         except HelixError:
             pass  # not a tracked task: the prompt's
     return _valid(prompt_budget)
@@ -144,10 +144,3 @@ def _valid(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value if 0 < value <= MAX_BUDGET else None
-
-
-def _taskstore() -> Any:
-    """helix.loop.taskstore, imported when a hook first needs the task list."""
-    from helix.loop import taskstore
-
-    return taskstore

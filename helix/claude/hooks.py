@@ -45,7 +45,7 @@ from helix.claude.settling import log
 from helix.claude.settling import now as _now
 from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
 from helix.errors import HelixError
-from helix.loop import contracts, injection, results
+from helix.loop import contracts, injection, results, taskstore
 from helix.loop.judge import Spec
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
@@ -118,7 +118,7 @@ class Context:
         return Memory(self.paths.db)
 
     def tracker(self) -> Tracker:
-        return _taskstore().open_tracker(self.paths)
+        return taskstore.open_tracker(self.paths)
 
 
 def start_dir(payload: dict[str, Any], env: Mapping[str, str]) -> Path | None:
@@ -160,7 +160,7 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
             files.write_bytes(ctx.paths.plugin_root, (root + "\n").encode("utf-8"))
     lines = [*_warnings(ctx), "helix memory for this project:"]
     lines += briefing.memory_section(ctx.paths.db)
-    if _taskstore().has_tasks(ctx.paths):
+    if taskstore.has_tasks(ctx.paths):
         from helix.errors import HelixError
         from helix.tasks import graph as taskgraph
 
@@ -342,7 +342,7 @@ def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
     else the one its prompt names (which earns no verified credit: whoever wrote
     the prompt chose it, see :mod:`helix.loop.provenance`)."""
     task_id = prepared.get("task_id")
-    if task_id and _taskstore().has_tasks(ctx.paths):
+    if task_id and taskstore.has_tasks(ctx.paths):
         from helix.errors import NotFound
 
         try:
@@ -704,10 +704,3 @@ HANDLERS = {
 }
 
 __all__ = ["EVENTS", "HANDLERS", "handle", "respond", "settle", "log"]
-
-
-def _taskstore() -> Any:
-    """helix.loop.taskstore, imported when a hook first needs the task list."""
-    from helix.loop import taskstore
-
-    return taskstore

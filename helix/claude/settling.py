@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from helix import config, files
 from helix.claude import budgets, setaside
 from helix.errors import HelixError
-from helix.loop import contracts, results
+from helix.loop import contracts, results, taskstore
 
 if TYPE_CHECKING:  # the settlement's type, not imported by a hook that settles nothing
     from helix.loop.records import Settlement
@@ -63,7 +63,7 @@ def builder(ctx: Context, record: dict[str, Any], text: str, seen: budgets.Seen)
     with ctx.memory() as memory:
         try:
             settled = None
-            if task_id and _taskstore().has_tasks(ctx.paths):
+            if task_id and taskstore.has_tasks(ctx.paths):
                 try:
                     settled = outcomes.finish(
                         memory,
@@ -121,7 +121,7 @@ def _changes(ctx: Context, record: dict[str, Any], settled: Settlement, seen: bu
     except (HelixError, OSError) as exc:  # settled all the same; each file was copied first
         line = f"changes not all set aside ({exc}): see .helix/{setaside.SET_ASIDE}/"
     task_id = record.get("task_id")
-    if task_id and _taskstore().has_tasks(ctx.paths):
+    if task_id and taskstore.has_tasks(ctx.paths):
         try:
             ctx.tracker().update(task_id, **{"helix-set-aside": f"{attempt_id}: {line}"})
         except (HelixError, OSError) as exc:
@@ -208,10 +208,3 @@ def log(home: Path, event: str, message: str) -> None:
         files.append_line(config.Paths.at(home).hooks_log, f"{now()} {event} {message}")
     except (OSError, HelixError):
         pass
-
-
-def _taskstore() -> Any:
-    """helix.loop.taskstore, imported when a hook first needs the task list."""
-    from helix.loop import taskstore
-
-    return taskstore

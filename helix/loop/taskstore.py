@@ -1,25 +1,33 @@
 """The project's task tracker, wherever its store keeps it: ``tasks.jsonl`` in
 the data directory, or the shared store's task list when ``HELIX_DB`` names a
-PostgreSQL database (so every machine of a team or a fleet sees one queue)."""
+PostgreSQL database (so every machine of a team or a fleet sees one queue).
+
+Importing it costs nothing: the tracker loads when one is opened, so a hook that
+never reads the task list does not pay for it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helix import config
-from helix.tasks.tracker import Tracker
+
+if TYPE_CHECKING:
+    from helix.tasks.tracker import Tracker
 
 
-def open_tracker(paths: config.Paths, cls: type[Tracker] = Tracker, **options: Any) -> Tracker:
-    """The tracker of the project at ``paths`` (``options``: Tracker's prefix,
-    clock, holder)."""
+def open_tracker(paths: config.Paths, cls: type[Tracker] | None = None, **options: Any) -> Tracker:
+    """The tracker of the project at ``paths``: a ``cls`` (default Tracker)
+    with ``options`` (Tracker's prefix, clock, holder)."""
+    from helix.tasks.tracker import Tracker
+
+    make = cls or Tracker
     if isinstance(paths.db, config.Server):
         from helix.memory.taskfile import TaskFile
 
-        return cls(paths.tasks, backing=TaskFile(paths.db), **options)
-    return cls(paths.tasks, **options)
+        return make(paths.tasks, backing=TaskFile(paths.db), **options)
+    return make(paths.tasks, **options)
 
 
 def has_tasks(paths: config.Paths) -> bool:
@@ -31,7 +39,7 @@ def has_tasks(paths: config.Paths) -> bool:
 def tracker_at(
     home: Any,
     clock: Callable[[], datetime] | None = None,
-    cls: type[Tracker] = Tracker,
+    cls: type[Tracker] | None = None,
     **options: Any,
 ) -> Tracker:
     """The tracker of the data directory ``home``, honouring ``HELIX_DB`` when it
