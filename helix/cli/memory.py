@@ -20,6 +20,7 @@ from helix.cli.common import (
     read_text,
 )
 from helix.errors import HelixError, InvalidInput, Screened
+from helix.memory import roles
 from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -542,7 +543,7 @@ def memory_pull(source: str) -> None:
 
 @memory.command("grant")
 @click.argument("role")
-@click.argument("level", type=click.Choice(["reader", "writer", "settler", "admin"]))
+@click.argument("level", type=click.Choice(roles.LEVELS))
 @guarded
 def memory_grant(role: str, level: str) -> None:
     """On a PostgreSQL store: make the database login ROLE a reader (recall,

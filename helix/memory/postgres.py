@@ -45,7 +45,6 @@ from helix.config import redacted
 from helix.errors import StoreError
 from helix.memory.migrations import LATEST, MIGRATIONS
 
-SCHEMES = ("postgresql", "postgres")
 # Every writer of a store takes this advisory lock (per database) for its
 # transaction: helix's tables are one unit of consistency, as in SQLite.
 WRITE_LOCK = 0x68656C6978  # "helix"
@@ -61,10 +60,6 @@ _STATEMENTS = {
         "SELECT id FROM insight WHERE fts @@ phraseto_tsquery('english', %s) LIMIT %s"
     ),
 }
-
-
-def is_url(value: str) -> bool:
-    return value.partition("://")[0].lower() in SCHEMES
 
 
 def translate(sql: str, named: bool = False) -> str:

@@ -77,36 +77,36 @@ def _statements(conn: Any) -> list[str]:
         "DROP TRIGGER IF EXISTS exposure_fixed ON trial_insight",
         "CREATE TRIGGER exposure_fixed BEFORE UPDATE OF exposure ON trial_insight "
         "FOR EACH ROW EXECUTE FUNCTION helix_exposure_fixed()",
-        # A writer's exposures only join its own (unverified) trials.
-        "ALTER TABLE trial_insight ENABLE ROW LEVEL SECURITY",
-        "DROP POLICY IF EXISTS readable ON trial_insight",
-        "CREATE POLICY readable ON trial_insight FOR SELECT USING (true)",
-        "DROP POLICY IF EXISTS unverified ON trial_insight",
-        f"CREATE POLICY unverified ON trial_insight FOR INSERT TO {writer} WITH CHECK "
-        "(EXISTS (SELECT 1 FROM trial t WHERE t.id = trial_id AND t.verified = 0))",
-        "DROP POLICY IF EXISTS refit ON trial_insight",
-        f"CREATE POLICY refit ON trial_insight FOR UPDATE TO {writer} USING (true)",
-        "DROP POLICY IF EXISTS settled ON trial_insight",
-        f"CREATE POLICY settled ON trial_insight FOR ALL TO {settler} USING (true) "
-        "WITH CHECK (true)",
         f"GRANT UPDATE ON attempt TO {settler}",
         f"GRANT INSERT ON task_outcome TO {settler}",
         f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {admin}",
         f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {admin}",
     ]
     for table in _EVIDENCE:
-        out += [
-            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
-            f"DROP POLICY IF EXISTS readable ON {table}",
-            f"CREATE POLICY readable ON {table} FOR SELECT USING (true)",
-            f"DROP POLICY IF EXISTS unverified ON {table}",
-            f"CREATE POLICY unverified ON {table} FOR INSERT TO {writer} WITH CHECK (verified = 0)",
-            f"DROP POLICY IF EXISTS refit ON {table}",
-            f"CREATE POLICY refit ON {table} FOR UPDATE TO {writer} USING (true)",
-            f"DROP POLICY IF EXISTS settled ON {table}",
-            f"CREATE POLICY settled ON {table} FOR ALL TO {settler} USING (true) WITH CHECK (true)",
-        ]
+        out += _policies(table, "verified = 0")
+    # A writer's exposures only join its own (unverified) trials.
+    out += _policies(
+        "trial_insight", "EXISTS (SELECT 1 FROM trial t WHERE t.id = trial_id AND t.verified = 0)"
+    )
     return out
+
+
+def _policies(table: str, unverified: str) -> list[str]:
+    """Row-level security on an evidence table: everyone reads it; a writer adds
+    only rows where ``unverified`` holds and updates derived columns (what its
+    column privileges allow); a settler does anything."""
+    writer, settler = GROUP["writer"], GROUP["settler"]
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"DROP POLICY IF EXISTS readable ON {table}",
+        f"CREATE POLICY readable ON {table} FOR SELECT USING (true)",
+        f"DROP POLICY IF EXISTS unverified ON {table}",
+        f"CREATE POLICY unverified ON {table} FOR INSERT TO {writer} WITH CHECK ({unverified})",
+        f"DROP POLICY IF EXISTS refit ON {table}",
+        f"CREATE POLICY refit ON {table} FOR UPDATE TO {writer} USING (true)",
+        f"DROP POLICY IF EXISTS settled ON {table}",
+        f"CREATE POLICY settled ON {table} FOR ALL TO {settler} USING (true) WITH CHECK (true)",
+    ]
 
 
 def grant(conn: Any, role: str, level: str) -> dict[str, str]:
