@@ -217,21 +217,18 @@ class Supervisor:
         """Nothing is ready while other runners hold live leases (a fleet): wait
         for them to finish or lapse instead of asking the agent what next.
         True when it waited (the caller selects again)."""
-        now = self.clock()
-        ends = [
-            until
-            for t in self._tasks()
-            if t.get("status") == "in_progress"
-            and t.get("claim-token") not in (None, self.holder)
-            and (until := results.parse_time(t.get("claimed-until"))) is not None
-            and until > results.as_utc(now)
+        now = results.as_utc(self.clock())
+        others = [
+            r for r in leases.runners(self._tasks(), now) if r["live"] and r["run"] != self.holder
         ]
-        if not ends:
+        if not others:
             return False
+        first = min(results.parse_time(r["lease_until"]) or now for r in others)
         # Polls each second: the others' tasks may close long before their leases end.
-        pause = min(max((min(ends) - results.as_utc(now)).total_seconds(), 0.2), WAIT_POLL)
+        pause = min(max((first - now).total_seconds(), 0.2), WAIT_POLL)
         self._save("waiting")
-        self.log.verbose(f"waiting for {len(ends)} task(s) other runners hold")
+        held = sum(len(r["tasks"]) for r in others)
+        self.log.verbose(f"waiting for {held} task(s) other runners hold")
         self.sleep(pause)
         return True
 
