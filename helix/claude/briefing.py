@@ -71,8 +71,7 @@ def memory_lines(memory: Memory) -> list[str]:
     # The same rule as the count (helix.memory.proven): never a quarantined
     # insight (an agent's or an import's), nor one whose text reaches outside
     # the project; the most recently used first.
-    project = memory.path.parent.parent if isinstance(memory.path, Path) else None
-    found = sorted(proven.rows(memory, project), key=lambda p: p.recent, reverse=True)
+    found = sorted(proven.rows(memory, memory.project), key=lambda p: p.recent, reverse=True)
     if found:
         lines.append("  top proven constraints from recent work:")
     for p in found[:3]:  # a procedure as numbered steps, like an injected one

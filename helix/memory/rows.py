@@ -126,6 +126,12 @@ class InsightRows:
     def now(self) -> str:
         return db.stamp(self.clock())
 
+    @property
+    def project(self) -> Path | None:
+        """The project a file store belongs to (``<project>/.helix/helix.db``);
+        None for a private or a server's store, which no one folder holds."""
+        return self.path.parent.parent if isinstance(self.path, Path) else None
+
     def is_empty(self) -> bool:
         """Whether the store holds no insight at all (archived ones are elsewhere)."""
         return self.conn.execute("SELECT 1 FROM insight LIMIT 1").fetchone() is None

@@ -462,9 +462,7 @@ class Memory(InsightRows):
                 "SELECT count(*) FROM insight WHERE last_feedback_at IS NOT NULL"
             ).fetchone()[0],
             # The rule the proven list and the briefing use (helix.memory.proven).
-            "proven": proof.count(
-                self, self.path.parent.parent if isinstance(self.path, Path) else None
-            ),
+            "proven": proof.count(self, self.project),
             "quarantined": q(
                 f"SELECT count(*) FROM insight i WHERE {quarantine.held_clause('i.name')}"
             ).fetchone()[0],
