@@ -20,6 +20,9 @@ from typing import Any
 from helix.config import Location
 from helix.memory import db
 
+# The per-agent counters of agent_run (column names: never from input).
+_COUNTERS = ("starts", "tool_calls")
+
 
 class Records:
     """A connection to the project's database for the hook records; a context
@@ -95,23 +98,28 @@ class Records:
 
     # ----------------------------------------------------------------- agents
     def count_start(self, agent_id: str) -> None:
+        self._count(agent_id, "starts")
+
+    def count_call(self, agent_id: str) -> None:
+        """One more tool call by ``agent_id`` (a builder's PreToolUse)."""
+        self._count(agent_id, "tool_calls")
+
+    def _count(self, agent_id: str, counter: str) -> None:
+        assert counter in _COUNTERS
         with db.write(self.conn):
             self.conn.execute(
-                "INSERT INTO agent_run(agent_id, starts, updated_at) VALUES (?, 1, ?) "
-                "ON CONFLICT(agent_id) DO UPDATE SET starts = agent_run.starts + 1, "
+                f"INSERT INTO agent_run(agent_id, {counter}, updated_at) VALUES (?, 1, ?) "
+                f"ON CONFLICT(agent_id) DO UPDATE SET {counter} = agent_run.{counter} + 1, "
                 "updated_at = excluded.updated_at",
                 (agent_id, db.stamp(self.clock())),
             )
 
-    def count_call(self, agent_id: str) -> None:
-        """One more tool call by ``agent_id`` (a builder's PreToolUse)."""
-        with db.write(self.conn):
-            self.conn.execute(
-                "INSERT INTO agent_run(agent_id, tool_calls, updated_at) VALUES (?, 1, ?) "
-                "ON CONFLICT(agent_id) DO UPDATE SET tool_calls = agent_run.tool_calls + 1, "
-                "updated_at = excluded.updated_at",
-                (agent_id, db.stamp(self.clock())),
-            )
+    def _counted(self, agent_id: str, counter: str) -> int:
+        assert counter in _COUNTERS
+        row = self.conn.execute(
+            f"SELECT {counter} FROM agent_run WHERE agent_id = ?", (agent_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def wrote(self, agent_id: str, paths: list[str]) -> None:
         """``agent_id`` wrote ``paths`` (project relative) through a file tool."""
@@ -133,16 +141,10 @@ class Records:
         return {p for own, p in rows if own}, {p for own, p in rows if not own}
 
     def tool_calls(self, agent_id: str) -> int:
-        row = self.conn.execute(
-            "SELECT tool_calls FROM agent_run WHERE agent_id = ?", (agent_id,)
-        ).fetchone()
-        return int(row[0]) if row else 0
+        return self._counted(agent_id, "tool_calls")
 
     def starts(self, agent_id: str) -> int:
-        row = self.conn.execute(
-            "SELECT starts FROM agent_run WHERE agent_id = ?", (agent_id,)
-        ).fetchone()
-        return int(row[0]) if row else 0
+        return self._counted(agent_id, "starts")
 
     def agent(self, agent_id: str) -> dict[str, Any] | None:
         row = self.conn.execute(
