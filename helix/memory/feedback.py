@@ -125,6 +125,7 @@ def apply(
         else:  # a report is not fitted: only its own insights' estimates change
             uplift.refresh(memory.conn, exposures, memory.clock(), model)
     updated = []
+    who = db.provenance()  # one settlement: one writer, machine and run
     for name, (eff_before, helped, failed) in before.items():
         is_causal = name in causal
         if value is not None and is_causal and verified:
@@ -152,7 +153,7 @@ def apply(
                 after,
                 now,
                 db.event_id(),
-                *db.provenance(),
+                *who,
             ),
         )
         updated.append(

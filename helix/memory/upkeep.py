@@ -90,6 +90,8 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
     ]
     decayed: list[str] = []
 
+    who = db.provenance()
+
     def fade(insight_id: int) -> None:
         row = memory.conn.execute(
             f"SELECT name, effectiveness, uplift_prior FROM insight WHERE id = ? AND {dormant}",
@@ -124,7 +126,7 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
             "effectiveness, created_at, uid, actor, machine, run) "
             "VALUES (?, NULL, 'decay', 0, 0, ?, ?, ?, ?, ?, ?, ?)",
-            (name, round(after - eff, 6), after, now, db.event_id(), *db.provenance()),
+            (name, round(after - eff, 6), after, now, db.event_id(), *who),
         )
         decayed.append(name)
 
