@@ -248,14 +248,14 @@ def redacted(url: str) -> str:
 
     try:
         parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
+        password, port = parts.password, parts.port
+    except ValueError:  # a bracket left open, a port out of range...
         return f"{url.partition('://')[0][:20]}://(a URL helix cannot parse)"
     if password is None:
         return url
     host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
+    if port:
+        host += f":{port}"
     user = f"{parts.username}:***@" if parts.username else ":***@"
     return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 

@@ -144,3 +144,21 @@ def test_a_hook_fails_open_when_the_shared_store_is_down(tmp_path: Path, event):
         assert "task graph: unavailable" in context and "***" in context
     log = (home / "hooks.log").read_text() if (home / "hooks.log").exists() else ""
     assert "s3cret" not in done.stdout + done.stderr + log
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://team:s3cret@[db.internal/helix",  # libpq quotes an unparsable URI whole
+        "postgresql://team:s3cret@db.internal:99999/helix",  # a port out of range
+        "postgresql://team:s3cret@127.0.0.1:1/helix?sslmode=bogus",
+    ],
+)
+def test_a_malformed_server_url_is_one_line_without_its_password(tmp_path: Path, url):
+    home = tmp_path / "project" / ".helix"
+    done = run_helix(home, "memory", "health", env={"HELIX_DB": url})
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("helix: error: cannot connect to")
+    assert "s3cret" not in done.stderr
+    assert "s3cret" not in str(config.database(url)) and "s3cret" not in repr(config.database(url))

@@ -249,23 +249,26 @@ def _errors(url: str) -> Iterator[None]:
         yield
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StoreError(
-            f"this database role may not do that ({_message(exc)}): helix's roles are "
+            f"this database role may not do that ({_message(exc, url)}): helix's roles are "
             "reader (recall, export), writer (store, unverified reports), settler (VERIFY "
             "and settlements) and admin; the store's owner grants them with "
             "`helix memory grant ROLE LEVEL`"
         ) from None
     except psycopg.errors.IntegrityError as exc:
-        raise sqlite3.IntegrityError(_message(exc)) from None
+        raise sqlite3.IntegrityError(_message(exc, url)) from None
     except psycopg.errors.RaiseException as exc:
-        raise sqlite3.IntegrityError(_message(exc)) from None
+        raise sqlite3.IntegrityError(_message(exc, url)) from None
     except psycopg.Error as exc:
-        raise sqlite3.OperationalError(f"{_message(exc)} ({redacted(url)})") from None
+        raise sqlite3.OperationalError(f"{_message(exc, url)} ({redacted(url)})") from None
 
 
-def _message(exc: Exception) -> str:
+def _message(exc: Exception, url: str = "") -> str:
+    """The server's or libpq's message on one line, with ``url`` (which libpq
+    quotes whole when it cannot parse it, password included) never in it."""
     diag = getattr(exc, "diag", None)
     primary = getattr(diag, "message_primary", None)
-    return " ".join(str(primary or exc).split())  # libpq's hints span lines: one line
+    text = " ".join(str(primary or exc).split())  # libpq's hints span lines: one line
+    return text.replace(url, redacted(url)) if url else text
 
 
 # ------------------------------------------------------------------ connecting
@@ -289,9 +292,9 @@ def connect(url: str) -> Connection:
         else:
             raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc)}") from None
+        raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc, url)}") from None
     except Exception as exc:  # a URL libpq cannot parse
-        raise StoreError(f"cannot connect to {redacted(url)}: {exc}") from None
+        raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc, url)}") from None
     _adapt(raw)
     conn = Connection(raw, url)
     try:
