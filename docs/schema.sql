@@ -47,6 +47,19 @@ CREATE TABLE attempt (
             result TEXT
         , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT);
 
+-- table audit
+CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            verb TEXT NOT NULL,
+            name TEXT NOT NULL,
+            route TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT '{}',
+            actor TEXT,
+            machine TEXT,
+            run TEXT
+        );
+
 -- table edge
 CREATE TABLE edge (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -207,6 +220,9 @@ CREATE INDEX archive_name ON archive(name);
 
 -- index attempt_task
 CREATE INDEX attempt_task ON attempt(task_id, started_at);
+
+-- index audit_name
+CREATE INDEX audit_name ON audit(name);
 
 -- index edge_to
 CREATE INDEX edge_to ON edge(to_id);

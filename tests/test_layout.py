@@ -29,7 +29,9 @@ LAYERS: list[set[str]] = [
     {"ground"},
     {"memory", "tasks"},
     {"loop"},
-    {"claude", "run", "demo", "mcp"},
+    {"claude", "run", "demo"},
+    {"service"},
+    {"mcp", "ui"},
     {"cli"},
 ]
 # The modules directly in ``helix/`` that form the ground layer.

@@ -107,7 +107,7 @@ def test_package_and_cli_never_import_the_sdk(tmp_path: Path) -> None:
     pytest.importorskip("mcp")
     code = (
         "import sys\n"
-        "import helix, helix.cli, helix.cli.mcp, helix.mcp, helix.mcp.service\n"
+        "import helix, helix.cli, helix.cli.mcp, helix.mcp, helix.service.actions\n"
         "from click.testing import CliRunner\n"
         "result = CliRunner().invoke(helix.cli.cli, ['mcp', 'serve', '--help'])\n"
         "assert result.exit_code == 0, result.output\n"

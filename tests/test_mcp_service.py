@@ -1,4 +1,4 @@
-"""The MCP tools' behaviour without the SDK: :mod:`helix.mcp.service` called directly."""
+"""The MCP tools' behaviour without the SDK: :mod:`helix.service.actions` called directly."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from stores import store_of
 from helix.config import Paths
 from helix.errors import InvalidInput, NotFound
 from helix.loop import contracts
-from helix.mcp.service import Service, outcome_text
 from helix.memory.embeddings import HashEmbedder
+from helix.service.actions import Service, outcome_text
 
 
 @pytest.fixture

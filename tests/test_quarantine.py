@@ -215,7 +215,7 @@ def test_an_insight_that_writes_ssh_keys_is_never_injected(session: Session):
 
 # ------------------------------------------------------------ MCP, merges
 def test_the_mcp_store_tool_writes_quarantined(tmp_path: Path, minilm):
-    from helix.mcp.service import Service
+    from helix.service.actions import Service
 
     service = Service(Paths.at(tmp_path / "proj" / ".helix"), embedder=minilm)
     try:

@@ -15,12 +15,12 @@ import pytest
 from test_cli import Runner, assert_one_line_failure, make_runner, ok
 
 from helix.config import Paths
-from helix.mcp.service import Service
 from helix.memory import ranking
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.migrations import LATEST
 from helix.memory.recall import recall_by_kind
 from helix.memory.store import Memory
+from helix.service.actions import Service
 
 FACT = "The ledger worker keeps the ledger cache files in var/ledger"
 PROCEDURE = (
@@ -201,7 +201,8 @@ def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path:
     ok(hrun("memory", "edge", "--from", a, "--to", b, "--relation", "led_to", "--weight", "0.9"))
     db = tmp_path / "home" / "helix.db"
     with sqlite3.connect(db) as conn:  # back to schema 11, the edge drawn long ago
-        # Undo what migrations 12-17 added, newest first, so each is applied again.
+        # Undo what migrations 12-18 added, newest first, so each is applied again.
+        conn.execute("DROP TABLE audit")
         for table in ("insight", "feedback_event", "trial", "task_outcome"):
             for column in ("actor", "machine", "run"):
                 conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")

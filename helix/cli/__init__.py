@@ -96,6 +96,7 @@ COMMANDS = {
     "export": "helix.cli.export:export",
     "mcp": "helix.cli.mcp:mcp",
     "demo": "helix.cli.demo:demo",
+    "ui": "helix.cli.ui:ui_command",
     "doctor": "helix.cli.doctor:doctor",
 }
 # One rule for every argument of every command, applied to each as it is loaded:

@@ -2,9 +2,10 @@
 
 Two layers, so the SDK stays an optional extra:
 
-- :mod:`helix.mcp.service` is plain helix: one method per tool, each the same
-  library call the matching CLI command makes, returning JSON-ready typed
-  records. It never imports the SDK, and tests call it directly.
+- :mod:`helix.service.actions` is plain helix, shared with the CLI and the
+  dashboard: one method per tool, each the same library call the matching CLI
+  command makes, returning JSON-ready typed records. It never imports the SDK,
+  and tests call it directly.
 - :mod:`helix.mcp.server` is the skin on the official SDK (``mcp``, installed
   by ``helix[mcp]``): it declares the tools with typed, described parameters,
   runs each call in a worker thread, and turns helix's errors into tool errors.

@@ -535,6 +535,29 @@ def m017_provenance(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
 
 
+def m018_audit(conn: sqlite3.Connection) -> None:
+    """Every correction a person makes to the memory (edit, kind and tags,
+    archive, restore, forget for good), through the CLI, MCP or the dashboard:
+    what, to which insight, by whom, from where. Written by helix.service."""
+    _run(
+        conn,
+        """
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            at TEXT NOT NULL,
+            verb TEXT NOT NULL,
+            name TEXT NOT NULL,
+            route TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT '{}',
+            actor TEXT,
+            machine TEXT,
+            run TEXT
+        );
+        CREATE INDEX audit_name ON audit(name);
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -555,6 +578,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (15, m015_event_ids),
     (16, m016_shared_task_file),
     (17, m017_provenance),
+    (18, m018_audit),
 ]
 
 LATEST = MIGRATIONS[-1][0]

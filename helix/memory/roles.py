@@ -63,6 +63,8 @@ def _statements(conn: Any) -> list[str]:
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {writer}",
         f"GRANT INSERT, UPDATE, DELETE ON {', '.join(_WRITER_TABLES)} TO {writer}",
         f"GRANT INSERT ON attempt, feedback_event, trial, trial_insight TO {writer}",
+        # The audit of corrections is append-only for everyone below admin.
+        f"GRANT INSERT ON audit TO {writer}",
         f"GRANT UPDATE ({editable}) ON attempt TO {writer}",
         # A refit recomputes the derived columns of every trial: no evidence.
         f"GRANT UPDATE (baseline, explained, alpha) ON trial TO {writer}",

@@ -211,6 +211,26 @@ class Memory(InsightRows):
             result["replaced"] = name
         return result
 
+    def retag(
+        self, name: str, kind: str | None, tags: list[str] | None, route: str = "cli"
+    ) -> dict[str, Any]:
+        """Change kind and/or tags, audited: :func:`helix.memory.corrections.retag`."""
+        from helix.memory import corrections
+
+        return corrections.retag(self, name, kind, tags, route)
+
+    def purge(self, name: str, route: str = "cli") -> dict[str, Any]:
+        """Forget for good, audited: :func:`helix.memory.corrections.purge`."""
+        from helix.memory import corrections
+
+        return corrections.purge(self, name, route)
+
+    def audit_log(self, name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The corrections people made, newest first."""
+        from helix.memory import corrections
+
+        return corrections.log(self.conn, name, limit)
+
     def restore(self, name: str) -> dict[str, Any]:
         """Bring an archived insight back, with its evidence and surviving edges."""
         from helix.memory import upkeep

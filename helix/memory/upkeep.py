@@ -213,6 +213,8 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
         if memory.conn.execute("SELECT 1 FROM insight WHERE name = ?", (name,)).fetchone():
             raise InvalidInput(f"an insight named {name!r} already exists")
         rec = json.loads(row[1])
+        if rec.get("purged"):
+            raise InvalidInput(f"{name!r} was forgotten for good; its text is gone")
         cursor = memory.conn.execute(
             "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
             "use_count, helped, failed, created_at, last_used, last_feedback_at) "

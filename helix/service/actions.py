@@ -1,8 +1,9 @@
-"""What the MCP tools do, as plain helix calls (no SDK here).
+"""What a user can ask of helix, one method per verb, called alike by the CLI,
+the MCP server and the dashboard (no SDK and no web framework here).
 
-Each method is the library call the matching CLI command makes (named in its
-docstring), so an agent over MCP gets exactly what ``helix`` gives on the
-command line: the same safety screen and dedup when storing, the same ledger
+Each method is the library call behind the matching CLI command (named in its
+docstring), so an agent over MCP or a person on the dashboard gets exactly what
+``helix`` gives on the command line: the same safety screen and dedup when storing, the same ledger
 when injecting, the same VERIFY-run settling. Results are JSON-ready records.
 
 Threads: the server runs each tool call in a worker thread, several at once.
@@ -24,7 +25,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound
@@ -34,11 +35,16 @@ if TYPE_CHECKING:
     import numpy as np
 
     from helix.loop.records import Settlement
+    from helix.memory import quarantine
     from helix.memory.embeddings import Embedder
     from helix.memory.records import RecallHit
     from helix.memory.store import Memory
     from helix.tasks.records import TaskRecord
     from helix.tasks.tracker import Tracker
+
+# The surface a call came through: it decides whose words a write is (an MCP
+# client is an agent) and is written into the audit of corrections.
+Route = Literal["mcp", "cli", "ui"]
 
 # The claims a caller may make when settling; "unknown" is what helix says when
 # an agent ended without one, never something to claim.
@@ -112,8 +118,14 @@ class SharedEmbedder:
 class Service:
     """The tools' behaviour for one project; safe to call from many threads."""
 
-    def __init__(self, paths: config.Paths | None = None, embedder: Embedder | None = None):
+    def __init__(
+        self,
+        paths: config.Paths | None = None,
+        embedder: Embedder | None = None,
+        route: Route = "mcp",
+    ):
         self.paths = paths or config.resolve()
+        self.route = route
         self._given = embedder
         self._embedder: SharedEmbedder | None = None
         self._embedder_lock = threading.Lock()
@@ -151,6 +163,13 @@ class Service:
         from helix.loop import taskstore
 
         return taskstore.open_tracker(self.paths)
+
+    def store_label(self) -> str:
+        """Which store this is, fit to print: the engine and where (never a password)."""
+        where = self.paths.db
+        if isinstance(where, config.Server):
+            return f"PostgreSQL · {where}"
+        return f"SQLite · {where}"
 
     def close(self) -> None:
         """Close this thread's store (the others close with their threads)."""
@@ -197,42 +216,82 @@ class Service:
         """``helix memory store``: screened for secrets and hostile instructions,
         merged into a near-duplicate when there is one. Its caller is an agent, so
         the insight is quarantined (:mod:`helix.memory.quarantine`)."""
+        with self.memory() as mem:
+            return mem.store(
+                content, kind=kind, tags=tags, source=source, files=files, origin=self._origin(mem)
+            )
+
+    def _origin(self, mem: Memory) -> quarantine.Origin:
+        """Who is writing: over MCP always an agent; at the CLI or the dashboard a
+        person, unless an attempt is in flight (its builder holds a shell)."""
         from helix.loop import ledger
         from helix.memory import quarantine
 
-        with self.memory() as mem:
-            origin = quarantine.over_mcp([a.task_id for a in ledger.open_attempts(mem)])
-            return mem.store(
-                content, kind=kind, tags=tags, source=source, files=files, origin=origin
-            )
+        during = [a.task_id for a in ledger.open_attempts(mem)]
+        if self.route == "mcp":
+            return quarantine.over_mcp(during)
+        return quarantine.at_cli(during, self.route)
 
-    def forget(self, name: str) -> dict[str, Any]:
-        """``helix memory forget``: archived, restorable; refused while an attempt
-        is in flight, as at the CLI (a correction is a person's)."""
+    @contextmanager
+    def correcting(self, verb: str) -> Iterator[Memory]:
+        """The store, for a correction: refused while an attempt is in flight (a
+        correction is a person's, and a builder holds a shell then)."""
         from helix.loop import ledger
 
         with self.memory(create=False) as mem:
-            ledger.refuse_in_flight(mem, "forget")
-            return mem.forget(name)
+            ledger.refuse_in_flight(mem, verb)
+            yield mem
+
+    def forget(self, name: str) -> dict[str, Any]:
+        """``helix memory forget``: archived, restorable; audited."""
+        from helix.memory import corrections
+
+        with self.correcting("forget") as mem:
+            result = mem.forget(name)
+            corrections.record(mem, "archive", name, self.route, {})
+        return result
 
     def restore(self, name: str) -> dict[str, Any]:
         """``helix memory restore``: an archived insight back, with its evidence."""
-        from helix.loop import ledger
+        from helix.memory import corrections
 
-        with self.memory(create=False) as mem:
-            ledger.refuse_in_flight(mem, "restore")
-            return mem.restore(name)
+        with self.correcting("restore") as mem:
+            result = mem.restore(name)
+            corrections.record(mem, "restore", name, self.route, {})
+        return result
 
-    def edit(self, name: str, content: str) -> dict[str, Any]:
+    def edit(self, name: str, content: str, vouched: bool = False) -> dict[str, Any]:
         """``helix memory edit``: the corrected text replaces the insight (archived,
-        restorable) and starts with no evidence. It arrives over MCP, so it is an
-        agent's text: screened, and quarantined until a person approves it."""
-        from helix.loop import ledger
-        from helix.memory import quarantine
+        restorable) and starts with no evidence. Screened as any text is; over MCP
+        it is an agent's text, quarantined until a person approves it."""
+        from helix.memory import corrections
 
+        with self.correcting("edit") as mem:
+            result = mem.edit(name, content, origin=self._origin(mem), vouched=vouched)
+            corrections.record(
+                mem, "edit", name, self.route, {"now": result.get("name"), "vouched": vouched}
+            )
+        return result
+
+    def retag(
+        self, name: str, kind: str | None = None, tags: list[str] | None = None
+    ) -> dict[str, Any]:
+        """``helix memory retag``: change an insight's kind and/or tags; its
+        evidence stays (the words are unchanged). Audited."""
+        with self.correcting("retag") as mem:
+            return mem.retag(name, kind, tags, self.route)
+
+    def purge(self, name: str) -> dict[str, Any]:
+        """``helix memory purge``: forget for good (the text is gone, a tombstone
+        stays, the evidence that names it stays). Audited. Not offered over MCP:
+        an agent may archive, never destroy."""
+        with self.correcting("purge") as mem:
+            return mem.purge(name, self.route)
+
+    def audit(self, name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """``helix memory audit``: the corrections people made, newest first."""
         with self.memory(create=False) as mem:
-            ledger.refuse_in_flight(mem, "edit")
-            return mem.edit(name, content, origin=quarantine.over_mcp([]))
+            return mem.audit_log(name, limit)
 
     def show(self, name: str) -> dict[str, Any]:
         """``helix memory show --json``: the insight, its evidence trail and edges."""

@@ -1,0 +1,268 @@
+"""Who may talk to the dashboard, as one ASGI middleware in front of every route.
+
+The dashboard shows and corrects a project's memory, so a page in any other tab
+of the user's browser must get nothing from it and change nothing in it:
+
+- **Token, then cookie.** ``helix ui`` prints a URL holding a random token. The
+  first request that brings it gets a session cookie (HttpOnly, so no script
+  reads it; SameSite=Strict, so no other site's request carries it) and the
+  token is spent: a copy of the URL in a shell history or a proxy log opens
+  nothing later. Every other request without the cookie gets 403.
+- **Host header.** A name an attacker controls can be made to resolve to
+  127.0.0.1 (DNS rebinding); the browser then treats this server as that site.
+  Only requests whose Host is the address actually bound (or ``localhost`` at
+  the bound port, for a loopback bind) are answered.
+- **CSRF.** Every change is a POST carrying the session's CSRF token (a form
+  field or the ``X-CSRF-Token`` header htmx sends); a POST whose Origin is
+  another site is refused too, whatever it carries.
+- **No CORS.** No response carries an ``Access-Control-*`` header, so a
+  cross-origin script reads nothing even where a cookie were sent; a preflight
+  gets 403.
+- **Headers.** A Content-Security-Policy allowing only this origin (the page
+  runs no inline script and loads nothing from elsewhere), no framing, no
+  referrer, no caching of pages.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import urllib.parse
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+COOKIE = "helix_session"
+CSRF_HEADER = "x-csrf-token"
+CSRF_FIELD = "csrf"
+LOGIN_PATH = "/auth"
+# A session lives as long as the server; a browser keeps the cookie until it
+# closes. Bounded, so a flood of logins cannot grow memory without end.
+MAX_SESSIONS = 64
+# Form bodies are small (an insight's text is at most a few kilobytes).
+MAX_BODY = 256 * 1024
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+
+@dataclass
+class Sessions:
+    """The one-time login token and the sessions it opened (session id -> CSRF
+    token). Shared by uvicorn's event loop and the worker threads of sync
+    endpoints, hence the lock."""
+
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    spent: bool = False
+    _by_id: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def login(self, offered: str) -> str | None:
+        """A new session id for the right token, once; None otherwise."""
+        with self._lock:
+            if self.spent or not hmac.compare_digest(offered.encode(), self.token.encode()):
+                return None
+            self.spent = True
+            return self._open()
+
+    def _open(self) -> str:
+        if len(self._by_id) >= MAX_SESSIONS:
+            self._by_id.pop(next(iter(self._by_id)))
+        session = secrets.token_urlsafe(32)
+        self._by_id[session] = secrets.token_urlsafe(24)
+        return session
+
+    def csrf(self, session: str | None) -> str | None:
+        """The CSRF token of a live session, None for anything else."""
+        if not session:
+            return None
+        with self._lock:
+            return self._by_id.get(session)
+
+
+def loopback(host: str) -> bool:
+    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
+
+
+def allowed_hosts(host: str, port: int) -> frozenset[str]:
+    """The Host header values a request to this server may carry."""
+    names = {host}
+    if loopback(host):
+        names |= {"127.0.0.1", "localhost"}
+    shown = {f"[{n}]" if ":" in n else n for n in names}
+    return frozenset(f"{n}:{port}".lower() for n in shown)
+
+
+class Gate:
+    """The ASGI middleware: see the module docstring."""
+
+    def __init__(self, app: ASGIApp, sessions: Sessions, hosts: frozenset[str]):
+        self.app = app
+        self.sessions = sessions
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await _refuse(send, 403, "helix ui: not served here")
+            return
+        headers = _headers(scope)
+        if headers.get("host", "").lower() not in self.hosts:
+            await _refuse(send, 421, "helix ui: this server answers only to its own address")
+            return
+        method = scope["method"]
+        if method == "OPTIONS":
+            await _refuse(send, 403, "helix ui: no cross-origin requests")
+            return
+        if scope["path"] == LOGIN_PATH and method == "GET":
+            await self._login(scope, send)
+            return
+        cookies = _cookies(headers.get("cookie", ""))
+        session = cookies.get(COOKIE)
+        csrf = self.sessions.csrf(session)
+        if csrf is None:
+            await _refuse(
+                send, 403, "helix ui: open the URL `helix ui` printed (its token is used once)"
+            )
+            return
+        scope.setdefault("state", {})["csrf"] = csrf
+        if method not in ("GET", "HEAD"):
+            origin = headers.get("origin")
+            if origin is not None and not self._same_origin(origin):
+                await _refuse(send, 403, "helix ui: a request from another site")
+                return
+            body, receive = await _buffered(receive)
+            if body is None:
+                await _refuse(send, 413, "helix ui: the request is too large")
+                return
+            offered = headers.get(CSRF_HEADER) or _form_field(headers, body, CSRF_FIELD)
+            if not offered or not hmac.compare_digest(offered.encode(), csrf.encode()):
+                await _refuse(send, 403, "helix ui: the form's CSRF token is missing or stale")
+                return
+        await self.app(scope, receive, _secured(send))
+
+    def _same_origin(self, origin: str) -> bool:
+        parsed = urllib.parse.urlsplit(origin)
+        return parsed.scheme == "http" and parsed.netloc.lower() in self.hosts
+
+    async def _login(self, scope: Scope, send: Send) -> None:
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        session = self.sessions.login((query.get("token") or [""])[0])
+        if session is None:
+            await _refuse(
+                send,
+                403,
+                "helix ui: this login link was already used or is wrong; "
+                "start `helix ui` again for a new one",
+            )
+            return
+        cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+        await _secured(send)(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _secured(send: Send) -> Send:
+    """``send`` with the security headers added to the response's start, and any
+    CORS header a route might set taken out."""
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [
+                (k, v)
+                for k, v in message.get("headers", [])
+                if not k.lower().startswith(b"access-control-")
+            ]
+            message["headers"] = kept + SECURITY_HEADERS
+        await send(message)
+
+    return wrapped
+
+
+async def _refuse(send: Send, status: int, text: str) -> None:
+    body = (text + "\n").encode()
+    await _secured(send)(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+def _cookies(header: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for part in header.split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep and name not in found:
+            found[name] = value
+    return found
+
+
+async def _buffered(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The whole body (None past MAX_BODY) and a ``receive`` that replays it to
+    the route, which reads it again for its form."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            return None, receive
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    body = b"".join(chunks)
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replay
+
+
+def _form_field(headers: dict[str, str], body: bytes, name: str) -> str | None:
+    if not headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        return None
+    values = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+    found = values.get(name)
+    return found[0] if found else None

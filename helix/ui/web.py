@@ -1,0 +1,123 @@
+"""What every page shares: the templates, the service, rendering and its filters.
+
+A page module (:mod:`helix.ui.pages`) reads through :func:`service` and renders
+with :func:`page`; a change is a POST that calls one service verb inside
+:func:`attempt`, so a refusal (bad input, an attempt in flight, the safety
+screen) becomes a message on the page and changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from helix.errors import HelixError
+from helix.service.actions import Service
+
+T = TypeVar("T")
+HERE = Path(__file__).parent
+TEMPLATES = Jinja2Templates(directory=HERE / "templates")
+STATIC = HERE / "static"
+# The navigation bar: (path, label); a page names its own path as ``active``.
+NAV = [
+    ("/", "Overview"),
+    ("/insights", "Insights"),
+    ("/injections", "Injections"),
+    ("/tasks", "Tasks"),
+    ("/runs", "Runs"),
+]
+# The longest text a form field takes (an insight, an objective, a query).
+MAX_FIELD = 8000
+
+
+def service(request: Request) -> Service:
+    found: Service = request.app.state.service
+    return found
+
+
+def csrf(request: Request) -> str:
+    return str(request.scope.get("state", {}).get("csrf", ""))
+
+
+def page(
+    request: Request, template: str, active: str = "", status: int = 200, **context: Any
+) -> HTMLResponse:
+    """A whole page (or, for an htmx request, the same template: partials are
+    templates that do not extend the base)."""
+    svc = service(request)
+    context.setdefault("error", None)
+    context.setdefault("notice", None)
+    return TEMPLATES.TemplateResponse(
+        request,
+        template,
+        {
+            "csrf": csrf(request),
+            "nav": NAV,
+            "active": active,
+            "project": svc.paths.project.name,
+            "store": svc.store_label(),
+            **context,
+        },
+        status_code=status,
+    )
+
+
+def attempt(action: Callable[[], T]) -> tuple[T | None, str | None]:
+    """Run one service call: its result, or the one-line reason it was refused."""
+    try:
+        return action(), None
+    except HelixError as exc:
+        return None, str(exc) or type(exc).__name__
+
+
+async def form(request: Request) -> dict[str, str]:
+    """The POSTed form's fields, each cut at MAX_FIELD characters."""
+    data = await request.form()
+    return {k: str(v)[:MAX_FIELD] for k, v in data.items() if isinstance(v, str)}
+
+
+def pct(value: float | None, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{100 * value:.{digits}f}%"
+
+
+def signed(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}"
+
+
+def ago(stamp: str | None) -> str:
+    """'3 h ago' for a stored UTC time stamp."""
+    if not stamp:
+        return "never"
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = (datetime.now(UTC) - then).total_seconds()
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
+def count(value: float | int | None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+TEMPLATES.env.filters.update(pct=pct, signed=signed, ago=ago, count=count)
