@@ -1,0 +1,689 @@
+"""The dashboard's pages on SQLite and PostgreSQL: how fast ``helix ui`` answers.
+
+What it measures: the wall time of one HTTP request to a running ``helix ui``
+(request sent to last byte read, on a kept-alive connection as a browser's), per
+page, on a store of 10,000 insights with ~90,000 evidence rows and a task list of
+300 tasks (``_ui_store.py``: feedback events, trials, attempts, task outcomes,
+spawns over 90 days), on both engines side by side in one run.
+
+How:
+
+1. The store is built once (in a child) and cached; a throwaway PostgreSQL
+   cluster (``tests/pgserver.py``) gets a fresh database filled from it by
+   ``store_engines.py``'s copy (schema by helix, rows by batched INSERTs,
+   sequences moved, ``ANALYZE``), and the task list goes into the shared store's
+   task list through the tracker (``import_file``).
+2. Two servers run as a user starts them, ``python -m helix ui --port 0``: one
+   in a project whose ``.helix/`` holds the SQLite store and ``tasks.jsonl``, one
+   with ``HELIX_DB`` naming the PostgreSQL database. Each prints its login URL;
+   one GET of it (the token is spent) gives the ``helix_session`` cookie, and
+   pages give the CSRF token a POST needs.
+3. The pages are those the dashboard serves when this runs (every page module's
+   ``routes``): each GET route without parameters, the insight page of the
+   insight with the most evidence, the task page of the task with the most
+   attempts, the insight list searched and filtered by every filter its form
+   offers, and the injection preview (a POST) when it exists. A known page not
+   served yet is listed as skipped.
+4. Warm-ups (the first request of each page is reported apart: caches filling),
+   then rounds: each round requests every page once on each engine, engines
+   alternating which goes first and pages rotating, plus one run of the floor
+   (``python -c "import numpy"``), so a busy machine slows every figure alike.
+
+Target: every page's median <= 200 ms on both engines, and every request
+answered 200 (a 4xx/5xx or a refused connection fails the run; exit 1).
+
+PostgreSQL runs as the tests run it (fsync and synchronous commit off): reads,
+which is what pages do, are unaffected. Everything that opens a store runs in a
+child process; the servers' peak RSS is reported (VmHWM).
+
+``--quick`` (about a minute): a store of 1,000 insights, one warm-up and 5 rounds.
+
+    python benchmarks/perf/ui_pages.py [--quick] [--insights 10000] [--rounds 15]
+        [--warmups 3] [--out FILE] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import html.parser
+import http.client
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "tests"))  # pgserver: the tests' throwaway cluster
+
+import _common as common  # noqa: E402
+import _stores  # noqa: E402
+import _ui_store  # noqa: E402
+import pgserver  # noqa: E402
+import store_engines  # noqa: E402
+
+ENGINES = ("sqlite", "postgresql")
+LABELS = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+TARGET_MS = 200.0
+INSIGHTS = 10_000
+QUICK_INSIGHTS = 1_000
+START_TIMEOUT_S = 90.0
+REQUEST_TIMEOUT_S = 60.0
+MAX_FILTER_PAGES = 16  # insight-list filter variants measured (the form's options)
+QUERY = "schema migration"  # words of the generated insights: the search finds many
+# The pages the issue names, in the table's order: (label, method, route, query).
+# A route with a parameter is filled from the store's facts (see fill_route).
+KNOWN = (
+    ("overview", "GET", "/", ""),
+    ("insights", "GET", "/insights", ""),
+    ("insights ?q=", "GET", "/insights", f"q={urllib.parse.quote_plus(QUERY)}"),
+    ("insights ?status=proven", "GET", "/insights", "status=proven"),
+    ("insight (most evidence)", "GET", "/insight/{name}", ""),
+    ("injections", "GET", "/injections", ""),
+    ("injections preview (POST)", "POST", "/injections/preview", ""),
+    ("tasks", "GET", "/tasks", ""),
+    ("task (most attempts)", "GET", "/task/{id}", ""),
+    ("runs", "GET", "/runs", ""),
+)
+NOT_PAGES = ("/auth", "/static")
+
+
+# ------------------------------------------------ children (they open stores)
+
+
+def routes_child() -> list[dict]:
+    """The dashboard's routes as its app assembles them: path and methods."""
+    from helix.ui import app
+
+    out = []
+    for route in app.routes():
+        path = getattr(route, "path", "")
+        methods = sorted(getattr(route, "methods", None) or [])
+        out.append({"path": path, "methods": methods})
+    return out
+
+
+def tasks_child(url: str, source: Path, home: Path) -> dict:
+    """The task list into the shared store at ``url``, through the tracker."""
+    from helix import config
+    from helix.loop.taskstore import open_tracker
+
+    tracker = open_tracker(config.Paths(home=home, db=config.Server(url)))
+    done = tracker.import_file(source)
+    return {"added": done["added"], "tasks": len(tracker.list())}
+
+
+def child(args: list[str], timeout: float = 1800) -> dict | list:
+    """This script in child mode; its last stdout line, as JSON (stderr to a file)."""
+    with tempfile.TemporaryFile() as err:
+        done = subprocess.run(
+            [sys.executable, __file__, *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=common.child_env(),
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            err.seek(0)
+            tail = " | ".join(err.read().decode(errors="replace").strip().splitlines()[-4:])
+            raise RuntimeError(f"child {args[0]} failed (exit {done.returncode}): {tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------- the servers
+
+
+class Server:
+    """One ``python -m helix ui --port 0`` in ``project``; logged in on start."""
+
+    def __init__(self, engine: str, project: Path, env: dict[str, str], logs: Path):
+        self.engine = engine
+        self.out = logs / f"ui-{engine}.out"
+        self.err = logs / f"ui-{engine}.err"
+        with open(self.out, "wb") as out, open(self.err, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "helix", "ui", "--port", "0"],
+                cwd=project,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
+        self.conn: http.client.HTTPConnection | None = None
+        self.cookie = ""
+        self.csrf = ""
+        self.host = ""
+        self.port = 0
+        started = time.perf_counter()
+        url = self._wait_for_url()
+        self.start_s = time.perf_counter() - started
+        parts = urllib.parse.urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self._login(f"{parts.path}?{parts.query}")
+
+    def _wait_for_url(self) -> str:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            found = re.search(r"helix ui: (http://\S+/auth\?token=\S+)", self.out.read_text())
+            if found:
+                return found.group(1)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(
+            f"helix ui ({LABELS[self.engine]}) printed no login URL "
+            f"(exit {self.proc.poll()}): {self.log_tail()}"
+        )
+
+    def _login(self, target: str) -> None:
+        # http.client follows no redirect: the 303 of /auth carries the cookie.
+        status, headers, _body = self._send("GET", target, {}, None)
+        cookie = next(
+            (
+                v.split(";", 1)[0]
+                for k, v in headers
+                if k.lower() == "set-cookie" and v.startswith("helix_session=")
+            ),
+            None,
+        )
+        if status != 303 or not cookie:
+            raise RuntimeError(f"login on {LABELS[self.engine]} answered {status}, no cookie")
+        self.cookie = cookie
+        status, _headers, body = self.get("/")
+        found = re.search(rb'<meta name="csrf-token" content="([^"]+)"', body)
+        if status != 200 or not found:
+            raise RuntimeError(f"the overview on {LABELS[self.engine]} answered {status}")
+        self.csrf = found.group(1).decode()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT_S)
+        return self.conn
+
+    def _send(
+        self, method: str, target: str, headers: dict[str, str], body: bytes | None
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        for again in (False, True):  # once more on a connection the server closed
+            conn = self._connection()
+            try:
+                conn.request(method, target, body=body, headers=headers)
+                response = conn.getresponse()
+                data = response.read()
+                if response.will_close:
+                    self.close_connection()
+                return response.status, response.getheaders(), data
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.close_connection()
+                if again:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close_connection(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def request(self, method: str, target: str, form: dict[str, str] | None = None):
+        """(status, headers, body) of one request with the session's cookie."""
+        headers = {"Cookie": self.cookie}
+        body = None
+        if method == "POST":
+            body = urllib.parse.urlencode(form or {}).encode()
+            headers.update(
+                {
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "X-CSRF-Token": self.csrf,
+                    # what htmx sends: the page answers with its fragment
+                    "HX-Request": "true",
+                }
+            )
+        return self._send(method, target, headers, body)
+
+    def get(self, target: str):
+        return self.request("GET", target)
+
+    def timed(self, page: dict) -> tuple[float, int, int]:
+        """(ms, status, body bytes) of one request of ``page``; status 0 when no
+        answer came."""
+        start = time.perf_counter()
+        try:
+            status, _headers, body = self.request(page["method"], page["target"], page["form"])
+        except (OSError, http.client.HTTPException):
+            self.close_connection()
+            return (time.perf_counter() - start) * 1000.0, 0, 0
+        return (time.perf_counter() - start) * 1000.0, status, len(body)
+
+    def peak_rss_mb(self) -> float | None:
+        with contextlib.suppress(OSError):
+            status = Path(f"/proc/{self.proc.pid}/status").read_text()
+            found = re.search(r"^VmHWM:\s*(\d+) kB", status, re.M)
+            return round(int(found.group(1)) / 1024, 1) if found else None
+        return None
+
+    def log_tail(self) -> str:
+        text = self.err.read_text(errors="replace") if self.err.exists() else ""
+        return " | ".join(text.strip().splitlines()[-6:])
+
+    def errors_logged(self) -> list[str]:
+        text = self.err.read_text(errors="replace") if self.err.exists() else ""
+        return [line for line in text.splitlines() if "Traceback" in line or " failed" in line]
+
+    def stop(self) -> None:
+        self.close_connection()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # uvicorn's graceful stop, as Ctrl-C
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# ------------------------------------------------------------------ the pages
+
+
+class Forms(html.parser.HTMLParser):
+    """The forms of a page: action, method, and their fields (name, value), with
+    every option of each select."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[dict] = []
+        self._select: dict | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.forms.append(
+                {
+                    "action": a.get("action", ""),
+                    "method": a.get("method", "get").lower(),
+                    "hx_post": a.get("hx-post", ""),
+                    "hx_get": a.get("hx-get", ""),
+                    "fields": [],
+                    "selects": {},
+                }
+            )
+        elif not self.forms:
+            return
+        elif tag in ("input", "textarea") and a.get("name"):
+            kind = a.get("type", "text" if tag == "input" else "textarea").lower()
+            self.forms[-1]["fields"].append((a["name"], kind, a.get("value", "")))
+        elif tag == "select" and a.get("name"):
+            self._select = {"name": a["name"], "options": []}
+            self.forms[-1]["selects"][a["name"]] = self._select["options"]
+        elif tag == "option" and self._select is not None:
+            self._select["options"].append(a.get("value", ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._select = None
+
+
+def forms_of(body: bytes) -> list[dict]:
+    parser = Forms()
+    parser.feed(body.decode("utf-8", "replace"))
+    return parser.forms
+
+
+def fill_route(path: str, facts: dict) -> str | None:
+    """A route's path with its parameter filled from the store's facts, or None
+    when it takes one this script cannot fill."""
+
+    def value(match: re.Match) -> str:
+        name = match.group(1).split(":")[0]
+        if name in ("name", "insight"):
+            return urllib.parse.quote(facts["well_evidenced_insight"], safe="")
+        if name in ("id", "task_id", "task"):
+            return urllib.parse.quote(facts["busiest_task"], safe="")
+        raise KeyError(name)
+
+    try:
+        return re.sub(r"\{([^}]+)\}", value, path)
+    except KeyError:
+        return None
+
+
+def plan_pages(routes: list[dict], facts: dict) -> tuple[list[dict], list[str]]:
+    """The pages to time, and the known pages skipped (with why)."""
+    served = {(m, r["path"]) for r in routes for m in r["methods"]}
+    pages: list[dict] = []
+    skipped: list[str] = []
+    for label, method, path, query in KNOWN:
+        route = next(
+            (p for m, p in served if m == method and _same_route(p, path)),
+            None,
+        )
+        if route is None:
+            skipped.append(f"{label}: no {method} {path} route yet")
+            continue
+        target = fill_route(route, facts)
+        if target is None:
+            skipped.append(f"{label}: {route} takes a parameter this script cannot fill")
+            continue
+        pages.append(_page(label, method, target + (f"?{query}" if query else "")))
+    known = {p for _l, _m, p, _q in KNOWN}
+    for method, path in sorted(served):
+        if (
+            method != "GET"
+            or path.startswith(NOT_PAGES)
+            or any(_same_route(path, k) for k in known)
+        ):
+            continue
+        target = fill_route(path, facts)
+        if target is None:
+            skipped.append(f"GET {path}: a parameter this script cannot fill")
+        else:
+            pages.append(_page(f"{path}", "GET", target))
+    return pages, skipped
+
+
+def _same_route(route: str, known: str) -> bool:
+    """Whether a served route is the known one, whatever its parameter is called."""
+    shape = re.sub(r"\{[^}]+\}", "{}", route)
+    return shape == re.sub(r"\{[^}]+\}", "{}", known)
+
+
+def _page(label: str, method: str, target: str, form: dict | None = None) -> dict:
+    return {"label": label, "method": method, "target": target, "form": form}
+
+
+def discover(server: Server, pages: list[dict], skipped: list[str]) -> list[dict]:
+    """Pages found on the pages themselves: the insight list's filters (every
+    option of every select of its form) and the injection preview's form fields."""
+    out = []
+    for page in pages:
+        out.append(page)
+        path = page["target"].split("?")[0]
+        if page["label"] == "insights":
+            _status, _h, body = server.get(page["target"])
+            variants = []
+            for form in forms_of(body):
+                if (form["action"] or form["hx_get"] or "/insights").split("?")[0] != path:
+                    continue
+                for name, options in form["selects"].items():
+                    variants += [
+                        (name, o)
+                        for o in options
+                        if o and not (name == "status" and o == "proven")  # measured above
+                    ]
+            for name, option in variants[:MAX_FILTER_PAGES]:
+                query = urllib.parse.urlencode({name: option})
+                out.append(_page(f"insights ?{query}", "GET", f"{path}?{query}"))
+            if len(variants) > MAX_FILTER_PAGES:
+                skipped.append(
+                    f"insights: {len(variants) - MAX_FILTER_PAGES} more filter options "
+                    f"(only the first {MAX_FILTER_PAGES} are timed)"
+                )
+        if page["method"] == "POST" and path == "/injections/preview":
+            page["form"] = preview_form(server)
+    return out
+
+
+def preview_form(server: Server) -> dict[str, str]:
+    """The preview form's fields as the injections page has them, its text
+    fields holding a task's objective."""
+    _status, _h, body = server.get("/injections")
+    objective = (
+        "Add a database index for the slow invoice report of the billing ledger, "
+        "without changing the schema migration order"
+    )
+    for form in forms_of(body):
+        if "/injections/preview" not in (form["action"], form["hx_post"]):
+            continue
+        fields: dict[str, str] = {}
+        for name, kind, value in form["fields"]:
+            if kind in ("text", "textarea", "search"):
+                fields[name] = value or objective
+            elif kind in ("checkbox", "radio", "submit", "button"):
+                continue
+            else:
+                fields[name] = value
+        for name, options in form["selects"].items():
+            fields[name] = next((o for o in options if o), "")
+        return fields
+    return {"objective": objective}
+
+
+# ------------------------------------------------------------------- measuring
+
+
+def measure(
+    servers: dict[str, Server], pages: list[dict], rounds: int, warmups: int, env: dict
+) -> dict:
+    """First requests, warm-ups, then ``rounds`` interleaved rounds and the floor."""
+    first: dict[str, dict[str, dict]] = {e: {} for e in ENGINES}
+    times: dict[str, dict[str, list[float]]] = {e: {p["label"]: [] for p in pages} for e in ENGINES}
+    statuses: dict[str, dict[str, dict[int, int]]] = {
+        e: {p["label"]: {} for p in pages} for e in ENGINES
+    }
+    sizes: dict[str, dict[str, int]] = {e: {} for e in ENGINES}
+    for engine in ENGINES:
+        for page in pages:
+            ms, status, size = servers[engine].timed(page)
+            first[engine][page["label"]] = {"ms": round(ms, 1), "status": status}
+            _count(statuses[engine][page["label"]], status)
+            sizes[engine][page["label"]] = size
+    for _ in range(warmups):
+        for engine in ENGINES:
+            for page in pages:
+                _ms, status, _size = servers[engine].timed(page)
+                _count(statuses[engine][page["label"]], status)
+    floor: list[float] = []
+    for r in range(rounds):
+        rotated = pages[r % len(pages) :] + pages[: r % len(pages)]
+        for engine in ENGINES if r % 2 == 0 else ENGINES[::-1]:
+            for page in rotated:
+                ms, status, _size = servers[engine].timed(page)
+                times[engine][page["label"]].append(ms)
+                _count(statuses[engine][page["label"]], status)
+        floor.append(common.run_child(common.floor_command(), env)["wall"] * 1000.0)
+        common.log(f"  round {r + 1}/{rounds} done")
+    out: dict = {"floor_ms": common.summary(floor, 1), "pages": []}
+    for page in pages:
+        label = page["label"]
+        row: dict = {
+            "page": label,
+            "method": page["method"],
+            "target": _shown(page["target"]),
+        }
+        for engine in ENGINES:
+            row[engine] = {
+                "ms": common.summary(times[engine][label], 1),
+                "first_ms": first[engine][label]["ms"],
+                "statuses": statuses[engine][label],
+                "bytes": sizes[engine][label],
+            }
+        out["pages"].append(row)
+    return out
+
+
+def _count(tally: dict[int, int], status: int) -> None:
+    tally[status] = tally.get(status, 0) + 1
+
+
+def _shown(target: str) -> str:
+    return urllib.parse.unquote(target)
+
+
+# ----------------------------------------------------------------------- report
+
+
+def table(result: dict) -> list[str]:
+    """The markdown table: a row per page, median and p90 per engine."""
+    head = (
+        "| page | SQLite median ms | SQLite p90 ms | PostgreSQL median ms | "
+        "PostgreSQL p90 ms | first request ms (SQLite / PG) |"
+    )
+    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for row in result["pages"]:
+        cells = []
+        for engine in ENGINES:
+            s = row[engine]["ms"]
+            bad = any(code != 200 for code in row[engine]["statuses"])
+            mark = " ✗" if s["median"] > TARGET_MS or bad else ""
+            cells += [f"{s['median']:.1f}{mark}", f"{s['p90']:.1f}"]
+        first = f"{row['sqlite']['first_ms']:.0f} / {row['postgresql']['first_ms']:.0f}"
+        lines.append(f"| {row['method']} {row['target']} | " + " | ".join(cells) + f" | {first} |")
+    f = result["floor_ms"]
+    lines.append(
+        f"| floor: `{common.FLOOR}` | {f['median']:.1f} | {f['p90']:.1f} | "
+        f"{f['median']:.1f} | {f['p90']:.1f} | |"
+    )
+    return lines
+
+
+def verdict(result: dict) -> tuple[bool, list[str]]:
+    """Passed, and what failed: a median over the target or a request not 200."""
+    problems = []
+    for row in result["pages"]:
+        for engine in ENGINES:
+            s = row[engine]
+            if s["ms"]["median"] > TARGET_MS:
+                problems.append(
+                    f"{row['target']} on {LABELS[engine]}: median {s['ms']['median']:.1f} ms "
+                    f"> {TARGET_MS:.0f} ms (p90 {s['ms']['p90']:.1f})"
+                )
+            wrong = {code: n for code, n in s["statuses"].items() if code != 200}
+            if wrong:
+                problems.append(f"{row['target']} on {LABELS[engine]}: answered {wrong}")
+    return not problems, problems
+
+
+# ------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--routes":
+        print(json.dumps(routes_child()))
+        return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "--tasks":
+        print(json.dumps(tasks_child(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 insights, 5 rounds")
+    parser.add_argument("--insights", type=int, help="store size (10,000; quick 1,000)")
+    parser.add_argument("--rounds", type=int, help="timed rounds (15; quick 5)")
+    parser.add_argument("--warmups", type=int, help="warm-up requests per page (3; quick 1)")
+    parser.add_argument("--out", type=Path, help="also write the JSON record to this file")
+    parser.add_argument("--json", action="store_true", help="print the JSON record on stdout")
+    args = parser.parse_args()
+    n = args.insights or (QUICK_INSIGHTS if args.quick else INSIGHTS)
+    rounds = max(3, args.rounds or (5 if args.quick else 15))
+    warmups = max(0, args.warmups if args.warmups is not None else (1 if args.quick else 3))
+
+    # SIGTERM as an exception, so the finally below stops the servers and the cluster.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.perf_counter()
+    load_before = common.load_average()
+    scratch = Path(tempfile.mkdtemp(prefix="helix-bench-ui-"))
+    cluster = None
+    servers: dict[str, Server] = {}
+    try:
+        folder, store = _ui_store.prepare_in_child(n)
+        routes = child(["--routes"])
+        pages, skipped = plan_pages(routes, store)
+        if not pages:
+            raise RuntimeError("the dashboard serves none of the pages to time")
+        common.log("starting a throwaway PostgreSQL cluster ...")
+        cluster = pgserver.Cluster()
+        server_facts = cluster.facts()
+        common.log(f"  PostgreSQL {server_facts['version']}; copying the store ...")
+        url, copied = store_engines.postgres_copy(cluster, folder / "helix.db", "ui")
+        pg_home = scratch / "postgresql" / ".helix"
+        pg_home.mkdir(parents=True)
+        tasks = child(["--tasks", url, str(folder / "tasks.jsonl"), str(pg_home)])
+        common.log(f"  {copied['insights']:,} insights in {copied['copy_s']} s, {tasks} tasks")
+        sqlite_home = scratch / "sqlite" / ".helix"
+        for name in ("helix.db", "tasks.jsonl"):
+            _stores.copy_store(folder / name, sqlite_home / name)
+        envs = {"sqlite": common.child_env(), "postgresql": common.child_env(HELIX_DB=url)}
+        for engine in ENGINES:
+            common.log(f"starting helix ui on {LABELS[engine]} ...")
+            home = sqlite_home if engine == "sqlite" else pg_home
+            servers[engine] = Server(engine, home.parent, envs[engine], scratch)
+        pages = discover(servers["sqlite"], pages, skipped)
+        common.log(
+            f"{len(pages)} pages x {len(ENGINES)} engines: {warmups} warm-ups, {rounds} rounds ..."
+        )
+        for line in skipped:
+            common.log(f"  skipped: {line}")
+        measured = measure(servers, pages, rounds, warmups, envs["sqlite"])
+        peaks = {e: servers[e].peak_rss_mb() for e in ENGINES}
+        starts = {e: round(servers[e].start_s, 2) for e in ENGINES}
+        for server in servers.values():
+            server.stop()
+        logged = {e: servers[e].errors_logged() for e in ENGINES}
+    finally:
+        for server in servers.values():
+            server.stop()
+        if cluster is not None:
+            cluster.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+    passed, problems = verdict(measured)
+    if any(logged.values()):
+        passed = False
+        problems += [
+            f"{LABELS[e]} server logged: {lines[:3]}" for e, lines in logged.items() if lines
+        ]
+    worst = max(
+        (row[e]["ms"] for row in measured["pages"] for e in ENGINES), key=lambda s: s["median"]
+    )
+    res = common.result(
+        "ui_pages",
+        f"every dashboard page's median <= {TARGET_MS:.0f} ms on SQLite and on PostgreSQL "
+        f"({n:,} insights, {store['evidence_rows']:,} evidence rows), every request 200",
+        worst["median"],
+        worst["p90"],
+        "ms",
+        passed,
+        {
+            "thresholds": {"median_ms": TARGET_MS, "insights": n},
+            "store": store,
+            "postgres_copy": copied,
+            "postgresql_server": server_facts,
+            "rounds": rounds,
+            "warmups": warmups,
+            "skipped": skipped,
+            "server_start_s": starts,
+            "server_peak_rss_mb": peaks,
+            "server_errors": logged,
+            "problems": problems,
+            **measured,
+            "load_average": {"before": load_before, "after": common.load_average()},
+            "total_s": round(time.perf_counter() - started, 1),
+            "quick": args.quick,
+        },
+    )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(res, indent=2) + "\n")
+    lines = [
+        f"store: {n:,} insights, {store['evidence_rows']:,} evidence rows, {store['tasks']} tasks "
+        f"(insight page: {store['well_evidenced_insight']}, {store['its_feedback_events']} "
+        f"feedback events; task page: {store['busiest_task_attempts']} attempts)",
+        "",
+        *table(measured),
+        "",
+        f"servers: started in {starts['sqlite']} / {starts['postgresql']} s, peak RSS "
+        f"{peaks['sqlite']} / {peaks['postgresql']} MB (SQLite / PostgreSQL)",
+        *[f"skipped: {s}" for s in skipped],
+        *[f"MISSED: {p}" for p in problems],
+        f"total {res['details']['total_s']:.0f} s"
+        + (f"; JSON written to {args.out}" if args.out else ""),
+    ]
+    common.finish(res, args.json, lines)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
