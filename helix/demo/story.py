@@ -325,7 +325,8 @@ def _next_steps(project: Path, narrate: Narrator) -> None:
     narrate.step("next")
     narrate.note("See what the demo learned, in its project:")
     narrate.note(f"  cd {project}")
-    narrate.note("  helix memory list")
+    narrate.note("  helix memory list      the insights, as text", hang=23)
+    narrate.note("  helix ui               the dashboard: open the URL it prints", hang=23)
     narrate.note(
         "Next: install helix into your agent, and it learns from your tasks:", style="bold"
     )
