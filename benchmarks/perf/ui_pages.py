@@ -121,7 +121,122 @@ def tasks_child(url: str, source: Path, home: Path) -> dict:
     return {"added": done["added"], "tasks": len(tracker.list())}
 
 
-def child(args: list[str], timeout: float = 1800) -> dict | list:
+def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> dict:
+    """One page requested ``runs`` times in this process under cProfile, through
+    the dashboard's ASGI app (no server, no socket): where its time goes. Starlette
+    runs a sync page in a worker thread, where cProfile sees nothing, so here it
+    runs in this thread instead. Opens the store the environment and the working
+    directory name, as the server does."""
+    import asyncio
+    import cProfile
+    import pstats
+
+    import starlette.routing
+
+    async def inline(func, *args, **kwargs):
+        return func(*args, **kwargs)
+
+    starlette.routing.run_in_threadpool = inline  # before the pages make their routes
+    from helix.service.actions import Service
+    from helix.ui import app, gate
+
+    sessions = gate.Sessions()
+    session = sessions.login(sessions.token)
+    asgi = app.create(Service(route="ui"), sessions, gate.allowed_hosts("127.0.0.1", 1))
+    path, _sep, query = target.partition("?")
+    body = urllib.parse.urlencode(form).encode() if method == "POST" else b""
+    headers = [(b"host", b"127.0.0.1:1"), (b"cookie", f"helix_session={session}".encode())]
+    if method == "POST":
+        headers += [
+            (b"content-type", b"application/x-www-form-urlencoded"),
+            (b"x-csrf-token", (sessions.csrf(session) or "").encode()),
+            (b"hx-request", b"true"),
+        ]
+
+    async def once() -> int:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": urllib.parse.unquote(path),
+            "raw_path": path.encode(),
+            "query_string": query.encode(),
+            "root_path": "",
+            "headers": headers,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 1),
+        }
+        sent = False
+        status = 0
+
+        async def receive():
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+
+        await asgi(scope, receive, send)
+        return status
+
+    loop = asyncio.new_event_loop()
+    statuses = [loop.run_until_complete(once()) for _ in range(2)]  # warm
+    profiler = cProfile.Profile()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        profiler.enable()
+        statuses.append(loop.run_until_complete(once()))
+        profiler.disable()
+        times.append((time.perf_counter() - start) * 1000.0)
+    loop.close()
+    stats = pstats.Stats(profiler)
+    rows = []
+    for (file, line, func), (_cc, calls, tottime, cumtime, callers) in stats.stats.items():
+        rows.append((cumtime / runs, tottime / runs, calls // runs, file, line, func, callers))
+    mine = [r for r in rows if "/helix/" in r[3] and "/ui/" not in r[3]]
+    mine.sort(key=lambda r: -r[0])
+    top = [
+        f"{r[0] * 1000:7.1f} ms cum {r[1] * 1000:6.1f} ms own {r[2]:>5}x "
+        f"{_short(r[3])}:{r[4]}({r[5]})"
+        for r in mine[:15]
+    ]
+    # Which helix functions run the statements, and how long their statements take.
+    sql: dict[str, float] = {}
+    for r in rows:
+        verbs = ("execute", "executemany", "fetchall", "fetchone", "__iter__")
+        sqlite_call = r[3] == "~" and "sqlite3." in r[5] and any(f"'{v}'" in r[5] for v in verbs)
+        if sqlite_call or (r[3].endswith("helix/memory/postgres.py") and r[5] in verbs):
+            for (cfile, cline, cfunc), caller in r[6].items():
+                if "/helix/memory/postgres.py" in cfile:
+                    continue
+                key = f"{_short(cfile)}:{cline}({cfunc})"
+                sql[key] = sql.get(key, 0.0) + caller[3] / runs
+    return {
+        "ms": [round(t, 1) for t in times],
+        "statuses": statuses,
+        "top": top,
+        "sql_by_caller": [
+            f"{ms * 1000:7.1f} ms {where}"
+            for where, ms in sorted(sql.items(), key=lambda kv: -kv[1])[:10]
+        ],
+    }
+
+
+def _short(file: str) -> str:
+    return file[file.rfind("/helix/") + 1 :] if "/helix/" in file else file
+
+
+def child(
+    args: list[str], timeout: float = 1800, env: dict | None = None, cwd: Path | None = None
+) -> dict | list:
     """This script in child mode; its last stdout line, as JSON (stderr to a file)."""
     with tempfile.TemporaryFile() as err:
         done = subprocess.run(
@@ -129,7 +244,8 @@ def child(args: list[str], timeout: float = 1800) -> dict | list:
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            env=common.child_env(),
+            env=env or common.child_env(),
+            cwd=cwd,
             timeout=timeout,
         )
         if done.returncode != 0:
@@ -542,6 +658,21 @@ def table(result: dict) -> list[str]:
     return lines
 
 
+def profile_lines(profiles: list[dict]) -> list[str]:
+    lines = []
+    for p in profiles:
+        lines += [
+            "",
+            f"profile of {p['page']} on {LABELS[p['engine']]} (in-process, under cProfile: "
+            f"{common.median(p['ms']):.0f} ms):",
+            "  helix functions by cumulative time:",
+            *[f"    {t}" for t in p["top"][:10]],
+            "  time in SQL statements, by the helix function running them:",
+            *[f"    {t}" for t in p["sql_by_caller"][:6]],
+        ]
+    return lines
+
+
 def verdict(result: dict) -> tuple[bool, list[str]]:
     """Passed, and what failed: a median over the target or a request not 200."""
     problems = []
@@ -566,6 +697,10 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--routes":
         print(json.dumps(routes_child()))
         return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "--profile-page":
+        method, target, form, runs = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), 5
+        print(json.dumps(profile_child(method, target, form, runs)))
+        return 0
     if len(sys.argv) > 1 and sys.argv[1] == "--tasks":
         print(json.dumps(tasks_child(sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))))
         return 0
@@ -574,6 +709,11 @@ def main() -> int:
     parser.add_argument("--insights", type=int, help="store size (10,000; quick 1,000)")
     parser.add_argument("--rounds", type=int, help="timed rounds (15; quick 5)")
     parser.add_argument("--warmups", type=int, help="warm-up requests per page (3; quick 1)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="profile every page on both engines (a page over the target always is)",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON record to this file")
     parser.add_argument("--json", action="store_true", help="print the JSON record on stdout")
     args = parser.parse_args()
@@ -618,6 +758,19 @@ def main() -> int:
         for line in skipped:
             common.log(f"  skipped: {line}")
         measured = measure(servers, pages, rounds, warmups, envs["sqlite"])
+        profiles = []
+        for row, page in zip(measured["pages"], pages, strict=True):
+            for engine in ENGINES:
+                if args.profile or row[engine]["ms"]["median"] > TARGET_MS:
+                    common.log(f"profiling {page['target']} on {LABELS[engine]} ...")
+                    home = sqlite_home if engine == "sqlite" else pg_home
+                    form = json.dumps(page["form"] or {})
+                    found = child(
+                        ["--profile-page", page["method"], page["target"], form],
+                        env=envs[engine],
+                        cwd=home.parent,
+                    )
+                    profiles.append({"page": row["target"], "engine": engine, **found})
         peaks = {e: servers[e].peak_rss_mb() for e in ENGINES}
         starts = {e: round(servers[e].start_s, 2) for e in ENGINES}
         for server in servers.values():
@@ -659,6 +812,7 @@ def main() -> int:
             "server_errors": logged,
             "problems": problems,
             **measured,
+            "profiles": profiles,
             "load_average": {"before": load_before, "after": common.load_average()},
             "total_s": round(time.perf_counter() - started, 1),
             "quick": args.quick,
@@ -677,6 +831,7 @@ def main() -> int:
         f"servers: started in {starts['sqlite']} / {starts['postgresql']} s, peak RSS "
         f"{peaks['sqlite']} / {peaks['postgresql']} MB (SQLite / PostgreSQL)",
         *[f"skipped: {s}" for s in skipped],
+        *profile_lines(profiles),
         *[f"MISSED: {p}" for p in problems],
         f"total {res['details']['total_s']:.0f} s"
         + (f"; JSON written to {args.out}" if args.out else ""),
