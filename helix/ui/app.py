@@ -6,6 +6,10 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -19,6 +23,10 @@ from helix.service.actions import Service
 from helix.ui import gate, pages, web
 
 log = logging.getLogger("helix.ui")
+# Sync handlers run in worker threads, each with its own store connection and
+# vector cache (helix.service.actions): a few threads serve one person's
+# browser, where anyio's default of 40 would hold 40 copies of the vectors.
+THREADS = 4
 
 
 def routes() -> list[BaseRoute]:
@@ -33,6 +41,7 @@ def routes() -> list[BaseRoute]:
 def create(service: Service, sessions: gate.Sessions, hosts: frozenset[str]) -> gate.Gate:
     app = Starlette(
         routes=routes(),
+        lifespan=_lifespan,
         exception_handlers={
             HelixError: _helix_error,
             HTTPException: _http_error,
@@ -41,6 +50,12 @@ def create(service: Service, sessions: gate.Sessions, hosts: frozenset[str]) -> 
     )
     app.state.service = service
     return gate.Gate(app, sessions, hosts)
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
+    yield
 
 
 def _problem(request: Request, status: int, message: str) -> Response:

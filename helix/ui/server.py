@@ -72,7 +72,7 @@ def serve(
     print(f"helix ui: http://{shown}:{bound}{gate.LOGIN_PATH}?token={sessions.token}", file=out)
     print("helix ui: the link works once; Ctrl-C stops the server", file=out, flush=True)
     config = uvicorn.Config(
-        asgi, log_level="warning", access_log=False, lifespan="off", server_header=False
+        asgi, log_level="warning", access_log=False, lifespan="on", server_header=False
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])
