@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 import sys
@@ -43,6 +44,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise HelixError(f"{host} is not an address of this machine") from None
         raise HelixError(
             f"cannot serve on {host}:{port} ({exc.strerror or exc}); choose another with --port"
         ) from None
