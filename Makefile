@@ -92,6 +92,26 @@ postgres-tools:
 		echo "note: PostgreSQL server missing (installing needs root and apt-get); the PostgreSQL tests will skip"; \
 	fi
 
+# The dashboard's browser tests drive headless Chromium through Selenium (which
+# the dev extra installs). As root with apt-get, missing chromium or chromedriver
+# is installed from Debian; otherwise a note is printed and the browser tests skip
+# (under CI they fail instead).
+BROWSER_LOG := .cache/apt-browser.log
+
+.PHONY: browser-tools
+browser-tools:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium and chromium-driver (apt-get)"; mkdir -p $(dir $(BROWSER_LOG)); \
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends chromium chromium-driver; } >$(BROWSER_LOG) 2>&1; then \
+			tail -n 5 $(BROWSER_LOG); \
+			echo "note: could not install chromium; the browser tests will skip"; \
+		fi; \
+	else \
+		echo "note: chromium or chromedriver missing (installing needs root and apt-get); the browser tests will skip"; \
+	fi
+
 # pytest exits 5 when it collected no tests: say so instead of failing obscurely.
 test: install claude-cli codex-cli
 	@$(BIN)/python -m pytest $(PYTEST_ARGS); code=$$?; \
