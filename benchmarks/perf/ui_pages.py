@@ -1,8 +1,9 @@
 """The dashboard's pages on SQLite and PostgreSQL: how fast ``helix ui`` answers.
 
 What it measures: the wall time of one HTTP request to a running ``helix ui``
-(request sent to last byte read, on a kept-alive connection as a browser's), per
-page, on a store of 10,000 insights with ~90,000 evidence rows and a task list of
+(request sent to last byte read, on a kept-alive connection as a browser's: a
+server that leaves Nagle's algorithm on pays the client's 40 ms delayed ACK on
+such a connection, as a browser would), per page, on a store of 10,000 insights with ~90,000 evidence rows and a task list of
 300 tasks (``_ui_store.py``: feedback events, trials, attempts, task outcomes,
 spawns over 90 days), on both engines side by side in one run.
 
@@ -21,8 +22,9 @@ How:
 3. The pages are those the dashboard serves when this runs (every page module's
    ``routes``): each GET route without parameters, the insight page of the
    insight with the most evidence, the task page of the task with the most
-   attempts, the insight list searched and filtered by every filter its form
-   offers, and the injection preview (a POST) when it exists. A known page not
+   attempts, the insight list searched, filtered by every option of its form's
+   selects, by a tag and a file, and paged deep, and the injection preview (a
+   POST, as htmx sends it) when it exists. A known page not
    served yet is listed as skipped.
 4. Warm-ups (the first request of each page is reported apart: caches filling),
    then rounds: each round requests every page once on each engine, engines
@@ -77,7 +79,7 @@ INSIGHTS = 10_000
 QUICK_INSIGHTS = 1_000
 START_TIMEOUT_S = 90.0
 REQUEST_TIMEOUT_S = 60.0
-MAX_FILTER_PAGES = 16  # insight-list filter variants measured (the form's options)
+MAX_FILTER_PAGES = 24  # insight-list filter variants measured (the form's options)
 QUERY = "schema migration"  # words of the generated insights: the search finds many
 # The pages the issue names, in the table's order: (label, method, route, query).
 # A route with a parameter is filled from the store's facts (see fill_route).
@@ -94,6 +96,7 @@ KNOWN = (
     ("runs", "GET", "/runs", ""),
 )
 NOT_PAGES = ("/auth", "/static")
+TEXT_FILTERS = (("tag", "billing"), ("file", "src/billing/"))
 
 
 # ------------------------------------------------ children (they open stores)
@@ -427,6 +430,7 @@ class Forms(html.parser.HTMLParser):
                     "hx_get": a.get("hx-get", ""),
                     "fields": [],
                     "selects": {},
+                    "selected": {},
                 }
             )
         elif not self.forms:
@@ -439,6 +443,8 @@ class Forms(html.parser.HTMLParser):
             self.forms[-1]["selects"][a["name"]] = self._select["options"]
         elif tag == "option" and self._select is not None:
             self._select["options"].append(a.get("value", ""))
+            if "selected" in a:
+                self.forms[-1]["selected"][self._select["name"]] = a.get("value", "")
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "select":
@@ -532,6 +538,11 @@ def discover(server: Server, pages: list[dict], skipped: list[str]) -> list[dict
                         for o in options
                         if o and not (name == "status" and o == "proven")  # measured above
                     ]
+                # Free-text filters: values the generated insights have (a module's
+                # tag, a folder of file patterns), then a page deep in the list.
+                typed = {n for n, kind, _v in form["fields"] if kind == "text"}
+                variants += [(n, v) for n, v in TEXT_FILTERS if n in typed]
+            variants.append(("page", "10"))
             for name, option in variants[:MAX_FILTER_PAGES]:
                 query = urllib.parse.urlencode({name: option})
                 out.append(_page(f"insights ?{query}", "GET", f"{path}?{query}"))
@@ -558,14 +569,16 @@ def preview_form(server: Server) -> dict[str, str]:
             continue
         fields: dict[str, str] = {}
         for name, kind, value in form["fields"]:
-            if kind in ("text", "textarea", "search"):
-                fields[name] = value or objective
-            elif kind in ("checkbox", "radio", "submit", "button"):
-                continue
+            if kind == "textarea" or name == "objective":
+                fields[name] = objective
+            elif name == "files":
+                fields[name] = "src/billing/ledger.py"
+            elif kind in ("checkbox", "radio", "submit", "button") or name == "csrf":
+                continue  # the CSRF token goes in the header: each server has its own
             else:
                 fields[name] = value
         for name, options in form["selects"].items():
-            fields[name] = next((o for o in options if o), "")
+            fields[name] = form["selected"].get(name, next((o for o in options if o), ""))
         return fields
     return {"objective": objective}
 
