@@ -35,6 +35,7 @@ TOOLS = {
     "forget",
     "restore",
     "edit",
+    "preview",
 }
 ADVICE = (
     "When the payment client gets a 503 from the gateway, retry with exponential "

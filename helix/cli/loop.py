@@ -56,6 +56,12 @@ def read_source(value: str, what: str) -> str:
 )
 @list_option("--files", help="Files the task touches.")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 20))
+@click.option(
+    "--preview",
+    is_flag=True,
+    help="With OBJECTIVE: what a builder would receive and its estimated token cost; "
+    "records nothing.",
+)
 @guarded
 def inject_command(
     objective: str | None,
@@ -64,13 +70,16 @@ def inject_command(
     batch: str | None,
     files: tuple[str, ...],
     limit: int,
+    preview: bool,
 ) -> None:
     """Choose insights for one task or a whole wave, and record what was given.
 
     One call per wave (--tasks or --batch) lets parallel builders get different
     insights. Each task gets a new attempt in helix's ledger: the insights chosen
     and the task's VERIFY, fixed now; settling trusts that record, never the
-    agent. OBJECTIVE '-' reads stdin.
+    agent. OBJECTIVE '-' reads stdin. --preview chooses the same way for
+    OBJECTIVE and shows the fields a builder's prompt would receive, each
+    insight's ranking and the cost, without recording anything.
 
     Example: helix inject --tasks hx-1a2b3c4d,hx-5e6f7a8b --limit 3
     """
@@ -79,6 +88,18 @@ def inject_command(
     modes = [m for m in (objective, task_list, batch) if m]
     if len(modes) != 1:
         raise InvalidInput("give exactly one of: OBJECTIVE, --tasks, --batch")
+    if preview:
+        from helix.service import injections
+
+        if not objective or task_id:
+            raise InvalidInput(
+                "--preview goes with OBJECTIVE alone (no --task-id, --tasks or --batch)"
+            )
+        text, file_list = read_text(objective, "objective"), json_list(files, "--files") or []
+        with open_memory(create=False) as memory:
+            where = config.resolve().project
+            emit(injections.preview_in(memory, text, file_list, limit, where))
+        return
     with open_memory() as memory:
         if objective:
             text = read_text(objective, "objective")

@@ -329,6 +329,21 @@ def build(service: Service) -> MCPServer:
         that record. Use the returned `block` in the prompt; keep `attempt`."""
         return await workers.call(lambda: service.inject(task_id, limit))
 
+    @server.tool(annotations=reading)
+    async def preview(
+        objective: Annotated[
+            str, Field(min_length=1, max_length=TEXT, description="What the builder would do.")
+        ],
+        files: FileList = None,
+        limit: Annotated[int, Field(ge=1, le=20, strict=True)] = 5,
+    ) -> dict[str, Any]:
+        """What a builder would receive for an objective, chosen as inject chooses:
+        the INSIGHTS and INJECTED fields, each insight's ranking and the estimated
+        token cost. Records nothing: no attempt, no use."""
+        from helix.service import injections
+
+        return await workers.call(lambda: injections.preview(service, objective, files, limit))
+
     @server.tool(annotations=writing)
     async def settle(
         task_id: TaskId,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 # English prose and code run near four characters per token for the models a
 # builder runs on; an estimate to compare injections by, not a bill.
 CHARS_PER_TOKEN = 4
-MAX_OBJECTIVE = 8000  # what the dashboard's form takes; an objective file may be longer
+MAX_OBJECTIVE = 20_000  # the MCP tools' bound on a text (an objective file may be longer)
 MAX_FILES = 50
 PER_PAGE = 25
 MAX_PER_PAGE = 100
