@@ -22,7 +22,9 @@ project that used helix for three months would hold (per 10,000 insights):
   events: each insight's events walk its effectiveness, and its row's summary
   columns (helped, failed, use_count, effectiveness, uplift, evidence,
   last_feedback_at) end where its events do;
-* a few dozen ``audit`` rows (corrections through the CLI, MCP and the dashboard).
+* a few dozen ``audit`` rows (corrections through the CLI, MCP and the dashboard);
+* the state file and log of a finished ``helix run`` of 240 cycles (the state
+  keeps the newest 200), as ``helix.run.state`` writes them.
 
 Popularity is skewed (Zipf-like over a random order of the insights), as in a
 real store: a few insights carry hundreds of events and a third carry none. Every
@@ -30,7 +32,8 @@ time falls in the 90 days before the build, so the time-series plots have data.
 The build is deterministic but for those times (relative to when it ran) and the
 task ids (the tracker draws them at random).
 
-Cached as a folder (``helix.db``, ``tasks.jsonl``, ``meta.json``) keyed by this
+Cached as a folder (``helix.db``, ``tasks.jsonl``, ``run-state.json``,
+``logs/``, ``meta.json``) keyed by this
 recipe's version, helix's schema version, the model and the size; built in a
 temporary folder renamed when complete. ``HELIX_BENCH_NO_CACHE=1`` builds into a
 scratch folder instead.
@@ -58,7 +61,9 @@ sys.path.insert(0, str(HERE))
 import _common as common  # noqa: E402
 import _stores  # noqa: E402
 
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
+# What a project's data directory holds of it (copied into each benchmark project).
+FILES = ("helix.db", "tasks.jsonl", "run-state.json", "logs")
 DAYS = 90
 BATCH = 5_000  # rows per executemany and transaction
 # Per 10,000 insights (scaled for smaller stores, with a floor for the task list).
@@ -175,6 +180,66 @@ def build_tasks(home: Path, n_tasks: int, now: datetime, rng: random.Random) -> 
     return tracker.list()
 
 
+# ------------------------------------------------------------------- a run
+
+
+def build_run(home: Path, tasks: list[dict], now: datetime, rng: random.Random) -> dict:
+    """The state file and log a finished ``helix run`` leaves (``helix.run.state``):
+    its cycles (the state keeps the newest 200) and a log of every cycle."""
+    from helix.run.state import MAX_HISTORY, Cycle, RunState
+
+    worked = [t for t in tasks if t.get("issue_type") != "epic"]
+    n_cycles = MAX_HISTORY + 40
+    began = now - timedelta(hours=30)
+    name = f"run-{began.strftime('%Y%m%d-%H%M%S')}.log"
+    run = RunState(
+        pid=2**22 + 1,  # no such process: the run is over
+        agent="claude",
+        lifecycle="stopped",
+        started_at=began.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        log=f".helix/logs/{name}",
+        stop_reason="the queue is empty",
+        exit_code=0,
+    )
+    lines: list[str] = []
+    moment = began
+    for number in range(1, n_cycles + 1):
+        task = rng.choice(worked)
+        outcome = pick(rng, (("delivered", 0.7), ("blocked", 0.15), ("partial", 0.15)))
+        seconds = rng.uniform(120, 600)
+        first = len(lines) + 1
+        lines.append(f"{moment:%H:%M:%S} cycle {number}: {task['id']} {task['title'][:80]}")
+        for step in range(rng.randint(15, 40)):
+            lines.append(
+                f"{moment:%H:%M:%S}   [builder] step {step}: edited src/ and ran the tests"
+            )
+        lines.append(f"{moment:%H:%M:%S} cycle {number}: {outcome} in {seconds:.0f} s")
+        tokens = rng.randint(20_000, 180_000)
+        run.add_cycle(
+            Cycle(
+                number=number,
+                tasks=[task["id"]],
+                started_at=moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                ended_at=(moment + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                duration_s=round(seconds, 1),
+                tokens=tokens,
+                outcome=outcome,
+                completed=outcome == "delivered",
+                log_lines=[first, len(lines)],
+            )
+        )
+        run.attempted_cycles += 1
+        run.completed_cycles += outcome == "delivered"
+        run.total_tokens += tokens
+        moment += timedelta(seconds=seconds + rng.uniform(5, 60))
+    run.ended_at = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / name).write_text("\n".join(lines) + "\n")
+    run.save(home)
+    return {"cycles": n_cycles, "log_lines": len(lines)}
+
+
 # ---------------------------------------------------------------- evidence
 
 
@@ -189,6 +254,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
     start = now - timedelta(days=DAYS)
     t0 = time.perf_counter()
     tasks = build_tasks(home, counts["tasks"], now, rng)
+    run = build_run(home, tasks, now, rng)
     tasks_s = time.perf_counter() - t0
 
     mem = Memory(db_path)
@@ -594,6 +660,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
         "insights_with_trials": len(used),
         "insights_only_decayed": len(decayed),
         "days": DAYS,
+        "run": run,
         "tasks_s": round(tasks_s, 1),
         "evidence_s": round(time.perf_counter() - t1, 1),
     }
@@ -645,7 +712,7 @@ def prepare(n: int) -> tuple[Path, dict]:
         meta["db_bytes"] = _stores.db_bytes(folder / "helix.db")
         meta["built_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         for leftover in folder.iterdir():  # the tracker's lock, a WAL: not part of the store
-            if leftover.name not in ("helix.db", "tasks.jsonl"):
+            if leftover.name not in FILES:
                 leftover.unlink()
         (folder / "meta.json").write_text(json.dumps(meta, indent=1))
         if use_cache:
