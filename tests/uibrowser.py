@@ -56,7 +56,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from email.message import Message
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -300,15 +300,19 @@ class HttpClient:
 
     @property
     def csrf(self) -> str:
-        """The session's CSRF token, read once from the ``csrf-token`` meta of ``/``."""
+        """The session's CSRF token, read once from the ``csrf-token`` meta of a
+        page (``/``, or the not-found page should ``/`` fail)."""
         if self._csrf is None:
-            status, _, body = self.get("/")
-            found = CSRF_META.search(body)
-            if status != 200 or not found:
+            for path in ("/", "/-csrf-"):
+                status, _, body = self.get(path)
+                found = CSRF_META.search(body)
+                if found:
+                    self._csrf = found.group(1)
+                    break
+            else:
                 raise AssertionError(
                     f"no csrf-token meta on / (status {status}){self.server.tail()}"
                 )
-            self._csrf = found.group(1)
         return self._csrf
 
     def post(
@@ -416,9 +420,11 @@ def browser_missing() -> str | None:
     return None
 
 
-def start_browser(width: int = WINDOW[0], height: int = WINDOW[1]) -> Any:
+def start_browser(
+    width: int = WINDOW[0], height: int = WINDOW[1], extra: Sequence[str] = ()
+) -> Any:
     """Headless Chromium under Selenium; skips (fails under CI) where it is missing.
-    The caller quits it."""
+    ``extra``: more command-line flags. The caller quits it."""
     missing = browser_missing()
     if missing:
         if os.environ.get("CI"):
@@ -443,6 +449,7 @@ def start_browser(width: int = WINDOW[0], height: int = WINDOW[1]) -> Any:
         "--disable-sync",
         "--password-store=basic",
         f"--window-size={width},{height}",
+        *extra,
     ):
         options.add_argument(flag)
     service = Service(executable_path=shutil.which("chromedriver"))
