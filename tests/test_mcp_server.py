@@ -36,6 +36,9 @@ TOOLS = {
     "restore",
     "edit",
     "preview",
+    "retag",
+    "purge",
+    "audit",
 }
 ADVICE = (
     "When the payment client gets a 503 from the gateway, retry with exponential "

@@ -63,8 +63,9 @@ def mcp_serve(http: bool, port: int) -> None:
     send "Authorization: Bearer TOKEN". TOKEN is the environment variable
     HELIX_MCP_TOKEN (at least 16 characters) or, when unset, a random one printed
     on stderr with the URL at start. Tools: recall, store, show, history, health,
-    forget, restore, edit, inject, settle, tasks_create, tasks_ready, tasks_show,
-    tasks_claim, tasks_close, tasks_history, preview. Logs go to stderr.
+    forget, restore, edit, retag, purge, audit, inject, settle, tasks_create,
+    tasks_ready, tasks_show, tasks_claim, tasks_close, tasks_history, preview.
+    Logs go to stderr.
 
     Example: helix mcp serve --http --port 8765
     """

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from helix import config
+from helix.cli import corrections
 from helix.cli.common import (
     emit,
     guarded,
@@ -34,6 +35,12 @@ def memory() -> None:
 
     Example: helix memory recall "add a login endpoint" --limit 5
     """
+
+
+# The corrections beyond edit, forget and restore (retag, purge, audit) are
+# defined with the service the command line makes them through.
+for _command in corrections.COMMANDS:
+    memory.add_command(_command)
 
 
 @memory.command("store")
@@ -386,12 +393,13 @@ def memory_prune(min_effectiveness: float, min_uses: int) -> None:
 @click.argument("name")
 @guarded
 def memory_restore(name: str) -> None:
-    """Restore an archived insight.
+    """Restore an archived insight, with its evidence. Audited; refused while an
+    attempt is in flight (a correction is a person's).
 
     Example: helix memory restore flaky-db-tests
     """
-    with open_memory() as mem:
-        emit(mem.restore(name))
+    with corrections.cli_service() as svc:
+        emit(svc.restore(name))
 
 
 @memory.command("forget")
@@ -399,13 +407,12 @@ def memory_restore(name: str) -> None:
 @guarded
 def memory_forget(name: str) -> None:
     """Take an insight out of recall and injection now (archived: `restore` brings
-    it back). Refused while an attempt is in flight (a person's action).
+    it back). Audited; refused while an attempt is in flight (a person's action).
 
     Example: helix memory forget flaky-db-tests
     """
-    with open_memory() as mem:
-        _person_only(mem, "forget")
-        emit(mem.forget(name))
+    with corrections.cli_service() as svc:
+        emit(svc.forget(name))
 
 
 @memory.command("edit")
@@ -417,21 +424,20 @@ def memory_edit(name: str, content: str, vouch: bool) -> None:
     """Correct an insight's text: the new text goes through the same screen as
     `store`, keeps the kind, tags and files, and replaces the old insight, which is
     archived (restorable). The corrected text starts with no evidence: what was
-    earned belongs to the old words. Refused while an attempt is in flight.
+    earned belongs to the old words. Audited; refused while an attempt is in flight.
 
     Example: helix memory edit flaky-db-tests --content "When ... do ... because ..."
     """
     text = read_text(content, "--content")
-    with open_memory() as mem:
-        _person_only(mem, "edit")
-        if vouch:
-            _at_a_terminal("edit --vouch")
+    if vouch:
+        _at_a_terminal("edit --vouch")
+    with corrections.cli_service() as svc:
         try:
-            emit(mem.edit(name, text))
+            emit(svc.edit(name, text))
         except Screened as exc:
             if not vouch or not _confirmed(str(exc)):
                 raise
-            emit({**mem.edit(name, text, vouched=True), "vouched": True})
+            emit({**svc.edit(name, text, vouched=True), "vouched": True})
 
 
 @memory.command("archived")

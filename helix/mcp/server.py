@@ -100,6 +100,9 @@ run by helix itself, never by what an agent says.
 - `store` adds one; a secret or a hostile instruction is refused, and a near
   duplicate merges into the existing insight.
 - `show` and `history` give an insight's evidence trail; `health` the totals.
+- Corrections (refused while an attempt is in flight, each audited): `edit`
+  the text, `retag` kind and tags, `forget` (archived; `restore` brings it
+  back), `purge` (for good: the text is deleted); `audit` lists them.
 
 ## Ranking
 
@@ -232,6 +235,46 @@ def build(service: Service) -> MCPServer:
         an agent, it is quarantined until a person runs `helix memory approve`.
         Refused while a task's attempt is in flight."""
         return await workers.call(lambda: service.edit(name, content))
+
+    @server.tool(annotations=writing)
+    async def retag(name: Name, kind: Kind | None = None, tags: Words = None) -> dict[str, Any]:
+        """Change an insight's kind and/or tags (tags replace the old ones; [] clears
+        them). Its evidence stays: the words are unchanged. Audited; refused while a
+        task's attempt is in flight."""
+        return await workers.call(lambda: service.retag(name, kind, tags))
+
+    @server.tool(annotations=correcting)
+    async def purge(
+        name: Name,
+        confirm_name: Annotated[
+            str,
+            Field(
+                min_length=1, max_length=SHORT, description="The insight's name again: you mean it."
+            ),
+        ],
+    ) -> dict[str, Any]:
+        """Forget an insight for good: its text is deleted and cannot be restored
+        (use forget to archive it instead). A tombstone and an audit entry remain,
+        and the evidence that names it. Refused while a task's attempt is in flight."""
+
+        def purged() -> dict[str, Any]:
+            if confirm_name != name:
+                raise InvalidInput("confirm_name must repeat the insight's name exactly")
+            return service.purge(name)
+
+        return await workers.call(purged)
+
+    @server.tool(annotations=reading)
+    async def audit(
+        name: Annotated[
+            str | None, Field(max_length=SHORT, description="Only this insight's.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, strict=True)] = 100,
+    ) -> list[dict[str, Any]]:
+        """The corrections made to the memory, newest first: edits, kind and tag
+        changes, archiving, restoring, forgetting for good; each with the surface it
+        came through (cli, mcp, ui), who and from which machine."""
+        return await workers.call(lambda: service.audit(name, limit))
 
     @server.tool(annotations=reading)
     async def show(name: Name) -> dict[str, Any]:
