@@ -11,8 +11,7 @@ import click
 from helix import config
 from helix.cli.common import emit, guarded, json_list, list_option, open_memory
 from helix.errors import HelixError, InvalidInput
-from helix.loop import taskstore
-from helix.run import leases, recovery, selection
+from helix.run import recovery
 from helix.run import state as runstate
 
 AGENTS = ("claude", "codex", "cmd")
@@ -326,23 +325,10 @@ def status_command(as_json: bool) -> None:
 
     Example: helix status --json
     """
-    from datetime import UTC, datetime
+    from helix.service import runs
 
-    paths = config.resolve()
-    state = runstate.load(paths.home)
-    report: dict[str, Any] = {"run": state}
-    if state is not None:
-        alive = state.get("lifecycle") != "stopped" and runstate.pid_alive(state.get("pid"))
-        report["running"] = bool(alive)
-        if state.get("lifecycle") != "stopped" and not alive:
-            report["note"] = "the run that wrote this state is gone (it crashed or was killed)"
-    if taskstore.has_tasks(paths):
-        tasks = taskstore.open_tracker(paths).list()
-        report["queue"] = selection.counts(tasks, datetime.now(UTC))
-        report["blocked_label"] = [
-            t["id"] for t in tasks if selection.BLOCKED_LABEL in selection.labels(t)
-        ]
-        report["runners"] = leases.runners(tasks, datetime.now(UTC))
+    report = runs.status(config.resolve())
+    state = report["run"]
     if as_json:
         emit(report)
         return
