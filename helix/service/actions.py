@@ -283,8 +283,8 @@ class Service:
 
     def purge(self, name: str) -> dict[str, Any]:
         """``helix memory purge``: forget for good (the text is gone, a tombstone
-        stays, the evidence that names it stays). Audited. Not offered over MCP:
-        an agent may archive, never destroy."""
+        stays, the evidence that names it stays). Audited. The MCP tool asks for
+        the name twice (``confirm_name``): an agent must mean it."""
         with self.correcting("purge") as mem:
             return mem.purge(name, self.route)
 
