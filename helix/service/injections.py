@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from helix.errors import InvalidInput
 from helix.loop import contracts, ledger
+from helix.service import overview
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
     from helix.service.actions import Service
 
-# English prose and code run near four characters per token for the models a
-# builder runs on; an estimate to compare injections by, not a bill.
-CHARS_PER_TOKEN = 4
+# One estimate for every page: the overview's (about four characters a token).
+CHARS_PER_TOKEN = overview.CHARS_PER_TOKEN
 MAX_OBJECTIVE = 20_000  # the MCP tools' bound on a text (an objective file may be longer)
 MAX_FILES = 50
 PER_PAGE = 25
@@ -41,7 +41,7 @@ SPAWNS_READ = 200  # spawn records read to name the agent of an attempt on the p
 
 def tokens(text: str) -> int:
     """About how many tokens ``text`` costs (module docstring)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+    return overview.approx_tokens(len(text))
 
 
 def builder_fields(block: str, names: list[str]) -> str:

@@ -171,7 +171,10 @@ def draw(
         f'<svg class="graph taskgraph" xmlns="http://www.w3.org/2000/svg" role="img" '
         f'viewBox="0 0 {placed.width:.0f} {placed.height:.0f}" '
         f'width="{placed.width:.0f}" height="{placed.height:.0f}" '
-        f'aria-label="task graph: {len(nodes)} tasks, {len(edges)} dependencies">'
+        f'aria-label="task graph: {len(nodes)} tasks, {len(edges)} dependencies">',
+        # an arrowhead at the dependent's end of each edge
+        '<defs><marker id="tg-arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" '
+        'markerHeight="7" orient="auto"><path class="arrow" d="M0,0 L8,4 L0,8 z"/></marker></defs>',
     ]
     for src, dst in edges:
         a, b = placed.places.get(src), placed.places.get(dst)
@@ -186,7 +189,7 @@ def draw(
         parts.append(
             f'<path class="{css}" data-from="{escape(src)}" data-to="{escape(dst)}" '
             f'd="M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + bend:.1f} {x2:.1f},{y2 - bend:.1f} '
-            f'{x2:.1f},{y2:.1f}"/>'
+            f'{x2:.1f},{y2:.1f}" marker-end="url(#tg-arrow)"/>'
         )
     for node in nodes:
         p = placed.places[node["id"]]
