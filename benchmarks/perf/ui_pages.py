@@ -1,11 +1,13 @@
 """The dashboard's pages on SQLite and PostgreSQL: how fast ``helix ui`` answers.
 
 What it measures: the wall time of one HTTP request to a running ``helix ui``
-(request sent to last byte read, on a kept-alive connection as a browser's: a
-server that leaves Nagle's algorithm on pays the client's 40 ms delayed ACK on
-such a connection, as a browser would), per page, on a store of 10,000 insights with ~90,000 evidence rows and a task list of
-300 tasks (``_ui_store.py``: feedback events, trials, attempts, task outcomes,
-spawns over 90 days), on both engines side by side in one run.
+(request sent to last byte read), per page, on a store of 10,000 insights with
+~83,000 evidence rows, a task list of 300 tasks and a finished run of 240 cycles
+(``_ui_store.py``: feedback events, trials, attempts, task outcomes and spawns
+over 90 days), on both engines side by side in one run. Requests go over a
+kept-alive connection, as a browser's do: a server that leaves Nagle's algorithm
+on then pays the client's delayed ACK (40 ms on Linux) on small pages, as a
+browser would.
 
 How:
 
@@ -24,9 +26,10 @@ How:
    insight with the most evidence, the task page of the task with the most
    attempts, the insight list searched, filtered by every option of its form's
    selects, by a tag and a file, and paged deep, and the injection preview (a
-   POST, as htmx sends it) when it exists. A known page not
-   served yet is listed as skipped.
-4. Warm-ups (the first request of each page is reported apart: caches filling),
+   POST, as htmx sends it) when it exists. A known page not served yet is
+   listed as skipped.
+4. Warm-ups (the first request of each page is reported apart: caches filling,
+   the model loading; the overview's first is the one the login redirects to),
    then rounds: each round requests every page once on each engine, engines
    alternating which goes first and pages rotating, plus one run of the floor
    (``python -c "import numpy"``), so a busy machine slows every figure alike.
@@ -34,14 +37,19 @@ How:
 Target: every page's median <= 200 ms on both engines, and every request
 answered 200 (a 4xx/5xx or a refused connection fails the run; exit 1).
 
+A page over the target is then profiled (``--profile``: every page): requested
+in a child through the dashboard's ASGI app under cProfile, on the same store,
+naming the helix functions its time goes to and the ones running its SQL.
+
 PostgreSQL runs as the tests run it (fsync and synchronous commit off): reads,
 which is what pages do, are unaffected. Everything that opens a store runs in a
 child process; the servers' peak RSS is reported (VmHWM).
 
-``--quick`` (about a minute): a store of 1,000 insights, one warm-up and 5 rounds.
+``--quick`` (under a minute): a store of 1,000 insights, one warm-up, 5 rounds.
+A full run takes about two minutes once the store is cached.
 
     python benchmarks/perf/ui_pages.py [--quick] [--insights 10000] [--rounds 15]
-        [--warmups 3] [--out FILE] [--json]
+        [--warmups 3] [--profile] [--out FILE] [--json]
 """
 
 from __future__ import annotations
