@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from uibrowser import (  # noqa: F401
     COOKIE,
     HttpClient,
     UiServer,
+    browser_fixture,
+    console_messages,
     demo_copy_fixture,
     demo_project_fixture,
     http_session,
@@ -373,6 +376,146 @@ def test_every_response_carries_the_security_headers(server, client):
     csp = replies["page"].headers["Content-Security-Policy"]
     assert "frame-ancestors 'none'" in csp and "script-src 'self'" in csp
     assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+
+
+def reachable_pages(client: HttpClient, victim: str) -> list[str]:
+    """The navigation's pages, an insight's page, and the first detail page each
+    list links to (a task, a run)."""
+    paths = ["/", "/insights", f"/insight/{victim}"]
+    status, _, body = client.get("/")
+    paths += [p for p in re.findall(r'<a href="(/[a-z]+)"', body) if p not in paths]
+    for listing in list(paths):
+        _, _, body = client.get(listing)
+        for link in re.findall(r'href="(/[a-z]+/[^"?#]+)"', body):
+            if not link.startswith("/static/") and link not in paths:
+                paths.append(link)
+                break
+    return paths
+
+
+INLINE = [
+    (re.compile(r"<script(?![^>]*\bsrc=)[^>]*>", re.I), "an inline <script>"),
+    (re.compile(r"<[^>]+\son[a-z]+\s*=", re.I), "an on* event handler attribute"),
+    (re.compile(r"<[^>]+\sstyle\s*=", re.I), "a style attribute (CSP style-src 'self' ignores it)"),
+    (re.compile(r"<style[\s>]", re.I), "a <style> element (CSP style-src 'self' ignores it)"),
+    (re.compile(r"javascript:", re.I), "a javascript: URL"),
+    (re.compile(r"\b(?:src|action)\s*=\s*[\"']?(?:https?:)?//", re.I), "a resource from elsewhere"),
+    (re.compile(r"<link[^>]+href\s*=\s*[\"']?(?:https?:)?//", re.I), "a stylesheet from elsewhere"),
+]
+
+
+def test_no_page_needs_what_the_content_security_policy_forbids(client, victim):
+    """What CSP would block (so the page would silently break) or what it
+    exists to stop: inline script or style, handlers, resources from elsewhere."""
+    pages = reachable_pages(client, victim)
+    assert len(pages) >= 5, pages
+    found = []
+    for path in pages:
+        status, headers, body = client.get(path)
+        assert status < 500, (path, status, body[:300])
+        assert headers.get("Content-Type", "").startswith("text/html"), path
+        for pattern, what in INLINE:
+            for hit in pattern.finditer(body):
+                found.append(f"{path}: {what}: {body[hit.start() : hit.start() + 120]!r}")
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.browser
+def test_no_page_trips_the_content_security_policy_in_chromium(server, client, victim, browser):
+    login(browser, server)
+    console_messages(browser)
+    refusals = []
+    for path in reachable_pages(client, victim):
+        browser.get(server.base + path)
+        wait_until(browser, lambda b: b.execute_script("return document.readyState") == "complete")
+        for message in console_messages(browser):
+            if "favicon.ico" in message:  # asked for by Chromium itself
+                continue
+            if "Content Security Policy" in message or "Failed to load resource" in message:
+                refusals.append(f"{path}: {message}")
+    assert not refusals, "\n".join(refusals)
+
+
+# --- markup in data and in URLs -----------------------------------------------------------
+
+PAYLOADS = ("<script>window.pwned", "<img src=x onerror", "<svg/onload", "<b>bold</b>", "<i>f</i>")
+HOSTILE_INSIGHT = (
+    'When a page shows <script>window.pwned=1</script> or <img src=x onerror="window.pwned=2">, '
+    "escape it because markup in data is an attack"
+)
+HOSTILE_TASK = '<script>window.pwned=3</script> hostile "title"'
+
+
+def helix(project: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "helix", *args],
+        cwd=project,
+        env={**os.environ, "HELIX_HOME": str(project / ".helix")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def unescaped(body: str) -> list[str]:
+    return [p for p in PAYLOADS if p in body]
+
+
+def test_markup_stored_in_insights_and_tasks_is_shown_as_text(demo_copy):
+    """Stored XSS: an insight, its tags and files, a task's title, description
+    and labels holding markup show as text on every page."""
+    stored = json.loads(
+        helix(
+            demo_copy, "memory", "store", "--content", HOSTILE_INSIGHT,
+            "--tags", "xss,<b>bold</b>", "--files", "<i>f</i>.py",
+        )
+    )  # fmt: skip
+    created = helix(
+        demo_copy, "tasks", "create", HOSTILE_TASK, "--description", "<img src=x onerror=alert(4)>",
+        "--labels", "<svg/onload=alert(5)>", "--verify", "true", "-q",
+    ).strip()  # fmt: skip
+    with UiServer(demo_copy) as server:
+        client = http_session(server)
+        name = stored["name"]
+        pages = reachable_pages(client, name) + [
+            f"/insight/{name}",
+            f"/task/{created}",
+            "/insights?q=pwned",
+            "/insights?tag=xss",
+            "/insights?order=recent",
+            "/tasks",
+        ]
+        shown = {}
+        for path in pages:
+            status, _, body = client.get(path)
+            assert status < 500, (path, status)
+            assert not unescaped(body), (path, unescaped(body))
+            shown[path] = body
+    # the data is on the pages, as text (so the test above was not vacuous)
+    assert "&lt;script&gt;window.pwned=1" in shown[f"/insight/{name}"]
+    assert "&lt;script&gt;window.pwned=3" in shown[f"/task/{created}"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/insight/{x}",
+        "/task/{x}",
+        "/insights?q={x}",
+        "/insights?tag={x}&kind={x}&file={x}&status={x}&order={x}&page={x}",
+        "/insight/{victim}?done={x}",
+        "/no-such-page/{x}",
+    ],
+)
+def test_markup_in_a_url_is_shown_as_text(client, victim, path):
+    """Reflected XSS: what a link carries never comes back as markup."""
+    x = urllib.parse.quote('"><script>window.pwned=1</script><img src=x onerror=alert(2)>')
+    status, _, body = client.get(path.format(x=x, victim=victim))
+    assert status < 500, (path, status, body[:300])
+    assert "<script>window.pwned" not in body and "<img src=x onerror" not in body, path
 
 
 # --- bad input ------------------------------------------------------------------------

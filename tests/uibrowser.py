@@ -452,6 +452,7 @@ def start_browser(
         *extra,
     ):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console_messages
     service = Service(executable_path=shutil.which("chromedriver"))
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(HTTP_TIMEOUT)
@@ -505,6 +506,12 @@ def login(browser: Any, server: UiServer, path: str = "/") -> None:
         )
     if path != "/" or browser.current_url.rstrip("/") != server.base:
         browser.get(server.base + path)
+
+
+def console_messages(browser: Any) -> list[str]:
+    """The browser console's messages since the last call (errors, warnings,
+    Content-Security-Policy refusals, resources that failed to load)."""
+    return [str(entry.get("message", "")) for entry in browser.get_log("browser")]
 
 
 _shots: Path | None = None
