@@ -49,6 +49,7 @@ TABLES = [
 
 @pytest.fixture
 def service(tmp_path: Path, engine, minilm) -> Service:
+    """A project on the engine under test: every test using it runs once per engine."""
     home = tmp_path / "proj" / ".helix"
     home.mkdir(parents=True)
     return Service(Paths(home=home, db=store_of(home)), embedder=minilm, route="ui")
@@ -100,9 +101,6 @@ def settle(svc: Service, task_id: str, output: str = DELIVERED) -> dict[str, Any
         return dict(
             outcomes.finish(mem, tracker_of(svc.paths.home), task_id, output, svc.paths.home)
         )
-
-
-pytestmark = pytest.mark.usefixtures("engine")
 
 
 def test_the_preview_chooses_as_inject_does_and_writes_nothing(service: Service) -> None:
@@ -240,7 +238,6 @@ def figure(body: str, name: str) -> str:
     return found.group(1).replace("≈", "").replace(",", "").strip()
 
 
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_the_injections_page_agrees_with_helix_history(
     server: UiServer, demo_project: Path
 ) -> None:
@@ -260,7 +257,6 @@ def test_the_injections_page_agrees_with_helix_history(
         assert ('badge good">verified' in row) == bool(attempt["verified"])
 
 
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_the_preview_over_http_equals_helix_inject_preview(
     server: UiServer, demo_project: Path
 ) -> None:
@@ -286,7 +282,6 @@ def test_the_preview_over_http_equals_helix_inject_preview(
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_the_injections_page_in_a_browser(server: UiServer, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen

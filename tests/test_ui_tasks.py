@@ -123,6 +123,7 @@ def test_the_drawing_links_each_node_and_escapes_titles() -> None:
 
 @pytest.fixture
 def service(tmp_path: Path, engine) -> Service:
+    """A project on the engine under test: every test using it runs once per engine."""
     home = tmp_path / "proj" / ".helix"
     home.mkdir(parents=True)
     return Service(Paths(home=home, db=store_of(home)), embedder=HashEmbedder(), route="ui")
@@ -168,9 +169,6 @@ def graph_of_four(svc: Service) -> dict[str, str]:
     tracker.close(ids["broken"], "blocked", "could not")
     tracker.claim(ids["busy"], "someone")
     return ids
-
-
-pytestmark = pytest.mark.usefixtures("engine")
 
 
 def test_the_overview_classes_counts_and_ledger(service: Service) -> None:
@@ -294,7 +292,6 @@ def server(demo_project: Path):
         yield running
 
 
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_the_tasks_page_agrees_with_helix_tasks_status(
     server: UiServer, demo_project: Path
 ) -> None:
@@ -313,7 +310,6 @@ def test_the_tasks_page_agrees_with_helix_tasks_status(
     assert body.count('<a class="node ') == len(listed)
 
 
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_each_task_page_agrees_with_helix_history(server: UiServer, demo_project: Path) -> None:
     client = http_session(server)
     for task in helix_json(demo_project, "tasks", "list", "--json"):
@@ -337,7 +333,6 @@ def test_each_task_page_agrees_with_helix_history(server: UiServer, demo_project
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_the_tasks_pages_in_a_browser(server: UiServer, browser: Any, demo_project: Path) -> None:
     from selenium.webdriver.common.by import By
 
