@@ -21,7 +21,8 @@ project that used helix for three months would hold (per 10,000 insights):
 * one ``feedback_event`` per trial insight, then ``decay`` events, to 40,000
   events: each insight's events walk its effectiveness, and its row's summary
   columns (helped, failed, use_count, effectiveness, uplift, evidence,
-  last_feedback_at) end where its events do;
+  last_feedback_at) end where its events do; the evidence written by two people
+  and two CI runners (provenance), so a shared store finds proven insights;
 * a few dozen ``audit`` rows (corrections through the CLI, MCP and the dashboard);
 * the state file and log of a finished ``helix run`` of 240 cycles (the state
   keeps the newest 200), as ``helix.run.state`` writes them.
@@ -61,7 +62,7 @@ sys.path.insert(0, str(HERE))
 import _common as common  # noqa: E402
 import _stores  # noqa: E402
 
-RECIPE_VERSION = "3"
+RECIPE_VERSION = "4"
 # What a project's data directory holds of it (copied into each benchmark project).
 FILES = ("helix.db", "tasks.jsonl", "run-state.json", "logs")
 DAYS = 90
@@ -78,6 +79,17 @@ PER_10K = {
 }
 OUTCOMES = (("delivered", 0.62), ("partial", 0.14), ("blocked", 0.19), ("skipped", 0.05))
 NOT_NAMED = 0.5  # the exposure uplift.record gives an injected insight not named as used
+# Who wrote the evidence (actor, machine, run: db.provenance): a team of two and
+# two CI runners, so a shared store's rule of two sources for a proven insight
+# (helix.memory.proven) finds what a team's store would. On PostgreSQL a trigger
+# makes the actor the database role; the machines stay apart.
+SOURCES = (
+    (("ana", "laptop-ana", ""), 0.3),
+    (("ben", "laptop-ben", ""), 0.2),
+    (("ci", "ci-runner-1", "run-nightly"), 0.25),
+    (("ci", "ci-runner-2", "run-nightly"), 0.25),
+)
+UPKEEP = ("ci", "ci-runner-1", "")
 
 
 def counts_for(n: int) -> dict[str, int]:
@@ -113,6 +125,10 @@ def stamp(moment: datetime) -> str:
 
 def pick(rng: random.Random, weighted: tuple[tuple[str, float], ...]) -> str:
     return rng.choices([w[0] for w in weighted], [w[1] for w in weighted])[0]
+
+
+def pick_source(rng: random.Random) -> tuple[str, str, str]:
+    return rng.choices([s[0] for s in SOURCES], [s[1] for s in SOURCES])[0]
 
 
 def uid(rng: random.Random) -> str:
@@ -354,6 +370,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
         agents.append((agent, 1, rng.randint(5, 120), stamp(began)))
         if settled:
             done = began + timedelta(minutes=rng.uniform(4, 90))
+            who = pick_source(rng)
             outcome = pick(rng, OUTCOMES)
             verified = outcome == "delivered" and rng.random() < 0.85
             exit_code = 0 if verified else rng.choice((1, 1, 2, None))
@@ -407,15 +424,13 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
                     stamp(done),
                     None,
                     uid(rng),
-                    "bench",
-                    "bench-host",
-                    "",
+                    *who,
                 )
             )
             value = {"delivered": 1.0, "partial": 0.5}.get(outcome, 0.0)
             if verified or value < 1.0:
                 trials.append(
-                    (task["id"], attempt_id, value, verified, done, injected, set(utilized))
+                    (task["id"], attempt_id, value, verified, done, injected, set(utilized), who)
                 )
         attempts.append(row)
     for _ in range(counts["other_spawns"]):
@@ -447,13 +462,24 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
             value = 0.5  # an unverified success moves nothing: report it as partial
         injected = popular(rng.randint(1, 4))
         utilized = {x for x in injected if rng.random() < 0.6}
-        trials.append((task["id"] if task else None, None, value, verified, at, injected, utilized))
+        trials.append(
+            (
+                task["id"] if task else None,
+                None,
+                value,
+                verified,
+                at,
+                injected,
+                utilized,
+                pick_source(rng),
+            )
+        )
     # Upkeep's decay of insights unused for a while, to the event total; every
     # trial and decay in time order, so each insight's events form one chain.
     happenings: list[tuple] = []
-    for task_id, attempt_id, value, verified, at, injected, utilized in trials:
+    for task_id, attempt_id, value, verified, at, injected, utilized, who in trials:
         at = max(at, max(created[x] for x in injected))
-        happenings.append((at, (task_id, attempt_id, value, verified, injected, utilized)))
+        happenings.append((at, (task_id, attempt_id, value, verified, injected, utilized, who)))
     linked = sum(len(t[5]) for t in trials)
     decayable = order[: len(order) // 2]
     for _ in range(max(0, counts["feedback_events"] - linked)):
@@ -467,7 +493,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
     trial_rows: list[tuple] = []
     links: list[tuple] = []
 
-    def event(name, task_id, outcome, verified, causal, before, at) -> None:
+    def event(name, task_id, outcome, verified, causal, before, at, who) -> None:
         st = state[name]
         st[6] = at
         events.append(
@@ -481,9 +507,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
                 round(st[0], 6),
                 stamp(at),
                 uid(rng),
-                "bench",
-                "bench-host",
-                "",
+                *who,
             )
         )
 
@@ -492,13 +516,24 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
             st = state[what]
             before = st[0]
             st[0] = 0.5 + (before - 0.5) / 2
-            event(what, None, "decay", False, False, before, at)
+            event(what, None, "decay", False, False, before, at, UPKEEP)
             continue
-        task_id, attempt_id, value, verified, injected, utilized = what
+        task_id, attempt_id, value, verified, injected, utilized, who = what
         trial_id = len(trial_rows) + 1
         passed = None if not verified else int(value == 1.0)
         trial_rows.append(
-            (trial_id, task_id, attempt_id, value, passed, int(verified), 0.5, stamp(at), uid(rng))
+            (
+                trial_id,
+                task_id,
+                attempt_id,
+                value,
+                passed,
+                int(verified),
+                0.5,
+                stamp(at),
+                uid(rng),
+                *who,
+            )
         )
         outcome = {1.0: "delivered", 0.5: "partial"}.get(value, "blocked")
         for name in injected:
@@ -515,7 +550,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
                 st[5] += 1.0 if causal else NOT_NAMED
             st[3] += 1
             st[4] = at
-            event(name, task_id, outcome, verified, causal, before, at)
+            event(name, task_id, outcome, verified, causal, before, at, who)
     audit = []
     for _ in range(counts["audit"]):
         verb = rng.choice(("edit", "kind", "tags", "archive", "restore"))
@@ -568,7 +603,7 @@ def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
     _insert(
         conn,
         "INSERT INTO trial(id, task_id, attempt, value, passed, verified, baseline, created_at, "
-        "uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "uid, actor, machine, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         trial_rows,
     )
     _insert(

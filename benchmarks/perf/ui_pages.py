@@ -221,7 +221,7 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
         for r in mine[:15]
     ]
     # Which helix functions run the statements, and how long their statements take.
-    sql: dict[str, float] = {}
+    sql: dict[str, list[float]] = {}
     for r in rows:
         verbs = ("execute", "executemany", "fetchall", "fetchone", "__iter__")
         sqlite_call = r[3] == "~" and "sqlite3." in r[5] and any(f"'{v}'" in r[5] for v in verbs)
@@ -230,14 +230,17 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
                 if "/helix/memory/postgres.py" in cfile:
                     continue
                 key = f"{_short(cfile)}:{cline}({cfunc})"
-                sql[key] = sql.get(key, 0.0) + caller[3] / runs
+                spent = sql.setdefault(key, [0.0, 0.0])
+                spent[0] += caller[3] / runs
+                if "fetch" not in r[5] and "__iter__" not in r[5]:
+                    spent[1] += caller[1] / runs  # statements run, not rows fetched
     return {
         "ms": [round(t, 1) for t in times],
         "statuses": statuses,
         "top": top,
         "sql_by_caller": [
-            f"{ms * 1000:7.1f} ms {where}"
-            for where, ms in sorted(sql.items(), key=lambda kv: -kv[1])[:10]
+            f"{ms * 1000:7.1f} ms {calls:5.0f} statements {where}"
+            for where, (ms, calls) in sorted(sql.items(), key=lambda kv: -kv[1][0])[:10]
         ],
     }
 
@@ -290,6 +293,7 @@ class Server:
         self.cookie = ""
         self.csrf = ""
         self.first_overview_ms = 0.0
+        self.figures: dict[str, str] = {}
         self.host = ""
         self.port = 0
         started = time.perf_counter()
@@ -334,6 +338,11 @@ class Server:
         if status != 200 or not found:
             raise RuntimeError(f"the overview on {LABELS[self.engine]} answered {status}")
         self.csrf = found.group(1).decode()
+        # The overview's figures: both engines' stores should show the same.
+        self.figures = {
+            k.decode(): re.sub(rb"\s+", b" ", v).strip().decode("utf-8", "replace")
+            for k, v in re.findall(rb'data-figure="([^"]+)"[^>]*>([^<]*)<', body)
+        }
 
     def _connection(self) -> http.client.HTTPConnection:
         if self.conn is None:
@@ -687,6 +696,20 @@ def table(result: dict) -> list[str]:
     return lines
 
 
+def figure_lines(figures: dict[str, dict[str, str]]) -> list[str]:
+    """The overview's figures that differ between the engines (the same store)."""
+    keys = sorted(set(figures["sqlite"]) | set(figures["postgresql"]))
+    differ = [
+        f"{k} {figures['sqlite'].get(k, '-')} / {figures['postgresql'].get(k, '-')}"
+        for k in keys
+        if figures["sqlite"].get(k) != figures["postgresql"].get(k)
+    ]
+    same = len(keys) - len(differ)
+    return [f"overview figures: {same} the same on both engines"] + (
+        ["  differing (SQLite / PostgreSQL): " + "; ".join(differ)] if differ else []
+    )
+
+
 def profile_lines(profiles: list[dict]) -> list[str]:
     lines = []
     for p in profiles:
@@ -806,6 +829,7 @@ def main() -> int:
                     )
                     profiles.append({"page": row["target"], "engine": engine, **found})
         peaks = {e: servers[e].peak_rss_mb() for e in ENGINES}
+        figures = {e: servers[e].figures for e in ENGINES}
         starts = {e: round(servers[e].start_s, 2) for e in ENGINES}
         for server in servers.values():
             server.stop()
@@ -843,6 +867,7 @@ def main() -> int:
             "skipped": skipped,
             "server_start_s": starts,
             "server_peak_rss_mb": peaks,
+            "overview_figures": figures,
             "server_errors": logged,
             "problems": problems,
             **measured,
@@ -864,6 +889,7 @@ def main() -> int:
         "",
         f"servers: started in {starts['sqlite']} / {starts['postgresql']} s, peak RSS "
         f"{peaks['sqlite']} / {peaks['postgresql']} MB (SQLite / PostgreSQL)",
+        *figure_lines(figures),
         *[f"skipped: {s}" for s in skipped],
         *profile_lines(profiles),
         *[f"MISSED: {p}" for p in problems],
