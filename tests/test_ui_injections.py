@@ -303,3 +303,25 @@ def test_the_injections_page_in_a_browser(server: UiServer, browser: Any) -> Non
     assert int(tokens.replace("≈", "").strip()) > 0
     browser.find_element(By.ID, "preview").location_once_scrolled_into_view  # noqa: B018
     screenshot(browser, "preview")
+
+
+def test_the_mcp_tool_previews_as_the_cli_does(demo_project: Path) -> None:
+    import anyio
+    from mcp_client import error, ok, stdio_client
+
+    objective = "Combine timestamps and overrides in the config loader"
+    cli = helix_json(demo_project, "inject", "--preview", objective, "--limit", "4")
+    ledger = Service(Paths.at(demo_project / ".helix"), route="ui")
+    before = injections.recent(ledger)["total"]
+
+    async def main() -> tuple[Any, str]:
+        async with stdio_client(demo_project) as client:
+            shown = await ok(client, "preview", objective=objective, limit=4)
+            refused = await error(client, "preview", {"objective": ""})
+        return shown, refused
+
+    shown, refused = anyio.run(main)
+    assert shown["names"] == cli["names"] and shown["received"] == cli["received"]
+    assert shown["tokens"] == cli["tokens"] and shown["recorded"] is False
+    assert "objective" in refused
+    assert injections.recent(ledger)["total"] == before
