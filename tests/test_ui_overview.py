@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -150,6 +150,20 @@ def test_the_learning_curve_counts_verified_outcomes_by_day_and_injection(projec
     # Wilson's 95% interval of 3 in 4
     assert (round(low, 4), round(high, 4)) == (0.3006, 0.9544)
     assert view.wilson(0, 0) is None
+
+
+def test_the_curve_is_drawn_per_week_when_days_hold_few_outcomes():
+    from helix.memory.activity import OutcomeDay
+
+    start = date(2026, 9, 1)  # a Tuesday
+    sparse = [OutcomeDay((start + timedelta(days=d)).isoformat(), True, 3, 2) for d in range(40)]
+    curve = view.learning_curve(sparse)
+    assert curve.unit == "week" and curve.buckets[0].label == "2026-08-31"  # its Monday
+    assert [b.injected.n for b in curve.buckets] == [18, 21, 21, 21, 21, 18]
+    dense = [OutcomeDay((start + timedelta(days=d)).isoformat(), False, 9, 4) for d in range(40)]
+    assert view.learning_curve(dense).unit == "day"
+    years = [OutcomeDay(f"{y}-0{m}-15", True, 1, 1) for y in (2024, 2025) for m in range(1, 10)]
+    assert view.learning_curve(years).unit == "month"
 
 
 def test_too_little_data_is_said_plainly(project, service):

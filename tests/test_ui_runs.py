@@ -200,6 +200,30 @@ def test_an_event_is_one_data_line_per_line():
     assert runs_page.message("", "end") == "event: end\ndata: \n\n"
 
 
+def test_a_quiet_stream_sends_heartbeats_and_ends_with_its_lifetime(
+    project, monkeypatch: pytest.MonkeyPatch
+):
+    import anyio
+
+    _, paths = project
+    monkeypatch.setattr(runs_page, "HEARTBEAT", 0.05)
+    run = Run(paths.home).start()
+    sent: list[str] = []
+
+    async def read() -> None:
+        async for chunk in runs_page.stream(paths, poll=0.01, lifetime=0.5):
+            sent.append(chunk)
+
+    try:
+        anyio.run(read)
+    finally:
+        run.lock.release()
+    assert sent[0].startswith("data: ") and 'data-value="starting"' in sent[0]
+    beats = [c for c in sent[1:] if c == ": still watching\n\n"]
+    assert len(beats) >= 3 and len(beats) == len(sent) - 1  # nothing changed: only beats
+    assert not any(c.startswith("event: end") for c in sent)  # cut by its lifetime
+
+
 # --- a real server ------------------------------------------------------------------
 
 
@@ -272,6 +296,27 @@ def test_the_stream_sends_each_change_and_ends_with_the_run(tmp_path: Path):
                     stream.next()
             finally:
                 stream.close()
+    finally:
+        run.lock.release()
+
+
+def test_the_server_stops_promptly_with_a_stream_open(tmp_path: Path):
+    project = tmp_path / "project"
+    home = project / ".helix"
+    home.mkdir(parents=True)
+    run = Run(home).start()
+    try:
+        server = UiServer(project).start()
+        stream = Events(server, http_session(server).cookie)
+        try:
+            stream.next()
+            started = time.monotonic()
+            code = server.stop(timeout=20)
+            # it ended on SIGTERM (uvicorn re-raises it), not on the kill after 20 s
+            assert time.monotonic() - started < 10 and code != -9
+        finally:
+            stream.close()
+            server.stop()
     finally:
         run.lock.release()
 

@@ -30,8 +30,12 @@ if TYPE_CHECKING:
 WINDOW_DAYS = 30  # the activity and cost charts' span
 MIN_OUTCOMES = 10  # verified outcomes before a curve says anything
 MIN_BUCKETS = 2  # and at least this many days (or weeks) with some
-DAILY_SPAN = 60  # days: a longer history is shown per week
-WEEKLY_SPAN = 730  # days: a longer one per month
+# The curve's bucket: the finest of day, week and month whose buckets hold
+# PER_BUCKET verified outcomes on average (a day of two outcomes draws a zigzag
+# of 0% and 100%), unless the coarser one would leave fewer than MIN_POINTS.
+PER_BUCKET = 8
+MIN_POINTS = 3
+UNITS = ("day", "week", "month")
 Z95 = 1.959964  # the normal quantile of a 95% interval
 RECENT_SETTLEMENTS = 10
 # Tokens of English text and code run at about four characters each (the usual
@@ -194,14 +198,11 @@ def warnings(health: dict[str, Any], in_flight: int) -> list[str]:
 
 def learning_curve(rows: list[activity.OutcomeDay]) -> Curve:
     """The verified pass rate per bucket, with and without injected insights;
-    the bucket is a day, a week (Monday first) or a month by the history's span."""
-    if rows:
-        first, last = date.fromisoformat(rows[0].day), date.fromisoformat(rows[-1].day)
-        span = (last - first).days
-    else:
-        first = last = date.today()
-        span = 0
-    unit = "day" if span <= DAILY_SPAN else "week" if span <= WEEKLY_SPAN else "month"
+    the bucket is a day, a week (Monday first) or a month, chosen by how many
+    outcomes the history holds over its span (:data:`PER_BUCKET`)."""
+    first = date.fromisoformat(rows[0].day) if rows else date.today()
+    last = date.fromisoformat(rows[-1].day) if rows else first
+    unit = _unit(first, last, sum(r.verified for r in rows))
     buckets: dict[str, Bucket] = {}
     for key in _bucket_keys(first, last, unit) if rows else []:
         buckets[key] = Bucket(key)
@@ -230,6 +231,15 @@ def learning_curve(rows: list[activity.OutcomeDay]) -> Curve:
             f"{unit}(s); it needs at least {MIN_OUTCOMES} over {MIN_BUCKETS} or more."
         )
     return Curve(unit, list(buckets.values()), injected, bare, enough, note)
+
+
+def _unit(first: date, last: date, total: int) -> str:
+    for unit, coarser in zip(UNITS, UNITS[1:], strict=False):
+        if total >= PER_BUCKET * len(_bucket_keys(first, last, unit)):
+            return unit
+        if len(_bucket_keys(first, last, coarser)) < MIN_POINTS:
+            return unit
+    return UNITS[-1]
 
 
 def _bucket_of(day: date, unit: str) -> str:

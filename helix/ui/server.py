@@ -13,6 +13,7 @@ from helix.service.actions import Service
 from helix.ui import gate
 
 DEFAULT_HOST = "127.0.0.1"
+SHUTDOWN_GRACE = 3  # seconds open responses get to finish when the server stops
 
 
 def check_host(host: str, allow_remote: bool) -> None:
@@ -74,8 +75,15 @@ def serve(
     asgi = app.create(service, sessions, gate.allowed_hosts(host, bound))
     print(f"helix ui: http://{shown}:{bound}{gate.LOGIN_PATH}?token={sessions.token}", file=out)
     print("helix ui: the link works once; Ctrl-C stops the server", file=out, flush=True)
+    # A live page's event stream (/runs/events) stays open while a run lives:
+    # on Ctrl-C it gets a few seconds to finish, then it is cancelled.
     config = uvicorn.Config(
-        asgi, log_level="warning", access_log=False, lifespan="on", server_header=False
+        asgi,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        server_header=False,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])

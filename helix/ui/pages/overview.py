@@ -21,8 +21,15 @@ def _curve_plot(curve: view.Curve) -> Markup:
         band=[b.injected.interval for b in curve.buckets],
         css="line",
     )
-    bare = svg.Series("without", [b.bare.rate for b in curve.buckets], css="line alt")
-    return svg.line_chart(labels, [injected, bare], title="verified pass rate")
+    bare = svg.Series(
+        "without",
+        [b.bare.rate for b in curve.buckets],
+        css="line alt",
+        dots=["alt"] * len(curve.buckets),
+    )
+    return svg.line_chart(
+        labels, [injected, bare], title="verified pass rate", width=1000, height=280
+    )
 
 
 def _bars(labels: list[str], values: list[float], title: str, unit: str = "") -> Markup:
