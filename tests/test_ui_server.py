@@ -178,3 +178,34 @@ def test_a_screenshot_holds_the_whole_page(server, browser, tmp_path, monkeypatc
     width, height = struct.unpack(">II", path.read_bytes()[16:24])
     assert width == size["width"] and 2400 <= height <= 3000
     assert browser.get_window_size() == size
+
+
+def test_without_chromium_the_browser_tests_skip_but_fail_under_ci(monkeypatch):
+    import uibrowser
+
+    monkeypatch.setattr(uibrowser, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(uibrowser.shutil, "which", lambda name: None)
+    monkeypatch.delenv("CI", raising=False)
+    assert "make browser-tools" in (uibrowser.browser_missing() or "")
+    with pytest.raises(pytest.skip.Exception, match="chromium not found"):
+        uibrowser.start_browser()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="chromium not found"):
+        uibrowser.start_browser()
+
+
+@pytest.mark.browser
+@pytest.mark.xfail(
+    strict=True,
+    reason="gate.COOKIE is one name for every port and cookies ignore ports: logging in to "
+    "a second helix ui on 127.0.0.1 replaces the first one's session cookie in the browser, "
+    "and the first dashboard's token is spent (fix: a cookie name carrying the port)",
+)
+def test_two_dashboards_stay_logged_in_side_by_side_in_one_browser(demo_project, browser):
+    with UiServer(demo_project) as first, UiServer(demo_project) as second:
+        browser.get(first.login_url)
+        browser.get(second.login_url)
+        browser.get(second.base + "/")
+        assert 'name="csrf-token"' in browser.page_source
+        browser.get(first.base + "/")
+        assert 'name="csrf-token"' in browser.page_source, browser.page_source[:300]
