@@ -271,18 +271,22 @@ def _client(service: Service):
 # --- a real server and a browser, on the demo store -----------------------------------
 
 
+def _cli(project: Path, *args: str):
+    """What a helix command prints as JSON in ``project``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "helix", *args],
+        cwd=project,
+        env={**os.environ, "HELIX_HOME": str(project / ".helix")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
 @pytest.mark.browser
 def test_the_overview_in_a_browser_shows_helix_memory_health(demo_project: Path, browser):
-    health = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "helix", "memory", "health"],
-            cwd=demo_project,
-            env={**os.environ, "HELIX_HOME": str(demo_project / ".helix")},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    )
+    health = _cli(demo_project, "memory", "health")
     with UiServer(demo_project) as server:
         status, _, body = http_session(server).get("/")
         assert status == 200
@@ -307,7 +311,19 @@ def test_the_overview_in_a_browser_shows_helix_memory_health(demo_project: Path,
             assert shown[key] == str(health[key]), key
         for key in ("causal_ratio", "mean_effectiveness"):
             assert math.isclose(float(shown[key]), health[key]), key
-        assert browser.find_element("css selector", "#settlements table")
+        rows = browser.find_elements("css selector", "#settlements tr[data-settlement]")
+        assert rows
+        for row in rows[:3]:  # each as `helix history TASK` tells its attempt
+            task, attempt = row.get_attribute("data-task"), row.get_attribute("data-settlement")
+            told = {a["attempt"]: a for a in _cli(demo_project, "history", task)}[attempt]
+
+            def cell(name: str, row=row) -> str:
+                return row.find_element("css selector", f'[data-field="{name}"]').text
+
+            assert cell("claimed") == told["claimed"] and cell("outcome") == told["outcome"]
+            assert cell("verify_exit") == str(told["verify_exit"])
+            assert cell("injected") == str(len(told["injected"]))
+            assert cell("verified") == ("verified" if told["verified"] else "no")
         screenshot(browser, "overview")
 
 
