@@ -62,7 +62,6 @@ _COUNTED = {
     ("insight", "created_at"),
     ("merge_event", "created_at"),
     ("archive", "archived_at"),
-    ("attempt", "started_at"),
 }
 
 
