@@ -1,14 +1,28 @@
 """The dashboard's Insights pages: the service's views on both engines (filters,
-standings and their counts, evidence, usefulness over time), then the pages in
-headless Chromium on a demo store, their figures checked against the CLI's JSON
-and every correction made through the forms."""
+standings and their counts, evidence, usefulness over time; every test taking
+``service`` runs on each), then the pages of a real ``helix ui`` on a demo
+store: refusals over HTTP, and in headless Chromium the figures checked against
+the CLI's JSON and every correction made through the forms."""
 
 from __future__ import annotations
 
+import html
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helix_process import run_helix
 from stores import store_of
+from uibrowser import (  # noqa: F401 (fixtures)
+    UiServer,
+    browser_fixture,
+    demo_copy_fixture,
+    demo_project_fixture,
+    http_session,
+    login,
+    screenshot,
+)
 
 from helix.config import Paths
 from helix.errors import InvalidInput, NotFound
@@ -73,9 +87,6 @@ def stocked(svc: Service) -> dict[str, str]:
             ("2020-01-01T00:00:00+00:00", "2020-01-01T00:00:00+00:00", names["mail"]),
         )
     return names
-
-
-pytestmark = pytest.mark.usefixtures("engine")
 
 
 def test_the_list_pages_by_usefulness_with_standings_and_counts(service: Service) -> None:
@@ -172,6 +183,24 @@ def test_one_insight_with_evidence_series_and_audit(service: Service) -> None:
     assert again["totals"]["events"] == 3
 
 
+def test_each_event_gets_its_own_attempt_when_a_task_settles_twice_at_once(
+    service: Service,
+) -> None:
+    """Two attempts at one task settled in the same second: a feedback event names
+    no attempt, so each is matched to the trial of its own result."""
+    name = stocked(service)["money"]
+    settle(service, [name], "delivered", "hx-twice", "a-pass", 0)
+    settle(service, [name], "blocked", "hx-twice", "a-fail", 1)
+    settle(service, [name], "delivered", "hx-twice", "a-pass-2", 0)
+    trail = [e for e in insights.detail(service, name)["trail"] if e["task_id"] == "hx-twice"]
+    assert [(e["outcome"], e["verify_exit"]) for e in trail] == [
+        ("delivered", 0),
+        ("blocked", 1),
+        ("delivered", 0),
+    ]
+    assert sorted(e["attempt"] for e in trail) == ["a-fail", "a-pass", "a-pass-2"]
+
+
 def test_archived_and_purged_insights_have_pages(service: Service) -> None:
     names = stocked(service)
     service.forget(names["deploy"])
@@ -200,3 +229,216 @@ def test_wilson_interval() -> None:
     assert 0.49 < low < 0.5 and 0.94 < high < 0.95
     low, high = insights.wilson(50, 50)
     assert low == pytest.approx(1 - high)
+
+
+# --- a real server on the demo store ------------------------------------------------
+
+
+def cli(project: Path, *args: str) -> Any:
+    """``helix ARGS`` on the demo project, as a person would run it; its JSON."""
+    done = run_helix(project / ".helix", *args, env={"HELIX_DB": None, "HELIX_EMBEDDER": None})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def selenium() -> Any:
+    """Selenium's pieces these tests use (imported here: the view tests above
+    run without it; a browser test without it is skipped by ``browser``)."""
+    from types import SimpleNamespace
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    return SimpleNamespace(
+        By=By,
+        Select=Select,
+        WebDriverWait=WebDriverWait,
+        alert=expected_conditions.alert_is_present,
+        stale=expected_conditions.staleness_of,
+    )
+
+
+CSS = "css selector"
+
+
+def figures(root: Any) -> dict[str, str]:
+    """The ``data-value`` of each ``data-figure`` under ``root`` (first of each)."""
+    found: dict[str, str] = {}
+    for element in root.find_elements(CSS, "[data-figure][data-value]"):
+        found.setdefault(element.get_attribute("data-figure"), element.get_attribute("data-value"))
+    return found
+
+
+def test_refused_corrections_are_messages_and_change_nothing(demo_copy: Path) -> None:
+    name = cli(demo_copy, "memory", "list", "--json")[0]["name"]
+    with UiServer(demo_copy) as server:
+        client = http_session(server)
+        for path, fields, code, words in (
+            (f"/insight/{name}/edit", {"content": "   "}, 400, "empty"),
+            (f"/insight/{name}/retag", {"kind": "nonsense", "tags": ""}, 400, "unknown kind"),
+            (
+                f"/insight/{name}/retag",
+                {"kind": "fact", "tags": ",".join(f"t{i}" for i in range(21))},
+                400,
+                "at most",
+            ),
+            (f"/insight/{name}/forget", {"confirm_name": "not-it"}, 400, "type its name"),
+            ("/insight/no-such-insight/retag", {"kind": "fact"}, 404, "no-such-insight"),
+            ("/insight/no-such-insight/forget", {"confirm_name": "no-such-insight"}, 404, "no"),
+            ("/insight/no-such-insight/restore", {}, 404, "no-such-insight"),
+        ):
+            status, _, body = client.post(path, fields)
+            assert status == code, (path, status, body[-500:])
+            assert words in html.unescape(body), (path, body[-800:])
+            assert code == 404 or 'role="alert"' in body  # the insight's page, with the reason
+        status, _, body = client.post(f"/insight/{name}/retag", {"kind": "fact"}, csrf=False)
+        assert status == 403
+        status, _, body = client.get("/insights?kind=nonsense")
+        assert status == 400 and "unknown kind" in html.unescape(body)
+        status, _, body = client.get("/insight/no-such-insight")
+        assert status == 404
+    shown = cli(demo_copy, "memory", "show", name, "--json")
+    listed = cli(demo_copy, "memory", "list", "--json")[0]
+    assert shown["kind"] == listed["kind"] and shown["tags"] == listed["tags"]
+    assert cli(demo_copy, "memory", "audit") == []
+
+
+@pytest.mark.browser
+def test_browse_search_and_filter_the_demo_memory(demo_project: Path, browser) -> None:
+    listed = cli(demo_project, "memory", "list", "--json")
+    health = cli(demo_project, "memory", "health")
+    with UiServer(demo_project) as server:
+        login(browser, server, "/insights")
+        rows = browser.find_elements(CSS, "#insight-rows tbody tr")
+        assert [r.get_attribute("data-name") for r in rows] == [i["name"] for i in listed]
+        for row, item in zip(rows, listed, strict=True):
+            shown = figures(row)
+            assert float(shown["effectiveness"]) == item["effectiveness"], item["name"]
+            assert int(shown["use_count"]) == item["use_count"], item["name"]
+        chips = figures(browser.find_element(CSS, "nav.chips"))
+        assert int(chips["count-all"]) == health["total_insights"]
+        assert int(chips["count-proven"]) == health["proven"]
+        assert int(chips["count-quarantined"]) == health["quarantined"]
+        screenshot(browser, "insights")
+
+        search = browser.find_element(CSS, "#insights-filter input[name=q]")
+        search.send_keys("parse timestamps in the config loader")
+        _submit(browser, "insights-filter")
+        hits = browser.find_elements(CSS, "#insight-rows tbody tr")
+        assert hits and "q=parse+timestamps" in browser.current_url
+        for hit in hits:
+            assert 0 < float(figures(hit)["relevance"]) <= 1
+            assert "relevance" in hit.find_element(CSS, "[data-figure=why]").text
+
+        browser.get(server.base + "/insights")
+        status = browser.find_element(CSS, "#insights-filter select[name=status]")
+        selenium().Select(status).select_by_value("unproven")
+        _submit(browser, "insights-filter")
+        unproven = browser.find_elements(CSS, "#insight-rows tbody tr")
+        chips = figures(browser.find_element(CSS, "nav.chips"))
+        assert len(unproven) == int(chips["count-unproven"]) > 0
+        untried = {i["name"] for i in listed if i["helped"] + i["failed"] == 0}
+        assert {r.get_attribute("data-name") for r in unproven} == untried
+
+
+def _submit(browser: Any, form_id: str, confirm: bool = False) -> None:
+    """Submit a form by its button, accept its data-confirm question if asked,
+    and wait for the page it leads to (a new page, or htmx's swap of the body)."""
+    sel = selenium()
+    page = browser.find_element(CSS, "main")  # htmx swaps the body of a boosted form's page
+    browser.find_element(CSS, f"#{form_id} button[type=submit]").click()
+    if confirm:
+        sel.WebDriverWait(browser, 10).until(sel.alert())
+        browser.switch_to.alert.accept()
+    sel.WebDriverWait(browser, 10).until(sel.stale(page))
+
+
+def _flash(browser: Any) -> str:
+    found = browser.find_elements(CSS, ".flash[role=status], .flash[role=alert]")
+    return found[0].text if found else ""
+
+
+@pytest.mark.browser
+def test_one_insight_its_evidence_and_every_correction(demo_copy: Path, browser) -> None:
+    listed = cli(demo_copy, "memory", "list", "--json")
+    tried = [i for i in listed if i["helped"] + i["failed"]]
+    name = max(tried, key=lambda i: (i["use_count"], i["name"]))["name"]  # the longest trail
+    shown = cli(demo_copy, "memory", "show", name, "--json")
+    with UiServer(demo_copy) as server:
+        login(browser, server, "/insights")
+        browser.get(f"{server.base}/insight/{name}")
+        assert browser.current_url.endswith(f"/insight/{name}")
+        page = figures(browser)
+        assert float(page["effectiveness"]) == shown["effectiveness"]
+        assert int(page["use_count"]) == shown["use_count"]
+        assert float(page["helped"]) == shown["helped"]
+        assert float(page["failed"]) == shown["failed"]
+        assert int(page["events"]) == len(shown["history"]) and page["kind"] == shown["kind"]
+        content = browser.find_element(CSS, "[data-figure=content]").text
+        assert content == shown["content"]
+        evidence = browser.find_elements(CSS, "#evidence tbody tr")
+        assert len(evidence) == len(shown["history"])
+        assert browser.find_element(CSS, "svg.plot")
+        screenshot(browser, "insight")
+
+        link = browser.find_element(CSS, "#evidence a.task-link")
+        task_id = link.text
+        assert link.get_attribute("href") == f"{server.base}/task/{task_id}"
+        assert task_id in {e["task_id"] for e in shown["history"]}
+        page = browser.find_element(CSS, "html")
+        link.click()
+        selenium().WebDriverWait(browser, 10).until(selenium().stale(page))
+        assert task_id in browser.find_element("tag name", "main").text
+        assert "no such page" not in browser.page_source
+        browser.back()
+
+        kind = selenium().Select(browser.find_element(CSS, "#insight-retag select[name=kind]"))
+        kind.select_by_value("fact")
+        tags = browser.find_element(CSS, "#insight-retag input[name=tags]")
+        tags.clear()
+        tags.send_keys("alpha, Beta")
+        _submit(browser, "insight-retag")
+        assert "Kind and tags changed" in _flash(browser)
+        after = cli(demo_copy, "memory", "show", name, "--json")
+        assert (after["kind"], after["tags"]) == ("fact", ["alpha", "beta"])
+        assert after["history"] == shown["history"]  # the evidence stays
+
+        better = shown["content"].rstrip(".") + ", and say so in the commit message"
+        text = browser.find_element(CSS, "#insight-edit textarea[name=content]")
+        text.clear()
+        text.send_keys(better)
+        _submit(browser, "insight-edit")
+        assert "corrected text replaced" in _flash(browser)
+        edited = browser.current_url.rsplit("/insight/", 1)[1].split("?")[0]
+        assert edited != name and cli(demo_copy, "memory", "get", edited)["content"] == better
+        old = cli(demo_copy, "memory", "archived")
+        assert any(a["name"] == name for a in old)
+
+        _submit(browser, "insight-archive", confirm=True)
+        assert "Archived" in _flash(browser)
+        assert browser.find_element("id", "insight-restore")
+        _submit(browser, "insight-restore")
+        assert "Restored" in _flash(browser)
+        assert cli(demo_copy, "memory", "get", edited)["content"] == better
+
+        typed = browser.find_element(CSS, "#insight-forget input[name=confirm_name]")
+        typed.send_keys("not-its-name")
+        _submit(browser, "insight-forget", confirm=True)
+        assert "type its name" in _flash(browser)
+        assert cli(demo_copy, "memory", "get", edited)["content"] == better
+        typed = browser.find_element(CSS, "#insight-forget input[name=confirm_name]")
+        typed.send_keys(edited)
+        _submit(browser, "insight-forget", confirm=True)
+        assert "Forgotten for good" in _flash(browser)
+        assert "forgotten for good" in browser.find_element("tag name", "main").text
+        audit = cli(demo_copy, "memory", "audit")
+        assert [(a["verb"], a["name"], a["route"]) for a in audit] == [
+            ("purge", edited, "ui"),
+            ("restore", edited, "ui"),
+            ("archive", edited, "ui"),
+            ("edit", name, "ui"),
+            ("retag", name, "ui"),
+        ]
+        gone = run_helix(demo_copy / ".helix", "memory", "get", edited, env={"HELIX_DB": None})
+        assert gone.returncode == 1

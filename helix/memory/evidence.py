@@ -7,7 +7,9 @@ whether helix verified it, how the estimate moved, the estimate after),
 ``trial`` with ``trial_insight`` (the attempt, the outcome's value, the
 insight's exposure) and ``task_outcome`` (VERIFY's exit code, per attempt). A
 feedback event names its task but not its attempt, so it is joined to its trial
-by task and time stamp, and the trial to its settlement by attempt. Every read
+by task, time stamp and result (a pass to a passing trial), and the trial to
+its settlement by attempt; two attempts at one task settled alike in the same
+second cannot be told apart, and each gets one of the two trials. Every read
 here is bounded (the newest rows first, a ``LIMIT``) and goes through the
 indexes on ``feedback_event(insight, id)`` and ``trial_insight(insight, ...)``.
 """
@@ -37,18 +39,25 @@ def trail(conn: db.Connection, name: str, limit: int = 100) -> list[dict[str, An
         "x.attempt, x.exposure, x.value, x.passed, o.verify_exit, o.claimed, o.outcome "
         f"FROM feedback_event fe LEFT JOIN ({_TRIALS}) x "
         "ON x.task_id = fe.task_id AND x.created_at = fe.created_at "
+        "AND (x.passed IS NULL OR x.passed = CASE WHEN fe.outcome IN "
+        "('delivered', 'plan_complete') THEN 1 ELSE 0 END) "
         "LEFT JOIN task_outcome o ON o.task_id = x.task_id AND o.attempt = x.attempt "
         "WHERE fe.insight = ? ORDER BY fe.id DESC LIMIT ?",
         (name, name, max(1, min(int(limit), TRAIL_MAX))),
     )
-    out: list[dict[str, Any]] = []
-    seen: set[int] = set()
+    # Each event with its candidate trials (more than one when two attempts at a
+    # task settled alike in one second): each trial goes to one event.
+    candidates: dict[int, list[tuple[Any, ...]]] = {}
     for row in rows:
+        candidates.setdefault(row[0], []).append(row)
+    out: list[dict[str, Any]] = []
+    taken: set[tuple[Any, Any]] = set()
+    for options in candidates.values():
+        row = next((r for r in options if (r[1], r[10]) not in taken), options[0])
+        if row[10] is not None:
+            taken.add((row[1], row[10]))
         (eid, task, outcome, verified, causal, delta, eff, at, actor, machine) = row[:10]
         attempt, exposure, value, passed, exit_code, claimed, settled = row[10:]
-        if eid in seen:  # two trials of one task in one instant: the first one
-            continue
-        seen.add(eid)
         out.append(
             {
                 "id": eid,

@@ -221,6 +221,8 @@ def detail(svc: Service, name: str) -> dict[str, Any]:
             view["archived"], view["purged"] = record, record["purged"]
             item = {"name": name, "files": [], "tags": [], "edges": [], **record["record"]}
             item["standings"] = [] if record["purged"] else ["archived"]
+            for key in ("uplift", "sd", "evidence", "effectiveness", "use_count"):
+                item.setdefault(key, None)  # a tombstone has none; an old record no sd
         else:
             view["live"] = True
             listed = catalogue.rows(mem, [name], _proven(svc, mem))[0]
@@ -265,8 +267,8 @@ def series(trail: list[dict[str, Any]], helped: float, failed: float) -> dict[st
     """Usefulness over time from the newest events (``trail``, newest first) and
     the insight's helped/failed now (module docstring): per event, oldest
     first, its label, the effectiveness after it, the cumulative verified pass
-    rate and its Wilson band, and a dot class (good: a verified pass; bad: a
-    verified failure)."""
+    rate and its Wilson band, and a dot class where the rate moved (good: a
+    verified pass it was named in; bad: a verified failure)."""
     events = list(reversed(trail))
     credits = [_credit(e) for e in events]
     h = max(0.0, helped - sum(c[0] for c in credits))
@@ -274,13 +276,13 @@ def series(trail: list[dict[str, Any]], helped: float, failed: float) -> dict[st
     out: dict[str, Any] = {"labels": [], "usefulness": [], "rate": [], "band": [], "dots": []}
     for event, (dh, df) in zip(events, credits, strict=True):
         h, f = h + dh, f + df
-        out["labels"].append(str(event["at"] or "")[5:10])
+        stamp = str(event["at"] or "")
+        out["labels"].append(f"{stamp[5:10]} {stamp[11:16]}".strip())
         out["usefulness"].append(float(event["effectiveness"]))
         out["rate"].append(h / (h + f) if h + f > 0 else None)
         out["band"].append(wilson(h, f))
-        verified = event["verified"] and event["outcome"] != "skipped"
-        passed = event["outcome"] in _PASSING
-        out["dots"].append("" if not verified else "good" if passed else "bad")
+        # A dot where the rate moved: a verified outcome it was named in.
+        out["dots"].append("" if not dh + df else "good" if dh >= df else "bad")
     out["helped"], out["failed"] = round(h, 4), round(f, 4)
     out["interval"] = wilson(h, f)
     return out

@@ -5,7 +5,14 @@ forget for good) audited with the route "ui".
 
 A correction is a POST; done, it redirects (303) to the insight's page with a
 notice chosen from a fixed list (the URL carries a word, never text to show);
-refused, the page is shown again with the reason and nothing changed.
+refused, the page is shown again with the reason and nothing changed (status
+4xx, or 200 to htmx, which swaps only a 2xx answer in).
+
+The forms are boosted by htmx (``hx-boost``): the browser posts them as a
+same-origin XHR, which carries the page's Origin and the CSRF header. A plain
+form POST carries ``Origin: null`` under the gate's ``no-referrer`` policy, and
+the gate refuses that (:mod:`helix.ui.gate`); without script the forms still
+work from a client that sends no Origin.
 """
 
 from __future__ import annotations
@@ -87,12 +94,16 @@ def _chart(view: dict[str, Any]) -> Any:
 
 
 def _detail(request: Request, name: str, status: int = 200, error: str | None = None) -> Response:
+    if request.headers.get("hx-request") == "true":
+        status = 200  # htmx swaps only a 2xx answer in: the reason must show
     try:
         view = insights.detail(web.service(request), name)
     except NotFound as exc:
         # A refused correction of a name that is gone: say both.
         message = f"{error} ({exc})" if error and str(exc) not in error else error or str(exc)
-        return web.page(request, "problem.html", status=404, message=message)
+        return web.page(
+            request, "problem.html", status=min(status, 404) if error else 404, message=message
+        )
     notice = NOTICES.get(request.query_params.get("done", ""))
     return web.page(
         request,
