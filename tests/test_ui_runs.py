@@ -169,7 +169,10 @@ def test_the_page_says_what_helix_status_says(project):
         assert shown["current_task"] == ids[0]
         for key in ("open", "in_progress", "ready", "closed"):
             assert shown[f"queue_{key}"] == str(report["queue"][key])
-        assert 'data-live="/runs/events" data-live-target="#run"' in body
+        live = re.search(
+            r'data-live="/runs/events\?since=([0-9a-f]{16})" data-live-target="#run"', body
+        )
+        assert live and live.group(1) == runs.version(runs.fingerprint(paths))
         assert re.findall(r'data-cycle="(\d+)"', body) == ["2", "1"]  # newest first
         assert f'href="/task/{ids[0]}"' in body and f'data-runner="{TOKEN}"' in body
         assert "cycle 2: " in body and "VERIFY failed" in body
@@ -222,6 +225,21 @@ def test_a_quiet_stream_sends_heartbeats_and_ends_with_its_lifetime(
     beats = [c for c in sent[1:] if c == ": still watching\n\n"]
     assert len(beats) >= 3 and len(beats) == len(sent) - 1  # nothing changed: only beats
     assert not any(c.startswith("event: end") for c in sent)  # cut by its lifetime
+    # A page that shows the current version gets nothing until there is a newer one.
+    sent.clear()
+    run = Run(paths.home)
+    run.lock.acquire()
+
+    async def read_since() -> None:
+        shown = runs.view(paths)["version"]
+        async for chunk in runs_page.stream(paths, poll=0.01, lifetime=0.3, since=shown):
+            sent.append(chunk)
+
+    try:
+        anyio.run(read_since)
+    finally:
+        run.lock.release()
+    assert sent and all(c == ": still watching\n\n" for c in sent)
 
 
 # --- a real server ------------------------------------------------------------------
@@ -326,7 +344,6 @@ def test_the_server_stops_promptly_with_a_stream_open(tmp_path: Path):
 
 @pytest.mark.browser
 def test_the_runs_page_updates_itself_while_the_run_lives(demo_copy: Path, browser):
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     home = demo_copy / ".helix"
@@ -338,7 +355,12 @@ def test_the_runs_page_updates_itself_while_the_run_lives(demo_copy: Path, brows
             login(browser, server, "/runs")
 
             def figure(name: str) -> str:
-                return browser.find_element(By.CSS_SELECTOR, f'[data-figure="{name}"]').text
+                # read in one script: the live panel may be swapped between a find and a read
+                return browser.execute_script(
+                    "const e = document.querySelector(arguments[0]);"
+                    " return e ? e.textContent.trim() : null;",
+                    f'[data-figure="{name}"]',
+                )
 
             assert figure("lifecycle") == "selecting" and figure("completed_cycles") == "1"
             cli = _status_cli(demo_copy, home)

@@ -12,6 +12,7 @@ watches for a change. Everything here only reads.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import UTC, datetime
@@ -77,7 +78,9 @@ def status(paths: config.Paths, now: datetime | None = None) -> dict[str, Any]:
 def view(paths: config.Paths, log_lines: int = LOG_LINES) -> dict[str, Any]:
     """:func:`status` plus the cycles (newest first, at most ``CYCLES_SHOWN``)
     and the last ``log_lines`` lines of the run's log."""
+    seen = version(fingerprint(paths))  # before reading: a later change is sent
     report = status(paths)
+    report["version"] = seen
     state = report["run"] or {}
     cycles = [c for c in state.get("cycles") or [] if isinstance(c, dict)]
     report["cycles"] = cycles[::-1][:CYCLES_SHOWN]
@@ -141,4 +144,10 @@ def fingerprint(paths: config.Paths) -> tuple[bytes, int]:
     return raw, size
 
 
-__all__ = ["fingerprint", "log_tail", "running", "status", "view"]
+def version(key: tuple[bytes, int]) -> str:
+    """A short digest of a :func:`fingerprint`: the page names the version it
+    shows, and its stream sends nothing until there is a newer one."""
+    return hashlib.sha256(key[0] + b"\0" + str(key[1]).encode()).hexdigest()[:16]
+
+
+__all__ = ["fingerprint", "log_tail", "running", "status", "version", "view"]

@@ -59,14 +59,17 @@ def _alive(raw: bytes, paths: Paths) -> bool:
 
 
 async def stream(
-    paths: Paths, poll: float = POLL, lifetime: float = MAX_STREAM
+    paths: Paths, poll: float = POLL, lifetime: float = MAX_STREAM, since: str = ""
 ) -> AsyncIterator[str]:
     """The run panel, re-rendered whenever the run's state (or log) changed;
-    ``event: end`` once the run is not alive."""
+    ``event: end`` once the run is not alive. ``since``: the version the page
+    shows (:func:`helix.service.runs.version`), not sent again."""
     started = last = time.monotonic()
     seen: tuple[bytes, int] | None = None
     while time.monotonic() - started < lifetime:
         key = runs.fingerprint(paths)
+        if seen is None and since and runs.version(key) == since:
+            seen = key
         alive = _alive(key[0], paths)
         if key != seen or not alive:
             seen = key
@@ -83,8 +86,9 @@ async def stream(
 
 
 async def run_events(request: Request) -> Response:
+    since = request.query_params.get("since", "")[:64]
     return StreamingResponse(
-        stream(web.service(request).paths),
+        stream(web.service(request).paths, since=since),
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )
