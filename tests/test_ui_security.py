@@ -528,6 +528,24 @@ def test_markup_in_a_url_is_shown_as_text(client, victim, path):
     assert "<script>window.pwned" not in body and "<img src=x onerror" not in body, path
 
 
+@pytest.mark.parametrize(
+    "target",
+    [
+        b"/static/../gate.py",
+        b"/static/%2e%2e/gate.py",
+        b"/static/..%2fgate.py",
+        b"/static/%2e%2e%2f%2e%2e%2fui%2fgate.py",
+        b"/static/....//gate.py",
+        b"/static//etc/passwd",
+        b"/static/%2fetc%2fpasswd",
+    ],
+)
+def test_the_static_files_give_nothing_outside_their_folder(server, client, target):
+    status, _, body = get_raw(server, target, f"Cookie: {COOKIE}={client.cookie}\r\n".encode())
+    assert status in (400, 404), (target, status, body[:200])
+    assert b"class Gate" not in body and b"root:" not in body
+
+
 # --- bad input ------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ in the module without clashing with the test's parameters (ruff F811)::
     def test_overview(server):
         client = http_session(server)
         status, headers, body = client.get("/")
-        status, headers, body = client.post("/insights/3/forget", {"reason": "x"})
+        status, headers, body = client.post(f"/insight/{name}/archive", {})
 
     @pytest.mark.browser
     def test_page(server, browser):
@@ -30,7 +30,8 @@ object (``server.cookie``) and every later ``http_session``/``login`` for the
 same server reuses that session (a browser gets the cookie set directly, a
 client sends it). So one server serves any number of clients and browsers, all
 in one session with one CSRF token. A test of the login itself needs a server
-of its own.
+of its own. A browser holds one ``helix_session`` cookie for 127.0.0.1 whatever
+the port, so call ``login`` again when one browser moves to another server.
 
 ``demo_project`` is one store for the whole session (built by ``helix demo``):
 read it only; a server of it fits a module fixture. A test that changes the
@@ -38,7 +39,10 @@ store serves ``demo_copy`` (its own copy) instead.
 
 Browser tests are marked ``@pytest.mark.browser``; without chromium or
 chromedriver they skip (under ``CI`` they fail: ``make browser-tools``).
-``screenshot`` writes into docs/screenshots/ only with ``HELIX_SCREENSHOTS=1``.
+``screenshot`` writes into docs/screenshots/ only with ``HELIX_SCREENSHOTS=1``;
+``console_messages`` returns what the browser's console logged (CSP refusals).
+Extra CLI options go to the server: ``UiServer(p, "--port", "8700")`` (the last
+``--port`` wins), ``UiServer(p, "--host", "::1")``.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ MAX_SHOT_HEIGHT = 3000
 # isolation of conftest.py): pass them in ``env`` to mean them.
 ISOLATED = ("HELIX_DB", "HELIX_EMBEDDER", "HELIX_MODEL_DIR", "HELIX_DEBUG")
 _cache: Path | None = None  # the session's XDG_CACHE_HOME, once demo_project ran
+_demo: Path | None = None  # the session's demo project, once built
 
 
 class ServerFailed(RuntimeError):
@@ -390,10 +395,14 @@ def build_demo(project: Path, cache: Path | None = None) -> Path:
 
 @pytest.fixture(scope="session", name="demo_project")
 def demo_project_fixture(tmp_path_factory: pytest.TempPathFactory, user_cache: Path) -> Path:
-    """One demo store for the session (read only: see ``demo_copy``)."""
-    global _cache
+    """One demo store for the session (read only: see ``demo_copy``). Each test
+    module that imports the fixture holds a definition of its own, so the store
+    built first is kept here and shared by all of them."""
+    global _cache, _demo
     _cache = user_cache
-    return build_demo(tmp_path_factory.mktemp("ui-demo") / "project", user_cache)
+    if _demo is None or not (_demo / ".helix" / "helix.db").exists():
+        _demo = build_demo(tmp_path_factory.mktemp("ui-demo") / "project", user_cache)
+    return _demo
 
 
 @pytest.fixture(name="demo_copy")
