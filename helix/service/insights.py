@@ -49,7 +49,7 @@ import math
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import catalogue, evidence
+from helix.memory import catalogue, evidence, quarantine
 from helix.service.actions import RANKING_NOTE, Hit, Service
 from helix.vocab import KINDS
 
@@ -149,6 +149,7 @@ def listing(
         "definitions": DEFINITIONS,
         "how": RANKING_NOTE,
         "hidden": 0,
+        "searched": 0,
     }
     hits: list[Hit] = []
     if query and filters.standing != "archived":
@@ -165,9 +166,10 @@ def listing(
             view["total"] = view["counts"]["archived"]
         elif query:
             view["mode"] = "search"
-            view["rows"] = _search_rows(mem, hits, filters, proven)
-            view["hidden"] = len(hits) - len(view["rows"]) if not filters.standing else 0
-            view["rows"] = view["rows"][:SEARCH_TOP]
+            passing = _search_rows(mem, hits, filters, proven)
+            view["searched"] = len(hits)
+            view["hidden"] = len(hits) - len(passing)
+            view["rows"] = passing[:SEARCH_TOP]
             view["total"] = len(view["rows"])
         else:
             view["mode"] = "list"
@@ -223,6 +225,8 @@ def detail(svc: Service, name: str) -> dict[str, Any]:
             item["standings"] = [] if record["purged"] else ["archived"]
             for key in ("uplift", "sd", "evidence", "effectiveness", "use_count"):
                 item.setdefault(key, None)  # a tombstone has none; an old record no sd
+            if not record["purged"]:  # its origin record stays while it is archived
+                item["provenance"] = quarantine.status(mem.conn, name)
         else:
             view["live"] = True
             listed = catalogue.rows(mem, [name], _proven(svc, mem))[0]
@@ -274,10 +278,12 @@ def series(trail: list[dict[str, Any]], helped: float, failed: float) -> dict[st
     h = max(0.0, helped - sum(c[0] for c in credits))
     f = max(0.0, failed - sum(c[1] for c in credits))
     out: dict[str, Any] = {"labels": [], "usefulness": [], "rate": [], "band": [], "dots": []}
-    for event, (dh, df) in zip(events, credits, strict=True):
+    # The x labels: the day (MM-DD), or the time (HH:MM) when all are of one day.
+    stamps = [str(e["at"] or "") for e in events]
+    one_day = len({t[:10] for t in stamps}) == 1
+    for event, stamp, (dh, df) in zip(events, stamps, credits, strict=True):
         h, f = h + dh, f + df
-        stamp = str(event["at"] or "")
-        out["labels"].append(f"{stamp[5:10]} {stamp[11:16]}".strip())
+        out["labels"].append(stamp[11:16] if one_day else stamp[5:10])
         out["usefulness"].append(float(event["effectiveness"]))
         out["rate"].append(h / (h + f) if h + f > 0 else None)
         out["band"].append(wilson(h, f))
