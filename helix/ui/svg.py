@@ -66,9 +66,14 @@ def _axes(frame: _Frame, labels: Sequence[str], ticks: Sequence[float], percent:
         )
     if labels:
         step = max(1, len(labels) // 6)
-        for i in range(0, len(labels), step):
+        shown = list(range(0, len(labels), step))
+        for i in shown:
+            # The outermost labels hang inwards, so none is cut at the plot's edge.
+            anchor = "middle"
+            if len(shown) > 1 and i == shown[-1] and i == len(labels) - 1:
+                anchor = "end"
             parts.append(
-                f'<text x="{_fmt(frame.x(i))}" y="{frame.height - 8}" text-anchor="middle">'
+                f'<text x="{_fmt(frame.x(i))}" y="{frame.height - 8}" text-anchor="{anchor}">'
                 f"{escape(labels[i])}</text>"
             )
     return parts
