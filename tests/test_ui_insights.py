@@ -119,6 +119,10 @@ def test_filters_narrow_the_list_and_each_standing_lists_its_count(service: Serv
     assert [r["name"] for r in insights.listing(service, file="billing")["rows"]] == [
         names["money"]
     ]
+    assert [r["name"] for r in insights.listing(service, file="src/billing.py")["rows"]] == [
+        names["money"]
+    ]
+    assert insights.listing(service, file="src/other.py")["rows"] == []
     assert insights.listing(service, kind="failure")["rows"] == []
     full = insights.listing(service)["counts"]
     for standing in ("failing", "unproven", "stale", "quarantined", "proven"):

@@ -98,11 +98,13 @@ def _where(filters: Filters, stale_cut: str, standing: bool = True) -> tuple[str
         clauses.append("EXISTS (SELECT 1 FROM json_each(i.tags) WHERE value = ?)")
         params.append(filters.tag.strip().lower())
     if filters.file:
+        # A pattern holding the text ("billing" finds src/billing/), or one the
+        # text starts with (src/billing/x.py finds the folder src/billing/).
         clauses.append(
             "EXISTS (SELECT 1 FROM insight_file f WHERE f.insight_id = i.id "
-            "AND instr(f.pattern, ?) > 0)"
+            "AND (instr(f.pattern, ?) > 0 OR instr(?, f.pattern) = 1))"
         )
-        params.append(filters.file.strip())
+        params += [filters.file.strip()] * 2
     if standing and filters.standing and filters.standing != "archived":
         sql, args = _standing(filters.standing, stale_cut)
         clauses.append(sql)

@@ -200,7 +200,8 @@ def _passes(row: dict[str, Any], filters: catalogue.Filters) -> bool:
         return False
     if filters.tag and filters.tag.strip().lower() not in row["tags"]:
         return False
-    if filters.file and not any(filters.file.strip() in f for f in row["files"]):
+    text = (filters.file or "").strip()
+    if text and not any(text in f or text.startswith(f) for f in row["files"]):
         return False
     return not filters.standing or filters.standing in row["standings"]
 
