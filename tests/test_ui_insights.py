@@ -205,6 +205,20 @@ def test_each_event_gets_its_own_attempt_when_a_task_settles_twice_at_once(
     assert sorted(e["attempt"] for e in trail) == ["a-fail", "a-pass", "a-pass-2"]
 
 
+def test_the_evidence_pages_back_to_the_first_event(service: Service) -> None:
+    name = stocked(service)["images"]
+    with service.memory() as mem:
+        for i in range(105):
+            mem.feedback([name], "blocked", task_id=f"hx-{i:03d}")
+    first = insights.detail(service, name)
+    assert first["totals"]["events"] == 105 and len(first["trail"]) == 100
+    assert first["trail"][0]["task_id"] == "hx-104" and first["older"]
+    rest = insights.detail(service, name, before=first["older"])
+    assert [e["task_id"] for e in rest["trail"]] == [f"hx-{i:03d}" for i in range(4, -1, -1)]
+    assert rest["older"] is None and not rest["trail"][0]["verified"]
+    assert len(first["series"]["usefulness"]) == 105  # the plot reads up to 300
+
+
 def test_archived_and_purged_insights_have_pages(service: Service) -> None:
     names = stocked(service)
     service.forget(names["deploy"])

@@ -29,21 +29,32 @@ _TRIALS = (
 )
 
 
-def trail(conn: db.Connection, name: str, limit: int = 100) -> list[dict[str, Any]]:
-    """The newest ``limit`` feedback events of ``name``, newest first, each with
-    its attempt, exposure, trial value and VERIFY's exit code where the store
-    has them (a report by hand has no attempt; a skipped outcome no trial)."""
+def trail(
+    conn: db.Connection, name: str, limit: int = 100, before: int | None = None
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` feedback events of ``name`` (older than the event
+    ``before``, when given), newest first, each with its attempt, exposure,
+    trial value and VERIFY's exit code where the store has them (a report by
+    hand has no attempt; a skipped outcome no trial). ``id`` pages further."""
+    older = "AND id < ? " if before is not None else ""
     rows = conn.execute(
         "SELECT fe.id, fe.task_id, fe.outcome, fe.verified, fe.causal, fe.delta, "
         "fe.effectiveness, fe.created_at, fe.actor, fe.machine, "
         "x.attempt, x.exposure, x.value, x.passed, o.verify_exit, o.claimed, o.outcome "
-        f"FROM feedback_event fe LEFT JOIN ({_TRIALS}) x "
+        f"FROM (SELECT * FROM feedback_event WHERE insight = ? {older}"
+        "ORDER BY id DESC LIMIT ?) fe "
+        f"LEFT JOIN ({_TRIALS}) x "
         "ON x.task_id = fe.task_id AND x.created_at = fe.created_at "
         "AND (x.passed IS NULL OR x.passed = CASE WHEN fe.outcome IN "
         "('delivered', 'plan_complete') THEN 1 ELSE 0 END) "
         "LEFT JOIN task_outcome o ON o.task_id = x.task_id AND o.attempt = x.attempt "
-        "WHERE fe.insight = ? ORDER BY fe.id DESC LIMIT ?",
-        (name, name, max(1, min(int(limit), TRAIL_MAX))),
+        "ORDER BY fe.id DESC",
+        (
+            name,
+            *(() if before is None else (int(before),)),
+            max(1, min(int(limit), TRAIL_MAX)),
+            name,
+        ),
     )
     # Each event with its candidate trials (more than one when two attempts at a
     # task settled alike in one second): each trial goes to one event.

@@ -206,10 +206,11 @@ def _passes(row: dict[str, Any], filters: catalogue.Filters) -> bool:
     return not filters.standing or filters.standing in row["standings"]
 
 
-def detail(svc: Service, name: str) -> dict[str, Any]:
+def detail(svc: Service, name: str, before: int | None = None) -> dict[str, Any]:
     """One insight's page: the live insight (or its archived record, or the word
-    that it was forgotten for good), its standings, provenance, evidence,
-    usefulness over time, graph neighbours and the audit of corrections to it."""
+    that it was forgotten for good), its standings, provenance, evidence (the
+    newest 100, or the 100 before the event ``before``), usefulness over time,
+    graph neighbours and the audit of corrections to it."""
     name = name.strip()
     if not name:
         raise InvalidInput("no insight name given")
@@ -236,10 +237,17 @@ def detail(svc: Service, name: str) -> dict[str, Any]:
             item["edges"] = mem.edges(name)[:EDGES_SHOWN]
             item["written"] = evidence.who_wrote(mem.conn, name)
         trail = evidence.trail(mem.conn, name, SERIES_EVENTS)
+        shown = trail[:TRAIL_SHOWN]
+        if before is not None:
+            shown = evidence.trail(mem.conn, name, TRAIL_SHOWN, before)
         view["totals"] = evidence.totals(mem.conn, name)
         view["audit"] = mem.audit_log(name, AUDIT_SHOWN)
     view["item"] = item
-    view["trail"] = trail[:TRAIL_SHOWN]
+    view["trail"] = shown
+    view["before"] = before
+    # The next page of evidence: what is older than the last event shown.
+    more = before is not None or view["totals"]["events"] > TRAIL_SHOWN
+    view["older"] = shown[-1]["id"] if len(shown) == TRAIL_SHOWN and more else None
     view["series"] = series(trail, float(item.get("helped") or 0), float(item.get("failed") or 0))
     view["files"] = [{"pattern": f, "exists": file_exists(svc, f)} for f in item.get("files", [])]
     view["neighbours"] = [

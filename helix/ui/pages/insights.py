@@ -96,8 +96,11 @@ def _chart(view: dict[str, Any]) -> Any:
 def _detail(request: Request, name: str, status: int = 200, error: str | None = None) -> Response:
     if request.headers.get("hx-request") == "true":
         status = 200  # htmx swaps only a 2xx answer in: the reason must show
+    before = request.query_params.get("before", "")
     try:
-        view = insights.detail(web.service(request), name)
+        view = insights.detail(
+            web.service(request), name, int(before) if before.isdigit() else None
+        )
     except NotFound as exc:
         # A refused correction of a name that is gone: say both.
         message = f"{error} ({exc})" if error and str(exc) not in error else error or str(exc)
