@@ -6,6 +6,10 @@ text gone from every table, its tombstone kept through pull, its evidence kept."
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -219,6 +223,41 @@ def test_cli_retag_purge_and_audit(tmp_path: Path) -> None:
     audit = json.loads(helix(home, "memory", "audit", "--name", name).stdout)
     assert [(a["verb"], a["route"]) for a in audit] == [("purge", "cli"), ("retag", "cli")]
     assert json.loads(helix(home, "memory", "audit", "--limit", "1").stdout)[0]["verb"] == "purge"
+
+
+def at_terminal(home: Path, *args: str, answer: str) -> tuple[int, str, str]:
+    """``helix ARGS`` with a terminal (a pty) on stdin, ``answer`` typed ahead."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "HELIX_HOME": str(home), "HELIX_EMBEDDER": "hash", **engine_env()}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "helix", *args],
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=home.parent,
+        env=env,
+        text=True,
+    )
+    os.close(follower)
+    try:
+        os.write(leader, answer.encode() + b"\n")  # waits in the terminal's buffer
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out, err
+
+
+def test_cli_purge_asks_at_a_terminal(tmp_path: Path) -> None:
+    home = tmp_path / "proj" / ".helix"
+    name = json.loads(helix(home, "memory", "store", "--content", LESSON).stdout)["name"]
+    code, out, err = at_terminal(home, "memory", "purge", name, answer="n")
+    assert code == 1 and "for good?" in err and "nothing forgotten" in err and out == ""
+    assert json.loads(helix(home, "memory", "get", name).stdout)["content"] == LESSON
+    code, out, err = at_terminal(home, "memory", "purge", name, answer="y")
+    assert code == 0 and json.loads(out)["purged"] == name
+    assert helix(home, "memory", "get", name).returncode == 1
 
 
 def test_cli_edit_forget_and_restore_are_audited(tmp_path: Path) -> None:
