@@ -19,7 +19,7 @@ How:
 2. Two servers run as a user starts them, ``python -m helix ui --port 0``: one
    in a project whose ``.helix/`` holds the SQLite store and ``tasks.jsonl``, one
    with ``HELIX_DB`` naming the PostgreSQL database. Each prints its login URL;
-   one GET of it (the token is spent) gives the ``helix_session`` cookie, and
+   one GET of it (the token is spent) gives the session cookie, and
    pages give the CSRF token a POST needs.
 3. The pages are those the dashboard serves when this runs (every page module's
    ``routes``): each GET route without parameters, the insight page of the
@@ -105,6 +105,9 @@ KNOWN = (
 NOT_PAGES = ("/auth", "/static")
 SQLITE_ONLY = ("helix.db", "tasks.jsonl")  # a PostgreSQL project's are in the database
 STREAMS = ("/events",)  # server-sent event streams: open as long as a run lives
+# The session cookie: ``helix_session``, or with the port in its name (cookies are
+# not kept per port, and two dashboards may run on one machine).
+SESSION_COOKIE = re.compile(r"helix_session[\w-]*=")
 TEXT_FILTERS = (("tag", "billing"), ("file", "src/billing/"))
 
 
@@ -141,6 +144,7 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
     directory name, as the server does."""
     import asyncio
     import cProfile
+    import inspect
     import pstats
 
     import starlette.routing
@@ -154,10 +158,16 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
 
     sessions = gate.Sessions()
     session = sessions.login(sessions.token)
-    asgi = app.create(Service(route="ui"), sessions, gate.allowed_hosts("127.0.0.1", 1))
+    hosts = gate.allowed_hosts("127.0.0.1", 1)
+    # The cookie's name has the port in it since the gate learnt to tell dashboards apart.
+    cookie = gate.cookie_name(1) if hasattr(gate, "cookie_name") else gate.COOKIE
+    if len(inspect.signature(app.create).parameters) > 3:
+        asgi = app.create(Service(route="ui"), sessions, hosts, cookie)
+    else:
+        asgi = app.create(Service(route="ui"), sessions, hosts)
     path, _sep, query = target.partition("?")
     body = urllib.parse.urlencode(form).encode() if method == "POST" else b""
-    headers = [(b"host", b"127.0.0.1:1"), (b"cookie", f"helix_session={session}".encode())]
+    headers = [(b"host", b"127.0.0.1:1"), (b"cookie", f"{cookie}={session}".encode())]
     if method == "POST":
         headers += [
             (b"content-type", b"application/x-www-form-urlencoded"),
@@ -324,7 +334,7 @@ class Server:
             (
                 v.split(";", 1)[0]
                 for k, v in headers
-                if k.lower() == "set-cookie" and v.startswith("helix_session=")
+                if k.lower() == "set-cookie" and SESSION_COOKIE.match(v)
             ),
             None,
         )
