@@ -260,7 +260,9 @@ def _client(service: Service):
     from starlette.testclient import TestClient
 
     sessions = gate.Sessions()
-    client = TestClient(ui_app.create(service, sessions, frozenset({"testserver"})))
+    client = TestClient(
+        ui_app.create(service, sessions, frozenset({"testserver"}), "helix_session_test")
+    )
     assert (
         client.get(f"{gate.LOGIN_PATH}?token={sessions.token}", follow_redirects=False).status_code
         == 303

@@ -57,7 +57,9 @@ def _client(paths: config.Paths):
 
     sessions = gate.Sessions()
     service = Service(paths, route="ui")
-    client = TestClient(ui_app.create(service, sessions, frozenset({"testserver"})))
+    client = TestClient(
+        ui_app.create(service, sessions, frozenset({"testserver"}), "helix_session_test")
+    )
     login = client.get(f"{gate.LOGIN_PATH}?token={sessions.token}", follow_redirects=False)
     assert login.status_code == 303
     return client
@@ -255,7 +257,7 @@ class Events:
         self.conn.request(
             "GET",
             "/runs/events",
-            headers={"Host": server.netloc, "Cookie": f"{gate.COOKIE}={cookie}"},
+            headers={"Host": server.netloc, "Cookie": f"{server.cookie_name}={cookie}"},
         )
         self.response = self.conn.getresponse()
         assert self.response.status == 200

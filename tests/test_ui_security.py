@@ -197,7 +197,7 @@ def get_raw(server: UiServer, target: bytes, extra: bytes = b"") -> tuple[int, s
 )
 def test_a_request_without_the_session_cookie_is_refused(server, client, path):
     refused(client.get(path, cookie=False))
-    refused(client.get(path, headers={"Cookie": f"{COOKIE}=forged-session-id"}))
+    refused(client.get(path, headers={"Cookie": f"{server.cookie_name}=forged-session-id"}))
     refused(client.get(path, headers={"Cookie": f"other={client.cookie}"}))
     assert passes(client.get(path))  # the session itself opens it
 
@@ -233,7 +233,7 @@ def test_the_login_token_works_once_and_a_wrong_one_never(project):
         assert len(cookies) == 1
         attributes = [part.strip() for part in cookies[0].split(";")]
         value = session_cookie(headers)
-        assert attributes[0] == f"{COOKIE}={value}" and len(value) >= 32
+        assert attributes[0] == f"{server.cookie_name}={value}" and len(value) >= 32
         assert "HttpOnly" in attributes
         assert "SameSite=Strict" in attributes
         assert "Path=/" in attributes
@@ -243,7 +243,7 @@ def test_the_login_token_works_once_and_a_wrong_one_never(project):
         refused(again)
         assert session_cookie(again.headers) is None
         # the first session still works
-        assert passes(request(f"{base}/", headers={"Cookie": f"{COOKIE}={value}"}))
+        assert passes(request(f"{base}/", headers={"Cookie": f"{server.cookie_name}={value}"}))
 
 
 # --- Host and Origin ---------------------------------------------------------------
@@ -271,7 +271,9 @@ def test_a_foreign_host_header_is_refused_even_with_the_cookie(server, client, v
 def test_a_request_without_a_host_header_is_refused(server, client):
     status, _, body = raw_http(
         server,
-        b"GET / HTTP/1.0\r\nCookie: " + f"{COOKIE}={client.cookie}".encode() + b"\r\n\r\n",
+        b"GET / HTTP/1.0\r\nCookie: "
+        + f"{server.cookie_name}={client.cookie}".encode()
+        + b"\r\n\r\n",
     )
     assert status in (400, 421), body[:200]
     assert b"csrf-token" not in body
@@ -542,7 +544,9 @@ def test_markup_in_a_url_is_shown_as_text(client, victim, path):
     ],
 )
 def test_the_static_files_give_nothing_outside_their_folder(server, client, target):
-    status, _, body = get_raw(server, target, f"Cookie: {COOKIE}={client.cookie}\r\n".encode())
+    status, _, body = get_raw(
+        server, target, f"Cookie: {server.cookie_name}={client.cookie}\r\n".encode()
+    )
     assert status in (400, 404), (target, status, body[:200])
     assert b"class Gate" not in body and b"root:" not in body
 
@@ -560,7 +564,7 @@ def test_a_huge_post_body_gets_413(server, client):
     def post(announce: bytes, body: bytes) -> tuple[int, bytes]:
         head = (
             f"POST {fill(MAIN, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\n"
-            f"Cookie: {COOKIE}={client.cookie}\r\n"
+            f"Cookie: {server.cookie_name}={client.cookie}\r\n"
             "Content-Type: application/x-www-form-urlencoded\r\n"
             f"X-CSRF-Token: {client.csrf}\r\nConnection: close\r\n"
         ).encode()
@@ -591,9 +595,11 @@ def test_a_huge_post_body_gets_413(server, client):
 
 def test_undecodable_bytes_do_not_break_the_server(server, client):
     before = server.stderr()
-    cookie = f"{COOKIE}={client.cookie}".encode()
+    cookie = f"{server.cookie_name}={client.cookie}".encode()
     # a cookie that is not UTF-8: no session
-    status, _, _ = get_raw(server, b"/", b"Cookie: " + COOKIE.encode() + b"=\xff\xfe\x80\r\n")
+    status, _, _ = get_raw(
+        server, b"/", b"Cookie: " + server.cookie_name.encode() + b"=\xff\xfe\x80\r\n"
+    )
     assert status == 403
     status, _, _ = get_raw(server, b"/", b"Cookie: \xff\xfe=\xc3\x28; " + cookie + b"\r\n")
     assert status in (200, 400, 403)
@@ -623,7 +629,7 @@ def test_undecodable_bytes_do_not_break_the_server(server, client):
     edit = next((p for p in POSTS if p.endswith("/edit")), MAIN)
     status, _, _ = raw_http(
         server,
-        f"POST {fill(edit, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\nCookie: {COOKIE}={client.cookie}\r\n"
+        f"POST {fill(edit, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\nCookie: {server.cookie_name}={client.cookie}\r\n"
         f"Content-Type: application/x-www-form-urlencoded\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
         + body,
@@ -641,21 +647,14 @@ def websocket_library() -> bool:
 
 
 @pytest.mark.skipif(not websocket_library(), reason="uvicorn serves no WebSocket here")
-@pytest.mark.xfail(
-    strict=True,
-    reason="gate.Gate answers a websocket scope with http.response.start, which uvicorn "
-    "rejects (RuntimeError, a traceback in the log, 500): it should receive "
-    "websocket.connect and send websocket.close (uvicorn answers 403), or serve() should "
-    "pass ws='none' to uvicorn.Config",
-)
 def test_a_websocket_upgrade_is_refused_without_an_internal_error(server, client):
     before = len(server.stderr())
     # never a handshake (101) nor an error; with the session, a plain answer to
     # the GET is as good as a refusal (no WebSocket opens)
     for host, cookie, statuses in (
-        (server.netloc, f"{COOKIE}={client.cookie}", (200, 403)),
+        (server.netloc, f"{server.cookie_name}={client.cookie}", (200, 403)),
         (server.netloc, "", (403,)),
-        (f"evil.example:{server.port}", f"{COOKIE}={client.cookie}", (403, 421)),
+        (f"evil.example:{server.port}", f"{server.cookie_name}={client.cookie}", (403, 421)),
     ):
         status, head, body = raw_http(
             server,
@@ -836,14 +835,6 @@ def test_a_form_posted_from_another_origin_changes_nothing(
 
 
 @pytest.mark.browser
-@pytest.mark.xfail(
-    strict=True,
-    reason="gate.SECURITY_HEADERS sends Referrer-Policy: no-referrer, under which a browser "
-    "sends `Origin: null` with every form POST (Fetch: serializing a request origin), and the "
-    "gate refuses a null Origin: a plain HTML form of the dashboard's own is refused as "
-    "'a request from another site' (only htmx's XHR, mode cors, carries the real Origin). "
-    "Referrer-Policy: same-origin keeps referrers from other sites and fixes it",
-)
 def test_a_plain_form_of_the_dashboard_itself_passes_the_gate(server, client, browser):
     login(browser, server)
     browser.execute_script(
@@ -937,7 +928,7 @@ def test_allow_remote_serves_its_own_address_only_and_still_needs_the_token(proj
         refused(request(f"{base}/auth?token=wrong"))
         status, headers, _ = request(server.login_url)
         assert status == 303
-        cookie = {"Cookie": f"{COOKIE}={session_cookie(headers)}"}
+        cookie = {"Cookie": f"{server.cookie_name}={session_cookie(headers)}"}
         assert passes(request(f"{base}/", headers=cookie))
         assert request(f"{base}/static/style.css", headers=cookie).status == 200
         for host in (

@@ -154,7 +154,7 @@ def test_a_browser_logs_in_with_the_token_or_with_the_session_cookie(demo_projec
     with UiServer(demo_project) as fresh:
         login(browser, fresh, "/insights")  # spends the token in the browser
         assert browser.current_url == fresh.base + "/insights"
-        cookie = browser.get_cookie(COOKIE)
+        cookie = browser.get_cookie(fresh.cookie_name)
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
         assert fresh.cookie == cookie["value"]
         assert browser.execute_script("return document.cookie") == ""  # HttpOnly
@@ -195,12 +195,6 @@ def test_without_chromium_the_browser_tests_skip_but_fail_under_ci(monkeypatch):
 
 
 @pytest.mark.browser
-@pytest.mark.xfail(
-    strict=True,
-    reason="gate.COOKIE is one name for every port and cookies ignore ports: logging in to "
-    "a second helix ui on 127.0.0.1 replaces the first one's session cookie in the browser, "
-    "and the first dashboard's token is spent (fix: a cookie name carrying the port)",
-)
 def test_two_dashboards_stay_logged_in_side_by_side_in_one_browser(demo_project, browser):
     with UiServer(demo_project) as first, UiServer(demo_project) as second:
         browser.get(first.login_url)

@@ -69,7 +69,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "docs" / "screenshots"
-COOKIE = "helix_session"
+COOKIE = "helix_session"  # the prefix: a server's cookie is helix_session_PORT
 LOGIN_LINE = re.compile(r"helix ui: (http://(\[[^\]]+\]|[^:/\s]+):(\d+)/auth\?token=(\S+))")
 CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]*)"')
 START_TIMEOUT = 60.0
@@ -129,6 +129,11 @@ class UiServer:
         self.port = 0
         self.token = ""
         self.cookie: str | None = None  # the session cookie, once logged in
+
+    @property
+    def cookie_name(self) -> str:
+        """The session cookie's name: it carries the port (gate.cookie_name)."""
+        return f"{COOKIE}_{self.port}"
 
     @property
     def base(self) -> str:
@@ -262,7 +267,7 @@ def session_cookie(headers: Message) -> str | None:
     """The ``helix_session`` value a response sets, if any."""
     for value in headers.get_all("Set-Cookie") or []:
         name, _, rest = value.partition("=")
-        if name.strip() == COOKIE:
+        if name.strip().startswith(COOKIE + "_"):
             return rest.split(";", 1)[0]
     return None
 
@@ -291,7 +296,7 @@ class HttpClient:
     ) -> Reply:
         sent = dict(headers or {})
         if cookie and not any(k.lower() == "cookie" for k in sent):
-            sent["Cookie"] = f"{COOKIE}={self.cookie}"
+            sent["Cookie"] = f"{self.server.cookie_name}={self.cookie}"
         return request(self.url(path), method, data, sent, follow=follow)
 
     def get(
@@ -498,7 +503,7 @@ def login(browser: Any, server: UiServer, path: str = "/") -> None:
     after an ``http_session``, get the session's cookie set directly."""
     if server.cookie is None:
         browser.get(server.login_url)
-        found = browser.get_cookie(COOKIE)
+        found = browser.get_cookie(server.cookie_name)
         if not found:
             raise AssertionError(f"the login URL set no cookie{server.tail()}")
         server.cookie = found["value"]
@@ -506,7 +511,7 @@ def login(browser: Any, server: UiServer, path: str = "/") -> None:
         browser.get(server.base + "/static/style.css")  # any page of the origin
         browser.add_cookie(
             {
-                "name": COOKIE,
+                "name": server.cookie_name,
                 "value": server.cookie,
                 "path": "/",
                 "httpOnly": True,

@@ -38,7 +38,9 @@ def routes() -> list[BaseRoute]:
     return found
 
 
-def create(service: Service, sessions: gate.Sessions, hosts: frozenset[str]) -> gate.Gate:
+def create(
+    service: Service, sessions: gate.Sessions, hosts: frozenset[str], cookie: str
+) -> gate.Gate:
     app = Starlette(
         routes=routes(),
         lifespan=_lifespan,
@@ -49,7 +51,7 @@ def create(service: Service, sessions: gate.Sessions, hosts: frozenset[str]) -> 
         },
     )
     app.state.service = service
-    return gate.Gate(app, sessions, hosts)
+    return gate.Gate(app, sessions, hosts, cookie)
 
 
 @asynccontextmanager

@@ -39,6 +39,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+# The session cookie's name carries the port: a browser keeps cookies per host,
+# whatever the port, so two dashboards on 127.0.0.1 would otherwise log each
+# other out.
 COOKIE = "helix_session"
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf"
@@ -56,7 +59,9 @@ SECURITY_HEADERS = [
     ),
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin:
+    # null" on the dashboard's own form POSTs, which the Origin check refuses.
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
@@ -97,6 +102,10 @@ class Sessions:
             return self._by_id.get(session)
 
 
+def cookie_name(port: int) -> str:
+    return f"{COOKIE}_{port}"
+
+
 def loopback(host: str) -> bool:
     return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
 
@@ -113,17 +122,21 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
 class Gate:
     """The ASGI middleware: see the module docstring."""
 
-    def __init__(self, app: ASGIApp, sessions: Sessions, hosts: frozenset[str]):
+    def __init__(self, app: ASGIApp, sessions: Sessions, hosts: frozenset[str], cookie: str):
         self.app = app
         self.sessions = sessions
         self.hosts = hosts
+        self.cookie = cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "websocket":  # nothing here speaks it: closed unaccepted
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
+            return
         if scope["type"] != "http":
-            await _refuse(send, 403, "helix ui: not served here")
             return
         headers = _headers(scope)
         if headers.get("host", "").lower() not in self.hosts:
@@ -137,7 +150,7 @@ class Gate:
             await self._login(scope, send)
             return
         cookies = _cookies(headers.get("cookie", ""))
-        session = cookies.get(COOKIE)
+        session = cookies.get(self.cookie)
         csrf = self.sessions.csrf(session)
         if csrf is None:
             await _refuse(
@@ -175,7 +188,7 @@ class Gate:
                 "start `helix ui` again for a new one",
             )
             return
-        cookie = f"{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = f"{self.cookie}={session}; HttpOnly; SameSite=Strict; Path=/"
         await _secured(send)(
             {
                 "type": "http.response.start",

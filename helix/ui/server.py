@@ -72,7 +72,9 @@ def serve(
     bound = sock.getsockname()[1]
     sessions = gate.Sessions()
     shown = f"[{host}]" if ":" in host else host
-    asgi = app.create(service, sessions, gate.allowed_hosts(host, bound))
+    asgi = app.create(
+        service, sessions, gate.allowed_hosts(host, bound), gate.cookie_name(bound)
+    )
     print(f"helix ui: http://{shown}:{bound}{gate.LOGIN_PATH}?token={sessions.token}", file=out)
     print("helix ui: the link works once; Ctrl-C stops the server", file=out, flush=True)
     # A live page's event stream (/runs/events) stays open while a run lives:
@@ -83,6 +85,10 @@ def serve(
         access_log=False,
         lifespan="on",
         server_header=False,
+        # Nothing here speaks WebSocket, and no proxy stands in front: headers
+        # claiming another client address are not believed.
+        ws="none",
+        proxy_headers=False,
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
     )
     try:
