@@ -760,7 +760,8 @@ def main() -> int:
         print(json.dumps(routes_child()))
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "--profile-page":
-        method, target, form, runs = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), 5
+        method, target, form = sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+        runs = int(sys.argv[5]) if len(sys.argv) > 5 else 5
         print(json.dumps(profile_child(method, target, form, runs)))
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "--tasks":
