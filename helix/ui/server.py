@@ -72,9 +72,7 @@ def serve(
     bound = sock.getsockname()[1]
     sessions = gate.Sessions()
     shown = f"[{host}]" if ":" in host else host
-    asgi = app.create(
-        service, sessions, gate.allowed_hosts(host, bound), gate.cookie_name(bound)
-    )
+    asgi = app.create(service, sessions, gate.allowed_hosts(host, bound), gate.cookie_name(bound))
     print(f"helix ui: http://{shown}:{bound}{gate.LOGIN_PATH}?token={sessions.token}", file=out)
     print("helix ui: the link works once; Ctrl-C stops the server", file=out, flush=True)
     # A live page's event stream (/runs/events) stays open while a run lives:

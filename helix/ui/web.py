@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from jinja2 import pass_context
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
@@ -62,6 +63,7 @@ def page(
             "nav": NAV,
             "active": active,
             "project": svc.paths.project.name,
+            "project_root": str(svc.paths.project),
             "store": svc.store_label(),
             **context,
         },
@@ -120,4 +122,13 @@ def count(value: float | int | None) -> str:
     return f"{int(value):,}"
 
 
-TEMPLATES.env.filters.update(pct=pct, signed=signed, ago=ago, count=count)
+@pass_context
+def local(context: Any, path: Any) -> str:
+    """A path as the page shows it: relative to the project when inside it, so a
+    screenshot or a shared page does not carry the machine's folders."""
+    text = str(path)
+    root = str(context.get("project_root", "")).rstrip("/")
+    return text.replace(root + "/", "") if root else text
+
+
+TEMPLATES.env.filters.update(pct=pct, signed=signed, ago=ago, count=count, local=local)

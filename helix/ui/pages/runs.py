@@ -40,8 +40,8 @@ def runs_page(request: Request) -> Response:
     return web.page(request, "runs.html", active="/runs", r=report)
 
 
-def panel(report: dict[str, Any]) -> str:
-    return web.TEMPLATES.get_template(PANEL).render(r=report)
+def panel(report: dict[str, Any], paths: Paths) -> str:
+    return web.TEMPLATES.get_template(PANEL).render(r=report, project_root=str(paths.project))
 
 
 def message(html: str, event: str | None = None) -> str:
@@ -74,7 +74,7 @@ async def stream(
         if key != seen or not alive:
             seen = key
             report = await anyio.to_thread.run_sync(runs.view, paths)
-            yield message(panel(report))
+            yield message(panel(report, paths))
             last = time.monotonic()
             if not alive:
                 yield message("", "end")
