@@ -312,12 +312,16 @@ class Server:
         self.figures: dict[str, str] = {}
         self.host = ""
         self.port = 0
-        started = time.perf_counter()
-        url = self._wait_for_url()
-        self.start_s = time.perf_counter() - started
-        parts = urllib.parse.urlsplit(url)
-        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
-        self._login(f"{parts.path}?{parts.query}")
+        try:
+            started = time.perf_counter()
+            url = self._wait_for_url()
+            self.start_s = time.perf_counter() - started
+            parts = urllib.parse.urlsplit(url)
+            self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+            self._login(f"{parts.path}?{parts.query}")
+        except BaseException:
+            self.stop()  # the caller never holds a server that failed to start
+            raise
 
     def _wait_for_url(self) -> str:
         deadline = time.monotonic() + START_TIMEOUT_S
