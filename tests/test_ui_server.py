@@ -54,8 +54,10 @@ def test_it_prints_one_login_url_with_a_long_random_token(server):
 def test_it_serves_the_store_of_the_project_it_was_started_in(server):
     status, _, body = http_session(server).get("/")
     assert status == 200, server.tail()
-    assert str(server.project / ".helix" / "helix.db") in body
-    assert "SQLite" in body
+    # named relative to the project, whose folder names the page
+    assert "SQLite · .helix/helix.db" in body
+    assert f"<title>Overview · {server.project.name}</title>" in body
+    assert str(server.project) not in body  # no folder of the machine on the page
 
 
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)])

@@ -39,7 +39,10 @@ def check_host(host: str, allow_remote: bool) -> None:
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on every accepted
+    # connection: without it a small response waits for the browser's delayed
+    # acknowledgement on a kept-alive connection (~40 ms a page, measured).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
