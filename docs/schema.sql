@@ -105,6 +105,16 @@ CREATE TABLE insight (
             last_feedback_at TEXT
         , uplift REAL NOT NULL DEFAULT 0, uplift_sd REAL, uplift_prior REAL NOT NULL DEFAULT 0, uplift_fit REAL NOT NULL DEFAULT 0, evidence REAL NOT NULL DEFAULT 0, actor TEXT, machine TEXT, run TEXT);
 
+-- table insight_citation
+CREATE TABLE insight_citation (
+            insight_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            symbol TEXT NOT NULL DEFAULT '',
+            line_start INTEGER,
+            line_end INTEGER,
+            PRIMARY KEY (insight_id, path, symbol)
+        );
+
 -- table insight_file
 CREATE TABLE insight_file (
             insight_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
@@ -127,6 +137,14 @@ CREATE TABLE insight_origin (
             created_at TEXT NOT NULL,
             approved_at TEXT,
             approved_by TEXT
+        );
+
+-- table insight_stale
+CREATE TABLE insight_stale (
+            insight_id INTEGER PRIMARY KEY REFERENCES insight(id) ON DELETE CASCADE,
+            since TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            checked_at TEXT NOT NULL
         );
 
 -- table learning_candidate

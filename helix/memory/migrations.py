@@ -558,6 +558,34 @@ def m018_audit(conn: sqlite3.Connection) -> None:
     )
 
 
+def m019_citations(conn: sqlite3.Connection) -> None:
+    """What an insight cites in the code (a file, a symbol in a file, the lines
+    it was about when known), recorded when it is stored, so advice about code
+    that moved or no longer exists can be found out before it is injected
+    (:mod:`helix.memory.citations`). ``symbol`` is '' for a file cited as a
+    whole. ``insight_stale`` is the store's record of an insight last found
+    fully stale: since when and why; a later check that finds it alive clears it."""
+    _run(
+        conn,
+        """
+        CREATE TABLE insight_citation (
+            insight_id INTEGER NOT NULL REFERENCES insight(id) ON DELETE CASCADE,
+            path TEXT NOT NULL,
+            symbol TEXT NOT NULL DEFAULT '',
+            line_start INTEGER,
+            line_end INTEGER,
+            PRIMARY KEY (insight_id, path, symbol)
+        );
+        CREATE TABLE insight_stale (
+            insight_id INTEGER PRIMARY KEY REFERENCES insight(id) ON DELETE CASCADE,
+            since TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            checked_at TEXT NOT NULL
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -579,6 +607,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (16, m016_shared_task_file),
     (17, m017_provenance),
     (18, m018_audit),
+    (19, m019_citations),
 ]
 
 LATEST = MIGRATIONS[-1][0]
