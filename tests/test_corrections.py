@@ -19,7 +19,7 @@ from stores import engine_env, store_of
 
 from helix.config import Paths
 from helix.errors import HelixError, InvalidInput, NotFound
-from helix.memory import db, feedback
+from helix.memory import db, feedback, insight
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 from helix.service.actions import Service
@@ -99,7 +99,7 @@ def test_retag_changes_kind_and_tags_keeps_evidence_and_is_audited(service: Serv
     [
         ("nonsense", None, InvalidInput),
         (None, [f"t{i}" for i in range(21)], InvalidInput),
-        (None, ["two words"], InvalidInput),
+        (None, ["x" * (insight.MAX_TAG + 1)], InvalidInput),  # as store refuses it
         (None, None, InvalidInput),
     ],
 )

@@ -306,7 +306,7 @@ def test_refused_corrections_are_messages_and_change_nothing(demo_copy: Path) ->
                 f"/insight/{name}/retag",
                 {"kind": "fact", "tags": ",".join(f"t{i}" for i in range(21))},
                 400,
-                "at most",
+                "too many tags",
             ),
             (f"/insight/{name}/forget", {"confirm_name": "not-it"}, 400, "type its name"),
             ("/insight/no-such-insight/retag", {"kind": "fact"}, 404, "no-such-insight"),

@@ -27,8 +27,6 @@ from helix.memory.rows import InsightRows
 
 # An archive row whose record says this holds no text: restore refuses it.
 PURGED = "purged"
-MAX_TAGS = 20
-MAX_TAG = 64
 MAX_AUDIT_DETAIL = 4000
 
 
@@ -72,22 +70,6 @@ def log(conn: db.Connection, name: str | None = None, limit: int = 100) -> list[
     ]
 
 
-def clean_tags(tags: list[str]) -> list[str]:
-    """Tags as a person typed them: trimmed, lower-case, unique, bounded."""
-    kept: list[str] = []
-    for raw in tags:
-        tag = raw.strip().lower()
-        if not tag:
-            continue
-        if len(tag) > MAX_TAG or any(c.isspace() for c in tag):
-            raise InvalidInput(f"a tag is one word of at most {MAX_TAG} characters: {raw[:80]!r}")
-        if tag not in kept:
-            kept.append(tag)
-    if len(kept) > MAX_TAGS:
-        raise InvalidInput(f"at most {MAX_TAGS} tags")
-    return kept
-
-
 def retag(
     memory: InsightRows,
     name: str,
@@ -100,7 +82,7 @@ def retag(
     if kind is None and tags is None:
         raise InvalidInput("nothing to change: give a kind, tags, or both")
     new_kind = insight.check_kind(kind) if kind is not None else None
-    new_tags = clean_tags(tags) if tags is not None else None
+    new_tags = insight.clean_tags(tags) if tags is not None else None
     with db.write(memory.conn):
         row = memory.conn.execute(
             "SELECT kind, tags FROM insight WHERE name = ?", (name,)
