@@ -88,32 +88,29 @@ def recent_spawns(conn: db.Connection, limit: int) -> list[dict[str, Any]]:
 
 def settlements_of(conn: db.Connection, attempt_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """attempt id -> its ``task_outcome`` row (the settlement), for those settled."""
-    found: dict[str, dict[str, Any]] = {}
-    for chunk in db.chunks(list(dict.fromkeys(attempt_ids)), CHUNK):
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(
-            f"SELECT {', '.join(OUTCOME_KEYS)} FROM task_outcome WHERE attempt IN ({marks})",
-            tuple(chunk),
-        ).fetchall()
-        for row in rows:
-            item = dict(zip(OUTCOME_KEYS, row, strict=True))
-            found[item["attempt"]] = item
-    return found
+    return _rows_by(conn, "task_outcome", OUTCOME_KEYS, "attempt", attempt_ids)
 
 
 def insights_named(conn: db.Connection, names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """name -> the live insight's text and current figures; a name archived or
     purged since is absent."""
+    return _rows_by(conn, "insight", INSIGHT_KEYS, "name", names)
+
+
+def _rows_by(
+    conn: db.Connection, table: str, keys: Sequence[str], column: str, values: Iterable[str]
+) -> dict[str, dict[str, Any]]:
+    """value of ``column`` -> the row (as ``keys``) holding it, ``CHUNK`` values
+    per statement; ``column`` is one of ``keys``."""
     found: dict[str, dict[str, Any]] = {}
-    for chunk in db.chunks(list(dict.fromkeys(names)), CHUNK):
+    for chunk in db.chunks(list(dict.fromkeys(values)), CHUNK):
         marks = ",".join("?" * len(chunk))
         rows = conn.execute(
-            f"SELECT {', '.join(INSIGHT_KEYS)} FROM insight WHERE name IN ({marks})",
-            tuple(chunk),
+            f"SELECT {', '.join(keys)} FROM {table} WHERE {column} IN ({marks})", tuple(chunk)
         ).fetchall()
         for row in rows:
-            item = dict(zip(INSIGHT_KEYS, row, strict=True))
-            found[item["name"]] = item
+            item = dict(zip(keys, row, strict=True))
+            found[item[column]] = item
     return found
 
 
