@@ -6,10 +6,7 @@ and in headless Chromium on a demo store, checked against the CLI's JSON."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from uibrowser import (  # noqa: F401
     UiServer,
     browser_fixture,
     demo_project_fixture,
+    helix_json,
     http_session,
     login,
     screenshot,
@@ -208,22 +206,6 @@ def test_an_empty_store_has_no_spawns(service: Service) -> None:
 
 
 # --- the page, on the demo store ---------------------------------------------------
-
-
-def helix_json(project: Path, *args: str) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
-    env["HELIX_HOME"] = str(project / ".helix")
-    done = subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")

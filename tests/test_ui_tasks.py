@@ -6,12 +6,8 @@ headless Chromium on a demo store, their figures checked against the CLI's JSON.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +17,7 @@ from uibrowser import (  # noqa: F401
     UiServer,
     browser_fixture,
     demo_project_fixture,
+    helix_json,
     http_session,
     login,
     screenshot,
@@ -262,22 +259,6 @@ def test_an_empty_project_has_an_empty_graph(service: Service) -> None:
 
 
 # --- the pages, on the demo store -------------------------------------------------------
-
-
-def helix_json(project: Path, *args: str) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
-    env["HELIX_HOME"] = str(project / ".helix")
-    done = subprocess.run(
-        [sys.executable, "-m", "helix", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def figure(body: str, name: str) -> str:

@@ -372,6 +372,26 @@ def http_session(server: UiServer) -> HttpClient:
 # --- the demo store -------------------------------------------------------------
 
 
+def helix_json(project: Path, *args: str) -> Any:
+    """``helix ARGS`` on ``project`` as a person would run it there (no HELIX_*
+    variable of this process leaks in); its JSON, after asserting exit 0."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+    env["HELIX_HOME"] = str(project / ".helix")
+    done = subprocess.run(
+        [sys.executable, "-m", "helix", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def build_demo(project: Path, cache: Path | None = None) -> Path:
     """``helix demo --dir project``: a real store (insights, attempts, feedback,
     tasks) in ``project/.helix/helix.db``, made offline from recorded sessions."""
