@@ -39,6 +39,7 @@ TOOLS = {
     "retag",
     "purge",
     "audit",
+    "stale",
 }
 ADVICE = (
     "When the payment client gets a 503 from the gateway, retry with exponential "

@@ -129,6 +129,8 @@ def insight_lines(insights: list[dict[str, Any]]) -> str:
         confidence = item.get("_confidence") or item.get("confidence") or "[unproven]"
         text = str(item.get("content", ""))
         out += entry_lines(f"  - {confidence}", text, str(item.get("kind", "")), "      ")
+        if item.get("note"):  # a partly stale insight: what moved or is gone, one line
+            out[-1] += f" {' '.join(str(item['note']).split())}"
     return "\n".join(out)
 
 

@@ -47,7 +47,7 @@ from helix.errors import InvalidInput
 from helix.files import file_id, write_json
 from helix.loop import ledger
 from helix.loop.judge import Spec
-from helix.memory import db, insight, quarantine, reach
+from helix.memory import citations, db, insight, quarantine, reach
 
 if TYPE_CHECKING:
     import numpy as np
@@ -202,6 +202,8 @@ def batch_inject(
             admit=reach[k],
         )
         kept, refused = _within(hits, where)
+        kept, stale = citations.screen(memory, kept, where)  # reported as withheld, "stale: ..."
+        refused += stale
         pools.append({h["name"]: h for h in kept})
         withheld.append(refused)
     held = quarantine.held(memory.conn, (n for pool in pools for n in pool))
@@ -321,6 +323,8 @@ def _choose(pool: dict[str, RecallHit], explore: bool) -> dict[str, tuple[float,
         hit = pool[name]
         estimate = hit.get("_uplift") or {"uplift": hit["_effectiveness"] - 0.5, "sd": 0.0}
         mean, sd = estimate["uplift"], estimate["sd"]
+        if share := hit.get("_stale_share", 0.0):  # learned on code partly gone: toward the prior
+            mean, sd = (1 - share) * mean, sd + share * (uplift.PRIOR_SD - sd)
         if mean + HARM_Z * sd < 0:
             continue  # probably harmful here: left out
         if hit.get("_signals", {}).get("reach") and mean - REACH_Z * sd <= REACH_MIN:
@@ -328,7 +332,7 @@ def _choose(pool: dict[str, RecallHit], explore: bool) -> dict[str, tuple[float,
             # expected to help here, not merely be unproven.
             continue
         value = mean + (OPTIMISM * sd if explore else 0.0)
-        tie = hit["_score"] - mean  # the relevance tie-break of the score
+        tie = hit["_score"] - estimate["uplift"]  # the relevance tie-break of the score
         out[name] = (round(value + tie, 6), min(1.0, sd / uplift.PRIOR_SD))
     return out
 
@@ -385,6 +389,8 @@ def _compact(hit: RecallHit, hold: quarantine.Hold | None = None) -> dict[str, A
     """One injected insight; a quarantined one is marked as an unproven
     candidate with its provenance, in place of its confidence."""
     out = {**_brief(hit), "score": hit["_score"], "uplift": hit.get("_uplift")}
+    if hit.get("_note"):  # partly stale: what moved or is gone (helix.memory.citations)
+        out["note"] = hit["_note"]
     if hold is not None:
         out["confidence"] = hold.label()
         out["quarantine"] = hold.to_dict()

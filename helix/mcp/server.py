@@ -289,6 +289,19 @@ def build(service: Service) -> MCPServer:
         outcome, whether helix verified it, and how the estimate moved."""
         return await workers.call(lambda: service.history(name, limit))
 
+    @server.tool(annotations=writing)
+    async def stale() -> dict[str, Any]:
+        """The insights whose cited code is gone (stale: no longer injected) or moved
+        or partly gone (partly: injected with a note), checked against the working
+        tree now, each with the reason; the store records which are stale."""
+        from helix.memory import citations
+
+        def review() -> dict[str, Any]:
+            with service.memory(create=False) as mem:
+                return citations.review(mem, service.paths.project)
+
+        return await workers.call(review)
+
     @server.tool(annotations=reading)
     async def health() -> dict[str, Any]:
         """The memory's totals, feedback-loop signals, model and schema."""

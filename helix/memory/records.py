@@ -45,6 +45,10 @@ class RecallHit(Insight):
     _uplift: NotRequired[dict[str, Any]]  # the estimate behind _score (helix.memory.uplift)
     _signals: NotRequired[dict[str, Any]]
     _via: NotRequired[str]
+    # Set by injection's stale screen (helix.memory.citations) on a partly stale hit:
+    # the one-line note of what moved or is gone, and the share of its citations gone.
+    _note: NotRequired[str]
+    _stale_share: NotRequired[float]
 
 
 # One edge of the insight graph (``Memory.edges``). ``last_used`` is when it was

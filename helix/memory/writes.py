@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, Rejected, Screened
-from helix.memory import blas, db, exemplars, insight, quarantine
+from helix.memory import blas, citations, db, exemplars, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 from helix.memory.vectors import VectorIndex
@@ -82,8 +82,13 @@ def store(
     problem = None if vouched else _hostile_meaning(memory, vector[None, :])[0]
     if problem:
         raise Screened(problem)
+    # What it cites in the code, looked up before the write lock is taken (bounded).
+    cites = citations.extract(citations.project_of(memory), item["content"], item["files"])
     with memory.vector_write() as index:
-        return _insert_or_merge(memory, item, vector, index)[0]
+        result = _insert_or_merge(memory, item, vector, index)[0]
+        if cites and result["status"] == "added":
+            citations.record(memory, memory.id_of(result["name"]), cites)
+        return result
 
 
 def _prepare(

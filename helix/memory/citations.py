@@ -1,0 +1,552 @@
+"""What an insight cites in the code, and whether the code still says so.
+
+Code moves, and advice about a function that no longer exists misleads. So an
+insight keeps what it cites (table ``insight_citation``, migration 19), taken
+from its text when it is stored (:func:`extract`): the files it names or is
+filed under that exist in the project (literal paths, never globs), and the
+symbols it names (``snake_case``, ``CamelCase``, ``dotted.names``, names in
+backticks, ``name()`` calls) that actually occur in those files, or, when it
+names no file, in the project's tracked files (one ``git grep``). Lines are
+kept where a builder's report gives them; learning candidates carry files but
+no lines today, so ``line_start``/``line_end`` stay NULL.
+
+Before an insight is injected its citations are checked against the working
+tree (:func:`check`), cheaply: a file still exists (a stat), a symbol is still
+in its file (a word-boundary search of the first 256 KiB, cached by the file's
+mtime and size). Only what is missing costs a git call: a missing file is
+looked up among the renames git recorded (``git log -M``), a missing symbol
+among the tracked files (``git grep``); both answers are cached in the data
+directory for the current ``HEAD``, so a hook pays each once.
+
+- **fresh**: everything is where it was (or the insight cites nothing: no claim);
+- **partly** stale: something moved (followed) or is gone: injected with a
+  one-line note of what, its learned usefulness shrunk toward the prior by the
+  share that is gone (``_stale_share``, read by injection's dealing);
+- **stale**: every citation is gone with no new place: not injected, and the
+  store is told (table ``insight_stale``: since when, why), so ``helix memory
+  stale`` and the dashboard's stale filter list it; a later check that finds it
+  alive again clears the mark.
+
+``HELIX_CITATIONS=0`` turns the check off (a switch for measuring its cost);
+nothing here ever blocks storing or injecting: a failure means "not checked".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from helix import config
+
+if TYPE_CHECKING:
+    from helix.memory.records import RecallHit
+    from helix.memory.rows import InsightRows
+
+SWITCH = "HELIX_CITATIONS"
+MAX_SYMBOLS = 10  # symbols kept per insight
+MAX_CANDIDATES = 20  # names taken from a text to look for
+MAX_FILES = 10  # files kept per insight
+READ_BYTES = 256 * 1024  # of each file read
+STORE_SECONDS = 1.5  # all the looking at store time
+GIT_SECONDS = 2.0  # one git call
+GREP_FILES = 20  # files of a store-time git grep read to place each symbol
+RENAME_COMMITS = 500  # how far back a rename is looked for
+CACHE_FILE = "citations.json"  # in the data directory, keyed by HEAD
+
+State = Literal["fresh", "partly", "stale"]
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One thing an insight cites: a file (``symbol`` ''), or a symbol in a file."""
+
+    path: str
+    symbol: str = ""
+    line_start: int | None = None
+    line_end: int | None = None
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What a check found: ``moved`` as "old → new", ``gone`` as reasons, and
+    ``share`` the fraction of citations gone with no new place."""
+
+    state: State
+    moved: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+    share: float = 0.0
+
+    def note(self) -> str:
+        """The one line an agent reads after a partly stale insight."""
+        parts = [f"moved: {', '.join(self.moved)}"] if self.moved else []
+        return f"({'; '.join(parts + self.gone)})" if parts or self.gone else ""
+
+    def reason(self) -> str:
+        return "; ".join(self.gone + [f"moved: {m}" for m in self.moved]) or "fresh"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "moved": self.moved, "gone": self.gone, "share": self.share}
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "1").strip() != "0"
+
+
+def project_of(memory: InsightRows) -> Path | None:
+    """The working tree an insight's citations are read in: a file store's
+    project, a server store's the project helix runs in; None for a private store."""
+    if memory.path is None:
+        return None
+    return memory.project or config.resolve().project
+
+
+# ------------------------------------------------------------------ extraction
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7}|[\w-]+\.(?:py|js|ts|tsx|"
+    r"go|rs|java|rb|toml|yaml|yml|json|md|sql|sh|cfg|ini|txt|c|h|cpp|kt|swift))(?![\w/])"
+)
+_TICKED = re.compile(r"`([^`\s]{3,80})`")
+_CALL = re.compile(r"\b([A-Za-z_][\w.]{2,79})\(")
+_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
+_SNAKE = re.compile(r"\b_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+_CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)\b")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{2,79}$")
+_GLOB = frozenset("*?[")
+
+
+def extract(project: Path | None, content: str, files: Iterable[str] = ()) -> list[Citation]:
+    """What ``content`` (filed under ``files``) cites in ``project`` now: the
+    literal files that exist, and the symbols found in them (or, naming no file,
+    in the tracked files of a git project). Bounded in time and reading; never
+    raises: anything unexpected gives no citations."""
+    if project is None or not enabled():
+        return []
+    try:
+        return _extract(Path(project), content, list(files))
+    except Exception:  # noqa: BLE001 - citations are a help; storing never waits on them
+        return []
+
+
+def _extract(project: Path, content: str, files: list[str]) -> list[Citation]:
+    deadline = time.monotonic() + STORE_SECONDS
+    named = [m.group(1).rstrip(".,;:") for m in _PATH.finditer(content)]
+    paths = [p for p in dict.fromkeys([*files, *named]) if _is_file(project, p)][:MAX_FILES]
+    paths = [_clean(p) for p in paths]
+    paths = list(dict.fromkeys(paths))
+    wanted = symbols_in(_PATH.sub(" ", content))
+    out = [Citation(p) for p in paths]
+    placed: dict[str, str] = {}
+    if paths:
+        for path in paths:
+            text = _read(project / path)
+            for name in wanted:
+                if name not in placed and text is not None and _has(text, name):
+                    placed[name] = path
+            if time.monotonic() > deadline:
+                break
+    elif wanted and is_repository(project):
+        placed = _placed_by_grep(project, wanted, deadline)
+    kept = [n for n in wanted if n in placed][:MAX_SYMBOLS]
+    return out + [Citation(placed[n], n) for n in kept]
+
+
+def symbols_in(text: str) -> list[str]:
+    """The names ``text`` mentions that look like code, most explicit first
+    (backticks, calls, dotted names, then snake_case and CamelCase words)."""
+    found: list[str] = []
+    for ticked in _TICKED.findall(text):
+        found += _names(ticked.rstrip("()"))
+    found += [n for call in _CALL.findall(text) for n in _names(call)]
+    found += [n for dotted in _DOTTED.findall(text) for n in _names(dotted)]
+    found += _SNAKE.findall(text) + _CAMEL.findall(text)
+    return [n for n in dict.fromkeys(found) if _IDENT.match(n)][:MAX_CANDIDATES]
+
+
+def _names(token: str) -> list[str]:
+    """A dotted name is looked for by its last part (``config_loader.load``:
+    ``load``, the name a file defines); a plain one as it is."""
+    parts = [p for p in token.strip(".").split(".") if p]
+    return [parts[-1]] if parts else []
+
+
+def _clean(path: str) -> str:
+    return Path(os.path.normpath(path.strip())).as_posix().removeprefix("./")
+
+
+def _is_file(project: Path, path: str) -> bool:
+    """A literal path inside the project that is a file now."""
+    if not path or any(c in _GLOB for c in path) or path.endswith("/"):
+        return False
+    if os.path.isabs(path) or ".." in Path(path).parts:
+        return False
+    return (project / path).is_file()
+
+
+def _placed_by_grep(project: Path, names: list[str], deadline: float) -> dict[str, str]:
+    """Where each of ``names`` occurs among the tracked files: one ``git grep -l``
+    for all of them, then the first files it lists, read to see which name is
+    in which (the first in path order)."""
+    patterns = [arg for n in names for arg in ("-e", n)]
+    listed = _git(project, "grep", "-l", "-I", "-w", "-F", *patterns, "--")
+    placed: dict[str, str] = {}
+    for path in (listed or "").splitlines()[:GREP_FILES]:
+        text = _read(project / path)
+        for name in names:
+            if name not in placed and text is not None and _has(text, name):
+                placed[name] = path
+        if len(placed) == len(names) or time.monotonic() > deadline:
+            break
+    return placed
+
+
+def record(memory: InsightRows, insight_id: int, citations: Sequence[Citation]) -> None:
+    """Keep what a new insight cites (inside the caller's write transaction)."""
+    memory.conn.executemany(
+        "INSERT INTO insight_citation(insight_id, path, symbol, line_start, line_end) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [(insight_id, c.path, c.symbol, c.line_start, c.line_end) for c in citations],
+    )
+
+
+# ---------------------------------------------------------------------- reading
+_TEXTS: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, first READ_BYTES)
+_TEXTS_KEPT = 256
+
+
+def _read(path: Path) -> str | None:
+    """A file's first READ_BYTES as text, cached by (mtime, size); None if it
+    is not a regular file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = str(path)
+    cached = _TEXTS.get(key)
+    if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
+        return cached[2]
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(READ_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    if len(_TEXTS) >= _TEXTS_KEPT:
+        _TEXTS.pop(next(iter(_TEXTS)))
+    _TEXTS[key] = (st.st_mtime_ns, st.st_size, text)
+    return text
+
+
+def _has(text: str, name: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+# ------------------------------------------------------------------------- git
+def is_repository(project: Path) -> bool:
+    return (project / ".git").exists()
+
+
+def _git(project: Path, *args: str) -> str | None:
+    """``git ARGS`` in the project (helix's safe git), its output, or None if it
+    failed or ran out of time."""
+    import subprocess
+
+    from helix import repository
+
+    try:
+        done = repository.run(project, *args, timeout=GIT_SECONDS, check_drivers=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode not in (0, 1):  # grep's 1: nothing found
+        return None
+    return done.stdout.decode("utf-8", "replace")
+
+
+def _head(project: Path) -> str | None:
+    """The commit HEAD names, read from the files (no git process), or None."""
+    git = project / ".git"
+    try:
+        if git.is_file():
+            line = git.read_text().strip()
+            git = (project / line.removeprefix("gitdir:").strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head
+        ref = head.removeprefix("ref:").strip()
+        common = git
+        if (git / "commondir").is_file():
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        for folder in (git, common):
+            if (folder / ref).is_file():
+                return (folder / ref).read_text().strip()
+        for line in (common / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split(" ", 1)[0]
+    except OSError:
+        return None
+    return None
+
+
+class _Lookups:
+    """The answers git gave about one project at one HEAD: renames and where
+    missing symbols now are. Kept in the data directory so the next process
+    (the next hook) does not ask again."""
+
+    def __init__(self, project: Path):
+        self.project = project
+        self.head = _head(project)
+        self.file = project / config.DATA_DIR_NAME / CACHE_FILE
+        self.renames: dict[str, str] | None = None
+        self.places: dict[str, list[str]] = {}
+        self.changed = False
+        stored = self._load()
+        if stored is not None:
+            self.renames = stored.get("renames")
+            self.places = stored.get("places") or {}
+
+    def _load(self) -> dict[str, Any] | None:
+        from helix.files import read_json
+
+        if self.head is None:
+            return None
+        try:
+            stored = read_json(self.file)
+        except Exception:  # noqa: BLE001 - a damaged cache is asked again
+            return None
+        if isinstance(stored, dict) and stored.get("head") == self.head:
+            return stored
+        return None
+
+    def save(self) -> None:
+        from helix.files import write_json
+
+        if not self.changed or self.head is None or not self.file.parent.is_dir():
+            return
+        try:
+            write_json(
+                self.file, {"head": self.head, "renames": self.renames, "places": self.places}
+            )
+        except OSError:
+            pass
+        self.changed = False
+
+    def renamed(self, path: str) -> str | None:
+        """Where a missing file went, following renames git recorded, if it exists now."""
+        if self.renames is None:
+            self.renames, self.changed = self._renames(), True
+        seen = {path}
+        while path in self.renames:
+            path = self.renames[path]
+            if (self.project / path).is_file():
+                return path
+            if path in seen:
+                break
+            seen.add(path)
+        return None
+
+    def _renames(self) -> dict[str, str]:
+        out = _git(
+            self.project,
+            "log",
+            "-M",
+            "--diff-filter=R",
+            "--name-status",
+            "--format=",
+            f"-n{RENAME_COMMITS}",
+        )
+        renames: dict[str, str] = {}
+        for line in (out or "").splitlines():
+            parts = line.split("\t")
+            if len(parts) == 3 and parts[0].startswith("R"):
+                renames.setdefault(parts[1], parts[2])  # newest first: the latest move wins
+        return renames
+
+    def where(self, symbol: str) -> list[str]:
+        """The tracked files ``symbol`` occurs in now (the first few)."""
+        if symbol not in self.places:
+            out = _git(self.project, "grep", "-l", "-I", "-w", "-F", "-e", symbol, "--")
+            self.places[symbol] = (out or "").splitlines()[:5]
+            self.changed = True
+        return self.places[symbol]
+
+
+_LOOKUPS: dict[tuple[str, str | None], _Lookups] = {}
+
+
+def _lookups(project: Path) -> _Lookups | None:
+    if not is_repository(project):
+        return None
+    key = (str(project), _head(project))
+    if key not in _LOOKUPS:
+        _LOOKUPS[key] = _Lookups(project)
+    return _LOOKUPS[key]
+
+
+# ----------------------------------------------------------------------- check
+def check(project: Path, citations: Sequence[Citation]) -> Freshness:
+    """Whether what an insight cites is still in ``project``'s working tree
+    (module docstring). No citations: fresh."""
+    if not citations:
+        return Freshness("fresh")
+    git: _Lookups | None = None
+    moved: dict[str, None] = {}
+    gone: dict[str, None] = {}
+    lost = 0
+    for cite in citations:
+        place: str | None = cite.path
+        if not (project / cite.path).is_file():
+            git = git or _lookups(project)
+            place = git.renamed(cite.path) if git else None
+            if place:
+                moved[f"{cite.path} → {place}"] = None
+        if cite.symbol and place and _has_in(project / place, cite.symbol):
+            continue
+        if cite.symbol:
+            git = git or _lookups(project)
+            elsewhere = [p for p in (git.where(cite.symbol) if git else []) if p != place]
+            if elsewhere:
+                moved[f"{cite.symbol}: {cite.path} → {elsewhere[0]}"] = None
+                continue
+            where = f"in {place}" if place else f"({cite.path} deleted)"
+            gone[f"{cite.symbol} not found {where}"] = None
+            lost += 1
+        elif not place:
+            gone[f"{cite.path} deleted"] = None
+            lost += 1
+    if git is not None:
+        git.save()
+    share = round(lost / len(citations), 4)
+    state: State = "stale" if lost == len(citations) else "partly" if moved or lost else "fresh"
+    return Freshness(state, list(moved), list(gone), share)
+
+
+def _has_in(path: Path, symbol: str) -> bool:
+    text = _read(path)
+    return text is not None and _has(text, symbol)
+
+
+# ------------------------------------------------------------ the store's view
+@dataclass
+class _Cited:
+    insight_id: int
+    citations: list[Citation]
+    marked: bool
+
+
+def cited(memory: InsightRows, names: Sequence[str]) -> dict[str, _Cited]:
+    """The citations of the named insights (those that cite anything) and
+    whether each is marked stale."""
+    out: dict[str, _Cited] = {}
+    names = list(dict.fromkeys(names))
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = memory.conn.execute(
+            "SELECT i.name, i.id, c.path, c.symbol, c.line_start, c.line_end, "
+            "s.insight_id IS NOT NULL FROM insight_citation c "
+            "JOIN insight i ON i.id = c.insight_id "
+            "LEFT JOIN insight_stale s ON s.insight_id = c.insight_id "
+            f"WHERE i.name IN ({marks}) ORDER BY i.name, c.path, c.symbol",
+            chunk,
+        ).fetchall()
+        for name, insight_id, path, symbol, start_line, end_line, marked in rows:
+            entry = out.setdefault(name, _Cited(insight_id, [], bool(marked)))
+            entry.citations.append(Citation(path, symbol, start_line, end_line))
+    return out
+
+
+def screen(
+    memory: InsightRows, hits: list[RecallHit], project: Path | None
+) -> tuple[list[RecallHit], list[dict[str, str]]]:
+    """Injection's stale screen over one task's candidates: the hits to keep
+    (a partly stale one with ``_note`` and ``_stale_share``) and the fully
+    stale ones left out, each with why. Tells the store what changed."""
+    if not hits or project is None or not enabled():
+        return hits, []
+    try:
+        found = cited(memory, [h["name"] for h in hits])
+    except Exception:  # noqa: BLE001 - an older or unreadable store: not checked
+        return hits, []
+    kept: list[RecallHit] = []
+    stale: list[dict[str, str]] = []
+    verdicts: dict[str, tuple[_Cited, Freshness]] = {}
+    for hit in hits:
+        entry = found.get(hit["name"])
+        if entry is None:
+            kept.append(hit)
+            continue
+        fresh = check(project, entry.citations)
+        verdicts[hit["name"]] = (entry, fresh)
+        if fresh.state == "stale":
+            stale.append({"name": hit["name"], "reason": f"stale: {fresh.reason()}"})
+            continue
+        if fresh.state == "partly":
+            hit["_note"] = fresh.note()
+            hit["_stale_share"] = fresh.share
+        kept.append(hit)
+    tell(memory, verdicts.values())
+    return kept, stale
+
+
+def tell(memory: InsightRows, verdicts: Iterable[tuple[_Cited, Freshness]]) -> None:
+    """Mark the insights found fully stale, clear the mark of those found alive:
+    one write, only when something changed; a store that cannot be written
+    (read-only) is left as it is."""
+    from helix.memory import db
+
+    marks = [(e.insight_id, f) for e, f in verdicts if f.state == "stale" and not e.marked]
+    clears = [e.insight_id for e, f in verdicts if f.state != "stale" and e.marked]
+    if not marks and not clears:
+        return
+    now = memory.now()
+    try:
+        with db.write(memory.conn):
+            memory.conn.executemany(
+                "INSERT INTO insight_stale(insight_id, since, reason, checked_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(i, now, f.reason()[:500], now) for i, f in marks],
+            )
+            memory.conn.executemany(
+                "DELETE FROM insight_stale WHERE insight_id = ?", [(i,) for i in clears]
+            )
+    except Exception:  # noqa: BLE001 - the mark is a report; injection goes on without it
+        return
+
+
+def review(memory: InsightRows, project: Path | None) -> dict[str, Any]:
+    """Every insight that cites something, checked against the working tree now
+    (the store told what changed): the stale and partly stale ones, stale first,
+    each with its reasons and since when it is marked."""
+    if project is None:
+        return {"checked": 0, "stale": [], "partly": []}
+    names = [
+        row[0]
+        for row in memory.conn.execute(
+            "SELECT DISTINCT i.name FROM insight i JOIN insight_citation c ON c.insight_id = i.id"
+        )
+    ]
+    found = cited(memory, names)
+    verdicts = {name: (entry, check(project, entry.citations)) for name, entry in found.items()}
+    tell(memory, verdicts.values())
+    since = dict(
+        memory.conn.execute(
+            "SELECT i.name, s.since FROM insight_stale s JOIN insight i ON i.id = s.insight_id"
+        ).fetchall()
+    )
+    out: dict[str, Any] = {"checked": len(verdicts), "stale": [], "partly": []}
+    for name in sorted(verdicts):
+        entry, fresh = verdicts[name]
+        if fresh.state == "fresh":
+            continue
+        row = {
+            "name": name,
+            **fresh.to_dict(),
+            "reason": fresh.reason(),
+            "since": since.get(name),
+            "cites": [c.path + (f"::{c.symbol}" if c.symbol else "") for c in entry.citations],
+        }
+        out[fresh.state].append(row)
+    return out
