@@ -103,7 +103,7 @@ CREATE TABLE insight (
             created_at TEXT NOT NULL,
             last_used TEXT,
             last_feedback_at TEXT
-        , uplift REAL NOT NULL DEFAULT 0, uplift_sd REAL, uplift_prior REAL NOT NULL DEFAULT 0, uplift_fit REAL NOT NULL DEFAULT 0, evidence REAL NOT NULL DEFAULT 0, actor TEXT, machine TEXT, run TEXT);
+        , uplift REAL NOT NULL DEFAULT 0, uplift_sd REAL, uplift_prior REAL NOT NULL DEFAULT 0, uplift_fit REAL NOT NULL DEFAULT 0, evidence REAL NOT NULL DEFAULT 0, actor TEXT, machine TEXT, run TEXT, last_recalled TEXT);
 
 -- table insight_citation
 CREATE TABLE insight_citation (
@@ -235,6 +235,9 @@ CREATE INDEX agent_file_at ON agent_file(at);
 
 -- index archive_name
 CREATE INDEX archive_name ON archive(name);
+
+-- index attempt_started
+CREATE INDEX attempt_started ON attempt(started_at);
 
 -- index attempt_task
 CREATE INDEX attempt_task ON attempt(task_id, started_at);

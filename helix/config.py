@@ -314,3 +314,32 @@ def user_cache(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     base = env.get("XDG_CACHE_HOME", "")
     return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "helix"
+
+
+# Expiry by disuse (:mod:`helix.memory.expiry`): insights no one injected,
+# recalled or credited for this many days leave recall and are archived,
+# restorable. Off unless set: a quiet project must not lose its memory while
+# nobody works on it, so forgetting is a choice a person makes, never a default.
+EXPIRE_ENV = "HELIX_EXPIRE_DAYS"
+MAX_EXPIRE_DAYS = 36500  # a hundred years: beyond it a date would overflow
+
+
+def expire_days(env: Mapping[str, str] | None = None) -> int:
+    """``HELIX_EXPIRE_DAYS``: a whole number of days, 0 (or unset) for off.
+    Raises InvalidInput with one line for anything else; a hook catches it and
+    goes on with expiry off (:func:`helix.memory.expiry.setting`)."""
+    raw = (os.environ if env is None else env).get(EXPIRE_ENV, "").strip()
+    if not raw:
+        return 0
+    try:
+        days = int(raw)
+    except ValueError:
+        days = -1
+    if not 0 <= days <= MAX_EXPIRE_DAYS:
+        from helix.errors import InvalidInput
+
+        raise InvalidInput(
+            f"{EXPIRE_ENV} must be a whole number of days from 0 (off) to {MAX_EXPIRE_DAYS}, "
+            f"not {raw[:40]!r}"
+        )
+    return days

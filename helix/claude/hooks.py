@@ -113,9 +113,19 @@ class Context:
         return self.paths.home
 
     def memory(self) -> Memory:
+        from helix.memory import expiry
         from helix.memory.store import Memory
 
-        return Memory(self.paths.db)
+        memory = Memory(self.paths.db)
+        # An invalid HELIX_EXPIRE_DAYS is logged and counts as off: a hook fails open.
+        expiry.pin(memory, self.expire_days())
+        return memory
+
+    def expire_days(self) -> int:
+        """The expiry setting (:mod:`helix.memory.expiry`), 0 when off or invalid."""
+        from helix.memory import expiry
+
+        return expiry.lenient(self.env, lambda problem: log(self.home, "settings", problem))
 
     def tracker(self) -> Tracker:
         return taskstore.open_tracker(self.paths)
@@ -654,11 +664,17 @@ def post_tool_use_failure(ctx: Context) -> None:
 
 # ------------------------------------------------------------------ SessionEnd
 def session_end(ctx: Context) -> None:
-    """Decay, and clean up state that has served its purpose. Stored insights are
-    never touched beyond decay."""
+    """Decay, expire (when ``HELIX_EXPIRE_DAYS`` is set: insights unused that
+    long are archived, restorable), and clean up state that has served its
+    purpose. Stored insights are never touched beyond those."""
     if ctx.paths.db.exists():
+        from helix.memory import expiry
+
         with ctx.memory() as memory:
             memory.decay()
+            days = expiry.setting(memory)
+            if days:
+                expiry.expire(memory, days, route=expiry.HOOK_ROUTE)
     if ctx.paths.db.exists():
         from helix.loop import ledger
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from helix import config
-from helix.cli import corrections, stale
+from helix.cli import corrections, expiry, stale
 from helix.cli.common import (
     emit,
     guarded,
@@ -39,7 +39,7 @@ def memory() -> None:
 
 # The corrections beyond edit, forget and restore (retag, purge, audit) are
 # defined with the service the command line makes them through.
-for _command in (*corrections.COMMANDS, *stale.COMMANDS):
+for _command in (*corrections.COMMANDS, *expiry.COMMANDS, *stale.COMMANDS):
     memory.add_command(_command)
 
 
@@ -146,6 +146,7 @@ def memory_recall(
     group_by: str | None,
 ) -> None:
     """Recall insights for a task, ranked by relevance x usefulness x recency.
+    The hits count as used (expiry by disuse: `helix memory expire`).
 
     QUERY may be '-' to read it from stdin. With --group-by kind the output is an
     object of kind -> hits (e.g. the facts and the conventions apart).
@@ -161,37 +162,32 @@ def memory_recall(
         raise InvalidInput("the query is empty")
     if group_by and graph_hops:
         raise InvalidInput("--group-by does not follow edges: leave out --graph-hops")
+    from helix.memory import expiry as disuse
+
     with open_memory(create=False) as mem:
         if group_by:
             from helix.memory.recall import recall_by_kind
 
-            emit(
-                recall_by_kind(
-                    mem,
-                    text,
-                    limit,
-                    min_relevance,
-                    kind_list,
-                    tag_list,
-                    file_list,
-                    suppressed,
-                    intent,
-                )
+            groups = recall_by_kind(
+                mem, text, limit, min_relevance, kind_list, tag_list, file_list, suppressed, intent
             )
+            # Asked for by name of its words: a use, which keeps it from expiring.
+            disuse.touch(mem, (h["name"] for hits in groups.values() for h in hits))
+            emit(groups)
             return
-        emit(
-            mem.recall(
-                text,
-                limit=limit,
-                min_relevance=min_relevance,
-                kinds=kind_list,
-                tags=tag_list,
-                files=file_list,
-                suppress_names=suppressed,
-                intent=intent,
-                graph_hops=graph_hops,
-            )
+        hits = mem.recall(
+            text,
+            limit=limit,
+            min_relevance=min_relevance,
+            kinds=kind_list,
+            tags=tag_list,
+            files=file_list,
+            suppress_names=suppressed,
+            intent=intent,
+            graph_hops=graph_hops,
         )
+        disuse.touch(mem, (h["name"] for h in hits))
+        emit(hits)
 
 
 @memory.command("get")

@@ -190,9 +190,12 @@ def build(service: Service) -> MCPServer:
         """Find insights for a task, best first. Relevance picks the candidates and
         proven usefulness orders them; each hit carries its ranking: relevance,
         uplift (estimated effect on the chance that VERIFY passes) and its sd."""
+        # Asked for: the hits count as used, so they do not expire by disuse.
         if group_by == "kind":
-            return dict(await workers.call(lambda: service.recall_by_kind(query, limit, files)))
-        return dict(await workers.call(lambda: service.recall(query, limit, files)))
+            return dict(
+                await workers.call(lambda: service.recall_by_kind(query, limit, files, asked=True))
+            )
+        return dict(await workers.call(lambda: service.recall(query, limit, files, asked=True)))
 
     @server.tool(annotations=writing)
     async def store(

@@ -586,6 +586,22 @@ def m019_citations(conn: sqlite3.Connection) -> None:
     )
 
 
+def m020_last_recalled(conn: sqlite3.Connection) -> None:
+    """When a person or an agent last asked for an insight by name of its
+    words (``helix memory recall``, the MCP ``recall`` tool, a restore), the
+    one use that left no trace before: expiry by disuse
+    (:mod:`helix.memory.expiry`) counts it with injection and credit. And an
+    index on when attempts started, so the insights injected lately are found
+    without reading the whole ledger."""
+    _run(
+        conn,
+        """
+        ALTER TABLE insight ADD COLUMN last_recalled TEXT;
+        CREATE INDEX attempt_started ON attempt(started_at);
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -608,6 +624,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (17, m017_provenance),
     (18, m018_audit),
     (19, m019_citations),
+    (20, m020_last_recalled),
 ]
 
 LATEST = MIGRATIONS[-1][0]

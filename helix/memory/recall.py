@@ -15,7 +15,9 @@ a pointer anyone can draw (``helix memory edge``), so it lends nothing. A
 neighbour is scored on its own relevance to the query (discounted per hop) and
 its own usefulness, never above the hit that led to it, and it is listed after
 every direct hit, so an edge from proven advice can neither lift an insight's
-rank nor push a direct hit out of the results.
+rank nor push a direct hit out of the results. With expiry by disuse on
+(:mod:`helix.memory.expiry`), an insight unused for its days is no candidate,
+direct or neighbour.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from helix.errors import InvalidInput
-from helix.memory import db, insight, quarantine, ranking, uplift
+from helix.memory import db, expiry, insight, quarantine, ranking, uplift
 from helix.memory.rows import InsightRows
 
 if TYPE_CHECKING:
@@ -246,14 +248,17 @@ def _ids_of(memory: InsightRows, names: Iterable[str]) -> set[int]:
 
 
 def _light_rows(memory: InsightRows, ids: Iterable[int]) -> list[tuple]:
+    """The candidates' light columns; an insight expired by disuse is no
+    candidate (:mod:`helix.memory.expiry`, when on: one more condition here)."""
+    unexpired, args = expiry.recall_filter(memory)
     out: list[tuple] = []
     for chunk in db.chunks(list(ids), 500):
         marks = ",".join("?" * len(chunk))
         out.extend(
             memory.conn.execute(
                 "SELECT id, name, kind, tags, effectiveness, created_at, last_used "
-                f"FROM insight WHERE id IN ({marks})",
-                chunk,
+                f"FROM insight WHERE id IN ({marks}){unexpired}",
+                (*chunk, *args),
             )
         )
     return out
@@ -538,12 +543,15 @@ def _links_of(memory: InsightRows, names: list[str]) -> list[tuple[str, int, flo
         return []
     marks = ",".join("?" * len(names))
     edge = "edge e JOIN insight f ON f.id = e.from_id JOIN insight t ON t.id = e.to_id"
+    # A neighbour expired by disuse is not followed either.
+    to_live, to_args = expiry.recall_filter(memory, "t")
+    from_live, from_args = expiry.recall_filter(memory, "f")
     return memory.conn.execute(
         f"SELECT f.name, e.to_id, e.weight, {graph.LAST_USE} FROM {edge} "
-        f"WHERE f.name IN ({marks}) UNION ALL "
+        f"WHERE f.name IN ({marks}){to_live} UNION ALL "
         f"SELECT t.name, e.from_id, e.weight, {graph.LAST_USE} FROM {edge} "
-        f"WHERE t.name IN ({marks})",
-        (*names, *names),
+        f"WHERE t.name IN ({marks}){from_live}",
+        (*names, *to_args, *names, *from_args),
     ).fetchall()
 
 

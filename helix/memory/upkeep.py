@@ -174,6 +174,12 @@ def forget(memory: InsightRows, name: str, reason: str = "forgotten by a person"
     return {"forgotten": name, "restore_with": f"helix memory restore {name}"}
 
 
+def archive_one(memory: InsightRows, name: str, reason: str) -> None:
+    """Inside the caller's write transaction: archive one insight, restorable
+    (for verbs that archive elsewhere, as :mod:`helix.memory.expiry` does)."""
+    _archive(memory, name, reason)
+
+
 def _archive(memory: InsightRows, name: str, reason: str) -> None:
     """Inside a write transaction: move one insight (and its edges) to the archive."""
     row = memory.row(name)
@@ -217,8 +223,8 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
             raise InvalidInput(f"{name!r} was forgotten for good; its text is gone")
         cursor = memory.conn.execute(
             "INSERT INTO insight(name, content, kind, tags, source, embedding, model, effectiveness, "
-            "use_count, helped, failed, created_at, last_used, last_feedback_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+            "use_count, helped, failed, created_at, last_used, last_feedback_at, last_recalled) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
             (
                 name,
                 rec["content"],
@@ -234,6 +240,8 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
                 rec["created_at"],
                 rec.get("last_used"),
                 rec.get("last_feedback_at"),
+                # A person asked for it back: a use, so expiry does not take it again.
+                memory.now(),
             ),
         )
         new_id = db.inserted_id(cursor)

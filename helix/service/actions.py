@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -179,26 +179,35 @@ class Service:
             self._local.memory = None
 
     # -------------------------------------------------------------- memory
-    def recall(self, query: str, limit: int = 5, files: list[str] | None = None) -> RecallResult:
+    def recall(
+        self, query: str, limit: int = 5, files: list[str] | None = None, asked: bool = False
+    ) -> RecallResult:
         """``helix memory recall``: hits ordered by proven usefulness, each with
-        the numbers behind its rank. Read-only."""
+        the numbers behind its rank. Read-only, except that with ``asked`` (a
+        person or an agent asked, as over MCP; never the dashboard's search) the
+        hits count as used (:func:`helix.memory.expiry.touch`)."""
         if not query.strip():
             raise InvalidInput("the query is empty")
         with self.memory(create=False) as mem:
             hits = mem.recall(query, limit=limit, files=files or None)
+            if asked:
+                _asked(mem, (h["name"] for h in hits))
         return {"query": query, "hits": [_hit(h) for h in hits], "how": RANKING_NOTE}
 
     def recall_by_kind(
-        self, query: str, limit: int = 5, files: list[str] | None = None
+        self, query: str, limit: int = 5, files: list[str] | None = None, asked: bool = False
     ) -> GroupedRecall:
         """``helix memory recall --group-by kind``: at most ``limit`` hits per kind,
-        each with the numbers behind its rank. Read-only."""
+        each with the numbers behind its rank. Read-only but for ``asked``, as
+        :meth:`recall`."""
         if not query.strip():
             raise InvalidInput("the query is empty")
         from helix.memory.recall import recall_by_kind
 
         with self.memory(create=False) as mem:
             groups = recall_by_kind(mem, query, limit=limit, files=files or None)
+            if asked:
+                _asked(mem, (h["name"] for hits in groups.values() for h in hits))
         return {
             "query": query,
             "groups": {kind: [_hit(h) for h in hits] for kind, hits in groups.items()},
@@ -464,6 +473,13 @@ def outcome_text(
     for lesson in learned or []:
         lines.append(f"INSIGHT: {json.dumps({'content': line(lesson)})}")
     return "\n".join(lines) + "\n"
+
+
+def _asked(mem: Memory, names: Iterable[str]) -> None:
+    """Recalled hits a person or an agent asked for count as used (expiry by disuse)."""
+    from helix.memory import expiry
+
+    expiry.touch(mem, names)
 
 
 def _hit(hit: RecallHit) -> Hit:
