@@ -310,3 +310,22 @@ def test_the_pretooluse_hook_does_not_inject_a_stale_insight(
     injected = json.loads(rewritten.split("INJECTED: ")[1].split("\n")[0])
     assert timestamps in injected and charges not in injected
     assert "BillingClient" not in rewritten
+
+
+def test_the_dashboards_stale_filter_lists_an_insight_whose_code_is_gone(
+    mem: Memory, project: Path
+) -> None:
+    from helix.memory import catalogue
+
+    charges = mem.store(CHARGES)["name"]
+    timestamps = mem.store(TIMESTAMPS)["name"]
+    git(project, "rm", "-q", "billing.py")
+    git(project, "commit", "-q", "-m", "drop billing")
+    citations.review(mem, project)  # what helix memory stale does: marks it
+    [gone, alive] = catalogue.rows(mem, [charges, timestamps], set())
+    assert "stale" in gone["standings"] and "stale" not in alive["standings"]
+    assert catalogue.counts(mem, catalogue.Filters(None, None, None, None), set())["stale"] == 1
+    listed, total = catalogue.page(
+        mem, catalogue.Filters(None, None, None, "stale"), set(), "usefulness", 50, 0
+    )
+    assert total == 1 and [r["name"] for r in listed] == [charges]

@@ -79,7 +79,13 @@ def _standing(name: str, stale_cut: str) -> tuple[str, list[Any]]:
     if name == "unproven":
         return "i.helped + i.failed = 0", []
     if name == "stale":
-        return "coalesce(i.last_used, i.created_at) < ?", [stale_cut]
+        # Unused for STALE_DAYS, or marked by the citation check: the code it cites
+        # is gone (helix.memory.citations).
+        return (
+            "(coalesce(i.last_used, i.created_at) < ? OR EXISTS "
+            "(SELECT 1 FROM insight_stale s WHERE s.insight_id = i.id))",
+            [stale_cut],
+        )
     if name == "quarantined":
         return quarantine.held_clause("i.name"), []
     if name == "proven":

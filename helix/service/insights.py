@@ -21,8 +21,11 @@ and each chip counts the live insights holding it under the other filters):
   after at least 3 uses (what ``helix memory prune`` would archive).
 - ``stale``: not used for 30 days (``last_used``, else when it was stored, is
   older): no settled attempt was given it for as long as ``helix memory decay``
-  waits. (The insight page also marks each file it cites that no longer exists
-  in the working tree; that check is per insight, not a filter.)
+  waits; or the code it cites is gone: the citation check
+  (:mod:`helix.memory.citations`, at injection and ``helix memory stale``)
+  found every file and symbol it cites gone and marked it, so it is no longer
+  injected. (The insight page also marks each file it cites that no longer
+  exists in the working tree.)
 - ``quarantined``: written by an agent or imported, and neither approved by a
   person nor backed by verified passes of two other tasks
   (:mod:`helix.memory.quarantine`).
@@ -67,7 +70,7 @@ DEFINITIONS = {
     "proven": "helix's proven rule: verified credit, effectiveness >= 60%, not quarantined",
     "unproven": "no verified outcome credited to it yet",
     "failing": "uplift < 0 with evidence, or effectiveness < 25% after >= 3 uses",
-    "stale": "not used for 30 days",
+    "stale": "not used for 30 days, or the code it cites is gone",
     "quarantined": "an agent's or an import's, not yet approved or independently proven",
     "archived": "archived (forgotten, pruned, edited, merged): restorable",
 }
