@@ -329,3 +329,24 @@ def test_the_dashboards_stale_filter_lists_an_insight_whose_code_is_gone(
         mem, catalogue.Filters(None, None, None, "stale"), set(), "usefulness", 50, 0
     )
     assert total == 1 and [r["name"] for r in listed] == [charges]
+
+
+@pytest.mark.slow
+def test_the_mcp_stale_tool_lists_what_helix_memory_stale_lists(project: Path) -> None:
+    import anyio
+    from mcp_client import ok as tool_ok
+    from mcp_client import stdio_client
+
+    charges = ok(helix(project, "memory", "store", "--content", CHARGES))["name"]
+    git(project, "rm", "-q", "billing.py")
+    git(project, "commit", "-q", "-m", "drop billing")
+
+    async def main() -> dict:
+        async with stdio_client(project) as client:
+            return await tool_ok(client, "stale")
+
+    report = anyio.run(main)
+    assert [(r["name"], r["reason"]) for r in report["stale"]] == [
+        (charges, "BillingClient not found (billing.py deleted)")
+    ]
+    assert report["partly"] == [] and report["checked"] == 1
