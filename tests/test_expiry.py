@@ -14,13 +14,13 @@ import pytest
 from evidence import credit
 from stores import engine_env, store_of
 from test_cli import Runner, assert_one_line_failure, make_runner, ok
-from test_hooks import Session
+from test_hooks import Session, builder_prompt, injected_names, prompt_of
 
 from helix import config
 from helix.errors import InvalidInput
 from helix.loop import injection, ledger
 from helix.memory import db, expiry
-from helix.memory.embeddings import HashEmbedder
+from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder
 from helix.memory.store import Memory
 from helix.service.actions import Service
 
@@ -282,3 +282,29 @@ def test_a_hook_ignores_an_invalid_setting_and_says_so(tmp_path: Path) -> None:
     with session.memory() as memory:
         assert memory.archived() == []
     assert f"{config.EXPIRE_ENV} must be" in (session.home / config.HOOKS_LOG_FILE).read_text()
+
+
+def test_a_hook_injects_as_if_off_when_the_setting_is_invalid(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    session = Session(tmp_path)
+    with Memory(store_of(session.home), embedder=minilm) as memory:
+        a = stored(memory, ORDERS)
+        credit(memory, [a], "delivered", [a])  # proven: worth injecting
+    backdate(store_of(session.home), 400, a)
+    session.env[config.EXPIRE_ENV] = str(DAYS)
+    out = session.spawn("toolu_1", "helix:builder", builder_prompt("hx-00000003", QUERY))
+    given = out["hookSpecificOutput"].get("updatedInput", {}).get("prompt", "") if out else ""
+    assert a not in given  # expired: not injected
+    session.env[config.EXPIRE_ENV] = "a month"
+    out = session.spawn("toolu_2", "helix:builder", builder_prompt("hx-00000004", QUERY))
+    assert injected_names(prompt_of(out)) == [a]
+
+
+def test_the_session_end_archives_a_bounded_number(hash_memory: Memory, clock) -> None:
+    texts = (ORDERS, BACKUPS, "Nightly backups run from cron; check them with pg_verifybackup")
+    made = [stored(hash_memory, text) for text in texts]
+    clock.advance(DAYS + 1)
+    done = expiry.expire(hash_memory, DAYS, limit=2)
+    assert done["expired"] == 2 and done["left"] == 1
+    assert expiry.expire(hash_memory, DAYS, limit=2)["names"] == sorted(made)[2:]

@@ -674,7 +674,7 @@ def session_end(ctx: Context) -> None:
             memory.decay()
             days = expiry.setting(memory)
             if days:
-                expiry.expire(memory, days, route=expiry.HOOK_ROUTE)
+                expiry.expire(memory, days, route=expiry.HOOK_ROUTE, limit=expiry.SESSION_END_LIMIT)
     if ctx.paths.db.exists():
         from helix.loop import ledger
 

@@ -52,6 +52,10 @@ INJECTED_SINCE = (
 )
 # Who expires insights: the route of their audit rows.
 HOOK_ROUTE = "session-end"
+# At most this many archived per end of a session, which must finish within its
+# hook's timeout (Codex allows 3 s); the rest wait for the next end, out of
+# recall meanwhile. Only the first sweep after expiry is turned on comes near it.
+SESSION_END_LIMIT = 500
 
 # The days a store's owner settled on (a hook that found the setting invalid
 # and went on with expiry off); other stores read the environment each time.
@@ -125,11 +129,16 @@ def idle(memory: InsightRows, days: int) -> list[str]:
 
 
 def expire(
-    memory: InsightRows, days: int, dry_run: bool = False, route: str = "cli"
+    memory: InsightRows,
+    days: int,
+    dry_run: bool = False,
+    route: str = "cli",
+    limit: int | None = None,
 ) -> dict[str, Any]:
     """Archive the insights unused for ``days`` (restorable), each with an audit
-    row under ``route``; with ``dry_run`` only say which. Applied in short
-    batches; an insight used since the plan is kept."""
+    row under ``route``, at most ``limit`` of them (``left``: how many wait);
+    with ``dry_run`` only say which. Applied in short batches; an insight used
+    since the plan is kept."""
     from helix.memory import corrections, upkeep  # only a real expiry needs them
 
     if not isinstance(days, int) or isinstance(days, bool) or days <= 0:
@@ -138,6 +147,9 @@ def expire(
     result: dict[str, Any] = {"days": days, "reason": reason(days)}
     if dry_run:
         return {**result, "dry_run": True, "would_expire": len(names), "names": names}
+    if limit is not None and len(names) > limit:
+        result["left"] = len(names) - limit
+        names = names[:limit]
     cut = cutoff(memory, days)
     assert cut is not None  # days > 0
     condition, args = live(cut)
