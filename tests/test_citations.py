@@ -350,3 +350,30 @@ def test_the_mcp_stale_tool_lists_what_helix_memory_stale_lists(project: Path) -
         (charges, "BillingClient not found (billing.py deleted)")
     ]
     assert report["partly"] == [] and report["checked"] == 1
+
+
+def test_symbols_missing_from_a_pool_are_looked_up_with_one_git_call(
+    mem: Memory, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = [mem.store(CHARGES)["name"], mem.store(ONLY_FUNCTION)["name"]]
+    git(project, "rm", "-q", "billing.py")
+    (project / "config_loader" / "dates.py").write_text("def load(path):\n    return path\n")
+    git(project, "commit", "-q", "-am", "drop both")
+    calls: list[tuple[str, ...]] = []
+    real = citations._git
+
+    def counted(where: Path, *args: str) -> str | None:
+        calls.append(args)
+        return real(where, *args)
+
+    monkeypatch.setattr(citations, "_git", counted)
+    citations._LOOKUPS.clear()
+    hits = mem.recall(OBJECTIVE, limit=5, min_relevance=0.0)
+    kept, stale = citations.screen(mem, [h for h in hits if h["name"] in names], project)
+    assert kept == [] and len(stale) == 2
+    assert sorted(a[0] for a in calls) == ["grep", "log"]  # both symbols at once; the renames
+    # The next process asks git nothing: the answers are kept for this HEAD.
+    citations._LOOKUPS.clear()
+    calls.clear()
+    citations.screen(mem, [h for h in hits if h["name"] in names], project)
+    assert calls == []

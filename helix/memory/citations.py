@@ -372,6 +372,31 @@ class _Lookups:
             self.changed = True
         return self.places[symbol]
 
+    def find_all(self, symbols: Iterable[str]) -> None:
+        """Where each of ``symbols`` not asked before is, with one ``git grep``
+        for them all (a hook that finds several symbols missing asks git once):
+        the files it lists are read to see which holds which. A symbol left
+        unplaced while files went unread is left to :meth:`where`."""
+        wanted = [s for s in dict.fromkeys(symbols) if s not in self.places]
+        if len(wanted) < 2:
+            return
+        patterns = [arg for name in wanted for arg in ("-e", name)]
+        out = _git(self.project, "grep", "-l", "-I", "-w", "-F", *patterns, "--")
+        if out is None:
+            return
+        listed = out.splitlines()
+        found: dict[str, list[str]] = {name: [] for name in wanted}
+        for path in listed[:GREP_FILES]:
+            text = _read(self.project / path) or ""
+            for name in wanted:
+                if len(found[name]) < 5 and _has(text, name):
+                    found[name].append(path)
+        complete = len(listed) <= GREP_FILES
+        for name, paths in found.items():
+            if paths or complete:
+                self.places[name] = paths
+                self.changed = True
+
 
 _LOOKUPS: dict[tuple[str, str | None], _Lookups] = {}
 
@@ -421,6 +446,21 @@ def check(project: Path, citations: Sequence[Citation]) -> Freshness:
     share = round(lost / len(citations), 4)
     state: State = "stale" if lost == len(citations) else "partly" if moved or lost else "fresh"
     return Freshness(state, list(moved), list(gone), share)
+
+
+def _look_up_together(project: Path, groups: Iterable[Sequence[Citation]]) -> None:
+    """Ask git once for every symbol the checks to come will find missing from
+    its file (its file gone, or the symbol no longer in it), instead of once each."""
+    missing = [
+        c.symbol
+        for group in groups
+        for c in group
+        if c.symbol and not _has_in(project / c.path, c.symbol)
+    ]
+    if len(missing) >= 2:
+        git = _lookups(project)
+        if git is not None:
+            git.find_all(missing)
 
 
 def _has_in(path: Path, symbol: str) -> bool:
@@ -473,12 +513,17 @@ def screen(
     kept: list[RecallHit] = []
     stale: list[dict[str, str]] = []
     verdicts: dict[str, tuple[_Cited, Freshness]] = {}
+    _look_up_together(project, [entry.citations for entry in found.values()])
     for hit in hits:
         entry = found.get(hit["name"])
         if entry is None:
             kept.append(hit)
             continue
-        fresh = check(project, entry.citations)
+        try:
+            fresh = check(project, entry.citations)
+        except Exception:  # noqa: BLE001 - fail open: an unchecked insight is dealt as before
+            kept.append(hit)
+            continue
         verdicts[hit["name"]] = (entry, fresh)
         if fresh.state == "stale":
             stale.append({"name": hit["name"], "reason": f"stale: {fresh.reason()}"})
@@ -529,6 +574,7 @@ def review(memory: InsightRows, project: Path | None) -> dict[str, Any]:
         )
     ]
     found = cited(memory, names)
+    _look_up_together(project, [entry.citations for entry in found.values()])
     verdicts = {name: (entry, check(project, entry.citations)) for name, entry in found.items()}
     tell(memory, verdicts.values())
     since = dict(
