@@ -54,6 +54,8 @@ MAX_FILES = 10  # files kept per insight
 READ_BYTES = 256 * 1024  # of each file read
 STORE_SECONDS = 1.5  # all the looking at store time
 GIT_SECONDS = 2.0  # one git call
+SWEEP_SECONDS = 0.1  # looking over the store's citations once per HEAD
+SWEEP_SYMBOLS = 500  # symbols asked of git in one call
 GREP_FILES = 20  # files of a store-time git grep read to place each symbol
 RENAME_COMMITS = 500  # how far back a rename is looked for
 CACHE_FILE = "citations.json"  # in the data directory, keyed by HEAD
@@ -301,11 +303,13 @@ class _Lookups:
         self.file = project / config.DATA_DIR_NAME / CACHE_FILE
         self.renames: dict[str, str] | None = None
         self.places: dict[str, list[str]] = {}
+        self.swept = False  # the store's citations were looked over at this HEAD
         self.changed = False
         stored = self._load()
         if stored is not None:
             self.renames = stored.get("renames")
             self.places = stored.get("places") or {}
+            self.swept = bool(stored.get("swept"))
 
     def _load(self) -> dict[str, Any] | None:
         from helix.files import read_json
@@ -321,16 +325,19 @@ class _Lookups:
         return None
 
     def save(self) -> None:
-        from helix.files import write_json
+        """Keep the answers for the next process. A cache: replaced atomically but
+        not synced to disk (two fsyncs cost a hook more than the answers save)."""
+        import json
 
         if not self.changed or self.head is None or not self.file.parent.is_dir():
             return
+        kept = {"head": self.head, "renames": self.renames, "places": self.places}
+        temp = self.file.with_name(f".{CACHE_FILE}.{os.getpid()}")
         try:
-            write_json(
-                self.file, {"head": self.head, "renames": self.renames, "places": self.places}
-            )
+            temp.write_text(json.dumps({**kept, "swept": self.swept}), encoding="utf-8")
+            os.replace(temp, self.file)
         except OSError:
-            pass
+            temp.unlink(missing_ok=True)
         self.changed = False
 
     def renamed(self, path: str) -> str | None:
@@ -377,8 +384,8 @@ class _Lookups:
         for them all (a hook that finds several symbols missing asks git once):
         the files it lists are read to see which holds which. A symbol left
         unplaced while files went unread is left to :meth:`where`."""
-        wanted = [s for s in dict.fromkeys(symbols) if s not in self.places]
-        if len(wanted) < 2:
+        wanted = [s for s in dict.fromkeys(symbols) if s not in self.places][:SWEEP_SYMBOLS]
+        if not wanted:
             return
         patterns = [arg for name in wanted for arg in ("-e", name)]
         out = _git(self.project, "grep", "-l", "-I", "-w", "-F", *patterns, "--")
@@ -448,6 +455,30 @@ def check(project: Path, citations: Sequence[Citation]) -> Freshness:
     return Freshness(state, list(moved), list(gone), share)
 
 
+def _sweep(memory: InsightRows, project: Path) -> None:
+    """Once per HEAD, before the first check: every symbol the store cites that
+    is missing from its file now, looked up with one ``git grep`` (and the
+    renames with one ``git log``), so the hooks after it ask git nothing, whichever
+    insights their pools hold. Bounded by SWEEP_SECONDS; what it did not reach
+    is looked up pool by pool (:func:`_look_up_together`)."""
+    git = _lookups(project)
+    if git is None or git.swept:
+        return
+    git.swept = git.changed = True
+    deadline = time.monotonic() + SWEEP_SECONDS
+    missing: list[str] = []
+    rows = memory.conn.execute("SELECT DISTINCT path, symbol FROM insight_citation").fetchall()
+    for path, symbol in rows:
+        if not symbol:
+            if not (project / path).is_file():
+                git.renamed(path)  # all renames at once, the first time
+        elif not _has_in(project / path, symbol):
+            missing.append(symbol)
+        if time.monotonic() > deadline:
+            break
+    git.find_all(missing)
+
+
 def _look_up_together(project: Path, groups: Iterable[Sequence[Citation]]) -> None:
     """Ask git once for every symbol the checks to come will find missing from
     its file (its file gone, or the symbol no longer in it), instead of once each."""
@@ -513,6 +544,11 @@ def screen(
     kept: list[RecallHit] = []
     stale: list[dict[str, str]] = []
     verdicts: dict[str, tuple[_Cited, Freshness]] = {}
+    try:
+        if found:
+            _sweep(memory, project)
+    except Exception:  # noqa: BLE001 - the sweep only saves work; the checks below do it
+        pass
     _look_up_together(project, [entry.citations for entry in found.values()])
     for hit in hits:
         entry = found.get(hit["name"])
