@@ -35,13 +35,23 @@ helix leaves it). There PreToolUse of a builder also checkpoints the worktree
 (git's ``HEAD`` and a copy of the changed files, :mod:`helix.claude.setaside`)
 and SubagentStop drops or uses that checkpoint; the scratch projects of the tiers
 above are not repositories and skip that. It is reported on its own line and does
-not change the targets' tier.
+not change the targets' tier. There every insight cites code of the project
+(:mod:`helix.memory.citations`), as advice stored in a real project does: one
+of the committed modules and a function in it; one in 20 cites a function no
+file holds any more (partly stale: one git grep, then cached) and one in 20 a
+module since deleted (fully stale: withheld, marked in the store), so
+PreToolUse pays the stale screen it pays in a real project.
+
+``--base-env NAME=VALUE`` times this checkout against itself with ``NAME=VALUE``
+in the other side's environment, interleaved as with ``--base``: e.g.
+``--base-env HELIX_CITATIONS=0`` measures the cost of checking citations (the
+switch turns it off).
 
 Targets (issue 23) at 1,000 insights: median PreToolUse (the hook that injects)
 <= 0.3 s and <= 2x the floor; median SubagentStop with an INSIGHT <= 0.5 s.
 
     python benchmarks/perf/hook_latency.py [--runs 24] [--tiers 100,1000,10000]
-        [--git-tier 1000] [--base DIR] [--json]
+        [--git-tier 1000] [--base DIR | --base-env NAME=VALUE] [--json]
 """
 
 from __future__ import annotations
@@ -182,18 +192,56 @@ def _git(project: Path, *args: str) -> None:
     )
 
 
+def cite_code(db: Path) -> int:
+    """Give every insight of the store at ``db`` citations into the git variant's
+    project (module docstring); returns how many insights cite code."""
+    import sqlite3
+
+    from helix.memory.store import Memory
+
+    Memory(db).close()  # brought to this helix's schema first
+    conn = sqlite3.connect(db, isolation_level=None)
+    rows = []
+    for (insight_id,) in conn.execute("SELECT id FROM insight ORDER BY id").fetchall():
+        i = insight_id % GIT_FILES
+        path = f"{_FOLDERS[i % len(_FOLDERS)]}/module_{i:03d}.py"
+        if insight_id % 20 == 7:  # a module since deleted
+            rows += [(insight_id, f"src/app/retired_{i:03d}.py", "")]
+            rows += [(insight_id, f"src/app/retired_{i:03d}.py", f"retired_{i}")]
+        elif insight_id % 20 == 13:  # a function since renamed: partly stale
+            rows += [(insight_id, path, ""), (insight_id, path, f"renamed_{i}")]
+        else:
+            rows += [(insight_id, path, ""), (insight_id, path, f"step_{insight_id % 10}")]
+    conn.execute("BEGIN")
+    conn.executemany(
+        "INSERT OR IGNORE INTO insight_citation(insight_id, path, symbol) VALUES (?, ?, ?)", rows
+    )
+    conn.execute("COMMIT")
+    conn.close()
+    return len({r[0] for r in rows})
+
+
 def measure_tier(
-    size: int, runs: int, scratch: Path, base: Path | None = None, git: bool = False
+    size: int,
+    runs: int,
+    scratch: Path,
+    base: Path | None = None,
+    git: bool = False,
+    base_env: dict[str, str] | None = None,
 ) -> dict:
     """One store size: ``runs`` builder lifecycles (after 2 warm-ups) of this
-    checkout's helix and, with ``base``, of the other one's, each on a private copy
-    of the store, interleaved builder by builder with a run of the floor. ``git``:
-    each side's project is a git repository (:func:`make_git_project`)."""
+    checkout's helix and, with ``base``, of the other one's (with ``base_env``,
+    of this one with those variables set), each on a private copy of the store,
+    interleaved builder by builder with a run of the floor. ``git``: each side's
+    project is a git repository (:func:`make_git_project`) whose code the
+    insights of this checkout's store cite (:func:`cite_code`)."""
     cached, store = _stores.prepare_in_child("real", size)
     # Each side reads a store its own helix built (the same recipe, the same texts).
     stores = {"helix": cached}
     if base is not None:
         stores["base"] = _stores.prepare_in_child("real", size, base)[0]
+    elif base_env:
+        stores["base"] = cached
     tasks = common.queries(runs + 2, seed=23)
     sides: dict[str, dict] = {}
     for side in stores:
@@ -202,12 +250,16 @@ def measure_tier(
         _stores.copy_store(stores[side], home / "helix.db")
         if git:
             make_git_project(project)
+            if side == "helix" or base_env:  # an older checkout's schema has no citations
+                store["citing"] = cite_code(home / "helix.db")
         env = common.child_env(HELIX_HOME=str(home))
+        if side == "base" and base_env:
+            env = {**env, **base_env}
         transcript = scratch / f"claude-{size}-{side}{'-git' if git else ''}" / f"{SESSION}.jsonl"
         sides[side] = {
             "project": project,
             "home": home,
-            "env": env if side == "helix" else common.base_env(env, base),
+            "env": env if side == "helix" or base is None else common.base_env(env, base),
             "transcript": transcript,
             "base": {
                 "session_id": SESSION,
@@ -242,7 +294,7 @@ def measure_tier(
         "store": store,
         "floor_s": floor_s,
         **measured["helix"],
-        "base": {"path": str(base), **measured["base"]} if "base" in measured else None,
+        "base": {"path": str(base or base_env), **measured["base"]} if "base" in measured else None,
     }
 
 
@@ -282,9 +334,20 @@ def main() -> int:
         f"(default {TARGET_TIER}; 0: none)",
     )
     common.add_base_argument(parser)
+    parser.add_argument(
+        "--base-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="time this checkout against itself with NAME=VALUE set on the other side "
+        "(e.g. HELIX_CITATIONS=0: the cost of the citation check); repeatable",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     args = parser.parse_args()
     runs = max(10, 12 if args.quick and args.runs == 24 else args.runs)
+    base_env = dict(item.split("=", 1) for item in args.base_env if "=" in item)
+    if base_env and args.base:
+        parser.error("give --base or --base-env, not both")
     tiers = [int(t) for t in args.tiers.split(",")] if args.tiers else list(TIERS)
     scratch = Path(tempfile.mkdtemp(prefix="helix-bench-hooks-"))
     load_before = common.load_average()
@@ -292,12 +355,12 @@ def main() -> int:
         results = []
         for size in tiers:
             common.log(f"tier {size:,}: {runs + 2} builder lifecycles ...")
-            results.append(measure_tier(size, runs, scratch, args.base))
+            results.append(measure_tier(size, runs, scratch, args.base, base_env=base_env))
             common.log("  " + tier_line(results[-1]))
         in_git = None
         if args.git_tier:
             common.log(f"git variant at {args.git_tier:,}: {runs + 2} builder lifecycles ...")
-            in_git = measure_tier(args.git_tier, runs, scratch, args.base, git=True)
+            in_git = measure_tier(args.git_tier, runs, scratch, args.base, True, base_env)
             common.log("  " + tier_line(in_git))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
