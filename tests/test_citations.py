@@ -377,3 +377,10 @@ def test_symbols_missing_from_a_pool_are_looked_up_with_one_git_call(
     calls.clear()
     citations.screen(mem, [h for h in hits if h["name"] in names], project)
     assert calls == []
+
+
+def test_a_word_found_only_in_prose_is_no_symbol(mem: Memory, project: Path) -> None:
+    (project / "README.md").write_text("# a project\nShips with the ReleaseTrain.\n")
+    git(project, "commit", "-q", "-am", "readme")
+    name = mem.store("When the ReleaseTrain is late, tag the build by hand and say why")["name"]
+    assert cites(mem, name) == []

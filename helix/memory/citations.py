@@ -59,6 +59,9 @@ SWEEP_SYMBOLS = 500  # symbols asked of git in one call
 GREP_FILES = 20  # files of a store-time git grep read to place each symbol
 RENAME_COMMITS = 500  # how far back a rename is looked for
 CACHE_FILE = "citations.json"  # in the data directory, keyed by HEAD
+# Where git grep looks for a symbol: the tracked files but prose, where a word
+# like "PostgreSQL" is no symbol (a text that names a document still cites it).
+CODE = (".", ":(exclude)*.md", ":(exclude)*.rst", ":(exclude)*.txt")
 
 State = Literal["fresh", "partly", "stale"]
 
@@ -194,7 +197,7 @@ def _placed_by_grep(project: Path, names: list[str], deadline: float) -> dict[st
     for all of them, then the first files it lists, read to see which name is
     in which (the first in path order)."""
     patterns = [arg for n in names for arg in ("-e", n)]
-    listed = _git(project, "grep", "-l", "-I", "-w", "-F", *patterns, "--")
+    listed = _git(project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *CODE)
     placed: dict[str, str] = {}
     for path in (listed or "").splitlines()[:GREP_FILES]:
         text = _read(project / path)
@@ -374,7 +377,7 @@ class _Lookups:
     def where(self, symbol: str) -> list[str]:
         """The tracked files ``symbol`` occurs in now (the first few)."""
         if symbol not in self.places:
-            out = _git(self.project, "grep", "-l", "-I", "-w", "-F", "-e", symbol, "--")
+            out = _git(self.project, "grep", "-l", "-I", "-w", "-F", "-e", symbol, "--", *CODE)
             self.places[symbol] = (out or "").splitlines()[:5]
             self.changed = True
         return self.places[symbol]
@@ -388,7 +391,7 @@ class _Lookups:
         if not wanted:
             return
         patterns = [arg for name in wanted for arg in ("-e", name)]
-        out = _git(self.project, "grep", "-l", "-I", "-w", "-F", *patterns, "--")
+        out = _git(self.project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *CODE)
         if out is None:
             return
         listed = out.splitlines()
