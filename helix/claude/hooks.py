@@ -45,6 +45,7 @@ from helix.claude.settling import log
 from helix.claude.settling import now as _now
 from helix.claude.spawn_fields import AGENT_TYPES, fields_of, limit
 from helix.errors import HelixError
+from helix.loop import budget as token_budget
 from helix.loop import contracts, injection, results, taskstore
 from helix.loop.judge import Spec
 
@@ -244,6 +245,11 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
         spawn["checkpoint"] = setaside.take(ctx.project, ctx.home, prepared["attempt"])
     _write_spawn(ctx, spawn)
     if not block:
+        # Quiet: memory had candidates but none expected to help, and the
+        # orchestrator is told so in one line (an empty memory says nothing;
+        # Codex takes no context here).
+        if spawn.get("quiet") and spawn.get("candidates") and not codex.is_codex(ctx.raw):
+            return _context("PreToolUse", f"helix memory: {spawn['quiet']}")
         return None
     separator = "" if not prompt or prompt.endswith("\n") else "\n"
     updated = {**tool_input, "prompt": prompt + separator + block}
@@ -274,6 +280,7 @@ def _prepare(
     if not ctx.paths.db.exists() or not prepared["objective"]:
         return _with_attempt(ctx, prepared, builder, "none: no memory yet"), None
     with ctx.memory() as memory:
+        cap = _budget(ctx, AGENT_TYPES[agent_type])
         chosen = injection.inject(
             memory,
             prepared["objective"],
@@ -284,10 +291,18 @@ def _prepare(
             _judge(ctx, prepared),
             "hook",
             injection.BUILDER_INTENT if builder else None,
+            cap,
         )
     prepared.update(
-        injected=chosen["names"], injection="by the PreToolUse hook", attempt=chosen.get("attempt")
+        injected=chosen["names"],
+        injection="by the PreToolUse hook",
+        attempt=chosen.get("attempt"),
+        inject_tokens=chosen["tokens"],
+        inject_budget=chosen["budget"],
     )
+    if chosen.get("quiet"):
+        prepared.update(quiet=chosen["quiet"], candidates=chosen["candidates"])
+    log(ctx.home, "PreToolUse", f"{prepared['state_id']}: {token_budget.summary(chosen)}")
     if not chosen["names"]:
         return prepared, None
     block = (
@@ -295,6 +310,16 @@ def _prepare(
         f"INJECTED: {json.dumps(chosen['names'])}\n"
     )
     return prepared, block
+
+
+def _budget(ctx: Context, role: str) -> int:
+    """The role's injection budget; an invalid HELIX_INJECT_BUDGET is logged and
+    the role's default used (a hook fails open)."""
+    try:
+        return token_budget.for_role(role, ctx.env)
+    except HelixError as exc:
+        log(ctx.home, "settings", str(exc))
+        return token_budget.ROLE_BUDGETS[role]
 
 
 def _from_prompt(ctx: Context, prepared: dict[str, Any], builder: bool) -> dict[str, Any]:
@@ -415,7 +440,17 @@ def _new_record(
         "fingerprints": [],
     }
     if spawn is not None:
-        keys = ("tool_use_id", "task_id", "state_id", "verify", "objective", "injected", "budget")
+        keys = (
+            "tool_use_id",
+            "task_id",
+            "state_id",
+            "verify",
+            "objective",
+            "injected",
+            "budget",
+            "inject_tokens",
+            "inject_budget",
+        )
         record.update({k: spawn.get(k) for k in keys}, injection=spawn.get("injection"))
         record["attempt_id"] = spawn.get("attempt")
         return record

@@ -57,6 +57,12 @@ def read_source(value: str, what: str) -> str:
 @list_option("--files", help="Files the task touches.")
 @click.option("--limit", default=5, show_default=True, type=click.IntRange(1, 20))
 @click.option(
+    "--budget",
+    default=None,
+    type=int,
+    help="Tokens each task's block may cost (default: HELIX_INJECT_BUDGET, else a builder's 600).",
+)
+@click.option(
     "--preview",
     is_flag=True,
     help="With OBJECTIVE: what a builder would receive and its estimated token cost; "
@@ -70,6 +76,7 @@ def inject_command(
     batch: str | None,
     files: tuple[str, ...],
     limit: int,
+    budget: int | None,
     preview: bool,
 ) -> None:
     """Choose insights for one task or a whole wave, and record what was given.
@@ -81,10 +88,17 @@ def inject_command(
     OBJECTIVE and shows the fields a builder's prompt would receive, each
     insight's ranking and the cost, without recording anything.
 
+    Each task's block fits its token budget (--budget), the most useful
+    insights per token kept; its size is in the JSON (tokens, budget). A task
+    that nothing in memory is expected to help gets no block and a "quiet"
+    line saying why; stderr has one line per task.
+
     Example: helix inject --tasks hx-1a2b3c4d,hx-5e6f7a8b --limit 3
     """
+    from helix.loop import budget as token_budget
     from helix.loop import injection
 
+    cap = token_budget.check(budget, "--budget") if budget is not None else None
     modes = [m for m in (objective, task_list, batch) if m]
     if len(modes) != 1:
         raise InvalidInput("give exactly one of: OBJECTIVE, --tasks, --batch")
@@ -105,7 +119,9 @@ def inject_command(
             text = read_text(objective, "objective")
             judge = _judge_of(task_id) if task_id else (None, None)
             file_list = json_list(files, "--files") or []
-            emit(injection.inject(memory, text, task_id, limit, file_list, judge=judge))
+            one = injection.inject(memory, text, task_id, limit, file_list, judge=judge, budget=cap)
+            emit(one)
+            _say_size([one])
             return
         if task_id or files:
             raise InvalidInput("--task-id and --files go with OBJECTIVE, not a batch")
@@ -123,7 +139,21 @@ def inject_command(
             objectives = [i["objective"] for i in items]
             file_lists = [i.get("files") or [] for i in items]
             judges = [_judge_of(t) if t else (None, None) for t in ids]
-        emit(injection.batch_inject(memory, objectives, ids, limit, file_lists, judges=judges))
+        wave = injection.batch_inject(
+            memory, objectives, ids, limit, file_lists, judges=judges, budget=cap
+        )
+        emit(wave)
+        _say_size(wave["results"])
+
+
+def _say_size(results: list[dict[str, Any]]) -> None:
+    """One line per task on stderr (stdout is the JSON): what it was given and
+    its size, or why it was given nothing."""
+    from helix.loop.budget import summary
+
+    for result in results:
+        who = f"{result['task_id']}: " if result.get("task_id") else ""
+        click.echo(f"{who}{summary(result)}", err=True)
 
 
 def _judge_of(task_id: str) -> tuple[Any, ...]:

@@ -12,6 +12,12 @@ tried early; a proven one is valued close to its estimate. No draw is made: the
 same store and task give the same choice. A wave spreads its exploration: an
 untried insight already given to a task of the wave loses ``REPEAT_COST`` for
 the next, a proven one nothing.
+A task is given memory only when some candidate is expected to help (one with
+evidence, or an untried one that is clearly related: ``QUIET_RELEVANCE``); else
+it stays quiet, with one line of why in the result's ``quiet``, rather than
+filling the prompt with weak matches. What is dealt to a task then fits its
+token budget (:mod:`helix.loop.budget`), the most useful per token kept, and
+the result says its size (``tokens``, ``budget``).
 ``relevance_only`` (the benchmark's baseline) deals the top of
 the relevance order instead, spreading a wave: an insight already given to a task
 of the wave counts ``REPEAT_PENALTY`` less for the next.
@@ -45,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from helix import config
 from helix.errors import InvalidInput
 from helix.files import file_id, write_json
+from helix.loop import budget as token_budget
 from helix.loop import ledger
 from helix.loop.judge import Spec
 from helix.memory import citations, db, insight, quarantine, reach
@@ -69,6 +76,21 @@ OPTIMISM = 1.0
 HARM_Z = 1.0  # left out when even mean + HARM_Z sd is below zero
 REPEAT_COST = 1.0  # per earlier gift in the wave, times how unproven the insight is
 POOL_FLOOR = 0.35  # the relevance a candidate needs (recall's default floor)
+# Quiet when it has nothing. A task is given memory only when some candidate is
+# expected to help: one with evidence (not shown to hurt), or an untried one at
+# least QUIET_RELEVANCE related; otherwise it gets no block, only the one line
+# of ``quiet``. Labelled recall benchmark (benchmarks/perf/recall_quality.py,
+# 22 off-topic tasks, 60 on-topic; injected per off-topic task / on-topic
+# injection recall): today 0.727 / 0.853; 0.45 0.455 / 0.853; 0.50 0.318 / 0.840.
+# The learning worlds (helix arm, development seeds, mean pass rate): see below.
+QUIET_RELEVANCE = 0.50
+# Leaving out each untried candidate below WEAK_RELEVANCE as well, even for a
+# task given memory, costs learning: an untried insight a task does concern is
+# how helix explores. World A's development seed 1, pass rate: 0.675 today,
+# 0.637 with 0.38 (with or without QUIET_RELEVANCE 0.45), 0.642 with 0.40;
+# seeds 1-4 with 0.38 and 0.45: 67.1% against 68.3%. So it stays at the pool's
+# floor, where it leaves nothing out.
+WEAK_RELEVANCE = POOL_FLOOR
 # Reach by evidence: an insight present in a verified pass of a task like this
 # one (uplift.helped_nearby) is a candidate below POOL_FLOOR when its contextual
 # uplift here, less REACH_Z posterior sds, is above REACH_MIN: evidence must
@@ -140,6 +162,7 @@ def inject(
     judge: tuple[Any, ...] = (None, None),
     source: str = "inject",
     intent: str | None = BUILDER_INTENT,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """Insights for one task (the single-task case of :func:`batch_inject`)."""
     batch = batch_inject(
@@ -152,6 +175,7 @@ def inject(
         judges=[judge],
         source=source,
         intent=intent,
+        budget=budget,
     )
     return batch["results"][0]
 
@@ -167,6 +191,7 @@ def batch_inject(
     judges: Sequence[tuple[Any, ...]] | None = None,
     source: str = "inject",
     intent: str | None = BUILDER_INTENT,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """Insights for every task of a wave, diversified across the wave.
 
@@ -177,11 +202,16 @@ def batch_inject(
     ``attempt`` id. Insights are only read. ``relevance_only`` deals by relevance
     alone (see :meth:`Memory.recall`): the baseline without learned usefulness.
     ``intent`` is recall's (a builder's, "how", unless told otherwise).
+    ``budget`` caps each task's block in tokens (:mod:`helix.loop.budget`; None:
+    a builder's, or ``HELIX_INJECT_BUDGET``). Each result carries its block's
+    size (``tokens``, ``budget``) and, when it gives nothing, ``quiet``: why, in
+    one line.
     """
     from helix.memory import uplift  # numpy: kept off the hook path until injecting
     from helix.memory.embeddings import to_blob
 
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
+    cap = token_budget.for_role() if budget is None else token_budget.check(budget)
     model = uplift.MODEL
     vectors = _embed(memory, texts)
     where = project or config.resolve().project
@@ -207,29 +237,40 @@ def batch_inject(
         pools.append({h["name"]: h for h in kept})
         withheld.append(refused)
     held = quarantine.held(memory.conn, (n for pool in pools for n in pool))
+    left_out: list[Counter[str]] = [Counter() for _ in pools]
     if relevance_only or not model.two_stage:
-        scores = [{n: (h["_score"], 1.0) for n, h in p.items()} for p in pools]
-        chosen = _deal(scores, limit, False)
+        candidates = [{n: (h["_score"], 1.0) for n, h in p.items()} for p in pools]
+        chosen = _deal(candidates, limit, False)
     else:
-        candidates = [_choose(pool, model.explore) for pool in pools]
+        candidates = []
+        for pool, dropped in zip(pools, left_out, strict=True):
+            candidates.append(_choose(pool, model.explore, dropped))
         chosen = _deal(candidates, limit, True)
     given = Counter(name for names in chosen for name in names)
     if judges is not None and len(judges) != len(texts):
         raise InvalidInput("give one judge per objective")
     results = []
-    for i, names in enumerate(chosen):
+    for i, dealt in enumerate(chosen):
+        compact = {n: _compact(pools[i][n], held.get(n)) for n in dealt}
+        names = _within_budget(compact, candidates[i], cap)
         # The optimistic value decides who is in; the prompt lists them by expected value.
         names.sort(key=lambda n: (-pools[i][n]["_score"], n))
-        insights = [_compact(pools[i][n], held.get(n)) for n in names]
+        insights = [compact[n] for n in names]
+        block = _block(insights)
         result: dict[str, Any] = {
             "task_id": ids[i],
             "objective": texts[i],
             "insights": insights,
             "names": names,
-            "block": _block(insights),
+            "block": block,
             "withheld": withheld[i],
             "intent": intent,
+            "tokens": token_budget.tokens(token_budget.fields(block, names)),
+            "budget": cap,
+            "candidates": len(pools[i]),
         }
+        if not names:
+            result["quiet"] = _quiet(len(pools[i]), left_out[i], len(dealt), cap)
         task_id = ids[i]
         if task_id:
             spec = Spec(*judges[i]) if judges else Spec(None)
@@ -243,6 +284,7 @@ def batch_inject(
                 spec.verify_files,
                 where,
                 source,
+                f"{token_budget.QUIET_MARK} {result['quiet']}" if "quiet" in result else "",
                 vector=None if vectors is None else to_blob(vectors[i]),
                 work=spec.work,
                 setter=spec.setter,
@@ -313,12 +355,19 @@ def _embed(memory: Memory, texts: list[str]) -> np.ndarray | None:
     return memory.embed(texts)
 
 
-def _choose(pool: dict[str, RecallHit], explore: bool) -> dict[str, tuple[float, float]]:
+def _choose(
+    pool: dict[str, RecallHit], explore: bool, dropped: Counter[str] | None = None
+) -> dict[str, tuple[float, float]]:
     """The candidates of one task's pool that may be injected (module docstring):
-    name -> (the value it is dealt by, how unproven it is, 0..1)."""
+    name -> (the value it is dealt by, how unproven it is, 0..1), or nothing
+    when none is expected to help (QUIET_RELEVANCE). Those left out are counted
+    in ``dropped``: "hurt" (shown to hurt here) or "weak" (untried and weakly
+    related, or below the floor with too little evidence)."""
     from helix.memory import uplift
 
+    dropped = Counter() if dropped is None else dropped
     out: dict[str, tuple[float, float]] = {}
+    speaks = False  # some candidate is expected to help (QUIET_RELEVANCE)
     for name in sorted(pool):
         hit = pool[name]
         estimate = hit.get("_uplift") or {"uplift": hit["_effectiveness"] - 0.5, "sd": 0.0}
@@ -326,15 +375,65 @@ def _choose(pool: dict[str, RecallHit], explore: bool) -> dict[str, tuple[float,
         if share := hit.get("_stale_share", 0.0):  # learned on code partly gone: toward the prior
             mean, sd = (1 - share) * mean, sd + share * (uplift.PRIOR_SD - sd)
         if mean + HARM_Z * sd < 0:
+            dropped["hurt"] += 1
             continue  # probably harmful here: left out
         if hit.get("_signals", {}).get("reach") and mean - REACH_Z * sd <= REACH_MIN:
             # Below the relevance floor only evidence speaks for it: it must be
             # expected to help here, not merely be unproven.
+            dropped["weak"] += 1
             continue
+        relevance = hit.get("_relevance", QUIET_RELEVANCE)
+        untried = _untried(hit)
+        if untried and relevance < WEAK_RELEVANCE:
+            dropped["weak"] += 1
+            continue  # nothing speaks for it but a weak match of words
+        speaks = speaks or not untried or relevance >= QUIET_RELEVANCE
         value = mean + (OPTIMISM * sd if explore else 0.0)
         tie = hit["_score"] - estimate["uplift"]  # the relevance tie-break of the score
         out[name] = (round(value + tie, 6), min(1.0, sd / uplift.PRIOR_SD))
+    if out and not speaks:  # none is expected to help: the task gets nothing, not filler
+        dropped["weak"] += len(out)
+        return {}
     return out
+
+
+def _untried(hit: RecallHit) -> bool:
+    """No outcome has ever been read about this insight."""
+    estimate = hit.get("_uplift")
+    if estimate is None:
+        return not (hit["helped"] or hit["failed"])
+    return not estimate.get("trials") and not estimate.get("evidence")
+
+
+def _within_budget(
+    compact: dict[str, dict[str, Any]], values: dict[str, tuple[float, float]], cap: int
+) -> list[str]:
+    """The dealt insights that fit the task's token budget, the most useful per
+    token first (:func:`helix.loop.budget.fill`); all of them when they fit."""
+    from helix.loop.contracts import insight_lines
+
+    items = [
+        token_budget.Item(name, insight_lines([item]), values[name][0])
+        for name, item in compact.items()
+    ]
+    return token_budget.fill(items, cap)
+
+
+def _quiet(pooled: int, dropped: Counter[str], dealt: int, cap: int) -> str:
+    """Why a task gets nothing, in one line for the orchestrator."""
+    if dealt:
+        return f"nothing fits the injection budget of {cap} tokens ({dealt} chosen)"
+    if not pooled:
+        return "nothing in memory concerns this task"
+    parts = []
+    if dropped["weak"]:
+        parts.append(f"{dropped['weak']} untried and weakly related")
+    if dropped["hurt"]:
+        parts.append(f"{dropped['hurt']} shown to hurt")
+    return (
+        f"nothing in memory is expected to help this task ({pooled} candidate(s): "
+        f"{', '.join(parts) or 'none left'})"
+    )
 
 
 def _deal(

@@ -113,6 +113,43 @@ def injection_by_day(conn: db.Connection, since: str) -> list[InjectionDay]:
     return out
 
 
+def injection_by_settled_task(conn: db.Connection, since: str) -> list[InjectionDay]:
+    """Per task with an attempt settled since ``since`` (its id in ``day``): the
+    settled attempts, and the size of what helix injected into them, as
+    :func:`injection_by_day` counts it. By task id."""
+    settled = conn.execute(
+        "SELECT task_id, count(*), sum(CASE WHEN names <> '[]' THEN 1 ELSE 0 END) "
+        "FROM attempt WHERE settled_at IS NOT NULL AND settled_at >= ? GROUP BY 1",
+        (since,),
+    ).fetchall()
+    sizes = conn.execute(
+        "SELECT a.task_id, count(*), sum(length(j.value)), "
+        "sum(coalesce(length(i.content), 0)), "
+        "sum(CASE WHEN i.content IS NULL THEN 1 ELSE 0 END) "
+        "FROM attempt a CROSS JOIN json_each(a.names) j "
+        "LEFT JOIN insight i ON i.name = j.value "
+        "WHERE a.settled_at IS NOT NULL AND a.settled_at >= ? GROUP BY 1",
+        (since,),
+    ).fetchall()
+    sized = {str(t): tuple(int(v or 0) for v in rest) for t, *rest in sizes}
+    out = []
+    for task, attempts, given in sorted((str(t), int(n), int(k or 0)) for t, n, k in settled):
+        insights, names, contents, missing = sized.get(task, (0, 0, 0, 0))
+        out.append(InjectionDay(task, attempts, given, insights, names, contents, missing))
+    return out
+
+
+def quiet_by_day(conn: db.Connection, since: str, mark: str) -> dict[str, int]:
+    """Per day since ``since``: attempts given nothing because memory had nothing
+    expected to help (their note starts with ``mark``)."""
+    rows = conn.execute(
+        "SELECT substr(started_at, 1, 10), count(*) FROM attempt "
+        "WHERE started_at >= ? AND names = '[]' AND note LIKE ? GROUP BY 1",
+        (since, mark + "%"),
+    ).fetchall()
+    return {str(day): int(n) for day, n in rows}
+
+
 def recent_settlements(conn: db.Connection, limit: int = 10) -> list[dict[str, Any]]:
     """The newest settled attempts with what their attempt recorded (the attempt
     may be missing: a settlement without a recorded attempt credits nothing)."""
@@ -148,7 +185,9 @@ __all__ = [
     "OutcomeDay",
     "archived_created_since",
     "injection_by_day",
+    "injection_by_settled_task",
     "per_day",
+    "quiet_by_day",
     "recent_settlements",
     "verified_outcomes_by_day",
 ]

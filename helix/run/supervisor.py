@@ -44,6 +44,7 @@ from typing import Any
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
+from helix.loop import budget as token_budget
 from helix.loop import injection, learning, outcomes, results, synthesis, taskstore
 from helix.loop import verify as verification
 from helix.loop.worktree import Checkpoint
@@ -381,6 +382,8 @@ class Supervisor:
         )
         # The attempts helix just recorded (their judges fixed now) are the ones settled.
         self._attempt_ids.update({r["task_id"]: r["attempt"] for r in batch["results"]})
+        for result in batch["results"]:  # what each builder gets, and its size
+            self.log.event(f"{result['task_id']}: {token_budget.summary(result)}")
         return self._prompt_from(tasks, batch["results"])
 
     def _prompt_from(

@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix.errors import InvalidInput
-from helix.loop import contracts, ledger
-from helix.service import overview
+from helix.loop import budget, contracts, ledger
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
     from helix.service.actions import Service
 
-# One estimate for every page: the overview's (about four characters a token).
-CHARS_PER_TOKEN = overview.CHARS_PER_TOKEN
+# One estimate everywhere: injection's budget's (about four characters a token).
+CHARS_PER_TOKEN = budget.CHARS_PER_TOKEN
 MAX_OBJECTIVE = 20_000  # the MCP tools' bound on a text (an objective file may be longer)
 MAX_FILES = 50
 PER_PAGE = 25
@@ -41,15 +40,13 @@ SPAWNS_READ = 200  # spawn records read to name the agent of an attempt on the p
 
 def tokens(text: str) -> int:
     """About how many tokens ``text`` costs (module docstring)."""
-    return overview.approx_tokens(len(text))
+    return budget.tokens(text)
 
 
 def builder_fields(block: str, names: list[str]) -> str:
     """What a builder's prompt receives for an injection: the INSIGHTS and
     INJECTED fields the PreToolUse hook adds (nothing when nothing was chosen)."""
-    if not names:
-        return ""
-    return f"INSIGHTS: {contracts.insights_value(block)}\nINJECTED: {json.dumps(names)}\n"
+    return budget.fields(block, names)
 
 
 # ------------------------------------------------------------------ preview

@@ -10,8 +10,11 @@ rate of 3 out of 4 says little, and the band shows how little.
 Injection's cost is the size of the INSIGHTS and INJECTED lines helix appends
 to a builder's prompt. helix records which insights went into each attempt, not
 the text or its tokens, so the block's length is rebuilt from the insights'
-stored texts and names and turned into tokens by :func:`approx_tokens`, an
-estimate the page labels "≈".
+stored texts and names and turned into tokens by :func:`approx_tokens` (the
+one estimator of :mod:`helix.loop.budget`, which injection's budget counts
+with), an estimate the page labels "≈". Per settled task it sums what every
+settled attempt at the task was given; a quiet attempt (memory had nothing
+expected to help, :data:`helix.loop.budget.QUIET_MARK`) is counted apart.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from helix.loop.budget import CHARS_PER_TOKEN, QUIET_MARK, approx_tokens
 from helix.loop.contracts import INSIGHTS_NOTE
 from helix.memory import activity, db
 
@@ -38,9 +42,6 @@ MIN_POINTS = 3
 UNITS = ("day", "week", "month")
 Z95 = 1.959964  # the normal quantile of a 95% interval
 RECENT_SETTLEMENTS = 10
-# Tokens of English text and code run at about four characters each (the usual
-# rule for BPE tokenizers); helix counts no tokens of what it injects.
-CHARS_PER_TOKEN = 4
 # The block helix appends to a builder's prompt (helix.claude.hooks._prepare):
 #   INSIGHTS: <note>\n  - [72%] <text>\n ... \nINJECTED: ["name", ...]\n
 # per attempt given k insights: BLOCK_FIXED + sum(PER_INSIGHT + text + name)
@@ -48,11 +49,6 @@ CHARS_PER_TOKEN = 4
 _CONFIDENCE = "[50%]"  # a typical confidence label, five characters
 BLOCK_FIXED = len("INSIGHTS: ") + len(INSIGHTS_NOTE) + 1 + 1 + len("INJECTED: []\n") - 3
 PER_INSIGHT = len(f"  - {_CONFIDENCE} ") + len('""') + 3
-
-
-def approx_tokens(chars: float) -> int:
-    """About how many tokens a text of ``chars`` characters is."""
-    return round(chars / CHARS_PER_TOKEN)
 
 
 def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float] | None:
@@ -122,6 +118,7 @@ class CostDay:
     insights: int
     chars: int
     tokens: int  # ≈, see approx_tokens
+    quiet: int = 0  # of the spawns, those memory had nothing for (QUIET_MARK)
 
 
 @dataclass
@@ -134,6 +131,10 @@ class Cost:
     per_spawn: float | None  # ≈ tokens per attempt started
     per_injected_spawn: float | None  # ≈ tokens per attempt given insights
     per_day: float  # ≈ tokens per day of the window
+    settled_tasks: int = 0  # tasks with an attempt settled in the window
+    settled_tokens: int = 0  # ≈ tokens injected into those settled attempts
+    per_settled_task: float | None = None  # ≈ their mean per task
+    quiet: int = 0  # attempts given nothing: memory had nothing expected to help
 
 
 @dataclass
@@ -285,9 +286,9 @@ def insight_activity(conn: db.Connection, today: date) -> list[ActivityDay]:
 
 
 def block_chars(day: activity.InjectionDay) -> int:
-    """Characters of the blocks helix appended to the day's prompts. An insight
-    no longer stored counts as long as the day's others (as a typical one when
-    none is left)."""
+    """Characters of the blocks helix appended to the day's prompts (or a
+    settled task's). An insight no longer stored counts as long as the day's
+    others (as a typical one when none is left)."""
     known = day.insights - day.missing
     mean = day.content_chars / known if known else TYPICAL_INSIGHT_CHARS
     texts = day.content_chars + day.missing * mean
@@ -303,6 +304,7 @@ def injection_cost(conn: db.Connection, today: date) -> Cost:
     """≈ tokens injected per day of the window, per attempt and per day."""
     since, days = _window(today)
     found = {d.day: d for d in activity.injection_by_day(conn, since)}
+    quiet = activity.quiet_by_day(conn, since, QUIET_MARK)
     out = []
     for day in days:
         row = found.get(day)
@@ -311,8 +313,18 @@ def injection_cost(conn: db.Connection, today: date) -> Cost:
             continue
         chars = block_chars(row)
         out.append(
-            CostDay(day, row.spawns, row.with_insights, row.insights, chars, approx_tokens(chars))
+            CostDay(
+                day,
+                row.spawns,
+                row.with_insights,
+                row.insights,
+                chars,
+                approx_tokens(chars),
+                quiet.get(day, 0),
+            )
         )
+    tasks = activity.injection_by_settled_task(conn, since)
+    settled_tokens = sum(approx_tokens(block_chars(t)) for t in tasks)
     spawns = sum(d.spawns for d in out)
     given = sum(d.with_insights for d in out)
     tokens = sum(d.tokens for d in out)
@@ -325,7 +337,20 @@ def injection_cost(conn: db.Connection, today: date) -> Cost:
         per_spawn=round(tokens / spawns, 1) if spawns else None,
         per_injected_spawn=round(tokens / given, 1) if given else None,
         per_day=round(tokens / WINDOW_DAYS, 1),
+        settled_tasks=len(tasks),
+        settled_tokens=settled_tokens,
+        per_settled_task=round(settled_tokens / len(tasks), 1) if tasks else None,
+        quiet=sum(d.quiet for d in out),
     )
 
 
-__all__ = ["Overview", "approx_tokens", "learning_curve", "overview", "wilson"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "QUIET_MARK",
+    "Overview",
+    "approx_tokens",
+    "injection_cost",
+    "learning_curve",
+    "overview",
+    "wilson",
+]
