@@ -19,7 +19,7 @@ from stores import engine_env, store_of
 
 from helix.claude import hooks
 from helix.loop import contracts, injection
-from helix.memory import citations
+from helix.memory import citations, codelook
 from helix.memory.store import Memory
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -69,8 +69,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / ".helix").mkdir()
     monkeypatch.setenv("HELIX_HOME", str(root / ".helix"))
     monkeypatch.chdir(root)
-    citations._TEXTS.clear()
-    citations._LOOKUPS.clear()
+    codelook.forget()
     return root
 
 
@@ -145,7 +144,7 @@ def test_a_renamed_file_is_followed_and_noted(mem: Memory, project: Path) -> Non
     [line] = [line for line in chosen["block"].splitlines() if "parse_ts" in line]
     assert line.endswith(note)
     # git's answer is kept for this HEAD: the next process does not ask again.
-    cache = json.loads((project / ".helix" / citations.CACHE_FILE).read_text())
+    cache = json.loads((project / ".helix" / codelook.CACHE_FILE).read_text())
     assert cache["renames"] == {"config_loader/dates.py": "config_loader/timestamps.py"}
 
 
@@ -360,20 +359,20 @@ def test_symbols_missing_from_a_pool_are_looked_up_with_one_git_call(
     (project / "config_loader" / "dates.py").write_text("def load(path):\n    return path\n")
     git(project, "commit", "-q", "-am", "drop both")
     calls: list[tuple[str, ...]] = []
-    real = citations._git
+    real = codelook.git
 
     def counted(where: Path, *args: str) -> str | None:
         calls.append(args)
         return real(where, *args)
 
-    monkeypatch.setattr(citations, "_git", counted)
-    citations._LOOKUPS.clear()
+    monkeypatch.setattr(codelook, "git", counted)
+    codelook.forget()
     hits = mem.recall(OBJECTIVE, limit=5, min_relevance=0.0)
     kept, stale = citations.screen(mem, [h for h in hits if h["name"] in names], project)
     assert kept == [] and len(stale) == 2
     assert sorted(a[0] for a in calls) == ["grep", "log"]  # both symbols at once; the renames
     # The next process asks git nothing: the answers are kept for this HEAD.
-    citations._LOOKUPS.clear()
+    codelook.forget()
     calls.clear()
     citations.screen(mem, [h for h in hits if h["name"] in names], project)
     assert calls == []

@@ -16,7 +16,8 @@ in its file (a word-boundary search of the first 256 KiB, cached by the file's
 mtime and size). Only what is missing costs a git call: a missing file is
 looked up among the renames git recorded (``git log -M``), a missing symbol
 among the tracked files (``git grep``); both answers are cached in the data
-directory for the current ``HEAD``, so a hook pays each once.
+directory for the current ``HEAD``, so a hook pays each once
+(:mod:`helix.memory.codelook`).
 
 - **fresh**: everything is where it was (or the insight cites nothing: no claim);
 - **partly** stale: something moved (followed) or is gone: injected with a
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from helix import config
+from helix.memory import codelook
 
 if TYPE_CHECKING:
     from helix.memory.records import RecallHit
@@ -51,17 +53,8 @@ SWITCH = "HELIX_CITATIONS"
 MAX_SYMBOLS = 10  # symbols kept per insight
 MAX_CANDIDATES = 20  # names taken from a text to look for
 MAX_FILES = 10  # files kept per insight
-READ_BYTES = 256 * 1024  # of each file read
 STORE_SECONDS = 1.5  # all the looking at store time
-GIT_SECONDS = 2.0  # one git call
 SWEEP_SECONDS = 0.1  # looking over the store's citations once per HEAD
-SWEEP_SYMBOLS = 500  # symbols asked of git in one call
-GREP_FILES = 20  # files of a store-time git grep read to place each symbol
-RENAME_COMMITS = 500  # how far back a rename is looked for
-CACHE_FILE = "citations.json"  # in the data directory, keyed by HEAD
-# Where git grep looks for a symbol: the tracked files but prose, where a word
-# like "PostgreSQL" is no symbol (a text that names a document still cites it).
-CODE = (".", ":(exclude)*.md", ":(exclude)*.rst", ":(exclude)*.txt")
 
 State = Literal["fresh", "partly", "stale"]
 
@@ -148,13 +141,13 @@ def _extract(project: Path, content: str, files: list[str]) -> list[Citation]:
     placed: dict[str, str] = {}
     if paths:
         for path in paths:
-            text = _read(project / path)
+            text = codelook.read(project / path)
             for name in wanted:
-                if name not in placed and text is not None and _has(text, name):
+                if name not in placed and text is not None and codelook.has(text, name):
                     placed[name] = path
             if time.monotonic() > deadline:
                 break
-    elif wanted and is_repository(project):
+    elif wanted and codelook.is_repository(project):
         placed = _placed_by_grep(project, wanted, deadline)
     kept = [n for n in wanted if n in placed][:MAX_SYMBOLS]
     return out + [Citation(placed[n], n) for n in kept]
@@ -197,12 +190,12 @@ def _placed_by_grep(project: Path, names: list[str], deadline: float) -> dict[st
     for all of them, then the first files it lists, read to see which name is
     in which (the first in path order)."""
     patterns = [arg for n in names for arg in ("-e", n)]
-    listed = _git(project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *CODE)
+    listed = codelook.git(project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *codelook.CODE)
     placed: dict[str, str] = {}
-    for path in (listed or "").splitlines()[:GREP_FILES]:
-        text = _read(project / path)
+    for path in (listed or "").splitlines()[: codelook.GREP_FILES]:
+        text = codelook.read(project / path)
         for name in names:
-            if name not in placed and text is not None and _has(text, name):
+            if name not in placed and text is not None and codelook.has(text, name):
                 placed[name] = path
         if len(placed) == len(names) or time.monotonic() > deadline:
             break
@@ -218,229 +211,27 @@ def record(memory: InsightRows, insight_id: int, citations: Sequence[Citation]) 
     )
 
 
-# ---------------------------------------------------------------------- reading
-_TEXTS: dict[str, tuple[int, int, str]] = {}  # path -> (mtime_ns, size, first READ_BYTES)
-_TEXTS_KEPT = 256
-
-
-def _read(path: Path) -> str | None:
-    """A file's first READ_BYTES as text, cached by (mtime, size); None if it
-    is not a regular file."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    key = str(path)
-    cached = _TEXTS.get(key)
-    if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
-        return cached[2]
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(READ_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return None
-    if len(_TEXTS) >= _TEXTS_KEPT:
-        _TEXTS.pop(next(iter(_TEXTS)))
-    _TEXTS[key] = (st.st_mtime_ns, st.st_size, text)
-    return text
-
-
-def _has(text: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
-
-
-# ------------------------------------------------------------------------- git
-def is_repository(project: Path) -> bool:
-    return (project / ".git").exists()
-
-
-def _git(project: Path, *args: str) -> str | None:
-    """``git ARGS`` in the project (helix's safe git), its output, or None if it
-    failed or ran out of time."""
-    import subprocess
-
-    from helix import repository
-
-    try:
-        done = repository.run(project, *args, timeout=GIT_SECONDS, check_drivers=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode not in (0, 1):  # grep's 1: nothing found
-        return None
-    return done.stdout.decode("utf-8", "replace")
-
-
-def _head(project: Path) -> str | None:
-    """The commit HEAD names, read from the files (no git process), or None."""
-    git = project / ".git"
-    try:
-        if git.is_file():
-            line = git.read_text().strip()
-            git = (project / line.removeprefix("gitdir:").strip()).resolve()
-        head = (git / "HEAD").read_text().strip()
-        if not head.startswith("ref:"):
-            return head
-        ref = head.removeprefix("ref:").strip()
-        common = git
-        if (git / "commondir").is_file():
-            common = (git / (git / "commondir").read_text().strip()).resolve()
-        for folder in (git, common):
-            if (folder / ref).is_file():
-                return (folder / ref).read_text().strip()
-        for line in (common / "packed-refs").read_text().splitlines():
-            if line.endswith(" " + ref):
-                return line.split(" ", 1)[0]
-    except OSError:
-        return None
-    return None
-
-
-class _Lookups:
-    """The answers git gave about one project at one HEAD: renames and where
-    missing symbols now are. Kept in the data directory so the next process
-    (the next hook) does not ask again."""
-
-    def __init__(self, project: Path):
-        self.project = project
-        self.head = _head(project)
-        self.file = project / config.DATA_DIR_NAME / CACHE_FILE
-        self.renames: dict[str, str] | None = None
-        self.places: dict[str, list[str]] = {}
-        self.swept = False  # the store's citations were looked over at this HEAD
-        self.changed = False
-        stored = self._load()
-        if stored is not None:
-            self.renames = stored.get("renames")
-            self.places = stored.get("places") or {}
-            self.swept = bool(stored.get("swept"))
-
-    def _load(self) -> dict[str, Any] | None:
-        from helix.files import read_json
-
-        if self.head is None:
-            return None
-        try:
-            stored = read_json(self.file)
-        except Exception:  # noqa: BLE001 - a damaged cache is asked again
-            return None
-        if isinstance(stored, dict) and stored.get("head") == self.head:
-            return stored
-        return None
-
-    def save(self) -> None:
-        """Keep the answers for the next process. A cache: replaced atomically but
-        not synced to disk (two fsyncs cost a hook more than the answers save)."""
-        import json
-
-        if not self.changed or self.head is None or not self.file.parent.is_dir():
-            return
-        kept = {"head": self.head, "renames": self.renames, "places": self.places}
-        temp = self.file.with_name(f".{CACHE_FILE}.{os.getpid()}")
-        try:
-            temp.write_text(json.dumps({**kept, "swept": self.swept}), encoding="utf-8")
-            os.replace(temp, self.file)
-        except OSError:
-            temp.unlink(missing_ok=True)
-        self.changed = False
-
-    def renamed(self, path: str) -> str | None:
-        """Where a missing file went, following renames git recorded, if it exists now."""
-        if self.renames is None:
-            self.renames, self.changed = self._renames(), True
-        seen = {path}
-        while path in self.renames:
-            path = self.renames[path]
-            if (self.project / path).is_file():
-                return path
-            if path in seen:
-                break
-            seen.add(path)
-        return None
-
-    def _renames(self) -> dict[str, str]:
-        out = _git(
-            self.project,
-            "log",
-            "-M",
-            "--diff-filter=R",
-            "--name-status",
-            "--format=",
-            f"-n{RENAME_COMMITS}",
-        )
-        renames: dict[str, str] = {}
-        for line in (out or "").splitlines():
-            parts = line.split("\t")
-            if len(parts) == 3 and parts[0].startswith("R"):
-                renames.setdefault(parts[1], parts[2])  # newest first: the latest move wins
-        return renames
-
-    def where(self, symbol: str) -> list[str]:
-        """The tracked files ``symbol`` occurs in now (the first few)."""
-        if symbol not in self.places:
-            out = _git(self.project, "grep", "-l", "-I", "-w", "-F", "-e", symbol, "--", *CODE)
-            self.places[symbol] = (out or "").splitlines()[:5]
-            self.changed = True
-        return self.places[symbol]
-
-    def find_all(self, symbols: Iterable[str]) -> None:
-        """Where each of ``symbols`` not asked before is, with one ``git grep``
-        for them all (a hook that finds several symbols missing asks git once):
-        the files it lists are read to see which holds which. A symbol left
-        unplaced while files went unread is left to :meth:`where`."""
-        wanted = [s for s in dict.fromkeys(symbols) if s not in self.places][:SWEEP_SYMBOLS]
-        if not wanted:
-            return
-        patterns = [arg for name in wanted for arg in ("-e", name)]
-        out = _git(self.project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *CODE)
-        if out is None:
-            return
-        listed = out.splitlines()
-        found: dict[str, list[str]] = {name: [] for name in wanted}
-        for path in listed[:GREP_FILES]:
-            text = _read(self.project / path) or ""
-            for name in wanted:
-                if len(found[name]) < 5 and _has(text, name):
-                    found[name].append(path)
-        complete = len(listed) <= GREP_FILES
-        for name, paths in found.items():
-            if paths or complete:
-                self.places[name] = paths
-                self.changed = True
-
-
-_LOOKUPS: dict[tuple[str, str | None], _Lookups] = {}
-
-
-def _lookups(project: Path) -> _Lookups | None:
-    if not is_repository(project):
-        return None
-    key = (str(project), _head(project))
-    if key not in _LOOKUPS:
-        _LOOKUPS[key] = _Lookups(project)
-    return _LOOKUPS[key]
-
-
 # ----------------------------------------------------------------------- check
 def check(project: Path, citations: Sequence[Citation]) -> Freshness:
     """Whether what an insight cites is still in ``project``'s working tree
     (module docstring). No citations: fresh."""
     if not citations:
         return Freshness("fresh")
-    git: _Lookups | None = None
+    git: codelook.Lookups | None = None
     moved: dict[str, None] = {}
     gone: dict[str, None] = {}
     lost = 0
     for cite in citations:
         place: str | None = cite.path
         if not (project / cite.path).is_file():
-            git = git or _lookups(project)
+            git = git or codelook.lookups(project)
             place = git.renamed(cite.path) if git else None
             if place:
                 moved[f"{cite.path} → {place}"] = None
-        if cite.symbol and place and _has_in(project / place, cite.symbol):
+        if cite.symbol and place and codelook.has_in(project / place, cite.symbol):
             continue
         if cite.symbol:
-            git = git or _lookups(project)
+            git = git or codelook.lookups(project)
             elsewhere = [p for p in (git.where(cite.symbol) if git else []) if p != place]
             if elsewhere:
                 moved[f"{cite.symbol}: {cite.path} → {elsewhere[0]}"] = None
@@ -464,7 +255,7 @@ def _sweep(memory: InsightRows, project: Path) -> None:
     renames with one ``git log``), so the hooks after it ask git nothing, whichever
     insights their pools hold. Bounded by SWEEP_SECONDS; what it did not reach
     is looked up pool by pool (:func:`_look_up_together`)."""
-    git = _lookups(project)
+    git = codelook.lookups(project)
     if git is None or git.swept:
         return
     git.swept = git.changed = True
@@ -475,7 +266,7 @@ def _sweep(memory: InsightRows, project: Path) -> None:
         if not symbol:
             if not (project / path).is_file():
                 git.renamed(path)  # all renames at once, the first time
-        elif not _has_in(project / path, symbol):
+        elif not codelook.has_in(project / path, symbol):
             missing.append(symbol)
         if time.monotonic() > deadline:
             break
@@ -489,17 +280,12 @@ def _look_up_together(project: Path, groups: Iterable[Sequence[Citation]]) -> No
         c.symbol
         for group in groups
         for c in group
-        if c.symbol and not _has_in(project / c.path, c.symbol)
+        if c.symbol and not codelook.has_in(project / c.path, c.symbol)
     ]
     if len(missing) >= 2:
-        git = _lookups(project)
+        git = codelook.lookups(project)
         if git is not None:
             git.find_all(missing)
-
-
-def _has_in(path: Path, symbol: str) -> bool:
-    text = _read(path)
-    return text is not None and _has(text, symbol)
 
 
 # ------------------------------------------------------------ the store's view
