@@ -274,3 +274,19 @@ def test_the_hook_records_the_size_and_passes_the_quiet_line_on(stocked: Session
     log = (stocked.home / "hooks.log").read_text()
     assert "injected 2 insights, ≈" in log or "injected 1 insight, ≈" in log
     assert "quiet: nothing in memory" in log
+
+
+def test_a_preview_keeps_the_budget_it_is_given(memory: Memory, tmp_path):
+    from helix.service.injections import preview_in
+
+    memory.store("When a migration adds a NOT NULL column, give it a server default first")
+    objective = "Add a NOT NULL column in a migration"
+    roomy = preview_in(memory, objective, [], 5, tmp_path)
+    assert roomy["names"] and roomy["budget"] == budget.ROLE_BUDGETS["builder"]
+    assert roomy["quiet"] is None and roomy["tokens"] == budget.tokens(roomy["received"])
+    tight = preview_in(memory, objective, [], 5, tmp_path, budget=budget.MIN_BUDGET)
+    assert tight["names"] == [] and tight["received"] == ""
+    assert (
+        tight["quiet"]
+        == f"nothing fits the injection budget of {budget.MIN_BUDGET} tokens (1 chosen)"
+    )

@@ -112,7 +112,7 @@ def inject_command(
         text, file_list = read_text(objective, "objective"), json_list(files, "--files") or []
         with open_memory(create=False) as memory:
             where = config.resolve().project
-            emit(injections.preview_in(memory, text, file_list, limit, where))
+            emit(injections.preview_in(memory, text, file_list, limit, where, cap))
         return
     with open_memory() as memory:
         if objective:

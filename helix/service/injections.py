@@ -70,7 +70,12 @@ def split_files(text: str) -> list[str]:
 
 
 def preview_in(
-    memory: Memory, objective: str, files: list[str] | None, limit: int, project: Path
+    memory: Memory,
+    objective: str,
+    files: list[str] | None,
+    limit: int,
+    project: Path,
+    budget: int | None = None,
 ) -> dict[str, Any]:
     """What a builder would receive for ``objective`` (and the files it will
     touch), chosen exactly as ``helix inject OBJECTIVE --files ...`` chooses, with
@@ -79,7 +84,7 @@ def preview_in(
     from helix.loop import injection
 
     text = check_objective(objective)
-    chosen = injection.inject(memory, text, None, limit, list(files or []), project)
+    chosen = injection.inject(memory, text, None, limit, list(files or []), project, budget=budget)
     fields = builder_fields(chosen["block"], chosen["names"])
     insights = []
     for item in chosen["insights"]:
@@ -112,6 +117,8 @@ def preview_in(
         "block": chosen["block"],
         "received": fields,
         "tokens": tokens(fields),
+        "budget": chosen["budget"],
+        "quiet": chosen.get("quiet"),
         "chars": len(fields),
         "estimate": f"about {CHARS_PER_TOKEN} characters a token",
         "recorded": False,
