@@ -264,6 +264,7 @@ def measure() -> dict:
             }
             out["injection"]["attempts_written"] = attempts(memory)
         out["stale"] = stale_cases(Path(tmp))
+    out["baseline"] = BASELINE
     out["targets"] = judge(out)
     return out
 
@@ -309,6 +310,10 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args()
     result = measure()
+    written = result["injection"]["attempts_written"] + result["stale"]["attempts_written"]
+    if written:  # an injection without a task id must record nothing: the figures are void
+        print(f"recall_quality: {written} attempt(s) written by injecting without a task id")
+        return 1
     if args.json:
         print(json.dumps(result, indent=1))
         return 0 if all(row["met"] for row in result["targets"].values()) else 1
