@@ -97,10 +97,12 @@ def hook(event: str, payload: dict, env: dict[str, str], workdir: Path) -> dict:
 
 
 def injected_prompt(stdout: str, prompt: str) -> str:
-    """The prompt as PreToolUse rewrote it (updatedInput), or as it was."""
+    """The prompt as PreToolUse rewrote it (updatedInput), or as it was (no
+    output, or only the one line saying memory had nothing for it)."""
     if not stdout.strip():
         return prompt
-    return json.loads(stdout)["hookSpecificOutput"]["updatedInput"]["prompt"]
+    updated = json.loads(stdout)["hookSpecificOutput"].get("updatedInput") or {}
+    return updated.get("prompt", prompt)
 
 
 def injected_names(prompt: str) -> list[str]:
