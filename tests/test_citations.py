@@ -203,6 +203,20 @@ def test_a_deleted_module_makes_its_insight_stale_and_it_is_not_injected(
     assert mem.conn.execute("SELECT count(*) FROM insight_stale").fetchone()[0] == 0
 
 
+def test_a_restored_insight_cites_what_it_cited_when_stored(mem: Memory, project: Path) -> None:
+    """Archiving keeps the citations in the archive record: a restore brings them
+    back, so code that went away while it was archived makes it stale (it is not
+    re-read against today's tree, where it would cite nothing and pass as fresh)."""
+    name = mem.store(CHARGES)["name"]
+    before = cites(mem, name)
+    mem.forget(name)
+    git(project, "rm", "-q", "billing.py")
+    git(project, "commit", "-q", "-m", "drop billing")
+    mem.restore(name)
+    assert cites(mem, name) == before == [("billing.py", "BillingClient")]
+    assert name not in given(mem, project)["names"]
+
+
 def test_the_switch_turns_the_check_off(
     mem: Memory, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -211,6 +211,32 @@ def record(memory: InsightRows, insight_id: int, citations: Sequence[Citation]) 
     )
 
 
+def kept(memory: InsightRows, insight_id: int) -> list[dict[str, Any]]:
+    """What an insight cites, as plain rows an archive record keeps: a restored
+    insight cites what it cited when stored, never what happens to match now."""
+    rows = memory.conn.execute(
+        "SELECT path, symbol, line_start, line_end FROM insight_citation WHERE insight_id = ? "
+        "ORDER BY path, symbol",
+        (insight_id,),
+    )
+    return [{"path": p, "symbol": s, "line_start": a, "line_end": b} for p, s, a, b in rows]
+
+
+def restored(memory: InsightRows, insight_id: int, rows: Iterable[dict[str, Any]]) -> None:
+    """Inside the caller's write transaction: put an archive record's citations back."""
+    record(
+        memory,
+        insight_id,
+        [
+            Citation(
+                str(r["path"]), str(r.get("symbol") or ""), r.get("line_start"), r.get("line_end")
+            )
+            for r in rows
+            if isinstance(r, dict) and r.get("path")
+        ],
+    )
+
+
 # ----------------------------------------------------------------------- check
 def check(project: Path, citations: Sequence[Citation]) -> Freshness:
     """Whether what an insight cites is still in ``project``'s working tree

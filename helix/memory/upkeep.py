@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import blas, db, graph, insight, quarantine
+from helix.memory import blas, citations, db, graph, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 
@@ -186,6 +186,7 @@ def _archive(memory: InsightRows, name: str, reason: str) -> None:
     record = memory.public(row, memory.files_of([row[0]])[row[0]])
     record["embedding"] = row[6].hex() if row[6] else None
     record["edges"] = graph.edges(memory, name)
+    record["citations"] = citations.kept(memory, row[0])
     memory.conn.execute(
         "INSERT INTO archive(name, record, reason, archived_at) VALUES (?, ?, ?, ?)",
         (name, json.dumps(record), reason, memory.now()),
@@ -249,6 +250,7 @@ def restore(memory: InsightRows, name: str) -> dict[str, Any]:
             "INSERT INTO insight_file(insight_id, pattern) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(new_id, f) for f in rec.get("files", [])],
         )
+        citations.restored(memory, new_id, rec.get("citations", []))
         restored_edges = 0
         for e in rec.get("edges", []):
             ends = [
