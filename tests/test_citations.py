@@ -203,6 +203,28 @@ def test_a_deleted_module_makes_its_insight_stale_and_it_is_not_injected(
     assert mem.conn.execute("SELECT count(*) FROM insight_stale").fetchone()[0] == 0
 
 
+def test_the_lines_a_builder_cited_are_kept_and_checked(mem: Memory, project: Path) -> None:
+    """A path with a line range (path:5-6, path#L5-L6) keeps the lines it was
+    about; once the file no longer has them the insight is partly stale, noted."""
+    name = mem.store(
+        "When load() fails on a padded value, the fix is in config_loader/dates.py:5-6 "
+        "because load must strip before parsing"
+    )["name"]
+    [row] = mem.conn.execute(
+        "SELECT path, line_start, line_end FROM insight_citation WHERE symbol = ''"
+    ).fetchall()
+    assert tuple(row) == ("config_loader/dates.py", 5, 6)
+    assert citations._spans("see a/b.py#L12-L30 and a/b.py:1") == {"a/b.py": (12, 30)}
+    assert name in given(mem, project)["names"]
+    (project / "config_loader" / "dates.py").write_text("def load(path):\n    return path\n")
+    git(project, "commit", "-q", "-am", "shorter")
+    codelook.forget()
+    chosen = given(mem, project)
+    assert name in chosen["names"]
+    assert any(i["name"] == name for i in chosen["insights"])
+    assert "config_loader/dates.py:5-6 no longer there" in chosen["block"]
+
+
 def test_a_restored_insight_cites_what_it_cited_when_stored(mem: Memory, project: Path) -> None:
     """Archiving keeps the citations in the archive record: a restore brings them
     back, so code that went away while it was archived makes it stale (it is not

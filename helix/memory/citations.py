@@ -108,6 +108,8 @@ _PATH = re.compile(
     r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7}|[\w-]+\.(?:py|js|ts|tsx|"
     r"go|rs|java|rb|toml|yaml|yml|json|md|sql|sh|cfg|ini|txt|c|h|cpp|kt|swift))(?![\w/])"
 )
+# A line range after a path, as a builder writes it: path:12, path:12-30, path#L12-L30.
+_LINES = re.compile(r"^(?::|#L)(\d{1,7})(?:-L?(\d{1,7}))?")
 _TICKED = re.compile(r"`([^`\s]{3,80})`")
 _CALL = re.compile(r"\b([A-Za-z_][\w.]{2,79})\(")
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\b")
@@ -137,7 +139,8 @@ def _extract(project: Path, content: str, files: list[str]) -> list[Citation]:
     paths = [_clean(p) for p in paths]
     paths = list(dict.fromkeys(paths))
     wanted = symbols_in(_PATH.sub(" ", content))
-    out = [Citation(p) for p in paths]
+    spans = _spans(content)
+    out = [Citation(p, "", *spans.get(p, (None, None))) for p in paths]
     placed: dict[str, str] = {}
     if paths:
         for path in paths:
@@ -151,6 +154,21 @@ def _extract(project: Path, content: str, files: list[str]) -> list[Citation]:
         placed = _placed_by_grep(project, wanted, deadline)
     kept = [n for n in wanted if n in placed][:MAX_SYMBOLS]
     return out + [Citation(placed[n], n) for n in kept]
+
+
+def _spans(content: str) -> dict[str, tuple[int, int]]:
+    """path -> (first, last) line, for each path the text cites with a line
+    range (the first range given for it): what a builder's report was about."""
+    found: dict[str, tuple[int, int]] = {}
+    for m in _PATH.finditer(content):
+        lines = _LINES.match(content[m.end() : m.end() + 20])
+        path = _clean(m.group(1).rstrip(".,;:"))
+        if lines and path not in found:
+            first = int(lines.group(1))
+            last = int(lines.group(2) or first)
+            if 0 < first <= last:
+                found[path] = (first, last)
+    return found
 
 
 def symbols_in(text: str) -> list[str]:
@@ -256,6 +274,11 @@ def check(project: Path, citations: Sequence[Citation]) -> Freshness:
                 moved[f"{cite.path} → {place}"] = None
         if cite.symbol and place and codelook.has_in(project / place, cite.symbol):
             continue
+        if not cite.symbol and place and cite.line_start is not None:
+            # The lines it was about: a file now shorter than the range has moved on.
+            text = codelook.read(project / place)
+            if text is not None and text.count("\n") + 1 < (cite.line_end or cite.line_start):
+                moved[f"{cite.path}:{cite.line_start}-{cite.line_end} no longer there"] = None
         if cite.symbol:
             git = git or codelook.lookups(project)
             elsewhere = [p for p in (git.where(cite.symbol) if git else []) if p != place]
