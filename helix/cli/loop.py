@@ -91,7 +91,7 @@ def inject_command(
     Each task's block fits its token budget (--budget), the most useful
     insights per token kept; its size is in the JSON (tokens, budget). A task
     that nothing in memory is expected to help gets no block and a "quiet"
-    line saying why; stderr has one line per task.
+    line saying why; at a terminal, stderr has one line per task.
 
     Example: helix inject --tasks hx-1a2b3c4d,hx-5e6f7a8b --limit 3
     """
@@ -147,10 +147,16 @@ def inject_command(
 
 
 def _say_size(results: list[dict[str, Any]]) -> None:
-    """One line per task on stderr (stdout is the JSON): what it was given and
-    its size, or why it was given nothing."""
+    """One line per task on stderr for a person at a terminal: what it was given
+    and its size, or why it was given nothing. An agent's shell tool mixes
+    stderr into what it reads, so there the JSON alone speaks (its ``tokens``,
+    ``budget`` and ``quiet`` say the same) and stays parseable."""
+    import sys
+
     from helix.loop.budget import summary
 
+    if not sys.stderr.isatty():
+        return
     for result in results:
         who = f"{result['task_id']}: " if result.get("task_id") else ""
         click.echo(f"{who}{summary(result)}", err=True)
