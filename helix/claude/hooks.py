@@ -172,7 +172,6 @@ def session_start(ctx: Context) -> dict[str, Any] | None:
     lines = [*_warnings(ctx), "helix memory for this project:"]
     lines += briefing.memory_section(ctx.paths.db)
     if taskstore.has_tasks(ctx.paths):
-        from helix.errors import HelixError
         from helix.tasks import graph as taskgraph
 
         try:

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from helix.errors import HelixError, InvalidInput, NotFound
+from helix.errors import HelixError
 from helix.service.actions import Service
 from helix.ui import gate, pages, web
 
@@ -64,8 +64,8 @@ def _problem(request: Request, status: int, message: str) -> Response:
 
 
 async def _helix_error(request: Request, exc: Exception) -> Response:
-    status = 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, InvalidInput) else 409
-    return _problem(request, status, str(exc))
+    assert isinstance(exc, HelixError)
+    return _problem(request, web.status_of(exc), str(exc))
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

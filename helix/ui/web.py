@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
-from helix.errors import HelixError
+from helix.errors import HelixError, InvalidInput, NotFound
 from helix.service.actions import Service
 
 T = TypeVar("T")
@@ -77,6 +77,21 @@ def attempt(action: Callable[[], T]) -> tuple[T | None, str | None]:
         return action(), None
     except HelixError as exc:
         return None, str(exc) or type(exc).__name__
+
+
+def status_of(exc: HelixError) -> int:
+    """The HTTP status of a refusal: 404 for an unknown name, 400 for bad input,
+    409 for anything else helix would not do (an attempt in flight, the screen)."""
+    return 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, InvalidInput) else 409
+
+
+def number(text: str | None, default: int) -> int:
+    """A page number from a query parameter: at least 1; ``default`` when it is
+    not a whole number."""
+    try:
+        return max(1, int(text or default))
+    except ValueError:
+        return default
 
 
 async def form(request: Request) -> dict[str, str]:

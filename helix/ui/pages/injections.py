@@ -16,16 +16,9 @@ from helix.ui import web
 LIMITS = list(range(1, 11))
 
 
-def _number(text: str | None, default: int) -> int:
-    try:
-        return int(text or default)
-    except ValueError:
-        return default
-
-
 def injections_page(request: Request) -> Response:
     svc = web.service(request)
-    page = _number(request.query_params.get("page"), 1)
+    page = web.number(request.query_params.get("page"), 1)
     recent = injections.recent(svc, page)
     return web.page(
         request,
@@ -46,7 +39,7 @@ async def preview_page(request: Request) -> Response:
     # refused with a message, not previewed cut short.
     objective = str(data.get("objective") or "")
     files = str(data.get("files") or "")[: web.MAX_FIELD]
-    limit = _number(str(data.get("limit") or ""), 5)
+    limit = web.number(str(data.get("limit") or ""), 5)
     asked = {"objective": objective[: web.MAX_FIELD], "files": files, "limit": limit}
 
     def run() -> dict[str, Any]:

@@ -44,13 +44,6 @@ NOTICES = {
 }
 
 
-def _int(value: str | None, default: int) -> int:
-    try:
-        return max(1, int(value or default))
-    except ValueError:
-        return default
-
-
 def listing(request: Request) -> Response:
     q = request.query_params
     view = insights.listing(
@@ -61,7 +54,7 @@ def listing(request: Request) -> Response:
         file=q.get("file"),
         status=q.get("status"),
         order=q.get("order") or "usefulness",
-        page=_int(q.get("page"), 1),
+        page=web.number(q.get("page"), 1),
     )
     given = {k: v for k, v in q.items() if k in FILTERS and v}
 
@@ -124,10 +117,6 @@ def detail(request: Request) -> Response:
     return _detail(request, request.path_params["name"])
 
 
-def _status(exc: HelixError) -> int:
-    return 404 if isinstance(exc, NotFound) else 400 if isinstance(exc, InvalidInput) else 409
-
-
 async def _correct(
     request: Request, act: Callable[[dict[str, str], str], tuple[str, str]]
 ) -> Response:
@@ -140,7 +129,7 @@ async def _correct(
         try:
             where, done = act(fields, name)
         except HelixError as exc:
-            return _detail(request, name, _status(exc), str(exc) or type(exc).__name__)
+            return _detail(request, name, web.status_of(exc), str(exc) or type(exc).__name__)
         return RedirectResponse(f"/insight/{quote(where, safe='')}?done={done}", status_code=303)
 
     return await run_in_threadpool(finish)
