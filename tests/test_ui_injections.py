@@ -226,14 +226,14 @@ def test_the_injections_page_agrees_with_helix_history(
     client = http_session(server)
     status, _, body = client.get("/injections")
     assert status == 200, body
-    tasks = sorted(set(re.findall(r'href="/task/([\w-]+)"', body)))
+    tasks = sorted(set(re.findall(rf'href="{server.prefix}/task/([\w-]+)"', body)))
     assert tasks
     attempts = [a for t in tasks for a in helix_json(demo_project, "history", t)]
     assert int(figure(body, "attempts")) == len(attempts)
     for attempt in attempts:
         row = body.split(f'data-attempt="{attempt["attempt"]}"', 1)[1].split("</tr>", 1)[0]
         for name in attempt["injected"]:
-            assert f'href="/insight/{name}"' in row
+            assert f'href="{server.prefix}/insight/{name}"' in row
         if attempt["verify_exit"] is not None:
             assert f'<span class="mono">{attempt["verify_exit"]}</span>' in row
         assert ('badge good">verified' in row) == bool(attempt["verified"])

@@ -245,7 +245,8 @@ def test_the_page_shows_the_figures(project, service):
     assert figures["curve_injected_n"] == "7" and figures["curve_bare_n"] == "4"
     assert float(figures["curve_injected_rate"]) == pytest.approx(5 / 7)
     assert figures["added_window"] == "3" and figures["merged_window"] == "1"
-    assert 'href="/task/hx-00000c"' in body
+    prefix = client.base_url.path.rstrip("/")  # the server's secret path
+    assert f'href="{prefix}/task/hx-00000c"' in body
     assert "<svg" in body and "≈ tokens per spawn" in body
 
 
@@ -259,14 +260,13 @@ def test_an_empty_store_says_what_would_fill_each_part(project, service):
 def _client(service: Service):
     from starlette.testclient import TestClient
 
-    sessions = gate.Sessions()
+    sessions = gate.Sessions(80)
     client = TestClient(
-        ui_app.create(service, sessions, frozenset({"testserver"}), "helix_session_test")
+        ui_app.create(service, sessions, frozenset({"testserver"})),
+        base_url=f"http://testserver{sessions.prefix}",  # every path goes under it
     )
-    assert (
-        client.get(f"{gate.LOGIN_PATH}?token={sessions.token}", follow_redirects=False).status_code
-        == 303
-    )
+    login = client.get(f"{gate.LOGIN_PATH}?token={sessions.token}", follow_redirects=False)
+    assert login.status_code == 303
     return client
 
 

@@ -55,10 +55,11 @@ def _figures(body: str) -> dict[str, str]:
 def _client(paths: config.Paths):
     from starlette.testclient import TestClient
 
-    sessions = gate.Sessions()
+    sessions = gate.Sessions(80)
     service = Service(paths, route="ui")
     client = TestClient(
-        ui_app.create(service, sessions, frozenset({"testserver"}), "helix_session_test")
+        ui_app.create(service, sessions, frozenset({"testserver"})),
+        base_url=f"http://testserver{sessions.prefix}",  # every path goes under it
     )
     login = client.get(f"{gate.LOGIN_PATH}?token={sessions.token}", follow_redirects=False)
     assert login.status_code == 303
@@ -163,7 +164,9 @@ def test_the_page_says_what_helix_status_says(project):
         assert report == _status_cli(root, paths.home)
         assert report["running"] is True
         assert [r["tasks"] for r in report["runners"]] == [[ids[0]]]
-        body = _client(paths).get("/runs").text
+        client = _client(paths)
+        prefix = client.base_url.path.rstrip("/")  # the server's secret path
+        body = client.get("/runs").text
         shown = _figures(body)
         assert shown["lifecycle"] == "selecting" and shown["running"] == "true"
         assert shown["completed_cycles"] == "1" and shown["attempted_cycles"] == "2"
@@ -172,11 +175,12 @@ def test_the_page_says_what_helix_status_says(project):
         for key in ("open", "in_progress", "ready", "closed"):
             assert shown[f"queue_{key}"] == str(report["queue"][key])
         live = re.search(
-            r'data-live="/runs/events\?since=([0-9a-f]{16})" data-live-target="#run"', body
+            rf'data-live="{prefix}/runs/events\?since=([0-9a-f]{{16}})" data-live-target="#run"',
+            body,
         )
         assert live and live.group(1) == runs.version(runs.fingerprint(paths))
         assert re.findall(r'data-cycle="(\d+)"', body) == ["2", "1"]  # newest first
-        assert f'href="/task/{ids[0]}"' in body and f'data-runner="{TOKEN}"' in body
+        assert f'href="{prefix}/task/{ids[0]}"' in body and f'data-runner="{TOKEN}"' in body
         assert "cycle 2: " in body and "VERIFY failed" in body
     finally:
         run.lock.release()
@@ -256,7 +260,7 @@ class Events:
         )
         self.conn.request(
             "GET",
-            "/runs/events",
+            server.prefix + "/runs/events",
             headers={"Host": server.netloc, "Cookie": f"{server.cookie_name}={cookie}"},
         )
         self.response = self.conn.getresponse()

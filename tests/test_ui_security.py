@@ -182,11 +182,13 @@ def _complete(answer: bytes) -> bool:
 
 
 def get_raw(server: UiServer, target: bytes, extra: bytes = b"") -> tuple[int, str, bytes]:
-    return raw_http(
-        server,
-        b"GET " + target + b" HTTP/1.1\r\nHost: " + server.netloc.encode() + b"\r\n"
-        b"Connection: close\r\n" + extra + b"\r\n",
+    """GET ``target`` under the server's prefix, its bytes as they are."""
+    head = b"GET %s%s HTTP/1.1\r\nHost: %s\r\n" % (
+        server.prefix.encode(),
+        target,
+        server.netloc.encode(),
     )
+    return raw_http(server, head + b"Connection: close\r\n" + extra + b"\r\n")
 
 
 # --- the session ------------------------------------------------------------------
@@ -228,7 +230,7 @@ def test_the_login_token_works_once_and_a_wrong_one_never(project):
 
         status, headers, _ = request(server.login_url)
         assert status == 303, server.tail()
-        assert headers["Location"] == "/"
+        assert headers["Location"] == server.prefix + "/"
         cookies = headers.get_all("Set-Cookie")
         assert len(cookies) == 1
         attributes = [part.strip() for part in cookies[0].split(";")]
@@ -236,7 +238,7 @@ def test_the_login_token_works_once_and_a_wrong_one_never(project):
         assert attributes[0] == f"{server.cookie_name}={value}" and len(value) >= 32
         assert "HttpOnly" in attributes
         assert "SameSite=Strict" in attributes
-        assert "Path=/" in attributes
+        assert f"Path={server.prefix}" in attributes
         assert not any(a.lower().startswith(("domain", "expires", "max-age")) for a in attributes)
 
         again = request(server.login_url)
@@ -322,7 +324,7 @@ def test_the_gate_lets_a_post_with_the_token_from_its_own_origin_through(server,
         client.post(
             path, {"csrf": "ignored"}, csrf=False, htmx=True, headers={"X-CSRF-Token": client.csrf}
         ),
-        client.post(path, {}, headers={"Origin": server.base}),
+        client.post(path, {}, headers={"Origin": server.origin}),
     ):
         assert not reply.body.startswith(GATE), (reply.status, reply.body[:300])
 
@@ -339,7 +341,7 @@ def test_the_store_check_sees_what_a_post_the_gate_lets_through_changes(demo_cop
         with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
             name = str(conn.execute("SELECT name FROM insight ORDER BY name LIMIT 1").fetchone()[0])
         before = store_state(demo_copy)
-        reply = client.post(fill(archive, name), fields(name), headers={"Origin": server.base})
+        reply = client.post(fill(archive, name), fields(name), headers={"Origin": server.origin})
         assert reply.status == 303, (reply.status, reply.body[:300])
         assert store_state(demo_copy) != before
 
@@ -395,11 +397,12 @@ def reachable_pages(client: HttpClient, victim: str) -> list[str]:
     """The navigation's pages, an insight's page, and the first detail page each
     list links to (a task, a run)."""
     paths = ["/", "/insights", f"/insight/{victim}"]
+    prefix = re.escape(client.server.prefix)
     status, _, body = client.get("/")
-    paths += [p for p in re.findall(r'<a href="(/[a-z]+)"', body) if p not in paths]
+    paths += [p for p in re.findall(rf'<a href="{prefix}(/[a-z]+)"', body) if p not in paths]
     for listing in list(paths):
         _, _, body = client.get(listing)
-        for link in re.findall(r'href="(/[a-z]+/[^"?#]+)"', body):
+        for link in re.findall(rf'href="{prefix}(/[a-z]+/[^"?#]+)"', body):
             if not link.startswith("/static/") and link not in paths:
                 paths.append(link)
                 break
@@ -563,7 +566,7 @@ def test_a_huge_post_body_gets_413(server, client):
 
     def post(announce: bytes, body: bytes) -> tuple[int, bytes]:
         head = (
-            f"POST {fill(MAIN, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\n"
+            f"POST {server.prefix}{fill(MAIN, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\n"
             f"Cookie: {server.cookie_name}={client.cookie}\r\n"
             "Content-Type: application/x-www-form-urlencoded\r\n"
             f"X-CSRF-Token: {client.csrf}\r\nConnection: close\r\n"
@@ -629,7 +632,7 @@ def test_undecodable_bytes_do_not_break_the_server(server, client):
     edit = next((p for p in POSTS if p.endswith("/edit")), MAIN)
     status, _, _ = raw_http(
         server,
-        f"POST {fill(edit, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\nCookie: {server.cookie_name}={client.cookie}\r\n"
+        f"POST {server.prefix}{fill(edit, NOBODY)} HTTP/1.1\r\nHost: {server.netloc}\r\nCookie: {server.cookie_name}={client.cookie}\r\n"
         f"Content-Type: application/x-www-form-urlencoded\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
         + body,
@@ -658,7 +661,7 @@ def test_a_websocket_upgrade_is_refused_without_an_internal_error(server, client
     ):
         status, head, body = raw_http(
             server,
-            f"GET / HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"GET {server.prefix}/ HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
             f"Origin: {FOREIGN}\r\nCookie: {cookie}\r\n\r\n".encode(),
             timeout=10,
@@ -843,7 +846,7 @@ def test_a_plain_form_of_the_dashboard_itself_passes_the_gate(server, client, br
         const token = document.createElement("input");
         token.type = "hidden"; token.name = "csrf"; token.value = arguments[1];
         form.appendChild(token); document.body.appendChild(form); form.submit();""",
-        fill(MAIN, NOBODY),
+        server.prefix + fill(MAIN, NOBODY),
         client.csrf,
     )
     wait_until(browser, lambda b: NOBODY in b.current_url)
@@ -857,7 +860,7 @@ def test_a_rebound_host_name_gets_nothing(server, client, cross_browser):
     a page of that name is 'same origin' with the dashboard's port."""
     browser = cross_browser
     login(browser, server)
-    browser.get(f"http://rebind.test:{server.port}/")
+    browser.get(f"http://rebind.test:{server.port}{server.prefix}/")
     text = browser.find_element("tag name", "body").text
     assert text.startswith(GATE) and "its own address" in text, text[:300]
     assert "csrf-token" not in browser.page_source
@@ -897,6 +900,45 @@ def test_a_bind_other_machines_reach_needs_allow_remote(project, args, says):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+# Every way to write an address that listens everywhere: what the resolver
+# makes of it is the wildcard, however it is spelled.
+WILDCARDS = [
+    "0.0.0.0",
+    "0",
+    "00",
+    "0.0",
+    "0x0",
+    "000.000.000.000",
+    "",  # Python binds "" to every address
+    "::",
+    "[::]",
+    "::0",
+    "0:0:0:0:0:0:0:0",
+    "::0.0.0.0",
+    "::ffff:0.0.0.0",  # IPv4-mapped
+    "[::ffff:0.0.0.0]",
+    "::ffff:0:0",
+]
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "allow-remote"])
+@pytest.mark.parametrize("host", WILDCARDS)
+def test_every_spelling_of_a_wildcard_address_is_refused(project, host, remote):
+    done = run_ui(project, "--host", host, *(["--allow-remote"] if remote else []))
+    assert done.returncode != 0
+    assert done.stdout == ""  # no login URL
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "listens everywhere" in lines[0], done.stderr
+    assert repr(host) in lines[0]
+
+
+@pytest.mark.parametrize("host", ["127.1", "localhost", "::ffff:127.0.0.1", "[::ffff:127.0.0.1]"])
+def test_another_spelling_of_the_loopback_serves_on_127_0_0_1(project, host):
+    with UiServer(project, "--host", host) as server:
+        assert server.host == "127.0.0.1"
+        assert passes(http_session(server).get("/"))
 
 
 def local_address() -> str | None:

@@ -108,7 +108,7 @@ def test_it_serves_on_the_ipv6_loopback(demo_project):
     if not ipv6_loopback():
         pytest.skip("no IPv6 loopback here")
     with UiServer(demo_project, "--host", "::1") as v6:
-        assert v6.host == "[::1]" and v6.base == f"http://[::1]:{v6.port}"
+        assert v6.host == "[::1]" and v6.origin == f"http://[::1]:{v6.port}"
         client = http_session(v6)
         assert client.get("/static/style.css").status == 200
         for host in (f"[::1]:{v6.port}", f"localhost:{v6.port}"):
@@ -157,7 +157,8 @@ def test_a_browser_logs_in_with_the_token_or_with_the_session_cookie(demo_projec
         login(browser, fresh, "/insights")  # spends the token in the browser
         assert browser.current_url == fresh.base + "/insights"
         cookie = browser.get_cookie(fresh.cookie_name)
-        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert cookie["path"] == fresh.prefix
         assert fresh.cookie == cookie["value"]
         assert browser.execute_script("return document.cookie") == ""  # HttpOnly
         assert http_session(fresh).get("/").status == 200  # the browser's session

@@ -106,7 +106,7 @@ def test_the_drawing_links_each_node_and_escapes_titles() -> None:
         {"id": "hx-1", "title": "<b>first</b> & a very long title indeed to cut", "class": "ready"},
         {"id": "hx-2", "title": "second", "class": "closed"},
     ]
-    svg = str(graph.draw(nodes, [("hx-1", "hx-2")]))
+    svg = str(graph.draw(nodes, [("hx-1", "hx-2")], "/task/"))
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert '<a class="node ready" href="/task/hx-1"' in svg
     assert '<a class="node closed" href="/task/hx-2"' in svg
@@ -286,7 +286,7 @@ def test_the_tasks_page_agrees_with_helix_tasks_status(
     for name in ("open", "in_progress", "closed"):
         assert int(figure(body, name)) == status["by_status"][name]
     for task in listed:
-        assert f'href="/task/{task["id"]}"' in body
+        assert f'href="{server.prefix}/task/{task["id"]}"' in body
         assert f'<tr data-task="{task["id"]}">' in body
     assert body.count('<a class="node ') == len(listed)
 
@@ -301,7 +301,7 @@ def test_each_task_page_agrees_with_helix_history(server: UiServer, demo_project
         for attempt in history:
             part = body.split(f'data-attempt="{attempt["attempt"]}"', 1)[1].split("</article>")[0]
             for name in attempt["injected"]:
-                assert f'href="/insight/{name}"' in part
+                assert f'href="{server.prefix}/insight/{name}"' in part
             if attempt["settled_at"]:
                 assert figure(part, "outcome") == attempt["outcome"]
                 assert figure(part, "claimed") == (attempt["claimed"] or "–")

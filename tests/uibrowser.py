@@ -30,8 +30,10 @@ object (``server.cookie``) and every later ``http_session``/``login`` for the
 same server reuses that session (a browser gets the cookie set directly, a
 client sends it). So one server serves any number of clients and browsers, all
 in one session with one CSRF token. A test of the login itself needs a server
-of its own. A browser holds one ``helix_session`` cookie for 127.0.0.1 whatever
-the port, so call ``login`` again when one browser moves to another server.
+of its own. Every URL of a server is under its secret prefix (``server.base``
+holds it; ``client.get("/insights")`` and ``server.base + "/insights"`` add it),
+and its cookie (``helix_session_PORT``) is scoped to that path, so one browser
+holds the sessions of several servers side by side.
 
 ``demo_project`` is one store for the whole session (built by ``helix demo``):
 read it only; a server of it fits a module fixture. A test that changes the
@@ -69,8 +71,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOTS = ROOT / "docs" / "screenshots"
-COOKIE = "helix_session"  # the prefix: a server's cookie is helix_session_PORT
-LOGIN_LINE = re.compile(r"helix ui: (http://(\[[^\]]+\]|[^:/\s]+):(\d+)/auth\?token=(\S+))")
+COOKIE = "helix_session"  # how the name starts: a server's cookie is helix_session_PORT
+LOGIN_LINE = re.compile(
+    r"helix ui: (http://(\[[^\]]+\]|[^:/\s]+):(\d+)(/[A-Za-z0-9_-]{16,})/auth\?token=(\S+))"
+)
 CSRF_META = re.compile(r'<meta name="csrf-token" content="([^"]*)"')
 START_TIMEOUT = 60.0
 HTTP_TIMEOUT = 30.0
@@ -127,6 +131,7 @@ class UiServer:
         self.login_url = ""
         self.host = ""  # as printed: 127.0.0.1, [::1]
         self.port = 0
+        self.prefix = ""  # the secret path every URL of the server is under
         self.token = ""
         self.cookie: str | None = None  # the session cookie, once logged in
 
@@ -136,9 +141,15 @@ class UiServer:
         return f"{COOKIE}_{self.port}"
 
     @property
-    def base(self) -> str:
-        """``http://HOST:PORT`` (no trailing slash)."""
+    def origin(self) -> str:
+        """``http://HOST:PORT``, what a browser sends as Origin."""
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def base(self) -> str:
+        """``http://HOST:PORT/PREFIX`` (no trailing slash): a page's URL is
+        ``base + "/insights"``."""
+        return self.origin + self.prefix
 
     @property
     def netloc(self) -> str:
@@ -177,7 +188,7 @@ class UiServer:
                 raise ServerFailed(f"helix ui exited with {code} before serving{self.tail()}")
             found = LOGIN_LINE.search(line)
             if found:
-                self.login_url, self.host, port, self.token = found.groups()
+                self.login_url, self.host, port, self.prefix, self.token = found.groups()
                 self.port = int(port)
                 return self
 
@@ -533,7 +544,7 @@ def login(browser: Any, server: UiServer, path: str = "/") -> None:
             {
                 "name": server.cookie_name,
                 "value": server.cookie,
-                "path": "/",
+                "path": server.prefix,
                 "httpOnly": True,
                 "sameSite": "Strict",
             }

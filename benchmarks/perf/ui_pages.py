@@ -159,7 +159,10 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
     from helix.service.actions import Service
     from helix.ui import app, gate
 
-    sessions = gate.Sessions()
+    # Since the gate binds a session to its server, Sessions takes the port and
+    # every path is under the server's secret prefix.
+    bound = "port" in inspect.signature(gate.Sessions).parameters
+    sessions = gate.Sessions(1) if bound else gate.Sessions()
     session = sessions.login(sessions.token)
     hosts = gate.allowed_hosts("127.0.0.1", 1)
     # The cookie's name has the port in it since the gate learnt to tell dashboards apart.
@@ -169,6 +172,7 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
     else:
         asgi = app.create(Service(route="ui"), sessions, hosts)
     path, _sep, query = target.partition("?")
+    path = getattr(sessions, "prefix", "") + path
     body = urllib.parse.urlencode(form).encode() if method == "POST" else b""
     headers = [(b"host", b"127.0.0.1:1"), (b"cookie", f"{cookie}={session}".encode())]
     if method == "POST":
@@ -312,12 +316,15 @@ class Server:
         self.figures: dict[str, str] = {}
         self.host = ""
         self.port = 0
+        self.prefix = ""
         try:
             started = time.perf_counter()
             url = self._wait_for_url()
             self.start_s = time.perf_counter() - started
             parts = urllib.parse.urlsplit(url)
             self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+            # every path is under the server's secret prefix (none before it had one)
+            self.prefix = parts.path.rsplit("/auth", 1)[0]
             self._login(f"{parts.path}?{parts.query}")
         except BaseException:
             self.stop()  # the caller never holds a server that failed to start
@@ -406,7 +413,7 @@ class Server:
                     "HX-Request": "true",
                 }
             )
-        return self._send(method, target, headers, body)
+        return self._send(method, self.prefix + target, headers, body)
 
     def get(self, target: str):
         return self.request("GET", target)

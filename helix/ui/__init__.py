@@ -1,9 +1,10 @@
 """``helix ui``: the local dashboard (Starlette, Jinja2, htmx; ``helix[ui]``).
 
 - :mod:`helix.ui.server` binds, prints the one-time login URL, runs uvicorn.
-- :mod:`helix.ui.gate` is the security of every request: the token exchanged
-  once for an HttpOnly SameSite=Strict cookie, the Host header checked against
-  the bound address (DNS rebinding), a CSRF token on every POST, no CORS.
+- :mod:`helix.ui.gate` is the security of every request: every URL under a
+  secret path prefix, the token exchanged once for an HttpOnly SameSite=Strict
+  cookie scoped to that path, the Host header checked against the bound address
+  (DNS rebinding), a CSRF token on every POST, no CORS.
 - :mod:`helix.ui.app` assembles the pages (:mod:`helix.ui.pages`), each a thin
   skin over :mod:`helix.service`: the dashboard reads what the CLI's JSON says
   and changes the memory only through the verbs the CLI and MCP server call.

@@ -37,9 +37,7 @@ def routes() -> list[BaseRoute]:
     return found
 
 
-def create(
-    service: Service, sessions: gate.Sessions, hosts: frozenset[str], cookie: str
-) -> gate.Gate:
+def create(service: Service, sessions: gate.Sessions, hosts: frozenset[str]) -> gate.Gate:
     app = Starlette(
         routes=routes(),
         lifespan=_lifespan,
@@ -50,7 +48,7 @@ def create(
         },
     )
     app.state.service = service
-    return gate.Gate(app, sessions, hosts, cookie)
+    return gate.Gate(app, sessions, hosts)
 
 
 @asynccontextmanager

@@ -3,11 +3,20 @@
 The dashboard shows and corrects a project's memory, so a page in any other tab
 of the user's browser must get nothing from it and change nothing in it:
 
-- **Token, then cookie.** ``helix ui`` prints a URL holding a random token. The
-  first request that brings it gets a session cookie (HttpOnly, so no script
-  reads it; SameSite=Strict, so no other site's request carries it) and the
-  token is spent: a copy of the URL in a shell history or a proxy log opens
-  nothing later. Every other request without the cookie gets 403.
+- **A secret path.** Every URL of the dashboard is under a random prefix
+  (``/Xq…``) made when the server starts; a request outside it gets 404 and
+  learns nothing. The session cookie is scoped to that path: a browser keeps
+  cookies per host, not per port, so without the scope it would send the
+  cookie to every other server on 127.0.0.1 it visits, and that server could
+  replay it here.
+- **Token, then cookie.** ``helix ui`` prints a URL holding the prefix and a
+  random token. The first request that brings it gets a session cookie
+  (HttpOnly, so no script reads it; SameSite=Strict, so no other site's request
+  carries it; Path the prefix) and the token is spent: a copy of the URL in a
+  shell history or a proxy log opens nothing later. The cookie's value is a
+  session id of this server's own table, sealed with an HMAC of its port under
+  a key of this process: a cookie of another dashboard is refused. Every other
+  request without the cookie gets 403.
 - **Host header.** A name an attacker controls can be made to resolve to
   127.0.0.1 (DNS rebinding); the browser then treats this server as that site.
   Only requests whose Host is the address actually bound (or ``localhost`` at
@@ -20,11 +29,12 @@ of the user's browser must get nothing from it and change nothing in it:
   gets 403.
 - **Headers.** A Content-Security-Policy allowing only this origin (the page
   runs no inline script and loads nothing from elsewhere), no framing, no
-  referrer, no caching of pages.
+  referrer to another origin (it would carry the prefix), no caching of pages.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import secrets
 import threading
@@ -45,7 +55,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 COOKIE = "helix_session"
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf"
-LOGIN_PATH = "/auth"
+LOGIN_PATH = "/auth"  # under the prefix, as every path
 # A session lives as long as the server; a browser keeps the cookie until it
 # closes. Bounded, so a flood of logins cannot grow memory without end.
 MAX_SESSIONS = 64
@@ -70,22 +80,37 @@ SECURITY_HEADERS = [
 
 @dataclass
 class Sessions:
-    """The one-time login token and the sessions it opened (session id -> CSRF
-    token). Shared by uvicorn's event loop and the worker threads of sync
-    endpoints, hence the lock."""
+    """The server's secret path prefix, its one-time login token and the sessions
+    it opened (session id -> CSRF token). Shared by uvicorn's event loop and the
+    worker threads of sync endpoints, hence the lock.
 
+    ``port`` is the server's: the cookie's name carries it and its value is
+    sealed with it (:meth:`login`)."""
+
+    port: int
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    # 128 random bits; URL-safe characters, so the path needs no escaping.
+    prefix: str = field(default_factory=lambda: "/" + secrets.token_urlsafe(16))
     spent: bool = False
-    _by_id: dict[str, str] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    _by_id: dict[str, str] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def cookie(self) -> str:
+        """The session cookie's name."""
+        return cookie_name(self.port)
 
     def login(self, offered: str) -> str | None:
-        """A new session id for the right token, once; None otherwise."""
+        """The session cookie's value for the right token, once; None otherwise.
+        The value is ``ID.SEAL``: a random id this server's table holds, and an
+        HMAC of the port and the id under this process's key."""
         with self._lock:
             if self.spent or not hmac.compare_digest(offered.encode(), self.token.encode()):
                 return None
             self.spent = True
-            return self._open()
+            session = self._open()
+        return f"{session}.{self._seal(session)}"
 
     def _open(self) -> str:
         if len(self._by_id) >= MAX_SESSIONS:
@@ -94,9 +119,14 @@ class Sessions:
         self._by_id[session] = secrets.token_urlsafe(24)
         return session
 
-    def csrf(self, session: str | None) -> str | None:
-        """The CSRF token of a live session, None for anything else."""
-        if not session:
+    def _seal(self, session: str) -> str:
+        return hmac.new(self._key, f"{self.port}:{session}".encode(), hashlib.sha256).hexdigest()
+
+    def csrf(self, cookie: str | None) -> str | None:
+        """The CSRF token of the live session a cookie value names, None for
+        anything else (another server's cookie, a forged or stale one)."""
+        session, _, seal = (cookie or "").partition(".")
+        if not session or not hmac.compare_digest(seal.encode(), self._seal(session).encode()):
             return None
         with self._lock:
             return self._by_id.get(session)
@@ -122,11 +152,10 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
 class Gate:
     """The ASGI middleware: see the module docstring."""
 
-    def __init__(self, app: ASGIApp, sessions: Sessions, hosts: frozenset[str], cookie: str):
+    def __init__(self, app: ASGIApp, sessions: Sessions, hosts: frozenset[str]):
         self.app = app
         self.sessions = sessions
         self.hosts = hosts
-        self.cookie = cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -142,16 +171,24 @@ class Gate:
         if headers.get("host", "").lower() not in self.hosts:
             await _refuse(send, 421, "helix ui: this server answers only to its own address")
             return
+        prefix = self.sessions.prefix
+        path = scope["path"]
+        if path != prefix and not path.startswith(prefix + "/"):
+            # no hint of the prefix, nor of anything served under it
+            await _refuse(send, 404, "helix ui: nothing here; open the URL `helix ui` printed")
+            return
+        # The app sees the prefix as its root: the routes match what follows it
+        # and helix.ui.web.url puts it in front of every link.
+        scope["root_path"] = prefix
         method = scope["method"]
         if method == "OPTIONS":
             await _refuse(send, 403, "helix ui: no cross-origin requests")
             return
-        if scope["path"] == LOGIN_PATH and method == "GET":
+        if path == prefix + LOGIN_PATH and method == "GET":
             await self._login(scope, send)
             return
         cookies = _cookies(headers.get("cookie", ""))
-        session = cookies.get(self.cookie)
-        csrf = self.sessions.csrf(session)
+        csrf = self.sessions.csrf(cookies.get(self.sessions.cookie))
         if csrf is None:
             await _refuse(
                 send, 403, "helix ui: open the URL `helix ui` printed (its token is used once)"
@@ -188,12 +225,18 @@ class Gate:
                 "start `helix ui` again for a new one",
             )
             return
-        cookie = f"{self.cookie}={session}; HttpOnly; SameSite=Strict; Path=/"
+        prefix = self.sessions.prefix
+        # Path=prefix: the browser sends the cookie to no other path, so to no
+        # other server on this host (cookies do not tell ports apart).
+        cookie = f"{self.sessions.cookie}={session}; HttpOnly; SameSite=Strict; Path={prefix}"
         await _secured(send)(
             {
                 "type": "http.response.start",
                 "status": 303,
-                "headers": [(b"location", b"/"), (b"set-cookie", cookie.encode())],
+                "headers": [
+                    (b"location", f"{prefix}/".encode()),
+                    (b"set-cookie", cookie.encode()),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": b""})

@@ -160,11 +160,10 @@ def _short(text: str, size: int = TITLE_CHARS) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
-def draw(
-    nodes: Sequence[dict[str, str]], edges: Sequence[tuple[str, str]], href: str = "/task/"
-) -> Markup:
+def draw(nodes: Sequence[dict[str, str]], edges: Sequence[tuple[str, str]], href: str) -> Markup:
     """The ``<svg>`` of the graph: ``nodes`` are dicts with ``id``, ``title`` and
-    ``class`` (a status class), ``edges`` (dependency, dependent) pairs."""
+    ``class`` (a status class), ``edges`` (dependency, dependent) pairs; each
+    node links to ``href`` + its id."""
     ids = [n["id"] for n in nodes]
     placed = layout(ids, edges)
     parts = [

@@ -4,6 +4,10 @@ A page module (:mod:`helix.ui.pages`) reads through :func:`service` and renders
 with :func:`page`; a change is a POST that calls one service verb inside
 :func:`attempt`, so a refusal (bad input, an attempt in flight, the safety
 screen) becomes a message on the page and changes nothing.
+
+Every URL the dashboard hands out is under the server's secret prefix (see
+:mod:`helix.ui.gate`): Python code writes :func:`url` (``url(request,
+"/insights")``), a template ``{{ url("/insights") }}``, the same function.
 """
 
 from __future__ import annotations
@@ -47,6 +51,19 @@ def csrf(request: Request) -> str:
     return str(request.scope.get("state", {}).get("csrf", ""))
 
 
+def root(request: Request) -> str:
+    """The server's secret path prefix, which the gate passes on as the
+    request's ``root_path``."""
+    return str(request.scope.get("root_path", ""))
+
+
+def url(request: Request | str, path: str) -> str:
+    """``path`` (``/insights``, ``/static/style.css``) as the browser must ask
+    for it: under the prefix. ``request`` may be the prefix itself (a template
+    rendered outside a request, such as the run panel an event stream sends)."""
+    return (request if isinstance(request, str) else root(request)) + path
+
+
 def page(
     request: Request, template: str, active: str = "", status: int = 200, **context: Any
 ) -> HTMLResponse:
@@ -60,6 +77,7 @@ def page(
         template,
         {
             "csrf": csrf(request),
+            "root": root(request),
             "nav": NAV,
             "active": active,
             "project": svc.paths.project.name,
@@ -146,4 +164,12 @@ def local(context: Any, path: Any) -> str:
     return text.replace(root + "/", "") if root else text
 
 
+@pass_context
+def _url(context: Any, path: str) -> str:
+    """``{{ url("/insights") }}``: :func:`url` with the prefix the page was
+    rendered with (its ``root``; a template rendered without one fails)."""
+    return url(str(context["root"]), path)
+
+
 TEMPLATES.env.filters.update(pct=pct, signed=signed, ago=ago, count=count, local=local)
+TEMPLATES.env.globals["url"] = _url

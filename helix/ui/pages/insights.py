@@ -61,7 +61,7 @@ def listing(request: Request) -> Response:
     def link(**changes: Any) -> str:
         """This list's URL with some filters changed (back to page 1 unless given)."""
         merged = {k: v for k, v in {**given, "page": None, **changes}.items() if v}
-        return "/insights" + (f"?{urlencode(merged)}" if merged else "")
+        return web.url(request, "/insights") + (f"?{urlencode(merged)}" if merged else "")
 
     return web.page(request, "insights.html", active="/insights", view=view, args=given, link=link)
 
@@ -130,7 +130,8 @@ async def _correct(
             where, done = act(fields, name)
         except HelixError as exc:
             return _detail(request, name, web.status_of(exc), str(exc) or type(exc).__name__)
-        return RedirectResponse(f"/insight/{quote(where, safe='')}?done={done}", status_code=303)
+        where = web.url(request, f"/insight/{quote(where, safe='')}?done={done}")
+        return RedirectResponse(where, status_code=303)
 
     return await run_in_threadpool(finish)
 

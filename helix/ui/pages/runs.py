@@ -40,8 +40,11 @@ def runs_page(request: Request) -> Response:
     return web.page(request, "runs.html", active="/runs", r=report)
 
 
-def panel(report: dict[str, Any], paths: Paths) -> str:
-    return web.TEMPLATES.get_template(PANEL).render(r=report, project_root=str(paths.project))
+def panel(report: dict[str, Any], paths: Paths, root: str) -> str:
+    """The run panel alone; ``root``: the server's path prefix (web.root)."""
+    return web.TEMPLATES.get_template(PANEL).render(
+        r=report, project_root=str(paths.project), root=root
+    )
 
 
 def message(html: str, event: str | None = None) -> str:
@@ -59,11 +62,16 @@ def _alive(raw: bytes, paths: Paths) -> bool:
 
 
 async def stream(
-    paths: Paths, poll: float = POLL, lifetime: float = MAX_STREAM, since: str = ""
+    paths: Paths,
+    poll: float = POLL,
+    lifetime: float = MAX_STREAM,
+    since: str = "",
+    root: str = "",
 ) -> AsyncIterator[str]:
     """The run panel, re-rendered whenever the run's state (or log) changed;
     ``event: end`` once the run is not alive. ``since``: the version the page
-    shows (:func:`helix.service.runs.version`), not sent again."""
+    shows (:func:`helix.service.runs.version`), not sent again; ``root``: the
+    prefix of the panel's links (web.root)."""
     started = last = time.monotonic()
     seen: tuple[bytes, int] | None = None
     while time.monotonic() - started < lifetime:
@@ -74,7 +82,7 @@ async def stream(
         if key != seen or not alive:
             seen = key
             report = await anyio.to_thread.run_sync(runs.view, paths)
-            yield message(panel(report, paths))
+            yield message(panel(report, paths, root))
             last = time.monotonic()
             if not alive:
                 yield message("", "end")
@@ -88,7 +96,7 @@ async def stream(
 async def run_events(request: Request) -> Response:
     since = request.query_params.get("since", "")[:64]
     return StreamingResponse(
-        stream(web.service(request).paths, since=since),
+        stream(web.service(request).paths, since=since, root=web.root(request)),
         media_type="text/event-stream",
         headers={"X-Accel-Buffering": "no"},
     )

@@ -22,7 +22,11 @@ LEGEND = [
 
 def tasks_page(request: Request) -> Response:
     view = taskgraph.overview(web.service(request))
-    drawing = graph.draw(view["nodes"], view["edges"]) if view["nodes"] else None
+    drawing = (
+        graph.draw(view["nodes"], view["edges"], web.url(request, "/task/"))
+        if view["nodes"]
+        else None
+    )
     return web.page(
         request, "tasks.html", active="/tasks", view=view, drawing=drawing, legend=LEGEND
     )
