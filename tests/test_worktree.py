@@ -83,6 +83,18 @@ def test_staged_new_file_is_unstaged_and_removed(repo: Path, tmp_path: Path) -> 
     assert status.stdout == ""
 
 
+def test_a_new_file_named_like_a_pattern_is_undone_alone(repo: Path, tmp_path: Path) -> None:
+    """Paths go to git literally: a new ``[ab].txt`` is no pattern matching
+    ``b.txt`` (undoing it once staged the deletion of ``b.txt``)."""
+    point = Checkpoint.take(repo, tmp_path / "saved")
+    (repo / "[ab].txt").write_text("the attempt's\n")
+    point.revert()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True
+    )
+    assert status.stdout == "" and (repo / "b.txt").read_text() == "b\n"
+
+
 def test_outside_git_a_checkpoint_is_inert(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

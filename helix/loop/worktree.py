@@ -31,14 +31,10 @@ DATA_DIR = config.DATA_DIR_NAME
 MAX_SAVED_BYTES = 64 * 1024 * 1024  # a bigger dirty file is noted, not copied
 
 
-def _git(
-    root: Path, *args: str, check: bool = True, drivers: bool = True
-) -> subprocess.CompletedProcess[bytes]:
-    """``git ARGS`` through :func:`helix.repository.run`. ``drivers=False`` skips
-    its ``git config --list`` (one process fewer) for a command that reads no
-    file's content, so no filter or diff driver could run (``rev-parse``)."""
+def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """``git ARGS`` through :func:`helix.repository.run`."""
     try:
-        proc = repository.run(root, *args, check_drivers=drivers)
+        proc = repository.run(root, *args)
     except subprocess.TimeoutExpired as exc:
         raise HelixError(f"git {args[0]} timed out") from exc
     if check and proc.returncode != 0:
@@ -50,7 +46,7 @@ def _git(
 def git_root(cwd: Path) -> Path | None:
     """The worktree's top directory, or None outside git (or without git)."""
     try:
-        proc = _git(cwd, "rev-parse", "--show-toplevel", check=False, drivers=False)
+        proc = _git(cwd, "rev-parse", "--show-toplevel", check=False)
     except OSError:
         return None
     if proc.returncode != 0:
@@ -237,10 +233,12 @@ class Checkpoint:
         if rel in self.dirty:
             self._put_back(rel, path)
         elif self.head and self._in_head(self.root, rel):
-            _git(self.root, "checkout", self.head, "--", rel)
+            _git(self.root, "checkout", self.head, "--", f":(literal){rel}")
         else:
             _remove(path, self.root)
-            _git(self.root, "rm", "--cached", "-q", "--ignore-unmatch", "--", rel)
+            # Not `git rm --cached`: on a gitlink still checked out it runs git in
+            # there (helix.repository), and it reads ``rel`` as a pattern.
+            _git(self.root, "update-index", "--force-remove", "--", rel)
 
     def to_json(self) -> dict[str, Any]:
         """What :meth:`from_json` needs to revert later, in another process."""

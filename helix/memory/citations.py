@@ -207,10 +207,8 @@ def _placed_by_grep(project: Path, names: list[str], deadline: float) -> dict[st
     """Where each of ``names`` occurs among the tracked files: one ``git grep -l``
     for all of them, then the first files it lists, read to see which name is
     in which (the first in path order)."""
-    patterns = [arg for n in names for arg in ("-e", n)]
-    listed = codelook.git(project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *codelook.CODE)
     placed: dict[str, str] = {}
-    for path in (listed or "").splitlines()[: codelook.GREP_FILES]:
+    for path in (codelook.grep(project, names) or [])[: codelook.GREP_FILES]:
         text = codelook.read(project / path)
         for name in names:
             if name not in placed and text is not None and codelook.has(text, name):

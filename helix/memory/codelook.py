@@ -66,18 +66,28 @@ def is_repository(project: Path) -> bool:
 
 def git(project: Path, *args: str) -> str | None:
     """``git ARGS`` in the project (helix's safe git), its output, or None if it
-    failed or ran out of time."""
+    failed or ran out of time. :func:`grep` and the renames pass the options
+    that keep every driver out (``--no-textconv``...), so helix's git reads no
+    driver configuration first: no process more in the hook."""
     import subprocess
 
     from helix import repository
 
     try:
-        done = repository.run(project, *args, timeout=GIT_SECONDS, check_drivers=False)
+        done = repository.run(project, *args, timeout=GIT_SECONDS)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode not in (0, 1):  # grep's 1: nothing found
         return None
     return done.stdout.decode("utf-8", "replace")
+
+
+def grep(project: Path, names: Iterable[str]) -> list[str] | None:
+    """The tracked files (but prose) that hold any of ``names`` as a word, from
+    one ``git grep``; None if git failed."""
+    patterns = [arg for name in names for arg in ("-e", name)]
+    out = git(project, "grep", "--no-textconv", "-l", "-I", "-w", "-F", *patterns, "--", *CODE)
+    return None if out is None else out.splitlines()
 
 
 def head(project: Path) -> str | None:
@@ -171,6 +181,8 @@ class Lookups:
         out = git(
             self.project,
             "log",
+            "--no-textconv",
+            "--no-ext-diff",
             "-M",
             "--diff-filter=R",
             "--name-status",
@@ -187,8 +199,7 @@ class Lookups:
     def where(self, symbol: str) -> list[str]:
         """The tracked files ``symbol`` occurs in now (the first few)."""
         if symbol not in self.places:
-            out = git(self.project, "grep", "-l", "-I", "-w", "-F", "-e", symbol, "--", *CODE)
-            self.places[symbol] = (out or "").splitlines()[:5]
+            self.places[symbol] = (grep(self.project, [symbol]) or [])[:5]
             self.changed = True
         return self.places[symbol]
 
@@ -200,11 +211,9 @@ class Lookups:
         wanted = [s for s in dict.fromkeys(symbols) if s not in self.places][:SWEEP_SYMBOLS]
         if not wanted:
             return
-        patterns = [arg for name in wanted for arg in ("-e", name)]
-        out = git(self.project, "grep", "-l", "-I", "-w", "-F", *patterns, "--", *CODE)
-        if out is None:
+        listed = grep(self.project, wanted)
+        if listed is None:
             return
-        listed = out.splitlines()
         found: dict[str, list[str]] = {name: [] for name in wanted}
         for path in listed[:GREP_FILES]:
             text = read(self.project / path) or ""

@@ -26,8 +26,12 @@ are fetched into the project before it moves.
 
 Every command goes through :func:`helix.repository.run` (no hooks, filters or
 global configuration run with helix's rights); that ignores the user's global
-identity, so the identity is read once, with plain ``git config``, and passed on
-the command line.
+identity, so the identity is read once (``git config``, the user's configuration
+included) and passed on the command line. A worker's changes are committed by
+the paths ``git status`` lists, not with ``git add -A`` over the whole copy:
+that looks inside every gitlink the copy holds (a repository the builder made
+and committed the cycle before), with a git started there, which runs the
+filters that repository's configuration names.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +53,11 @@ TASKS_TRAILER = "Helix-Tasks"  # names the tasks a worker's commit delivered
 FALLBACK_EMAIL = "helix@localhost"
 
 
-def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    root: Path, *args: str, check: bool = True, settings: Sequence[str] = (), stdin: bytes = b""
+) -> subprocess.CompletedProcess[bytes]:
     try:
-        proc = repository.run(root, *args, timeout=120)
+        proc = repository.run(root, *args, timeout=120, settings=settings, stdin=stdin)
     except subprocess.TimeoutExpired as exc:
         raise HelixError(f"git {args[0]} timed out in {root}") from exc
     if check and proc.returncode != 0:
@@ -78,32 +85,16 @@ class Identity:
     def of(cls, project: Path) -> Identity:
         def read(key: str) -> str:
             try:
-                proc = subprocess.run(
-                    ["git", "config", "--get", key],
-                    cwd=project,
-                    capture_output=True,
-                    text=True,
-                    stdin=subprocess.DEVNULL,
-                    timeout=30,
-                    check=False,
-                )
+                proc = repository.run(project, "config", "--get", key, timeout=30, user_config=True)
             except (OSError, subprocess.TimeoutExpired):
                 return ""
-            return proc.stdout.strip()
+            return proc.stdout.decode("utf-8", "replace").strip()
 
         return cls(read("user.name") or FALLBACK_NAME, read("user.email") or FALLBACK_EMAIL)
 
-    def args(self) -> list[str]:
-        # helix's own commits are not signed: git runs with gpg.program=false
-        # (:mod:`helix.repository`), so a signing configuration would fail them.
-        return [
-            "-c",
-            f"user.name={self.name}",
-            "-c",
-            f"user.email={self.email}",
-            "-c",
-            "commit.gpgsign=false",
-        ]
+    def settings(self) -> tuple[str, ...]:
+        # helix's own commits are not signed (helix.repository: commit.gpgSign=false).
+        return (f"user.name={self.name}", f"user.email={self.email}")
 
 
 def check_project(project: Path) -> str:
@@ -135,7 +126,7 @@ def check_project(project: Path) -> str:
 
 # Fetching between the project and a worker's copy is git's "file" transport,
 # which helix.repository turns off with every other one.
-_LOCAL = ("-c", "protocol.file.allow=always")
+_LOCAL = ("protocol.file.allow=always",)
 _SHARED_FILES = ("exclude", "attributes")  # under .git/info/
 _SHARED_SETTINGS = (
     "core.autocrlf",
@@ -149,7 +140,16 @@ _SHARED_SETTINGS = (
 def add_worktree(project: Path, path: Path, branch: str, start: str) -> None:
     """A worker's copy at ``path`` (module docstring) on a new branch ``branch``
     made at ``start``, a branch of the project."""
-    _git(project, *_LOCAL, "clone", "-q", "--shared", "--no-checkout", str(project), str(path))
+    _git(
+        project,
+        "clone",
+        "-q",
+        "--shared",
+        "--no-checkout",
+        str(project),
+        str(path),
+        settings=_LOCAL,
+    )
     # The copy sees changes as the user's checkout does, as a linked worktree (which
     # shares the user's .git) did: what .git/info/exclude ignores stays out of the
     # worker's commits, and so do line-ending or file-mode differences.
@@ -175,7 +175,14 @@ def _bring(project: Path, worktree: Path) -> str:
     head = _out(worktree, "rev-parse", "HEAD")
     # By name: an older git serves no commit it was asked for by its sha.
     _git(
-        project, *_LOCAL, "fetch", "-q", "--no-tags", "--no-write-fetch-head", str(worktree), "HEAD"
+        project,
+        "fetch",
+        "-q",
+        "--no-tags",
+        "--no-write-fetch-head",
+        str(worktree),
+        "HEAD",
+        settings=_LOCAL,
     )
     return head
 
@@ -190,12 +197,16 @@ def is_dirty(worktree: Path) -> bool:
 
 
 def commit_all(worktree: Path, message: str, identity: Identity) -> str | None:
-    """Commit every change in the worktree (``.helix/`` aside); the new commit's
-    sha, or None when there was nothing to commit."""
-    if not is_dirty(worktree):
+    """Commit every change in the worktree that ``git status`` lists (``.helix/``
+    aside, and what changed inside a gitlink: see the module docstring); the new
+    commit's sha, or None when there was nothing to commit."""
+    changed = changed_paths(worktree)
+    if not changed:
         return None
-    _git(worktree, "add", "-A", "--", ".", ":(exclude).helix")
-    _git(worktree, *identity.args(), "commit", "-q", "--no-verify", "-m", message)
+    # Paths read from stdin, each taken literally (a name may hold * or [).
+    listed = "".join(f":(literal){rel}\0" for rel in changed).encode("utf-8", "surrogateescape")
+    _git(worktree, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul", stdin=listed)
+    _git(worktree, "commit", "-q", "--no-verify", "-m", message, settings=identity.settings())
     return _out(worktree, "rev-parse", "HEAD")
 
 
@@ -210,7 +221,9 @@ def catch_up(project: Path, worktree: Path, target: str, identity: Identity) -> 
     worktree is dirty or the rebase does not apply."""
     if is_dirty(worktree):
         return False
-    proc = _git(worktree, *identity.args(), "rebase", "-q", tip(project, target), check=False)
+    proc = _git(
+        worktree, "rebase", "-q", tip(project, target), check=False, settings=identity.settings()
+    )
     if proc.returncode != 0:
         _git(worktree, "rebase", "--abort", check=False)
         return False
@@ -245,7 +258,7 @@ def land(
         if ahead(project, worktree, target) == 0:
             return Landed(ok=True)
         base = tip(project, target)
-        rebased = _git(worktree, *identity.args(), "rebase", "-q", base, check=False)
+        rebased = _git(worktree, "rebase", "-q", base, check=False, settings=identity.settings())
         if rebased.returncode != 0:
             reason = f"it conflicts with work landed meanwhile ({_tail(rebased)})"
             _git(worktree, "rebase", "--abort", check=False)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helix import repository
 from helix.loop import environment, provenance, sandbox
 from helix.loop import verify as verification
 from helix.loop.worktree import changed_paths, git_root
@@ -205,14 +206,13 @@ def _commits_naming(project: Path, ids: list[str]) -> list[str]:
     """Short hashes and subjects of recent commits whose message names a task."""
     if not ids:
         return []
-    argv = ["git", "log", f"-{MAX_COMMITS}", "--format=%h %s", "--fixed-strings"]
-    argv += [f"--grep={task_id}" for task_id in ids[:100]]
+    args = ["log", "--no-textconv", "--no-ext-diff", f"-{MAX_COMMITS}", "--format=%h %s"]
+    args += ["--fixed-strings", *(f"--grep={task_id}" for task_id in ids[:100])]
     try:
-        out = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=30)
+        out = repository.run(project, *args, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return (
-        [line[:120] for line in out.stdout.splitlines() if line.strip()]
-        if out.returncode == 0
-        else []
-    )
+    if out.returncode != 0:
+        return []
+    lines = out.stdout.decode("utf-8", "replace").splitlines()
+    return [line[:120] for line in lines if line.strip()]
