@@ -45,7 +45,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT);
+        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT);
 
 -- table audit
 CREATE TABLE audit (
@@ -145,6 +145,14 @@ CREATE TABLE insight_stale (
             since TEXT NOT NULL,
             reason TEXT NOT NULL,
             checked_at TEXT NOT NULL
+        );
+
+-- table judge_setting
+CREATE TABLE judge_setting (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            set_at TEXT NOT NULL,
+            route TEXT NOT NULL
         );
 
 -- table learning_candidate

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from helix.errors import InvalidInput, Rejected
+from helix.judge import run as runs
+from helix.judge.verdict import Verification
 from helix.loop import attribution, ledger
-from helix.loop.verify import Verification
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 
@@ -260,10 +261,10 @@ def judged_by_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
     the learning makes of the verdicts (running a VERIFY is tested on its own).
     Everything else of a settlement (ledger, judge, attribution, feedback) runs."""
 
-    def verdict(command: str | None, cwd: Path, *args: object, **kwargs: object):
-        return {"true": PASS, "false": FAIL}.get(command or "", NONE)
+    def verdict(command: str | None, *args: object, **kwargs: object) -> runs.Judged:
+        return runs.Judged({"true": PASS, "false": FAIL}.get(command or "", NONE))
 
-    monkeypatch.setattr(attribution.verifying, "run_verify", verdict)
+    monkeypatch.setattr(attribution.runs, "judge", verdict)
 
 
 def simulate(memory: Memory, seed: int = 7, tasks: int = 1000) -> dict:

@@ -212,9 +212,9 @@ def test_each_task_gets_a_recorded_attempt(memory: Memory, topic_of, clock, tmp_
         assert attempt.open and attempt.project == str(tmp_path)
     db_judge = ledger.get(memory, batch["results"][0]["attempt"]).judge
     assert db_judge.verify == "sh check.sh" and db_judge.files == ["check.sh"]
-    assert db_judge.digest and db_judge.changes("sh check.sh", tmp_path) is None
-    (tmp_path / "check.sh").write_text("exit 1\n")
-    assert "changed" in str(db_judge.changes("sh check.sh", tmp_path))
+    assert db_judge.snapshot is not None and "check.sh" in db_judge.snapshot.judged
+    assert db_judge.changes("sh check.sh") is None
+    assert "changed" in str(db_judge.changes("sh other.sh"))
     assert ledger.get(memory, batch["results"][1]["attempt"]).judge.verify is None
     assert ledger.latest(memory, "hx-never") is None
 

@@ -6,6 +6,7 @@ one above it, and never a sibling package of its own layer:
     cli                          the click skin (and ``python -m helix``)
     claude | run | demo | mcp    Claude Code adapters, ``helix run``, ``helix demo``, ``helix mcp``
     loop                         one attempt: inject, prompt, verify, credit, learn
+    judge                        the judge's snapshot, its constructed tree, VERIFY in a sandbox
     memory | tasks               the insight memory; the task graph (strangers to each other)
     ground                       errors, config, files, jsontext, processes, reaper, render,
                                  repository, vocab
@@ -28,6 +29,7 @@ MAX_LINES = 800
 LAYERS: list[set[str]] = [
     {"ground"},
     {"memory", "tasks"},
+    {"judge"},
     {"loop"},
     {"claude", "run", "demo"},
     {"service"},

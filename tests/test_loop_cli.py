@@ -191,7 +191,8 @@ def test_strategic_recall_needs_an_objective(home: Path):
 
 # ------------------------------------------------------------------ verify
 def test_verify_runs_the_tasks_command(home: Path):
-    passing = create(home, "passing task", "--verify", "test -d .helix")
+    (home.parent / "marker.txt").write_text("here\n")
+    passing = create(home, "passing task", "--verify", "test -f marker.txt && test ! -e .helix")
     failing = create(home, "failing task", "--verify", "echo nope; exit 4")
     unverified = create(home, "no verify")
     good = ok(run(home, "verify", passing))

@@ -1,70 +1,112 @@
-"""VERIFY under bubblewrap: the wrapped command has no more rights than the
-agent's own sandbox. Real bwrap, real commands, real files; the tests that run
-bwrap skip, with the reason, where it is missing or cannot make namespaces."""
+"""VERIFY's sandbox: built up from nothing, it holds the judge's tree at the
+project's path, the declared environment and the system, and nothing else.
+Real bwrap, real commands, real files; the tests that run bwrap skip, with the
+reason, where it is missing or cannot make namespaces."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
-import stat
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from helix.claude.installer import SANDBOX_SETTINGS
-from helix.loop import sandbox
-from helix.loop.sandbox import SandboxUnavailable
+from helix.judge import environment, sandbox
+from helix.judge.settings import SYSTEM_BWRAP, Settings
 from helix.processes import run_in_session
+from helix.run.agents.codex import codex_profile
 
 pytestmark = pytest.mark.slow
-WHY_NOT = sandbox.unavailable()
+SETTINGS = Settings()
+WHY_NOT = sandbox.unavailable(SETTINGS)
 needs_bwrap = pytest.mark.skipif(WHY_NOT is not None, reason=str(WHY_NOT))
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A project installed the way `helix install claude --sandbox` leaves it."""
+    """A project with helix data, git metadata and a virtualenv-like folder."""
     root = tmp_path / "project"
     (root / ".helix").mkdir(parents=True)
     (root / ".helix" / "helix.db").write_text("the store")
-    (root / ".claude").mkdir()
-    (root / ".claude" / "settings.json").write_text(json.dumps(SANDBOX_SETTINGS))
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / "work.txt").write_text("the builder's tree\n")
     return root
 
 
-def run(project: Path, script: str, **options) -> subprocess.CompletedProcess:
-    argv = sandbox.wrap(["/bin/sh", "-c", script], project, **options)
-    return subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=60)
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """The tree helix built for VERIFY (here: one file of its own)."""
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "work.txt").write_text("the judge's tree\n")
+    return built
 
 
-# ------------------------------------------------------------------ what it allows
+def run(
+    project: Path, tree: Path, script: str, settings: Settings = SETTINGS, readable=()
+) -> subprocess.CompletedProcess:
+    argv = sandbox.wrap(["/bin/sh", "-c", script], settings, tree, project, readable)
+    return subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=60)
+
+
+# ------------------------------------------------------------------ what it holds
 @needs_bwrap
-def test_a_write_to_helix_state_fails_and_leaves_nothing(project: Path) -> None:
-    done = run(project, "touch .helix/x")
-
-    assert done.returncode != 0 and "Read-only file system" in done.stderr
-    assert not (project / ".helix" / "x").exists()
-    assert (project / ".helix" / "helix.db").read_text() == "the store"
-
-
-@needs_bwrap
-def test_work_in_the_project_and_private_tmp_is_written(project: Path) -> None:
-    marker = f"helix-sandbox-{os.getpid()}"
-    done = run(project, f"mkdir -p src && echo built > src/out.txt && touch /tmp/{marker}")
+def test_it_runs_in_the_built_tree_at_the_projects_path(project: Path, tree: Path) -> None:
+    done = run(project, tree, "pwd; cat work.txt; echo made > new.txt")
 
     assert done.returncode == 0, done.stderr
-    assert (project / "src" / "out.txt").read_text() == "built\n"
+    assert done.stdout.splitlines() == [str(project), "the judge's tree"]
+    assert (tree / "new.txt").read_text() == "made\n"  # written in the tree
+    assert not (project / "new.txt").exists()  # never in the builder's
+    assert (project / "work.txt").read_text() == "the builder's tree\n"
+
+
+@needs_bwrap
+def test_helix_data_is_not_there_and_git_and_the_environment_are_read_only(
+    project: Path, tree: Path
+) -> None:
+    done = run(project, tree, "ls .helix; touch .git/x; touch .venv/bin/x; cat .git/config")
+
+    assert "No such file" in done.stderr  # helix's data: not in the sandbox at all
+    assert done.stderr.count("Read-only file system") == 2
+    assert "[core]" in done.stdout
+    assert not (project / ".git" / "x").exists() and not (project / ".venv" / "bin" / "x").exists()
+
+
+@needs_bwrap
+def test_nothing_outside_is_readable(project: Path, tree: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"  # stands for the home folder, another project
+    secret.write_text("do not read\n")
+    home = Path.home()
+    control = subprocess.run(["cat", str(secret)], capture_output=True, text=True)
+    assert control.returncode == 0  # readable outside
+
+    done = run(project, tree, f"cat {secret}; ls {home}; ls {tmp_path}")
+
+    assert "do not read" not in done.stdout
+    assert done.stderr.count("No such file") >= 2, done.stderr
+
+
+@needs_bwrap
+def test_a_private_tmp_and_an_empty_home(project: Path, tree: Path) -> None:
+    marker = f"helix-sandbox-{os.getpid()}"
+    done = run(project, tree, f"touch /tmp/{marker}; ls -A {sandbox.HOME_INSIDE} | wc -l")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"
     assert not Path("/tmp", marker).exists()  # its /tmp was its own
 
 
 @needs_bwrap
-def test_a_python_test_suite_runs_inside(project: Path) -> None:
-    (project / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    (project / "test_calc.py").write_text(
+def test_a_python_test_suite_runs_inside(project: Path, tree: Path) -> None:
+    (tree / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (tree / "test_calc.py").write_text(
         textwrap.dedent(
             """
             import multiprocessing, tempfile
@@ -81,157 +123,110 @@ def test_a_python_test_suite_runs_inside(project: Path) -> None:
             """
         )
     )
-    argv = sandbox.wrap([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], project)
-    done = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=120)
+    readable = environment.toolchains([os.path.dirname(sys.executable)], project)
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        sandbox.wrap(argv, SETTINGS, tree, project, readable),
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
 
 
 @needs_bwrap
-@pytest.mark.parametrize(
-    "script",
-    [
-        "echo '{}' > .claude/settings.json",  # turning the agent's sandbox off
-        "echo 'rm -rf ~' > .git/hooks/pre-commit",  # running later, outside it
-        "echo '{}' > .mcp.json",  # a server the client starts unsandboxed
-        "umount .helix; mount -o remount,rw .helix; touch .helix/x",  # as root too
-        "rm -rf .helix",
-    ],
-)
-def test_the_way_out_stays_closed(project: Path, script: str) -> None:
-    (project / ".git" / "hooks").mkdir(parents=True)
-    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+def test_the_way_out_stays_closed(project: Path, tree: Path) -> None:
+    """As root too: capabilities are dropped, so no mount can be undone."""
+    run(project, tree, "umount .git; mount -o remount,rw .git; touch .git/x; rm -rf .venv")
 
-    run(project, script)
-
-    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
-    assert not (project / ".mcp.json").exists()
+    assert not (project / ".git" / "x").exists() and (project / ".venv" / "bin").is_dir()
 
 
 @needs_bwrap
-def test_a_missing_protected_path_cannot_be_created_and_leaves_no_trace(project: Path) -> None:
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
-    settings["sandbox"]["filesystem"]["denyWrite"] += ["./secrets/keys", "//etc/shadow"]
-    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
-
-    done = run(project, "mkdir -p secrets/keys; echo x > .mcp.json; touch ok")
-
-    assert "Read-only file system" in done.stderr
-    assert (project / "ok").exists()
-    assert not (project / "secrets").exists() and not (project / ".mcp.json").exists()
-
-
-@needs_bwrap
-def test_helix_home_elsewhere_in_the_project_is_protected_too(project: Path) -> None:
-    home = project / "state" / "helix"
-    home.mkdir(parents=True)
-
-    done = run(project, "touch state/helix/x; touch state/other", protect=[home])
-
-    assert not (home / "x").exists() and (project / "state" / "other").exists()
-    assert done.returncode == 0  # the last command's status: state/ itself is writable
-
-
-@needs_bwrap
-def test_no_network_but_its_own_loopback(project: Path) -> None:
+def test_no_network_unless_the_project_allows_it(project: Path, tree: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
-        argv = sandbox.wrap([sys.executable, "-c", probe], project)
-        done = subprocess.run(argv, cwd=project, capture_output=True, text=True, timeout=60)
+        readable = environment.toolchains([os.path.dirname(sys.executable)], project)
+        closed = subprocess.run(
+            sandbox.wrap([sys.executable, "-c", probe], SETTINGS, tree, project, readable),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        opened = subprocess.run(
+            sandbox.wrap(
+                [sys.executable, "-c", probe],
+                replace(SETTINGS, network=True),
+                tree,
+                project,
+                readable,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
-    if "--unshare-net" not in sandbox.find()[1]:
+    if "--unshare-net" not in sandbox.namespaces(sandbox.binary(SETTINGS), False):
         pytest.skip("this kernel gives bubblewrap no network namespace")
-    assert done.returncode != 0 and "ConnectionRefused" in done.stderr
+    assert closed.returncode != 0 and "ConnectionRefused" in closed.stderr
+    assert opened.returncode == 0, opened.stderr
 
 
 @needs_bwrap
-def test_a_timeout_kills_the_whole_sandbox(project: Path, tmp_path: Path) -> None:
-    argv = sandbox.wrap(["/bin/sh", "-c", "sleep 60 & sleep 60"], project)
+def test_a_timeout_kills_the_whole_sandbox(project: Path, tree: Path, tmp_path: Path) -> None:
+    argv = sandbox.wrap(["/bin/sh", "-c", "sleep 60 & sleep 60"], SETTINGS, tree, project, [])
     with open(tmp_path / "out", "wb") as out:
-        finished = run_in_session(argv, cwd=project, timeout=1, stdout=out, stderr=out)
+        finished = run_in_session(argv, cwd=tree, timeout=1, stdout=out, stderr=out)
 
     assert finished.timed_out and finished.seconds < 10
 
 
-# ------------------------------------------------------------ when it cannot
-def test_missing_bwrap_is_a_clear_refusal(tmp_path: Path, monkeypatch) -> None:
-    with pytest.raises(SandboxUnavailable, match="bubblewrap was not found at /nowhere/bwrap"):
-        sandbox.wrap(["true"], tmp_path, binary="/nowhere/bwrap")
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.delenv(sandbox.BINARY_ENV, raising=False)
-    with pytest.raises(SandboxUnavailable, match="install it"):
-        sandbox.wrap(["true"], tmp_path)
-    assert "not found" in str(sandbox.unavailable())
+# ------------------------------------------------------------ which bubblewrap
+def test_the_binary_comes_from_the_settings_or_the_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HELIX_BWRAP", str(fake))
+    try:
+        chosen = sandbox.binary(SETTINGS)
+    except sandbox.Unavailable:
+        chosen = None
+    assert chosen is None or chosen in SYSTEM_BWRAP  # never PATH's, never a variable's
+    assert sandbox.binary(replace(SETTINGS, bwrap=str(fake))) == str(fake)
+
+
+def test_a_missing_bwrap_is_a_clear_refusal() -> None:
+    with pytest.raises(sandbox.Unavailable, match=r"\(/nowhere/bwrap\) is not there"):
+        sandbox.binary(replace(SETTINGS, bwrap="/nowhere/bwrap"))
 
 
 def test_a_bwrap_that_cannot_make_namespaces_is_a_clear_refusal(tmp_path: Path) -> None:
-    fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-
-    with pytest.raises(SandboxUnavailable, match="cannot create its sandbox here: bwrap: No"):
-        sandbox.wrap(["true"], tmp_path, binary=str(fake))
-
-
-# ------------------------------------------------------------------ the rules
-@pytest.mark.parametrize(
-    ("files", "env", "expected"),
-    [
-        ({}, {}, False),
-        ({"settings.json": SANDBOX_SETTINGS}, {}, True),
-        ({"settings.json": {"sandbox": {"enabled": False}}}, {}, False),
-        ({"settings.json": {"sandbox": {"enabled": "yes"}}}, {}, False),
-        ({"settings.json": "[not json"}, {}, False),
-        ({"settings.json": SANDBOX_SETTINGS, "settings.local.json": {"sandbox": {}}}, {}, True),
-        (
-            {"settings.json": SANDBOX_SETTINGS, "settings.local.json": {"sandbox": {"enabled": 0}}},
-            {},
-            False,
-        ),
-        ({"settings.local.json": {"sandbox": {"enabled": True}}}, {}, True),
-        ({}, {"HELIX_VERIFY_SANDBOX": "1"}, True),
-        ({}, {"HELIX_VERIFY_SANDBOX": "yes"}, False),
-    ],
-)
-def test_required(tmp_path: Path, files: dict, env: dict, expected: bool) -> None:
-    (tmp_path / ".claude").mkdir()
-    for name, content in files.items():
-        text = content if isinstance(content, str) else json.dumps(content)
-        (tmp_path / ".claude" / name).write_text(text)
-
-    assert sandbox.required(tmp_path, env=env) is expected
+    broken = tmp_path / "bwrap"
+    broken.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n"
+    )
+    broken.chmod(0o755)
+    why = sandbox.unavailable(replace(SETTINGS, bwrap=str(broken)))
+    assert why is not None and "cannot create its sandbox here" in why and "namespace" in why
 
 
-def test_read_only_paths_follow_the_settings(tmp_path: Path) -> None:
-    denied = ["./build", "out/x", "/rel", "//abs/path", "~/.kube", "**/*.pem", "", 7]
-    (tmp_path / ".claude").mkdir()
-    settings = {"sandbox": {"enabled": True, "filesystem": {"denyWrite": denied}}}
-    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings))
-
-    paths = sandbox.read_only_paths(tmp_path, [tmp_path / "home"], home=Path("/h"))
-
-    expected = [tmp_path / n for n in (".helix", ".claude", ".git", ".mcp.json", "build")]
-    expected += [tmp_path / "out" / "x", tmp_path / "rel", Path("/abs/path"), Path("/h/.kube")]
-    assert paths == [*expected, tmp_path / "home"]
-
-
-def test_the_installed_settings_protect_helix_state() -> None:
-    denied = SANDBOX_SETTINGS["sandbox"]["filesystem"]["denyWrite"]
-    assert "./.helix" in denied
-    assert SANDBOX_SETTINGS["sandbox"]["failIfUnavailable"] is True
-
-
-def test_helix_codex_profile_makes_verify_sandboxed(tmp_path: Path) -> None:
+# ------------------------------------------------------------ Codex's profile
+def test_helix_codex_profile_is_read_from_the_project_or_the_user(tmp_path: Path) -> None:
     project = tmp_path / "p"
     (project / ".codex").mkdir(parents=True)
     env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex-home")}
-    assert not sandbox.required(project, env)
+    assert not codex_profile(project, env)
     (project / ".codex" / "config.toml").write_text('default_permissions = "helix"\n')
-    assert sandbox.codex_profile(project, env) and sandbox.required(project, env)
+    assert codex_profile(project, env)
     (project / ".codex" / "config.toml").write_text("not = [valid toml\n")
-    assert not sandbox.codex_profile(project, env)
+    assert not codex_profile(project, env)
     (tmp_path / "codex-home").mkdir()
     (tmp_path / "codex-home" / "config.toml").write_text('default_permissions = "helix"\n')
-    assert sandbox.required(project, env)  # the user's layer applies to every project
+    assert codex_profile(project, env)  # the user's layer applies to every project

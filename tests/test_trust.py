@@ -92,28 +92,32 @@ def test_rewriting_verify_after_the_attempt_started_earns_nothing(home: Path):
     assert isinstance(trail, list) and trail[0]["tampered"] and trail[0]["verified"] is False
 
 
-def test_editing_the_script_verify_runs_is_tampering(home: Path):
+def test_editing_the_script_verify_runs_gains_nothing(home: Path):
     check = home.parent / "check.sh"
     check.write_text("exit 1\n")
     task_id = task(home, "sh check.sh")
     names = inject(home, task_id)
     check.write_text("exit 0\n")  # the builder makes its own judge pass
+    (home.parent / "work.txt").write_text("some work\n")
     settled = settle(home, task_id, names)
-    assert settled["verified"] is False
-    assert "file VERIFY depends on changed" in settled["tampered"]
+    assert settled["verification"]["passed"] is False  # the script as recorded ran
+    assert settled["verification"]["tree"]["restored"] == ["check.sh"]
     assert settled["task"]["status"] != "closed"
-    assert verified_events(home) == 0
+    assert settled["outcome"] == "blocked"  # a verified failure: evidence against, no credit
 
 
 def test_declared_verify_files_are_part_of_the_judge(home: Path):
-    (home.parent / "tests").mkdir()
-    fixture = home.parent / "tests" / "expected.json"
+    (home.parent / "data").mkdir()
+    fixture = home.parent / "data" / "expected.json"
     fixture.write_text('{"total": 3}')
-    task_id = task(home, "true", "--verify-files", '["tests/expected.json"]')
+    verify = "grep -q '\"total\": 4' data/expected.json"
+    task_id = task(home, verify, "--verify-files", '["data/expected.json"]')
     names = inject(home, task_id)
     fixture.write_text('{"total": 4}')
     settled = settle(home, task_id, names)
-    assert settled["verified"] is False and settled["tampered"]
+    assert settled["verification"]["passed"] is False
+    assert settled["verification"]["tree"]["restored"] == ["data/expected.json"]
+    assert settled["outcome"] == "blocked" and settled["task"]["status"] != "closed"
 
 
 def test_a_new_attempt_inside_an_open_one_keeps_the_old_judge(home: Path):

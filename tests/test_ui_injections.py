@@ -175,12 +175,8 @@ def test_recent_spawns_show_what_was_given_and_how_it_settled(service: Service) 
 
 def test_a_tampered_attempt_is_flagged(service: Service) -> None:
     stocked(service)
-    check = service.paths.project / "check.sh"
-    check.write_text("exit 0\n")
-    task_id, attempt = attempt_at(
-        service, "Round invoice money", "sh check.sh", **{"verify-files": ["check.sh"]}
-    )
-    check.write_text("exit 0 # loosened by the builder\n")
+    task_id, attempt = attempt_at(service, "Round invoice money", "false")
+    tracker_of(service.paths.home).update(task_id, verify="true")  # the builder's shell
     settle(service, task_id)
     spawn = injections.recent(service)["spawns"][0]
     assert spawn["attempt"] == attempt and spawn["tampered"]

@@ -27,8 +27,8 @@ from uibrowser import (  # noqa: F401 (fixtures)
 )
 
 from helix import config
+from helix.judge.verdict import Verification
 from helix.loop import attribution, contracts, ledger
-from helix.loop.verify import Verification
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 from helix.service import overview as view

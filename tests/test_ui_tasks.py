@@ -225,14 +225,10 @@ def test_a_task_page_lists_attempts_as_helix_history_does(service: Service) -> N
 
 
 def test_tampering_is_counted_on_the_task(service: Service) -> None:
-    check = service.paths.project / "check.sh"
-    check.write_text("exit 0\n")
     tracker = tracker_of(service.paths.home)
-    task_id = tracker.create(
-        "Loosen nothing", verify="sh check.sh", **{"verify-files": ["check.sh"]}
-    )["id"]
+    task_id = tracker.create("Loosen nothing", verify="false")["id"]
     inject(service, task_id)
-    check.write_text("exit 0 # loosened\n")
+    tracker.update(task_id, verify="true")  # the builder's shell changes the task's judge
     settle(service, task_id)
     view = taskgraph.detail(service, task_id)
     assert view["tampered"] == 1 and view["history"][0]["tampered"]

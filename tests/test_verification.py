@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helix.loop.verify import MAX_COMMAND, TAIL_CHARS, run_verify
+from helix.judge.verdict import MAX_COMMAND, TAIL_CHARS, run_verify
 
 
 def alive(pid: int) -> bool:
@@ -206,7 +206,7 @@ def test_a_hook_process_reaps_what_verify_left_itself(tmp_path: Path, escape, en
     command = f"{escape}; sleep 60" if ending == "timeout" else f"{escape}; exit 0"
     script = (
         "import sys; from pathlib import Path; from helix import processes; "
-        "from helix.loop.verify import run_verify; processes.reap_here(); "
+        "from helix.judge.verdict import run_verify; processes.reap_here(); "
         f"r = run_verify(sys.argv[1], Path(sys.argv[2]), timeout={1 if ending == 'timeout' else 20}); "
         "print(r.passed, r.timed_out)"
     )

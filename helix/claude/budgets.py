@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from helix import config
 from helix.claude.spawn_fields import AGENT_TYPES
 from helix.errors import HelixError
-from helix.loop import frames, taskstore
+from helix.judge import kinds
+from helix.loop import taskstore
 from helix.loop.scope import Seen
 
 __all__ = ["Seen", "allowed", "builder_call", "count", "spent"]
@@ -72,13 +73,13 @@ def _written(payload: Mapping[str, Any], project: Path) -> Iterator[str]:
     if payload.get("tool_name") in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
         for key in FILE_KEYS:
             value = tool_input.get(key)
-            if isinstance(value, str) and (rel := frames.inside(value, project)):
+            if isinstance(value, str) and (rel := kinds.inside(value, project)):
                 yield rel
     for value in tool_input.values():  # a patch (Codex's apply_patch) names its files
         if isinstance(value, str) and "*** " in value:
             for m in _PATCHED.finditer(value[: 1 << 20]):
                 name = (m.group(1) or m.group(2) or "").strip()
-                if rel := frames.inside(name, project):
+                if rel := kinds.inside(name, project):
                     yield rel
 
 

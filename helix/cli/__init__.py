@@ -98,6 +98,7 @@ COMMANDS = {
     "demo": "helix.cli.demo:demo",
     "ui": "helix.cli.ui:ui_command",
     "doctor": "helix.cli.doctor:doctor",
+    "judge": "helix.cli.judge:judge",
     "stats": "helix.cli.stats:stats_command",
 }
 # One rule for every argument of every command, applied to each as it is loaded:

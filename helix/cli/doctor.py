@@ -100,6 +100,22 @@ def doctor(asked: tuple[str, ...]) -> None:
             report["insights"] = health_report["total_insights"]
         except HelixError as exc:
             problems.append(str(exc))
+    # How VERIFY runs here: sandboxed (bubblewrap), or why not.
+    from helix.judge import sandbox
+    from helix.judge import settings as judge_settings
+
+    try:
+        chosen = judge_settings.read(paths.db)
+    except HelixError as exc:
+        chosen = judge_settings.Settings()
+        problems.append(str(exc))
+    why_not = None if chosen.sandbox == "off" else sandbox.unavailable(chosen)
+    report["verify_sandbox"] = (
+        "off (helix judge set)" if chosen.sandbox == "off" else why_not and f"none: {why_not}"
+    ) or "bubblewrap"
+    if why_not:
+        line = f"VERIFY cannot be sandboxed here: {why_not}"
+        (problems if chosen.sandbox == "required" else notes).append(line)
     # The plugin clients: what is wrong with one in use is a problem, the rest notes.
     plugins = [
         checkup.check_claude(paths.project, "claude" in asked),

@@ -3,6 +3,7 @@ Codex; the MCP server in Cursor, OpenCode and Antigravity CLI)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -58,6 +59,7 @@ def install_claude(source: str | None, scope: str, dry_run: bool, sandbox: bool)
     report = installer.install_claude(source, scope, dry_run)
     if sandbox:
         report["sandbox"] = installer.sandbox_settings(config.resolve().project, dry_run)
+        report["judge"] = _require_sandboxed_verify(dry_run)
     else:
         report["hint"] = (
             "to keep agents' shells from writing .helix/: helix install claude --sandbox"
@@ -115,6 +117,7 @@ def install_codex(source: str | None, dry_run: bool, sandbox: bool, sandbox_scop
     if sandbox:
         project = config.resolve().project
         report["sandbox"] = codex_installer.sandbox_config(project, sandbox_scope, dry_run)
+        report["judge"] = _require_sandboxed_verify(dry_run)
         click.echo(f"helix: sandbox: {codex_installer.SANDBOX_HOLDS}", err=True)
     else:
         report["hint"] = (
@@ -214,3 +217,27 @@ def install_agy(scope: str, dry_run: bool) -> None:
     Example: helix install agy --scope user --dry-run
     """
     _install_mcp_client("agy", scope, dry_run)
+
+
+def _require_sandboxed_verify(dry_run: bool) -> str:
+    """Agents that run sandboxed get a VERIFY that runs sandboxed or not at all:
+    the project's judge settings say ``sandbox: required`` (helix.judge.settings),
+    a person's choice made here, refused while an attempt is in flight."""
+    from helix import config
+    from helix.judge import settings as judge_settings
+    from helix.loop import ledger, provenance
+    from helix.memory import db
+    from helix.memory.spawns import Records
+
+    if dry_run:
+        return "would set: VERIFY runs sandboxed or not at all (helix judge set --sandbox required)"
+    paths = config.resolve()
+    paths.home.mkdir(parents=True, exist_ok=True)
+    with Records(paths.db) as store:
+        ledger.refuse_in_flight(store, "requiring a sandboxed VERIFY")
+        with db.write(store.conn):
+            judge_settings.save(store.conn, {"sandbox": "required"}, "cli", provenance.now())
+            judge_settings.record_defaults(
+                store.conn, os.environ.get("PATH", ""), paths.project, provenance.now()
+            )
+    return "VERIFY runs sandboxed or not at all (helix judge show)"

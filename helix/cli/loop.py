@@ -1,6 +1,6 @@
 """The build loop's commands: ``helix inject``, ``strategic-recall``, ``verify``,
 ``settle`` and ``learn``. A thin skin over :mod:`helix.loop.injection`,
-:mod:`helix.loop.verify`, :mod:`helix.loop.outcomes` and :mod:`helix.loop.learning`.
+:mod:`helix.judge.verdict`, :mod:`helix.loop.outcomes` and :mod:`helix.loop.learning`.
 
 Agent-written text (objectives, agent output) reaches these commands through a
 file or stdin (``-``), never through shell quoting.
@@ -210,17 +210,32 @@ def strategic_recall_command(objective: str, limit: int) -> None:
 @click.option("--cwd", default=None, help="Directory to run in (default: the project root).")
 @guarded
 def verify_command(task_id: str, timeout: float, cwd: str | None) -> None:
-    """Run a task's VERIFY command the way feedback does; print the result.
+    """Run a task's VERIFY command the way feedback does (on a tree built from the
+    project as it is now, in the judge's sandbox and environment); print the result.
 
     Exit code 0 whatever the verdict: read "passed" (null: the task has no VERIFY).
 
     Example: helix verify hx-1a2b3c4d --timeout 120
     """
-    from helix.loop.verify import run_verify
+    from helix.judge import run as runs
+    from helix.judge import settings as judge_settings
+    from helix.loop import provenance
+    from helix.loop.judge import excluded
 
     task = _tracker().get(task_id)
-    where = Path(cwd) if cwd else config.resolve().project
-    emit(run_verify(task.get("verify"), where, timeout).to_dict())
+    paths = config.resolve()
+    where = Path(cwd) if cwd else paths.project
+    emit(
+        runs.now(
+            task.get("verify"),
+            where,
+            paths.home,
+            judge_settings.read(paths.db),
+            timeout,
+            excluded=excluded(where, paths.home),
+            trusted=provenance.unconfirmed(task.get("judge-set")) is None,
+        ).to_dict()
+    )
 
 
 @click.command("settle")
@@ -244,8 +259,10 @@ def settle_command(
     """Finish one attempt: run VERIFY, apply feedback, propose learning, update the task.
 
     VERIFY is the command recorded when the attempt started (helix inject), run
-    in the project root; if the task's VERIFY or a file it depends on changed
-    since, the attempt is settled unverified and flagged tampered. Feedback trusts
+    on a tree helix builds from the attempt's snapshot and the builder's work
+    (tests and configuration as recorded, new tests beside them), in the sandbox
+    and environment the project's settings choose (helix judge show); if the
+    task's VERIFY changed since, the attempt is flagged tampered. Feedback trusts
     only helix's record and VERIFY's exit code; the agent's UTILIZED list only
     says which injected insights the outcome is about. A delivery whose VERIFY
     fails is settled as blocked.

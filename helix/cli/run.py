@@ -247,7 +247,29 @@ def _home() -> config.Paths:
         raise InvalidInput(
             f"no helix data directory at {paths.home}; create tasks first with `helix tasks create`"
         )
+    _record_judge(paths)
     return paths
+
+
+def _record_judge(paths: config.Paths) -> None:
+    """A person starts `helix run`: when the project has no VERIFY settings yet,
+    the toolchains on their PATH are recorded as VERIFY's (helix.judge.settings)."""
+    import os
+
+    from helix.judge import settings as judge_settings
+    from helix.loop import ledger, provenance
+    from helix.memory import db
+    from helix.memory.spawns import Records
+
+    if not paths.db.exists():
+        return
+    with Records(paths.db) as store:
+        if ledger.open_attempts(store):
+            return  # a builder may be at work: not a person's moment
+        with db.write(store.conn):
+            judge_settings.record_defaults(
+                store.conn, os.environ.get("PATH", ""), paths.project, provenance.now()
+            )
 
 
 def _locked(run: Any) -> int:

@@ -6,6 +6,7 @@ Every command prints JSON with ``--json`` and a table or a line otherwise.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,7 +136,8 @@ def _judge_stamp() -> dict[str, Any]:
     """Who sets a task's judge from the CLI (:mod:`helix.loop.provenance`)."""
     from helix.loop import provenance
 
-    return provenance.judge_set(config.resolve().db, "cli")
+    paths = config.resolve()
+    return provenance.judge_set(paths.db, "cli", os.environ.get("PATH", ""), paths.project)
 
 
 @tasks.command("show")
@@ -219,12 +221,14 @@ def tasks_confirm(task_id: str, as_json: bool) -> None:
     """
     from helix.loop import provenance
 
-    during = provenance.in_flight(config.resolve().db)
-    if during:
-        raise Rejected(f"an attempt is in flight ({during[0]}): confirm when no builder is working")
+    stamped = provenance.judge_set(config.resolve().db, "cli")
+    if stamped["during"]:
+        raise Rejected(
+            f"an attempt is in flight ({stamped['during'][0]}): confirm when no builder is working"
+        )
     tracker = open_tracker()
     task = tracker.get(task_id)
-    setter = provenance.confirm(task.get("judge-set"), provenance.now())
+    setter = provenance.confirm(task.get("judge-set"), provenance.now(), stamped.get("store"))
     show_task(tracker.update(task_id, **{"judge-set": setter}), as_json, "confirmed")
 
 

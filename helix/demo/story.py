@@ -23,6 +23,7 @@ paths of the recording machine are placeholders, filled in with this project's.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import textwrap
 from pathlib import Path
@@ -33,7 +34,9 @@ from helix.demo import estimates
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
+from helix.judge import settings as judge_settings
 from helix.loop import contracts, injection, learning, outcomes, synthesis
+from helix.memory import db
 from helix.memory.records import RecallHit
 from helix.memory.store import Memory
 from helix.tasks import graph as taskgraph
@@ -206,6 +209,12 @@ def run(
     record: dict[str, Any] = {"project": str(project), "stored": [], "waves": []}
     tracker = Tracker(config.Paths.at(home).tasks)
     with Memory(config.Paths.at(home).db) as memory:
+        # The demo is a person's command: its VERIFYs run with the toolchains on
+        # their PATH, recorded as any project's are on its first task.
+        with db.write(memory.conn):
+            judge_settings.record_defaults(
+                memory.conn, os.environ.get("PATH", ""), project, db.stamp(memory.clock())
+            )
         narrate.step("1. store insights: embedded (all-MiniLM-L6-v2), screened, deduplicated")
         narrate.note(
             "  added: a new insight, named from its words; merged: so close to a stored "

@@ -41,21 +41,20 @@ import numpy as np
 
 from helix import config, files
 from helix.errors import InvalidInput, NotFound, Rejected
+from helix.judge import run as runs
+from helix.judge import settings as judge_settings
+from helix.judge import verdict as verifying
+from helix.judge.verdict import Verification
 from helix.loop import (
     contracts,
-    environment,
-    frames,
     grading,
     judge,
     ledger,
     provenance,
-    sandbox,
     scope,
 )
-from helix.loop import verify as verifying
 from helix.loop.records import Settlement
-from helix.loop.verify import Verification
-from helix.memory import db, feedback, settlements, uplift
+from helix.memory import db, feedback, judging, settlements, uplift
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
@@ -165,43 +164,70 @@ def settle(
     project = Path(attempt.project) if attempt and attempt.project else home.parent
     idle = False
     unconfirmed = None
+    tampered = None
     if attempt is None:
         problems.append("no recorded attempt: nothing injected, nothing credited")
         command = None if current_verify is UNKNOWN else current_verify
-        tampered = None
-        env = environment.for_verify(None)
+        checked = runs.now(command, project, home, _settings(memory), timeout, trusted=False)
     else:
         command = attempt.judge.verify
-        taken = attempt.judge.frame_now(project) if attempt.judge.frame is not None else None
         tampered = attempt.judge.changes(
-            attempt.judge.verify if current_verify is UNKNOWN else current_verify, project, taken
+            attempt.judge.verify if current_verify is UNKNOWN else current_verify
         )
-        idle = taken is not None and attempt.judge.no_work(taken)
-        unconfirmed = provenance.unconfirmed(attempt.judge.setter)
-        env = environment.for_verify(attempt.judge.env or None)
+        unconfirmed = provenance.unconfirmed(attempt.judge.setter, judging.store_id(memory.conn))
     out_of_scope = ""
     if attempt is not None and not tampered:
         out_of_scope, notes = _scope(memory, attempt, project, seen)
         problems += notes
-    if tampered:
+    if attempt is None:
+        pass
+    elif tampered:
         # A bent judge is not run at all: what it would run is the builder's choice.
         checked = Verification(
             command, str(project), False, error="VERIFY not run: the judge was tampered with"
         )
-    else:
-        # In a project whose agents run sandboxed, VERIFY (which runs the builder's
-        # code, and a judge it may have chosen) gets no more rights than they have.
-        checked = verifying.run_verify(
+    elif attempt.judge.snapshot is None:
+        checked = Verification(
             command,
-            project,
-            timeout,
-            env=env,
-            sandboxed=sandbox.required(project),
-            protect=[home],
-            tally=True,
+            str(project),
+            None,
+            skipped=(
+                "VERIFY not run: this attempt was recorded before helix built its judge's "
+                "tree; start a new attempt"
+            ),
         )
-        if checked.skipped:
-            problems.append(checked.skipped)
+    else:
+        # VERIFY runs on a tree helix builds from the attempt's snapshot and the
+        # builder's work, the judge's files restored, in the environment and the
+        # sandbox the project's settings choose: never in the builder's tree.
+        ran = runs.judge(
+            command,
+            attempt.judge.snapshot,
+            project,
+            home,
+            _settings(memory),
+            timeout,
+            tally=grading.by_file,
+            excluded=judge.excluded(project, home),
+            trusted=unconfirmed is None,
+        )
+        checked = ran.verification
+        if ran.environment_changed:
+            tampered = f"the declared environment changed: {ran.environment_changed}"
+        built = checked.tree or {}
+        idle = bool(built) and built.get("rest") == attempt.judge.snapshot.rest
+        if built.get("restored"):
+            problems.append(
+                "restored, as the judge recorded them: "
+                + scope.shown(list(built["restored"]), scope.MAX_SHOWN)
+                + " (what was changed there was not judged)"
+            )
+        if built.get("left_out"):
+            problems.append("left out of VERIFY's tree: " + scope.shown(list(built["left_out"]), 3))
+        if checked.sandbox.startswith("none"):
+            problems.append(f"judged outside a sandbox: {checked.sandbox[6:]}")
+    if checked.skipped:
+        problems.append(checked.skipped)
     outcome, verified = decide(report.status, checked)
     injected = list(attempt.names) if attempt else []
     utilized = [n for n in report.utilized if n in injected]
@@ -315,11 +341,17 @@ def settle(
     return result, checked
 
 
+def _settings(memory: Memory) -> judge_settings.Settings:
+    """The project's choices for VERIFY, from its store (never the caller's)."""
+    return judge_settings.load(memory.conn)
+
+
 def _judged(attempt: ledger.Attempt) -> set[str]:
     """The files the attempt's judge fixed at its start: the ones VERIFY names and
     every file of its frame that existed then (a settlement that is not tampered
     finds them unchanged)."""
-    return set(attempt.judge.files) | frames.files(attempt.judge.frame or {})
+    taken = attempt.judge.snapshot
+    return set(attempt.judge.files) | (taken.tests() if taken is not None else set())
 
 
 def _scope(
@@ -343,7 +375,16 @@ def _scope(
                 "told from earlier changes"
             )
         else:
-            others = ledger.overlapping(memory, attempt)
+            # Only an attempt a builder cannot have opened may lend its DELTA or
+            # excuse a change: one at a task set up while a builder held a shell,
+            # or opened from a shell or over MCP while one did, may be that
+            # builder's own (a second attempt, opened to blur its scope).
+            others = [
+                o
+                for o in ledger.overlapping(memory, attempt)
+                if provenance.unconfirmed(o.judge.setter, judging.store_id(memory.conn)) is None
+                and not ledger.opened_in_flight(memory, o)
+            ]
             allowed = list(baseline.get("allowed") or [])
             for other in others:
                 allowed += (other.scope or {}).get("allowed") or []

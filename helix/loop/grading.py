@@ -1,6 +1,6 @@
 """Graded evidence: how many tests a VERIFY run passed and failed.
 
-The exit code of VERIFY stays the verdict (see :mod:`helix.loop.verify`). When the
+The exit code of VERIFY stays the verdict (see :mod:`helix.judge.verdict`). When the
 command is a test runner its output usually says more: 11 of 12 tests passing is
 closer to done than 0 of 12. This module reads that count and turns it into a
 value, without ever letting it overrule the verdict.

@@ -1,30 +1,24 @@
 """The judge of an attempt, fixed when the attempt starts.
 
 A builder has a shell in the project: it can change the task's VERIFY command,
-edit the test VERIFY runs, or change how the runner or the interpreter starts, and
-so make its own work pass. So when helix starts an attempt it records:
+edit the tests VERIFY runs, plant configuration the runner reads, and so make
+its own work pass. So when helix starts an attempt it records the judge:
 
-- the VERIFY command, and a digest of the files it names that are part of the
-  judge (a test, a script VERIFY executes, the task's declared ``verify-files``);
-  a named file of no judge's kind that VERIFY only reads (``grep -q expiry
-  README.md``) is what the work is to change, not the judge;
-- the frame (:mod:`helix.loop.frames`): every other file that decides VERIFY's
-  verdict (tests the runner collects, its configuration, start-up and shadowing
-  modules, virtualenvs, executables on its PATH), outside the paths the task may
-  change (its ``delta``);
-- the environment VERIFY will run with (:mod:`helix.loop.environment`);
+- the VERIFY command and the files it names that are the judge's (a test, a
+  script VERIFY executes, the task's declared ``verify-files``);
+- the snapshot (:mod:`helix.judge.snapshot`): every file of the judge by
+  content, the declared environment's digest, the rest of the tree's;
 - who set the judge (:mod:`helix.loop.provenance`).
 
-Settling runs the recorded command with that environment; if the task's VERIFY,
-one of the judge's files or anything in the frame changed meanwhile, the attempt
-is ``tampered``: VERIFY does not run and nothing is credited.
+Settling does not look for what the builder bent: it builds VERIFY's tree from
+the snapshot and the builder's work, with the judge's files restored, and runs
+the recorded command there, in an environment and a sandbox helix chooses
+(:mod:`helix.judge.run`). Only a change of the task's VERIFY command itself
+settles the attempt as ``tampered``; what the builder did to the judge's files
+is reported with the verdict, and gains it nothing.
 
-A second digest, of the whole working tree, tells a repeat settlement of the same
-work (nothing changed since the last verified one) from new work.
-
-Both digests are bounded: they read at most ``MAX_BYTES`` of content; past that
-only sizes and modification times count (which change when content does, in
-practice), and a walk stops after ``MAX_FILES`` names.
+A digest of the whole working tree tells a repeat settlement of the same work
+(nothing changed since the last verified one) from new work.
 """
 
 from __future__ import annotations
@@ -37,10 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from helix.loop import environment, frames, scope
+from helix import config
+from helix.judge import kinds
+from helix.judge import settings as judge_settings
+from helix.judge import snapshot as snapshots
+from helix.loop import scope
+from helix.memory import db
 
-MAX_FILES = 20_000  # names walked under one directory (a named one, or a non-git tree)
-MAX_BYTES = 64 << 20  # content read per digest; beyond it, size and mtime only
+MAX_FILES = 20_000  # names walked under one directory (a non-git tree), for the tree digest
+MAX_BYTES = 64 << 20  # content read per tree digest; beyond it, size and mtime only
 SKIP_DIRS = frozenset({".git", ".helix", "node_modules", ".venv", "venv", "__pycache__"})
 
 
@@ -56,9 +55,11 @@ class Spec(NamedTuple):
 
 @dataclass(frozen=True)
 class Judge:
-    """What settles an attempt: the command, the files it depends on (project
-    relative, sorted) and their digest at the start; the frame, the work, the
-    environment and who set it (None for an attempt recorded before they were)."""
+    """What settles an attempt: the command, the files it names that are the
+    judge's (project relative, sorted), the work, who set it, and the snapshot
+    its tree is built from (None for an attempt recorded before helix built
+    its judge's tree: such an attempt earns no verified credit). ``digest``,
+    ``frame`` and ``env`` are what older attempts recorded, kept for their history."""
 
     verify: str | None
     files: list[str] = field(default_factory=list)
@@ -67,41 +68,15 @@ class Judge:
     work: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     setter: dict[str, Any] | None = None
+    snapshot: snapshots.Snapshot | None = None
 
-    def changes(
-        self, verify: Any, project: Path, taken: dict[str, str] | None = None
-    ) -> str | None:
-        """Why this judge no longer holds (VERIFY changed, or one of its files, or
-        its frame: ``taken`` now, else taken here), or None when it is what it was."""
+    def changes(self, verify: Any) -> str | None:
+        """Why this judge no longer holds (the task's VERIFY command changed), or
+        None when it is what it was."""
         now = verify.strip() if isinstance(verify, str) and verify.strip() else None
         if now != self.verify:
             return "the task's VERIFY command changed after the attempt started"
-        if self.files and digest(self.files, project) != self.digest:
-            return "a file VERIFY depends on changed after the attempt started"
-        if self.frame is not None:
-            moved = frames.changes(self.frame, taken or self.frame_now(project))
-            if moved:
-                return (
-                    f"the judge's frame changed after the attempt started: {scope.shown(moved, 3)}"
-                )
         return None
-
-    def no_work(self, now: dict[str, str]) -> bool:
-        """Whether nothing outside the judge changed since the attempt started (a
-        VERIFY that passes then passed before the work: no evidence of it)."""
-        return self.frame is not None and frames.no_work(self.frame, now)
-
-    def frame_now(self, project: Path) -> dict[str, str]:
-        """The frame of this judge taken again now (same command, work and declared
-        files)."""
-        declared = (self.frame or {}).get("declared", "")
-        return frames.take(
-            project,
-            self.verify,
-            [d for d in declared.split("\0") if d],
-            self.work,
-            self.env or None,
-        ) | ({"declared": declared} if declared else {})
 
 
 def fix(
@@ -110,40 +85,58 @@ def fix(
     project: Path,
     work: Any = None,
     setter: Any = None,
-    env: dict[str, str] | None = None,
+    home: Path | None = None,
+    conn: db.Connection | None = None,
 ) -> Judge:
-    """The judge of an attempt that starts now: the command, the judge's files among
-    those it names and the declared ones (a named directory stands for the files
-    in it now), its frame, and the environment VERIFY will get."""
+    """The judge of an attempt that starts now: the command, the judge's files
+    among those it names and the declared ones, and the snapshot of the judge
+    (kept in ``home``'s judge store; the declared environment is the project's
+    settings in ``conn``'s store)."""
     command = verify.strip() if isinstance(verify, str) and verify.strip() else None
     paths = _declared(work, project)
     kept = _declared(declared, project)
-    said = frames.words(command or "")
-    executed, _ = frames.executed(said, project)
+    said = kinds.words(command or "")
+    executed, _ = kinds.executed(said, project)
     named = [
         rel
-        for rel in frames.named(said, project)
-        if rel in executed or frames.kind(rel) or (project / rel).is_dir()
+        for rel in kinds.named(said, project)
+        if rel in executed or kinds.kind(rel) or (project / rel).is_dir()
     ]
-    # What VERIFY executes is the judge's even in the work, as in the frame; a
-    # named folder stands for its files outside the work.
     judged = [
         rel for rel in _existing(named, project) if rel in executed or not _in_work(rel, paths)
     ]
     names = sorted(set(judged) | set(_existing(kept, project)))
-    recorded = environment.record(env)
-    frame = frames.take(project, command, kept, paths, recorded)
-    if kept:
-        frame["declared"] = "\0".join(kept)
+    home = Path(home) if home is not None else project / config.DATA_DIR_NAME
+    chosen = judge_settings.load(conn) if conn is not None else judge_settings.Settings()
+    taken = snapshots.take(
+        project,
+        home,
+        command,
+        kept,
+        paths,
+        chosen.environment,
+        excluded(project, home),
+    )
     return Judge(
         command,
         names,
-        digest(names, project) if names else None,
-        frame,
+        None,
+        None,
         paths,
-        recorded,
+        {},
         setter if isinstance(setter, dict) else None,
+        taken,
     )
+
+
+def excluded(project: Path, home: Path) -> list[str]:
+    """Project folders that are not the tree: helix's data directory when it
+    lives inside the project under another name."""
+    try:
+        rel = os.path.relpath(os.path.abspath(home), os.path.abspath(project))
+    except ValueError:
+        return []
+    return [] if rel.startswith("..") or rel == "." else [rel.replace(os.sep, "/")]
 
 
 def _in_work(rel: str, work: list[str]) -> bool:
@@ -168,7 +161,7 @@ def _declared(value: Any, project: Path) -> list[str]:
         value = [value]
     if not isinstance(value, list):
         return []
-    return [rel for v in value if isinstance(v, str) and (rel := frames.inside(v, project))]
+    return [rel for v in value if isinstance(v, str) and (rel := kinds.inside(v, project))]
 
 
 def digest(paths: Iterable[str], project: Path) -> str:

@@ -53,10 +53,10 @@ from typing import TYPE_CHECKING, Any, cast
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound, Rejected
 from helix.files import file_id
+from helix.judge.verdict import telling_line
 from helix.loop import injection
 from helix.loop.contracts import MAX_INSIGHTS
 from helix.loop.records import LearningCandidate, Settlement
-from helix.loop.verify import telling_line
 from helix.memory import db, insight, quarantine
 from helix.memory.candidates import Queue
 from helix.tasks.records import TaskRecord

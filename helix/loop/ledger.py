@@ -17,6 +17,7 @@ builder changed cannot judge the next attempt either.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from dataclasses import dataclass, field
@@ -25,8 +26,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from helix.errors import HelixError, NotFound
-from helix.loop import frames, scope
+from helix.judge import snapshot as snapshots
 from helix.loop import judge as judges
+from helix.loop import scope
 from helix.memory import attempts as table
 from helix.memory import db
 
@@ -88,27 +90,32 @@ def start(
     vector: bytes | None = None,
     work: Any = None,
     setter: Any = None,
+    home: Path | None = None,
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
     (see the module docstring for an attempt that starts inside an open one):
     ``work`` is what the task may change (its scope is taken now too,
-    :mod:`helix.loop.scope`), ``setter`` who set its judge."""
-    judge = judges.fix(verify, verify_files, project, work, setter)
+    :mod:`helix.loop.scope`), ``setter`` who set its judge; its snapshot's
+    copies are kept in ``home`` (the project's data directory by default)."""
+    judge = judges.fix(verify, verify_files, project, work, setter, home, memory.conn)
     baseline = scope.take(work, judge.verify, project)
     now = memory.clock()
     stamp = db.stamp(now)
     attempt_id = f"{stamp}-{secrets.token_hex(6)}"
     with db.write(memory.conn):
         earlier = latest(memory, task_id)
+        judge = _carried(judge, earlier)
         suspect = earlier is not None and (earlier.open or bool(earlier.tampered))
         if earlier is not None and suspect and _recent(earlier, memory):
-            why = earlier.judge.changes(judge.verify, project)
-            if why or earlier.judge.files != judge.files:
+            # A builder may be at work since that attempt started: what the judge
+            # is now may be its doing. The judge recorded before it is kept.
+            why = earlier.judge.changes(judge.verify)
+            if why or earlier.judge.snapshot is None or earlier.judge.snapshot != judge.snapshot:
                 judge = earlier.judge
                 how = "open" if earlier.open else "tampered"
                 note = (note + "; " if note else "") + (
                     f"judge kept from the {how} attempt {earlier.id}: "
-                    f"{why or 'its VERIFY files changed'}"
+                    f"{why or 'a builder may have been at work since it started'}"
                 )
         _insert(
             memory,
@@ -125,6 +132,29 @@ def start(
             baseline,
         )
     return get(memory, attempt_id)
+
+
+def _carried(judge: judges.Judge, earlier: Attempt | None) -> judges.Judge:
+    """The judge of a new attempt at a task with an earlier one, set by the same
+    hand with the same VERIFY: the judge's files as that earlier attempt recorded
+    them. A builder leaves its changes in the working tree when it ends (a test
+    it rewrote stays rewritten there, though its own VERIFY ran the test as it
+    was): they must not become the next attempt's judge. A person who changes
+    the judge on purpose says so (``helix tasks update``, ``helix tasks
+    confirm``), which stamps the task anew and starts from the tree as it is."""
+    if earlier is None or earlier.judge.snapshot is None or judge.snapshot is None:
+        return judge
+    if earlier.judge.setter != judge.setter or earlier.judge.verify != judge.verify:
+        return judge
+    kept = earlier.judge.snapshot
+    taken = judge.snapshot
+    return dataclasses.replace(
+        judge,
+        files=earlier.judge.files,
+        snapshot=dataclasses.replace(
+            taken, judged=dict(kept.judged), modules=list(kept.modules), store=kept.store
+        ),
+    )
 
 
 def again(memory: Store, previous: Attempt, source: str) -> Attempt:
@@ -186,6 +216,9 @@ def _insert(
             "env": json.dumps(judge.env),
             "judge_by": None if judge.setter is None else json.dumps(judge.setter),
             "scope": None if baseline is None else json.dumps(baseline),
+            "snapshot": None
+            if judge.snapshot is None
+            else json.dumps(judge.snapshot.to_json(), ensure_ascii=False),
         },
     )
 
@@ -276,6 +309,28 @@ def overlapping(memory: Store, attempt: Attempt) -> list[Attempt]:
     return [_attempt(r) for r in rows]
 
 
+# Attempts a shell or an MCP client opens; the hooks and helix run open theirs
+# when the client spawns a builder or the run starts one.
+OPENED_BY_ANYONE = ("inject", "mcp")
+
+
+def opened_in_flight(memory: Store, attempt: Attempt) -> bool:
+    """Whether ``attempt`` was opened from a shell or over MCP while another
+    attempt in its project was in flight: its builder may have opened it. Attempts
+    opened in the same second are one orchestrator's batch (``helix inject
+    --tasks a,b,c``), not a builder's doing: a builder acts after its own started."""
+    if attempt.source not in OPENED_BY_ANYONE:
+        return False
+    try:
+        since = db.stamp(datetime.fromisoformat(attempt.started_at) - timedelta(hours=OPEN_HOURS))
+    except ValueError:
+        return True
+    rows = table.in_flight_during(
+        memory.conn, attempt.id, attempt.project, since, attempt.started_at
+    )
+    return any(_attempt(r).started_at < attempt.started_at for r in rows)
+
+
 def credited_before(memory: Store, task_id: str, before: str) -> tuple[set[str], str | None]:
     """What earlier verified deliveries of ``task_id`` already proved: the insights
     they credited, and the tree digest of the newest one (a settlement on the same
@@ -345,6 +400,7 @@ def _attempt(row: tuple) -> Attempt:
         env,
         judge_by,
         kept_scope,
+        taken,
     ) = row
     setter = _json(judge_by, {}) if judge_by else None
     recorded = _json(env, {}) if env else {}
@@ -360,10 +416,11 @@ def _attempt(row: tuple) -> Attempt:
             verify,
             _json(verify_files, []),
             verify_digest,
-            frames.loads(_json(frame, {})) if frame else None,
+            _frame(_json(frame, {})) if frame else None,
             [w for w in _json(work, []) if isinstance(w, str)] if work else [],
             {k: v for k, v in recorded.items() if isinstance(v, str)},
             setter if isinstance(setter, dict) else None,
+            snapshots.Snapshot.from_json(_json(taken, {})) if taken else None,
         ),
         project=project,
         source=source,
@@ -378,6 +435,16 @@ def _attempt(row: tuple) -> Attempt:
         vector=vector if isinstance(vector, bytes) else None,
         scope=_json(kept_scope, {}) or None if kept_scope else None,
     )
+
+
+def _frame(value: Any) -> dict[str, str] | None:
+    """The frame an attempt recorded before helix built its judge's tree (kept
+    for its history)."""
+    if isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        return value
+    return None
 
 
 def _json(text: Any, default: Any) -> Any:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from helix.errors import HelixError, InvalidInput
+from helix.judge import verdict as verification
 from helix.loop import attribution, contracts, learning, ledger, results, scope
-from helix.loop import verify as verification
 from helix.loop.records import Settlement
 from helix.tasks.records import TaskRecord
 

@@ -40,27 +40,37 @@ JUDGE_FIELDS = ("verify", "verify-files", "delta")
 FIELD = "judge-set"
 
 
-def stamp(route: str, during: list[str], at: str) -> dict[str, Any]:
-    """The ``judge-set`` record of a judge set now through ``route``."""
-    return {"route": route, "during": list(during)[:5], "at": at}
+def stamp(route: str, during: list[str], at: str, store: int | None = None) -> dict[str, Any]:
+    """The ``judge-set`` record of a judge set now through ``route``; ``store``:
+    the identity of the store whose attempts in flight were looked at."""
+    record: dict[str, Any] = {"route": route, "during": list(during)[:5], "at": at}
+    if store is not None:
+        record["store"] = store
+    return record
 
 
-def in_flight(database: Location) -> list[str]:
-    """The ids of the attempts in flight in the project whose database this is
-    (none when it does not exist yet)."""
-    if not database.exists():
-        return []
+def judge_set(
+    database: Location, route: str, path: str | None = None, project: Any = None
+) -> dict[str, Any]:
+    """The ``judge-set`` stamp of a judge set now through ``route`` in the project
+    whose database this is, naming that store: a stamp made against another store
+    (one with no attempts in flight, named by whoever runs the command) is not
+    this project's person's. A person's first judge in a project with no VERIFY
+    settings yet also records the toolchains of their ``path``
+    (:func:`helix.judge.settings.record_defaults`): set up by a person, never
+    taken from whoever settles later."""
     from helix.loop import ledger
+    from helix.memory import db, judging
     from helix.memory.spawns import Records
 
-    with Records(database) as store:
-        return [attempt.id for attempt in ledger.open_attempts(store)]
+    with Records(database) as store, db.write(store.conn):
+        during = [attempt.id for attempt in ledger.open_attempts(store)]
+        identity = judging.store_id(store.conn, create=True)
+        if route in ("cli", "run") and not during and path is not None and project is not None:
+            from helix.judge import settings as judge_settings
 
-
-def judge_set(database: Location, route: str) -> dict[str, Any]:
-    """The ``judge-set`` stamp of a judge set now through ``route`` in the project
-    whose database this is."""
-    return stamp(route, in_flight(database), now())
+            judge_settings.record_defaults(store.conn, path, project, now())
+    return stamp(route, during, now(), identity)
 
 
 def now() -> str:
@@ -73,14 +83,19 @@ def sets_judge(fields: Mapping[str, Any]) -> bool:
     return any(key in fields or key.replace("-", "_") in fields for key in JUDGE_FIELDS)
 
 
-def unconfirmed(setter: Any) -> str | None:
+def unconfirmed(setter: Any, store: int | None = None) -> str | None:
     """Why a judge set as ``setter`` earns no verified credit, or None when it may.
-    ``setter`` is the task's ``judge-set`` (None for a task from before it)."""
+    ``setter`` is the task's ``judge-set`` (None for a task from before it);
+    ``store`` the identity of the store settling it."""
     if setter is None:
         return None
     if not isinstance(setter, Mapping):
         return "who set the task's VERIFY is unreadable"
-    if isinstance(setter.get("confirmed"), Mapping):
+    confirmed = setter.get("confirmed")
+    said = confirmed if isinstance(confirmed, Mapping) else setter
+    if store is not None and said.get("store") not in (None, store):
+        return "the task's VERIFY was stamped against another store than this project's"
+    if isinstance(confirmed, Mapping):
         return None
     route = setter.get("route")
     during = setter.get("during")
@@ -95,10 +110,12 @@ def unconfirmed(setter: Any) -> str | None:
     return None
 
 
-def confirm(setter: Any, at: str) -> dict[str, Any]:
-    """The ``judge-set`` of a judge a person has confirmed now."""
+def confirm(setter: Any, at: str, store: int | None = None) -> dict[str, Any]:
+    """The ``judge-set`` of a judge a person has confirmed now, against ``store``."""
     base = dict(setter) if isinstance(setter, Mapping) else stamp("cli", [], at)
     base["confirmed"] = {"by": "person", "at": at}
+    if store is not None:
+        base["confirmed"]["store"] = store
     return base
 
 

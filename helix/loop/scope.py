@@ -37,20 +37,22 @@ rather than pretending it was.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from helix import repository
-from helix.loop import frames
+from helix.judge import kinds, listing
 
 MAX_DIRTY = 5_000  # files already changed at the start whose digests are kept
 MAX_BYTES = 64 << 20  # content read for those digests; past it, size and mtime stand in
 MAX_SHOWN = 5  # changed paths named in the one-line reason
-_IGNORED_DIRS = frames.CACHE_DIRS | frames.SKIP_DIRS | {".venv", "venv"}
+_IGNORED_DIRS = listing.SKIPPED_DIRS | {"node_modules", ".venv", "venv", "htmlcov"}
 
 
 class Seen(NamedTuple):
@@ -89,10 +91,10 @@ def allowed(delta: Any, verify: str | None, project: Path) -> list[str]:
         entry = entry.strip()
         if _is_glob(entry):
             found.append(entry.removeprefix("./").lstrip("/"))
-        elif rel := frames.inside(entry, project):
+        elif rel := kinds.inside(entry, project):
             found.append(rel.rstrip("/"))
     if found and verify:
-        found += frames.named(frames.words(verify), project)
+        found += kinds.named(kinds.words(verify), project)
     return list(dict.fromkeys(found))
 
 
@@ -110,7 +112,7 @@ def take(delta: Any, verify: str | None, project: Path) -> dict[str, Any] | None
     if len(names) > MAX_DIRTY:  # their state cannot all be kept: nothing can be told
         return {"allowed": paths, "git": False, "why": f"{len(names)} files were changed already"}
     budget = [MAX_BYTES]
-    dirty = {rel: frames.file_digest(str(project / rel), budget) for rel in sorted(names)}
+    dirty = {rel: file_digest(str(project / rel), budget) for rel in sorted(names)}
     return {"allowed": paths, "git": True, "head": head, "dirty": dirty}
 
 
@@ -139,9 +141,7 @@ def changed(baseline: dict[str, Any], project: Path) -> list[str] | None:
             # read the same way as at the start: content, or size and mtime past the bound
             kept = str(dirty[rel])
             if (
-                frames.file_digest(
-                    str(project / rel), None if kept.startswith("stat:") else [1 << 62]
-                )
+                file_digest(str(project / rel), None if kept.startswith("stat:") else [1 << 62])
                 != kept
             ):
                 found.append(rel)
@@ -278,3 +278,30 @@ def _diff(project: Path, start: str | None, head: str | None) -> set[str] | None
     if listed is None:
         return None
     return {os.fsdecode(n) for n in listed.split(b"\x00") if n}
+
+
+def file_digest(path: str, budget: list[int] | None) -> str:
+    """The content digest of one changed file (a link: its target; past the
+    budget, or with none: size and time), or ``"missing"``."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return "missing"
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            return "link:" + os.readlink(path)
+        except OSError:
+            return "link"
+    if not stat.S_ISREG(info.st_mode):
+        return "special"
+    if budget is None or info.st_size > budget[0]:
+        return f"stat:{info.st_size}:{info.st_mtime_ns}"
+    budget[0] -= info.st_size
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return "unreadable"
+    return h.hexdigest()

@@ -602,6 +602,28 @@ def m020_last_recalled(conn: sqlite3.Connection) -> None:
     )
 
 
+def m021_constructed_judge(conn: sqlite3.Connection) -> None:
+    """The judge is built, not checked: an attempt keeps its snapshot (the
+    digests of the judge's files, the declared environment's, the rest of the
+    tree's; :mod:`helix.judge.snapshot`) and VERIFY runs on a tree built from it.
+    ``judge_setting`` holds the project's choices for every VERIFY: whether and
+    with which bubblewrap to sandbox it, its network, the variables and the
+    folders of its environment; set by a person, never read from the
+    environment of whoever settles."""
+    _run(
+        conn,
+        """
+        ALTER TABLE attempt ADD COLUMN snapshot TEXT;
+        CREATE TABLE judge_setting (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            set_at TEXT NOT NULL,
+            route TEXT NOT NULL
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -625,6 +647,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (18, m018_audit),
     (19, m019_citations),
     (20, m020_last_recalled),
+    (21, m021_constructed_judge),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from helix.loop import verify as verification
+from helix.judge import verdict as verification
 from helix.loop.records import Settlement
 from helix.run import recovery
 

@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helix import repository
-from helix.loop import environment, provenance, sandbox
-from helix.loop import verify as verification
+from helix import config, repository
+from helix.judge import run as runs
+from helix.judge import settings as judge_settings
+from helix.judge import verdict as verification
+from helix.loop import judge, provenance
 from helix.loop.worktree import changed_paths, git_root
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
@@ -179,13 +181,13 @@ class Reviews:
 
     def _check_verify(self, command: str | None) -> tuple[bool, str]:
         """Run a follow-up's VERIFY now, as a settlement would; (ready, one line)."""
-        checked = verification.run_verify(
+        checked = runs.now(
             command,
             self.project,
+            self.home,
+            judge_settings.read(config.resolve(self.project).db),
             self.verify_timeout,
-            env=environment.for_verify(None),
-            sandboxed=sandbox.required(self.project),
-            protect=[self.home],
+            excluded=judge.excluded(self.project, self.home),
         )
         if checked.command is None:
             return True, "VERIFY not checked: the follow-up has none (it can only close unverified)"

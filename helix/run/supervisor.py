@@ -44,9 +44,9 @@ from typing import Any
 
 from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
+from helix.judge import verdict as verification
 from helix.loop import budget as token_budget
 from helix.loop import injection, learning, outcomes, results, synthesis, taskstore
-from helix.loop import verify as verification
 from helix.loop.worktree import Checkpoint
 from helix.run import adjacent, blockers, leases, recovery, selection
 from helix.run import context as projectcontext

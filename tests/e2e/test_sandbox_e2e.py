@@ -44,7 +44,10 @@ from helix_project import (
     working_on,
 )
 
-from helix.loop import sandbox as verify_sandbox
+from helix.judge import sandbox as verify_sandbox
+from helix.judge.settings import Settings
+
+NO_SANDBOX = verify_sandbox.unavailable(Settings())
 
 WRITES_STATE = (
     "touch .helix/pwned; echo tampered >> .helix/tasks.jsonl; rm -f .helix/helix.db; "
@@ -77,10 +80,10 @@ def installed(sandbox: Sandbox, helix_on_path: Path, claude_bin: Path) -> Sandbo
     return sandbox
 
 
-def sandboxed_run(run_claude, prompt: str, scenario) -> ClaudeRun:
+def sandboxed_run(run_claude, prompt: str, scenario, env: dict | None = None) -> ClaudeRun:
     """A run with the installed plugin; skips, with the client's words, when Claude
     Code refuses to start because its sandbox cannot run here."""
-    run = run_claude(prompt, scenario, plugin_dir=None, timeout=90)
+    run = run_claude(prompt, scenario, plugin_dir=None, timeout=90, env=env)
     refused = [
         line.strip()
         for line in run.stderr.splitlines()
@@ -197,8 +200,8 @@ TEST_ORDERS = (
 def test_verify_runs_the_builders_code_inside_the_sandbox(
     run_claude, installed: Sandbox, project: Project
 ) -> None:
-    if verify_sandbox.unavailable():
-        pytest.skip(str(verify_sandbox.unavailable()))
+    if NO_SANDBOX:
+        pytest.skip(NO_SANDBOX)
     project.stock("db")
     (project.path / "test_orders.py").write_text(TEST_ORDERS)
     task = project.task(
@@ -223,31 +226,46 @@ def test_verify_runs_the_builders_code_inside_the_sandbox(
 def test_a_builder_cannot_get_helix_to_run_a_command_it_chose_outside_the_sandbox(
     run_claude, installed: Sandbox, project: Project
 ) -> None:
-    if verify_sandbox.unavailable():
-        pytest.skip(str(verify_sandbox.unavailable()))
+    if NO_SANDBOX:
+        pytest.skip(NO_SANDBOX)
     project.stock("db")
     task = project.task("Add a database migration for the orders table", "test -f orders.py")
+    secret = installed.home / "secret.txt"  # the user's home: no VERIFY reads it
+    secret.write_text("the user's secret\n")
     chosen: dict[str, str] = {}
 
     def created(request: Request) -> str:
         chosen["id"] = json.loads(request.tool_result_text())["id"]
         return f"helix inject --task-id {chosen['id']} 'Tidy the build'"
 
-    # Through `helix` (outside the sandbox): a task whose VERIFY writes helix's
-    # state, an attempt at it, and its settlement, which runs that VERIFY.
+    # Through `helix` (outside the client's sandbox): a task whose VERIFY writes
+    # helix's state and reads a file in the user's home, an attempt at it, and its
+    # settlement by the builder itself, in an environment of its choosing.
+    verify = f"cat {secret}; {WRITES_STATE}"
     deputy = steps(
-        f"helix tasks create 'Tidy the build' --verify {shlex.quote(WRITES_STATE)} --json",
+        f"helix tasks create 'Tidy the build' --verify {shlex.quote(verify)} --json",
         created,
         "echo migration > orders.py; echo 'DELIVERED: tidied' > settle.txt",
         lambda request: f"helix settle {chosen['id']} --output settle.txt",
         final=delivered("migration added"),
     )
     scenario = Rules().add(opening, wave(task, background=False)).add(working_on(task), deputy)
-    run = sandboxed_run(run_claude, "Orchestrate: build wave 1", scenario)
+    # Whatever environment the builder's `helix` inherits: the variables that once
+    # chose VERIFY's sandbox, and its binary, choose nothing now.
+    chosen_env = {
+        "HELIX_VERIFY_SANDBOX": "0",
+        "HELIX_BWRAP": "/bin/true",
+        "BASH_ENV": str(installed.project / "tidy.sh"),
+    }
+    run = sandboxed_run(run_claude, "Orchestrate: build wave 1", scenario, env=chosen_env)
 
     assert_clean(run, project)
     settlement = bash_results(run, task)[3]
     assert '"verification"' in settlement, settlement  # helix ran the chosen VERIFY
+    verification = json.loads(settlement)["verification"]
+    assert verification["sandbox"] == "bubblewrap"  # whatever the settling caller set
+    assert "the user's secret" not in verification["output_tail"]
+    assert "No such file" in verification["output_tail"]  # not there at all
     state_untouched(project)
     record = project.get_task(task["id"])
     assert record["status"] == "closed" and record["helix-verified"] is True

@@ -18,7 +18,7 @@ from typing import IO, Any, ClassVar
 
 from helix.errors import HelixError
 from helix.files import append_line
-from helix.loop.verify import telling_line
+from helix.judge.verdict import telling_line
 from helix.processes import run_in_session
 
 TERM_GRACE = 3.0  # seconds between SIGTERM and SIGKILL at a timeout

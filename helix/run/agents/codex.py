@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from helix import config
-from helix.loop import sandbox
 from helix.run.agents.base import (
     AgentRunner,
     Outcome,
@@ -57,7 +58,7 @@ class CodexRunner(AgentRunner):
         argv = [binary, "exec", "--json", "--skip-git-repo-check"]
         # helix's permission profile (`helix install codex --sandbox`) keeps
         # .helix/ read-only; a --sandbox flag would replace it.
-        if not mentions(self.extra_args, _CODEX_SANDBOX_FLAGS) and not sandbox.codex_profile(
+        if not mentions(self.extra_args, _CODEX_SANDBOX_FLAGS) and not codex_profile(
             config.resolve().home.parent, env
         ):
             argv += CODEX_SANDBOX
@@ -103,3 +104,24 @@ class CodexRunner(AgentRunner):
         if why:
             outcome.error = one_line(f"codex reported an error: {why}")
         return outcome
+
+
+CODEX_PROFILE = "helix"  # the permission profile `helix install codex --sandbox` writes
+
+
+def codex_profile(project: Path, env: Mapping[str, str] | None = None) -> bool:
+    """Whether Codex runs this project's agents under helix's permission profile
+    (``default_permissions = "helix"`` in the project's ``.codex/config.toml`` or
+    the user's ``$CODEX_HOME/config.toml``)."""
+    import tomllib
+
+    env = os.environ if env is None else env
+    home = env.get("CODEX_HOME") or os.path.join(env.get("HOME") or "~", ".codex")
+    for path in (project / ".codex" / "config.toml", Path(home).expanduser() / "config.toml"):
+        try:
+            data = tomllib.loads(path.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        if data.get("default_permissions") == CODEX_PROFILE:
+            return True
+    return False

@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,10 @@ class Verification:
     output_tail: str = ""
     error: str = ""
     skipped: str = ""  # why helix did not run it (it could not be sandboxed)
+    # How it was judged: "bubblewrap", or "none: why" (outside a sandbox).
+    sandbox: str = ""
+    # What building its tree did (helix.judge.tree.Built.report), for the record.
+    tree: dict[str, Any] | None = None
     # Passed and failed tests per test file of a failed run, read from the whole
     # output (:func:`helix.loop.grading.by_file`); evidence for grading, not logged.
     by_file: dict[str, tuple[int, int]] | None = field(default=None, repr=False)
@@ -75,17 +79,16 @@ def run_verify(
     timeout: float = DEFAULT_TIMEOUT,
     env: Mapping[str, str] | None = None,
     *,
-    sandboxed: bool = False,
-    protect: Iterable[Path] = (),
-    tally: bool = False,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    tally: Callable[[Any], dict[str, tuple[int, int]] | None] | None = None,
 ) -> Verification:
     """Run ``command`` and report whether it passed. Never raises for a bad command.
 
-    ``sandboxed``: run it with no more rights than the project's agents have
-    (:mod:`helix.loop.sandbox`, ``protect`` kept read-only too); when that cannot
-    be done here it is not run at all (``skipped`` says why, ``passed`` is None).
-    ``tally``: when the run fails, also read its tests per file (``by_file``), the
-    evidence a settlement grades a failure by."""
+    ``wrap``: turns the command's argv into the one to run (the sandbox's,
+    :mod:`helix.judge.sandbox`); when it raises, the command is not run at all
+    (``skipped`` says why, ``passed`` is None). ``tally``: when the run fails,
+    it reads the whole output (a file) for the tests per file (``by_file``), the
+    evidence a settlement grades a failure by (:func:`helix.loop.grading.by_file`)."""
     if command is None or not str(command).strip():
         return Verification(command=None, cwd=str(cwd), passed=None)
     command = str(command)
@@ -94,12 +97,10 @@ def run_verify(
     if not Path(cwd).is_dir():
         return Verification(command, str(cwd), False, error=f"no such directory: {cwd}")
     argv = ["/bin/sh", "-c", command]
-    if sandboxed:
-        from helix.loop import sandbox
-
+    if wrap is not None:
         try:
-            argv = sandbox.wrap(argv, Path(cwd), protect=protect)
-        except sandbox.SandboxUnavailable as exc:
+            argv = wrap(argv)
+        except Exception as exc:  # the wrapper's refusal, whatever its kind
             return Verification(command, str(cwd), None, skipped=f"VERIFY not run: {exc}")
     with tempfile.TemporaryFile() as out:
         try:
@@ -116,10 +117,8 @@ def run_verify(
             return Verification(command, str(cwd), False, error=f"could not start: {exc}")
         tail = _tail(out)
         by_file = None
-        if tally and (finished.exit_code != 0 or finished.timed_out):
-            from helix.loop import grading  # a settlement's: the model is loaded by then
-
-            by_file = grading.by_file(out)
+        if tally is not None and (finished.exit_code != 0 or finished.timed_out):
+            by_file = tally(out)
     code, timed_out, seconds = finished.exit_code, finished.timed_out, finished.seconds
     return Verification(
         command=command,
