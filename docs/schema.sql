@@ -45,7 +45,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT);
+        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT, ended_at TEXT);
 
 -- table audit
 CREATE TABLE audit (

@@ -150,3 +150,54 @@ def test_through_mcp(tmp_path: Path, work, credited: bool) -> None:
     settled = anyio.run(main)
     assert (settled["verified"] and settled["outcome"] == "delivered") is credited, settled
     assert (settled["task"]["status"] == "closed") is credited
+
+
+# ------------------------------------ a builder that settles its own attempt early
+def test_a_builder_settling_its_own_attempt_is_still_in_flight(tmp_path: Path) -> None:
+    """Settling its attempt from its shell does not end a builder: until the hook
+    sees it stop, a judge it sets is one set while an attempt is in flight."""
+    project = tmp_path / "project"
+    lay_out(project)
+    home = project / ".helix"
+    env = {"HELIX_HOME": str(home), "CLAUDE_PLUGIN_ROOT": "/plugins/helix", **engine_env()}
+    transcript = tmp_path / "claude" / "s.jsonl"
+    subagents = transcript.parent / "s" / "subagents"
+    subagents.mkdir(parents=True)
+    task = tracker_of(home).create("Write mul(a, b) in calc.py", verify=VERIFY)
+    base = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(project)}
+
+    def fire(event: str, **fields):
+        return hooks.handle(event, {**base, "hook_event_name": event, **fields}, env)
+
+    prompt = f"TASK_ID: {task['id']}\nTASK: {task['title']}\nOBJECTIVE: {task['title']}\n"
+    fire(
+        "PreToolUse",
+        tool_name="Agent",
+        tool_use_id="toolu_1",
+        tool_input={"description": "w", "prompt": prompt, "subagent_type": "helix:builder"},
+    )
+    fire("SubagentStart", agent_id="a1", agent_type="helix:builder")
+    # The builder's shell: it settles its own attempt, then sets a judge of its own.
+    answer = tmp_path / "answer.txt"
+    answer.write_text("BLOCKED: giving up\nUTILIZED: []\n")
+    settled = run_helix(home, "settle", task["id"], "--output", str(answer))
+    assert settled.returncode == 0, settled.stderr
+    made = run_helix(home, "tasks", "create", "Its own", "--verify", "true", "--json")
+    assert made.returncode == 0, made.stderr
+    assert json.loads(made.stdout)["judge-set"]["during"]  # still in flight
+    refused = run_helix(home, "judge", "set", "--network")
+    assert refused.returncode == 1 and "in flight" in refused.stderr
+    # The builder stops: the hook finds its attempt settled, and it has ended.
+    meta = {"agentType": "helix:builder", "toolUseId": "toolu_1"}
+    (subagents / "agent-a1.meta.json").write_text(json.dumps(meta))
+    fire(
+        "SubagentStop",
+        agent_id="a1",
+        agent_type="helix:builder",
+        stop_hook_active=False,
+        agent_transcript_path=str(subagents / "agent-a1.jsonl"),
+        last_assistant_message="BLOCKED: giving up\nUTILIZED: []\n",
+    )
+    later = run_helix(home, "tasks", "create", "A person's", "--verify", "true", "--json")
+    assert later.returncode == 0, later.stderr
+    assert json.loads(later.stdout)["judge-set"]["during"] == []

@@ -204,6 +204,7 @@ def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path:
         # Undo what migrations 12-21 added, newest first, so each is applied again.
         conn.execute("DROP TABLE judge_setting")
         conn.execute("ALTER TABLE attempt DROP COLUMN snapshot")
+        conn.execute("ALTER TABLE attempt DROP COLUMN ended_at")
         conn.execute("DROP INDEX attempt_started")
         conn.execute("ALTER TABLE insight DROP COLUMN last_recalled")
         conn.execute("DROP TABLE insight_stale")

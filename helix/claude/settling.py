@@ -75,6 +75,7 @@ def builder(ctx: Context, record: dict[str, Any], text: str, seen: budgets.Seen)
                         agent_id=record["agent_id"],
                         attempt_id=record.get("attempt_id"),
                         seen=seen,
+                        route="hook",
                     )
                 except NotFound:
                     pass  # not a tracked task: settle from the prompt below
@@ -88,6 +89,7 @@ def builder(ctx: Context, record: dict[str, Any], text: str, seen: budgets.Seen)
                     record["agent_id"],
                     record.get("attempt_id"),
                     seen,
+                    route="hook",
                 )
         except Rejected as exc:
             return {"skipped": str(exc)}

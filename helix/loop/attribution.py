@@ -124,6 +124,7 @@ def settle(
     current_verify: Any = UNKNOWN,
     timeout: float = verifying.DEFAULT_TIMEOUT,
     seen: scope.Seen | None = None,
+    route: str = "cli",
 ) -> tuple[Settlement, Verification]:
     """Settle one attempt at ``task_id``: run its recorded VERIFY, apply the
     outcome to the insights helix gave it, and log it; return what was applied and
@@ -142,7 +143,10 @@ def settle(
     still runs, but nothing is credited either way and its task stays open.
     Recording the outcome, closing the attempt and the feedback are one
     transaction: a crash leaves all or none, and a retry completes it. A settled
-    attempt is never settled again (:class:`AlreadySettled`).
+    attempt is never settled again (:class:`AlreadySettled`). ``route``: who
+    settles (``hook``, ``run``, ``cli``, ``mcp``, ``demo``): a spawned builder's
+    attempt settled from a shell or over MCP stays in flight until its agent is
+    seen to end (:func:`helix.loop.ledger.ends_with_settlement`).
     """
     files.file_id(task_id)
     home = home or config.resolve().home
@@ -303,8 +307,9 @@ def settle(
         result["baseline"] = baseline(memory, attempt.vector if attempt else None)
         if attempt is not None:
             kept = {k: v for k, v in result.items() if k != "insights"}
+            ended = ledger.ends_with_settlement(attempt, route)
             if not ledger.mark_settled(
-                memory, attempt, outcome, verified, tampered, tree, dict(kept), now
+                memory, attempt, outcome, verified, tampered, tree, dict(kept), now, ended
             ):
                 raise Rejected(f"{task_id}: this attempt was already settled")
         _record_outcome(

@@ -70,6 +70,8 @@ class Attempt:
     # What it may change and the tree when it started (helix.loop.scope); None when
     # its task declares no delta, or it was recorded before scope was kept.
     scope: dict[str, Any] | None = None
+    # When its agent is known to have ended (None while it may be at work).
+    ended_at: str | None = None
 
     @property
     def open(self) -> bool:
@@ -351,13 +353,16 @@ def mark_settled(
     tree: str | None,
     result: dict[str, Any],
     now: str,
+    ended: bool = True,
 ) -> bool:
     """Close the attempt; False when another settlement closed it first. Must run
-    inside the caller's write transaction (the settlement's)."""
+    inside the caller's write transaction (the settlement's). ``ended``: its
+    agent is known to have ended (else it stays in flight until :func:`end`)."""
     return table.settle(
         memory.conn,
         attempt.id,
         {
+            "ended_at": now if ended else None,
             "settled_at": now,
             "outcome": outcome,
             "verified": int(verified),
@@ -366,6 +371,26 @@ def mark_settled(
             "result": json.dumps(result, ensure_ascii=False),
         },
     )
+
+
+# Attempts opened for a builder by the client's spawn (the hooks) or by helix run:
+# settled from a shell or over MCP, their builder may still be at work.
+SPAWNED = ("hook", "run")
+
+
+def ends_with_settlement(attempt: Attempt, route: str) -> bool:
+    """Whether settling ``attempt`` through ``route`` (``hook``, ``run``, ``cli``,
+    ``mcp``...) means its agent has ended: the hooks settle when the builder
+    stops and helix run when its agent exited; a shell or an MCP client settling
+    a spawned builder's attempt may be that builder, early."""
+    return not (attempt.source in SPAWNED and route in ("cli", "mcp"))
+
+
+def end(memory: Store, attempt: Attempt) -> None:
+    """Record that the agent behind ``attempt`` has ended (the hooks saw it stop,
+    or helix run saw it exit): it is no longer in flight."""
+    if attempt.ended_at is None and attempt.settled_at is not None:
+        table.end(memory.conn, attempt.id, db.stamp(memory.clock()))
 
 
 def abandon_stale(memory: Store, older_than_days: float) -> int:
@@ -401,6 +426,7 @@ def _attempt(row: tuple) -> Attempt:
         judge_by,
         kept_scope,
         taken,
+        ended_at,
     ) = row
     setter = _json(judge_by, {}) if judge_by else None
     recorded = _json(env, {}) if env else {}
@@ -434,6 +460,7 @@ def _attempt(row: tuple) -> Attempt:
         result=_json(result, {}) if result else {},
         vector=vector if isinstance(vector, bytes) else None,
         scope=_json(kept_scope, {}) or None if kept_scope else None,
+        ended_at=ended_at,
     )
 
 

@@ -45,10 +45,13 @@ def finish(
     update_tracker: bool = True,
     attempt_id: str | None = None,
     seen: scope.Seen | None = None,
+    route: str = "cli",
 ) -> Settlement:
     """Settle one attempt of a tracked task (``attempt_id``, else its newest open
     one); return everything that was applied. ``seen``: what the hooks
-    saw of the builder (its tool calls against its BUDGET, the files it wrote).
+    saw of the builder (its tool calls against its BUDGET, the files it wrote);
+    ``route``: who settles (:func:`helix.loop.attribution.settle`). When the hooks
+    or helix run find the attempt settled already, its agent has ended now.
 
     If that attempt was settled before but its task never heard (a crash after
     the settling transaction, whichever route settled it: the hooks, ``helix
@@ -61,9 +64,20 @@ def finish(
     task = tracker.get(task_id)
     try:
         settled, checked = _attempt(
-            memory, task, agent_output, home, timeout, files_changed, agent_id, attempt_id, seen
+            memory,
+            task,
+            agent_output,
+            home,
+            timeout,
+            files_changed,
+            agent_id,
+            attempt_id,
+            seen,
+            route=route,
         )
     except attribution.AlreadySettled as done:
+        if route in ledger.SPAWNED:
+            ledger.end(memory, done.attempt)  # settled early from a shell: it has ended now
         if not _unapplied(memory, task, done.attempt, update_tracker):
             raise
         # The rest of the interrupted finish: what it does after the settling
@@ -118,14 +132,30 @@ def finish_untracked(
     agent_id: str = "",
     attempt_id: str | None = None,
     seen: scope.Seen | None = None,
+    route: str = "cli",
 ) -> Settlement:
     """The same for work the tracker does not know (an agent spawned outside
     ``helix tasks``): its VERIFY was recorded from its prompt when the attempt
     started, and no task is updated."""
     task: TaskRecord = {"id": task_id, "title": task_id}
-    return _attempt(
-        memory, task, agent_output, home, timeout, None, agent_id, attempt_id, seen, False
-    )[0]
+    try:
+        return _attempt(
+            memory,
+            task,
+            agent_output,
+            home,
+            timeout,
+            None,
+            agent_id,
+            attempt_id,
+            seen,
+            False,
+            route,
+        )[0]
+    except attribution.AlreadySettled as done:
+        if route in ledger.SPAWNED:
+            ledger.end(memory, done.attempt)
+        raise
 
 
 def _attempt(
@@ -139,6 +169,7 @@ def _attempt(
     attempt_id: str | None,
     seen: scope.Seen | None = None,
     tracked: bool = True,
+    route: str = "cli",
 ) -> tuple[Settlement, verification.Verification]:
     """Step 1 of the module docstring for one attempt at ``task``, then steps 3
     and 5 (:func:`_follow_up`). Everything is checked before anything is written."""
@@ -162,6 +193,7 @@ def _attempt(
         task.get("verify") if tracked else attribution.UNKNOWN,
         timeout,
         seen,
+        route,
     )
     _follow_up(memory, task, settled, checked, home, files_changed, agent_id)
     return settled, checked

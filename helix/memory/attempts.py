@@ -15,7 +15,7 @@ from helix.memory import db
 COLUMNS = (
     "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
     "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector, "
-    "frame, work, env, judge_by, scope, snapshot"
+    "frame, work, env, judge_by, scope, snapshot, ended_at"
 )
 _NEWEST = " ORDER BY started_at DESC, rowid DESC"
 
@@ -45,10 +45,12 @@ def latest(conn: db.Connection, task_id: str, open_only: bool = False) -> tuple 
 
 
 def unsettled_since(conn: db.Connection, cutoff: str) -> list[tuple]:
-    """Unsettled attempts started at or after ``cutoff`` that no later attempt of
-    the same task superseded, newest first (at most 100)."""
+    """Attempts started at or after ``cutoff`` that are unsettled, or whose agent
+    is not known to have ended, and that no later attempt of the same task
+    superseded, newest first (at most 100)."""
     return conn.execute(
-        f"SELECT {COLUMNS} FROM attempt AS a WHERE settled_at IS NULL AND started_at >= ? "
+        f"SELECT {COLUMNS} FROM attempt AS a WHERE (settled_at IS NULL OR ended_at IS NULL) "
+        "AND started_at >= ? "
         "AND NOT EXISTS (SELECT 1 FROM attempt AS b WHERE b.task_id = a.task_id "
         "AND b.rowid > a.rowid)" + _NEWEST + " LIMIT 100",
         (cutoff,),
@@ -89,11 +91,21 @@ def settle(conn: db.Connection, attempt_id: str, row: dict[str, Any]) -> bool:
     result); False when it was closed already. In the caller's transaction."""
     cursor = conn.execute(
         "UPDATE attempt SET settled_at = :settled_at, outcome = :outcome, "
-        "verified = :verified, tampered = :tampered, tree = :tree, result = :result "
-        "WHERE id = :id AND settled_at IS NULL",
+        "verified = :verified, tampered = :tampered, tree = :tree, result = :result, "
+        "ended_at = :ended_at WHERE id = :id AND settled_at IS NULL",
         {**row, "id": attempt_id},
     )
     return cursor.rowcount == 1
+
+
+def end(conn: db.Connection, attempt_id: str, at: str) -> None:
+    """Record that the agent behind a settled attempt has ended (once)."""
+    with db.write(conn):
+        conn.execute(
+            "UPDATE attempt SET ended_at = ? WHERE id = ? AND ended_at IS NULL "
+            "AND settled_at IS NOT NULL",
+            (at, attempt_id),
+        )
 
 
 def delete_unsettled_before(conn: db.Connection, cutoff: str) -> int:

@@ -609,11 +609,15 @@ def m021_constructed_judge(conn: sqlite3.Connection) -> None:
     ``judge_setting`` holds the project's choices for every VERIFY: whether and
     with which bubblewrap to sandbox it, its network, the variables and the
     folders of its environment; set by a person, never read from the
-    environment of whoever settles."""
+    environment of whoever settles. ``ended_at``: when the agent behind an
+    attempt is known to have ended; one settled from a shell while its builder
+    may still be at work stays in flight until then."""
     _run(
         conn,
         """
         ALTER TABLE attempt ADD COLUMN snapshot TEXT;
+        ALTER TABLE attempt ADD COLUMN ended_at TEXT;
+        UPDATE attempt SET ended_at = settled_at WHERE settled_at IS NOT NULL;
         CREATE TABLE judge_setting (
             key TEXT PRIMARY KEY,
             value TEXT NOT NULL,

@@ -457,6 +457,7 @@ class Supervisor:
             agent_id=f"run-{os.getpid()}",
             update_tracker=False,
             attempt_id=self._attempt_ids.pop(task_id, None),
+            route="run",
         )
         if settled.get("tampered"):
             self.log.event(f"{task_id}: TAMPERED, settled unverified: {settled['tampered']}")

@@ -433,6 +433,7 @@ class Service:
                 files_changed,
                 agent_id="mcp",
                 attempt_id=attempt,
+                route="mcp",
             )
 
     def attempts(self, task_id: str, limit: int = 20) -> list[dict[str, Any]]:
