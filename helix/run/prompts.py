@@ -41,7 +41,12 @@ were given earns credit.
 Rules:
 - Change only what the task needs (its DELTA when one is given); never weaken,
   skip or delete tests or the VERIFY command to make it pass.
-- Run VERIFY yourself from the project root before you answer.
+- Run VERIFY yourself from the project root before you answer. helix runs it on
+  a copy of the project with the tests, test folders and runner configuration
+  as they were when you started: add a new test file for new tests (what you
+  add to an existing test file is not run), put a new fixture in the new test
+  file or a new file in a test folder, and install nothing during the task (a
+  changed .venv or node_modules stops VERIFY).
 - Leave version control alone: no git commit, stash, checkout, reset or branch
   changes. helix keeps a checkpoint and undoes a failed attempt's changes.
 - Small edits the task's acceptance needs (a coupled manifest, a directly
