@@ -10,6 +10,7 @@ frozen one and the rewritten one runs as it was recorded."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,44 +81,64 @@ def test_through_helix_run(tmp_path: Path, work, credited: bool) -> None:
 
 
 # ------------------------------------------------------------ the Claude Code hooks
+class HookedBuilder:
+    """One helix builder of a Claude Code session, as the hooks see it: spawned
+    (PreToolUse, which opens its attempt), started, and stopped with a message."""
+
+    def __init__(self, root: Path) -> None:
+        self.project = root / "project"
+        lay_out(self.project)
+        self.home = self.project / ".helix"
+        self.env = {
+            "HELIX_HOME": str(self.home),
+            "CLAUDE_PLUGIN_ROOT": "/plugins/helix",
+            **engine_env(),
+        }
+        transcript = root / "claude" / "s.jsonl"
+        self.subagents = transcript.parent / "s" / "subagents"
+        self.subagents.mkdir(parents=True)
+        self.base = {
+            "session_id": "s",
+            "transcript_path": str(transcript),
+            "cwd": str(self.project),
+        }
+        self.task = tracker_of(self.home).create("Write mul(a, b) in calc.py", verify=VERIFY)
+
+    def fire(self, event: str, **fields):
+        return hooks.handle(event, {**self.base, "hook_event_name": event, **fields}, self.env)
+
+    def start(self) -> None:
+        task = self.task
+        prompt = f"TASK_ID: {task['id']}\nTASK: {task['title']}\nOBJECTIVE: {task['title']}\n"
+        self.fire(
+            "PreToolUse",
+            tool_name="Agent",
+            tool_use_id="toolu_1",
+            tool_input={"description": "w", "prompt": prompt, "subagent_type": "helix:builder"},
+        )
+        self.fire("SubagentStart", agent_id="a1", agent_type="helix:builder")
+
+    def stop(self, message: str) -> None:
+        meta = {"agentType": "helix:builder", "toolUseId": "toolu_1"}
+        (self.subagents / "agent-a1.meta.json").write_text(json.dumps(meta))
+        self.fire(
+            "SubagentStop",
+            agent_id="a1",
+            agent_type="helix:builder",
+            stop_hook_active=False,
+            agent_transcript_path=str(self.subagents / "agent-a1.jsonl"),
+            last_assistant_message=message,
+        )
+
+
 @pytest.mark.parametrize("work, credited", [(honest, True), (bent, False)])
 def test_through_the_claude_code_hooks(tmp_path: Path, work, credited: bool) -> None:
-    import subprocess
-
-    project = tmp_path / "project"
-    lay_out(project)
-    home = project / ".helix"
-    env = {"HELIX_HOME": str(home), "CLAUDE_PLUGIN_ROOT": "/plugins/helix", **engine_env()}
-    transcript = tmp_path / "claude" / "s.jsonl"
-    subagents = transcript.parent / "s" / "subagents"
-    subagents.mkdir(parents=True)
-    task = tracker_of(home).create("Write mul(a, b) in calc.py", verify=VERIFY)
-    base = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(project)}
-
-    def fire(event: str, **fields):
-        return hooks.handle(event, {**base, "hook_event_name": event, **fields}, env)
-
-    prompt = f"TASK_ID: {task['id']}\nTASK: {task['title']}\nOBJECTIVE: {task['title']}\n"
-    fire(
-        "PreToolUse",
-        tool_name="Agent",
-        tool_use_id="toolu_1",
-        tool_input={"description": "w", "prompt": prompt, "subagent_type": "helix:builder"},
-    )
-    fire("SubagentStart", agent_id="a1", agent_type="helix:builder")
-    for command in work(project):
+    builder = HookedBuilder(tmp_path)
+    builder.start()
+    for command in work(builder.project):
         subprocess.run(command, shell=True, check=True)
-    meta = {"agentType": "helix:builder", "toolUseId": "toolu_1"}
-    (subagents / "agent-a1.meta.json").write_text(json.dumps(meta))
-    fire(
-        "SubagentStop",
-        agent_id="a1",
-        agent_type="helix:builder",
-        stop_hook_active=False,
-        agent_transcript_path=str(subagents / "agent-a1.jsonl"),
-        last_assistant_message="DELIVERED: mul works\nUTILIZED: []\n",
-    )
-    row = tracker_of(home).get(task["id"])
+    builder.stop("DELIVERED: mul works\nUTILIZED: []\n")
+    row = tracker_of(builder.home).get(builder.task["id"])
     if credited:
         assert row["status"] == "closed" and row["helix-verified"] is True, json.dumps(row)
     else:
@@ -127,8 +148,6 @@ def test_through_the_claude_code_hooks(tmp_path: Path, work, credited: bool) -> 
 # ------------------------------------------------------------------------- MCP
 @pytest.mark.parametrize("work, credited", [(honest, True), (bent, False)])
 def test_through_mcp(tmp_path: Path, work, credited: bool) -> None:
-    import subprocess
-
     root = mcp_project(tmp_path)
     lay_out(tmp_path)
 
@@ -156,31 +175,13 @@ def test_through_mcp(tmp_path: Path, work, credited: bool) -> None:
 def test_a_builder_settling_its_own_attempt_is_still_in_flight(tmp_path: Path) -> None:
     """Settling its attempt from its shell does not end a builder: until the hook
     sees it stop, a judge it sets is one set while an attempt is in flight."""
-    project = tmp_path / "project"
-    lay_out(project)
-    home = project / ".helix"
-    env = {"HELIX_HOME": str(home), "CLAUDE_PLUGIN_ROOT": "/plugins/helix", **engine_env()}
-    transcript = tmp_path / "claude" / "s.jsonl"
-    subagents = transcript.parent / "s" / "subagents"
-    subagents.mkdir(parents=True)
-    task = tracker_of(home).create("Write mul(a, b) in calc.py", verify=VERIFY)
-    base = {"session_id": "s", "transcript_path": str(transcript), "cwd": str(project)}
-
-    def fire(event: str, **fields):
-        return hooks.handle(event, {**base, "hook_event_name": event, **fields}, env)
-
-    prompt = f"TASK_ID: {task['id']}\nTASK: {task['title']}\nOBJECTIVE: {task['title']}\n"
-    fire(
-        "PreToolUse",
-        tool_name="Agent",
-        tool_use_id="toolu_1",
-        tool_input={"description": "w", "prompt": prompt, "subagent_type": "helix:builder"},
-    )
-    fire("SubagentStart", agent_id="a1", agent_type="helix:builder")
+    builder = HookedBuilder(tmp_path)
+    home = builder.home
+    builder.start()
     # The builder's shell: it settles its own attempt, then sets a judge of its own.
     answer = tmp_path / "answer.txt"
     answer.write_text("BLOCKED: giving up\nUTILIZED: []\n")
-    settled = run_helix(home, "settle", task["id"], "--output", str(answer))
+    settled = run_helix(home, "settle", builder.task["id"], "--output", str(answer))
     assert settled.returncode == 0, settled.stderr
     made = run_helix(home, "tasks", "create", "Its own", "--verify", "true", "--json")
     assert made.returncode == 0, made.stderr
@@ -188,16 +189,7 @@ def test_a_builder_settling_its_own_attempt_is_still_in_flight(tmp_path: Path) -
     refused = run_helix(home, "judge", "set", "--network")
     assert refused.returncode == 1 and "in flight" in refused.stderr
     # The builder stops: the hook finds its attempt settled, and it has ended.
-    meta = {"agentType": "helix:builder", "toolUseId": "toolu_1"}
-    (subagents / "agent-a1.meta.json").write_text(json.dumps(meta))
-    fire(
-        "SubagentStop",
-        agent_id="a1",
-        agent_type="helix:builder",
-        stop_hook_active=False,
-        agent_transcript_path=str(subagents / "agent-a1.jsonl"),
-        last_assistant_message="BLOCKED: giving up\nUTILIZED: []\n",
-    )
+    builder.stop("BLOCKED: giving up\nUTILIZED: []\n")
     later = run_helix(home, "tasks", "create", "A person's", "--verify", "true", "--json")
     assert later.returncode == 0, later.stderr
     assert json.loads(later.stdout)["judge-set"]["during"] == []
