@@ -563,3 +563,17 @@ def _relative(path: str) -> str:
         return str(Path(path).resolve().relative_to(REPO_DIR.resolve()))
     except ValueError:
         return Path(path).name
+
+
+def git(project: Path, *args: str) -> None:
+    """``git ARGS`` in a scratch project the benchmark made, as a fixed identity,
+    unsigned, with none of the caller's ``GIT_*`` variables."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    identity = ("-c", "user.name=helix bench", "-c", "user.email=bench@example.invalid")
+    subprocess.run(
+        ["git", *identity, "-c", "commit.gpgsign=false", *args],
+        cwd=project,
+        env=env,
+        check=True,
+        capture_output=True,
+    )

@@ -58,10 +58,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -174,24 +172,12 @@ def make_git_project(project: Path, files: int = GIT_FILES, modified: int = GIT_
         lines += [f"def step_{k}(value):\n    return value + {i * k}\n" for k in range(10 + i % 20)]
         path.write_text("\n".join(lines))
     (project / "README.md").write_text("# scratch project of the hook benchmark\n")
-    _git(project, "init", "-q")
-    _git(project, "add", "--", *_FOLDERS, "README.md")
-    _git(project, "commit", "-q", "-m", "start")
+    common.git(project, "init", "-q")
+    common.git(project, "add", "--", *_FOLDERS, "README.md")
+    common.git(project, "commit", "-q", "-m", "start")
     for i in range(modified):
         path = project / _FOLDERS[i % len(_FOLDERS)] / f"module_{i:03d}.py"
         path.write_text(path.read_text() + f"\n# changed by the user ({i})\n")
-
-
-def _git(project: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    identity = ("-c", "user.name=helix bench", "-c", "user.email=bench@example.invalid")
-    subprocess.run(
-        ["git", *identity, "-c", "commit.gpgsign=false", *args],
-        cwd=project,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
 
 
 def cite_code(db: Path) -> int:

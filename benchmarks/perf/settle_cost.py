@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -135,12 +134,12 @@ def make_project(root: Path, files: int, seed: int) -> str:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    git(root, "init", "-q")
+    common.git(root, "init", "-q")
     # No gc or maintenance in the background: it would race the copy and the timings.
-    git(root, "config", "gc.auto", "0")
-    git(root, "config", "maintenance.auto", "false")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "the scratch project")
+    common.git(root, "config", "gc.auto", "0")
+    common.git(root, "config", "maintenance.auto", "false")
+    common.git(root, "add", "-A")
+    common.git(root, "commit", "-q", "-m", "the scratch project")
     folder, name = modules[0]
     return f"{folder}/{name}.py"
 
@@ -149,19 +148,7 @@ def copy_project(source: Path, dest: Path) -> None:
     """A private copy of a project for one side; git's index is refreshed once
     here (every file's inode and ctime changed), not in a timed command."""
     shutil.copytree(source, dest, symlinks=True)
-    git(dest, "update-index", "-q", "--refresh")
-
-
-def git(project: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    identity = ("-c", "user.name=helix bench", "-c", "user.email=bench@example.invalid")
-    subprocess.run(
-        ["git", *identity, "-c", "commit.gpgsign=false", *args],
-        cwd=project,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    common.git(dest, "update-index", "-q", "--refresh")
 
 
 def _word(i: int) -> str:
