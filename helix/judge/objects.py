@@ -6,7 +6,8 @@ on can be built with those files as they were, whatever the builder did to them
 (:mod:`helix.judge.tree`). A copy is stored once per content, under its SHA-256
 (``<data dir>/judge/objects/ab/cdef...``), so a thousand attempts at a project
 whose tests did not change store them once. A copy is checked against its name
-when it is read back: a damaged or replaced object is refused, never used.
+(through the identity cache below) before a tree uses it: a damaged or replaced
+object is refused, never used.
 
 Hashing every judge file at every attempt's start would read the whole test
 suite each time, so a file's digest is cached under its identity: device,
@@ -36,7 +37,7 @@ MAX_CACHED = 200_000  # identities kept; past it the oldest half is dropped
 
 
 class Damaged(OSError):
-    """A stored copy whose content is not what its name says."""
+    """A stored copy whose content is not what its name says, or that is gone."""
 
 
 def identity(info: os.stat_result) -> str:
@@ -114,23 +115,6 @@ class Store:
 
     def object(self, digest: str) -> Path:
         return self.root / "objects" / digest[:2] / digest[2:]
-
-    def copy_out(self, digest: str, dest: Path) -> None:
-        """Write the stored copy ``digest`` to ``dest`` (a new regular file),
-        checking its content on the way. Raises :class:`Damaged` when the copy is
-        missing or not what its name says."""
-        h = hashlib.sha256()
-        try:
-            with open(self.object(digest), "rb") as source, open(dest, "wb") as out:
-                while chunk := source.read(CHUNK):
-                    h.update(chunk)
-                    out.write(chunk)
-        except FileNotFoundError:
-            raise Damaged(f"the judge's copy {digest[:12]} is missing") from None
-        if h.hexdigest() != digest:
-            with contextlib.suppress(OSError):
-                os.unlink(dest)
-            raise Damaged(f"the judge's copy {digest[:12]} is damaged")
 
     # ------------------------------------------------------------------ cache
     def _entries(self) -> dict[str, str]:

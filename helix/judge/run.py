@@ -50,12 +50,14 @@ _WARNED: set[str] = set()
 
 @dataclass
 class Judged:
-    """A judged attempt: the verification, and why VERIFY was not run when it
-    was not (``environment_changed``, ``unbuildable``)."""
+    """A judged attempt: the verification; the declared environment's paths that
+    changed during the attempt, when VERIFY was not run for that; and the digest
+    of the work as the tree was built (:attr:`helix.judge.snapshot.Snapshot.rest`
+    when nothing but the judge changed), "" when no tree was built."""
 
     verification: Verification
     environment_changed: str = ""
-    unbuildable: str = ""
+    rest: str = ""
 
 
 def judge(
@@ -108,8 +110,7 @@ def judge(
         except tree.Unbuildable as error:
             # No tree, no verdict: neither a pass nor a failure of the work.
             return Judged(
-                Verification(command, str(project), None, skipped=f"VERIFY not run: {error}"),
-                unbuildable=str(error),
+                Verification(command, str(project), None, skipped=f"VERIFY not run: {error}")
             )
         where = project if sandboxed else root
         if sandboxed:
@@ -127,7 +128,7 @@ def judge(
                 return sandbox.wrap(argv, settings, root, project, env.readable)
 
         checked = run_verify(command, root, timeout, env.variables, wrap=wrap, tally=tally)
-        bent = built.intact()
+        bent = built.changed_copies()
         if bent:
             # VERIFY wrote to the judge's own copies through their links: whatever
             # it decided, it decided with a judge that was not the recorded one.
@@ -140,14 +141,13 @@ def judge(
             )
         checked.cwd = str(project)
         checked.tree = built.report()
-        checked.tree["rest"] = built.rest
         if sandboxed:
             checked.sandbox = "bubblewrap"
         else:
             reason = "the project's settings turn it off" if settings.sandbox == "off" else why_not
             checked.sandbox = f"none: {reason}"
             _warn_once(str(reason))
-        return Judged(checked)
+        return Judged(checked, rest=built.rest)
     finally:
         tree.remove(work)
 

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helix.judge import kinds, listing
+from helix.judge import delta, kinds, listing
 from helix.judge.objects import Store
 
 ABSENT = "absent"
@@ -49,7 +49,8 @@ class Snapshot:
     ``rest``: the digest of everything else by names, sizes and times;
     ``modules``: module names in the project's import folders at the start;
     ``listed``: how the tree was listed (``git`` or ``walk``); ``store``: the
-    data directory holding the copies."""
+    data directory holding the copies; ``named``: the judge's files that existed
+    and that VERIFY executes or names, or the task declares."""
 
     judged: dict[str, str]
     work: list[str] = field(default_factory=list)
@@ -58,6 +59,7 @@ class Snapshot:
     modules: list[str] = field(default_factory=list)
     listed: str = "walk"
     store: str = ""  # the data directory holding the copies
+    named: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,6 +80,7 @@ class Snapshot:
             modules=strings(value.get("modules")),
             listed=str(value.get("listed") or "walk"),
             store=str(value.get("store") or ""),
+            named=strings(value.get("named")),
         )
 
     def judges(self, rel: str) -> bool:
@@ -90,14 +93,8 @@ class Snapshot:
 
 
 def in_work(rel: str, work: Iterable[str]) -> bool:
-    """Whether the task's DELTA covers ``rel`` (a path, a folder, or a glob)."""
-    import fnmatch
-
-    return any(
-        rel == w or rel.startswith(w.rstrip("/") + "/") or fnmatch.fnmatchcase(rel, w)
-        for w in work
-        if w
-    )
+    """Whether the task's DELTA covers ``rel`` (:func:`helix.judge.delta.covers`)."""
+    return any(delta.covers(w, rel) for w in work if w)
 
 
 def pinned(
@@ -140,27 +137,26 @@ def take(
         m for m in [*always, *named] if (project / m).is_dir() and not (project / m).is_symlink()
     ]
     judged: dict[str, str] = {}
+    named_files: list[str] = []  # of the judge's files, those VERIFY names or the task declares
     rest = hashlib.sha256()
     for rel in names:
-        judge_owns = (
+        outside_work = not in_work(rel, work)
+        pinned_here = (
             rel in always
             or any(rel.startswith(f + "/") for f in folders if f in always)
-            or (
-                not in_work(rel, work)
-                and (
-                    rel in named
-                    or kinds.kind(rel) is not None
-                    or any(rel.startswith(f + "/") for f in folders)
-                )
-            )
+            or (outside_work and (rel in named or any(rel.startswith(f + "/") for f in folders)))
         )
-        if judge_owns:
+        if pinned_here or (outside_work and kinds.kind(rel) is not None):
             judged[rel] = _keep(store, project, rel)
+            if pinned_here and judged[rel] != ABSENT:
+                named_files.append(rel)
         else:
             rest.update(stat_line(project, rel))
     for rel in always:
-        if rel not in folders:
-            judged.setdefault(rel, _keep(store, project, rel))
+        if rel not in folders and rel not in judged:
+            judged[rel] = _keep(store, project, rel)
+            if judged[rel] != ABSENT:
+                named_files.append(rel)
     store.save()
     return Snapshot(
         judged=judged,
@@ -170,6 +166,7 @@ def take(
         modules=sorted(top_modules(project, names)),
         listed=how,
         store=str(Path(home).resolve()),
+        named=sorted(named_files),
     )
 
 

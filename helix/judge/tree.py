@@ -67,7 +67,7 @@ class Built:
     # The stored copies linked into the tree, with their change time then.
     kept: list[tuple[str, int]] = field(default_factory=list)
 
-    def intact(self) -> list[str]:
+    def changed_copies(self) -> list[str]:
         """The stored copies VERIFY changed (or removed) through their links: a
         verdict reached with them is void, and they are no copies any more."""
         changed = []
@@ -111,7 +111,7 @@ def build(
     own (VERIFY may change the builder's work as the builder may; a tool that
     rewrites files replaces them, which leaves the builder's alone), a judge's
     file to its stored copy, whose change time is checked after VERIFY
-    (:meth:`Built.intact`). Elsewhere they are copied."""
+    (:meth:`Built.changed_copies`). Elsewhere they are copied."""
     started = time.monotonic()
     store = Store(Path(snapshot.store) if snapshot.store else home)
     built = Built(dest)

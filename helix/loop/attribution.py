@@ -219,7 +219,7 @@ def settle(
         if ran.environment_changed:
             tampered = f"the declared environment changed: {ran.environment_changed}"
         built = checked.tree or {}
-        idle = bool(built) and built.get("rest") == attempt.judge.snapshot.rest
+        idle = bool(ran.rest) and ran.rest == attempt.judge.snapshot.rest
         if built.get("restored"):
             problems.append(
                 "restored, as the judge recorded them: "
@@ -229,7 +229,7 @@ def settle(
         if built.get("left_out"):
             problems.append("left out of VERIFY's tree: " + scope.shown(list(built["left_out"]), 3))
         if checked.sandbox.startswith("none"):
-            problems.append(f"judged outside a sandbox: {checked.sandbox[6:]}")
+            problems.append(f"judged outside a sandbox: {checked.sandbox.removeprefix('none: ')}")
     if checked.skipped:
         problems.append(checked.skipped)
     outcome, verified = decide(report.status, checked)
@@ -384,10 +384,11 @@ def _scope(
             # excuse a change: one at a task set up while a builder held a shell,
             # or opened from a shell or over MCP while one did, may be that
             # builder's own (a second attempt, opened to blur its scope).
+            store = judging.store_id(memory.conn)
             others = [
                 o
                 for o in ledger.overlapping(memory, attempt)
-                if provenance.unconfirmed(o.judge.setter, judging.store_id(memory.conn)) is None
+                if provenance.unconfirmed(o.judge.setter, store) is None
                 and not ledger.opened_in_flight(memory, o)
             ]
             allowed = list(baseline.get("allowed") or [])

@@ -58,15 +58,11 @@ class Judge:
     """What settles an attempt: the command, the files it names that are the
     judge's (project relative, sorted), the work, who set it, and the snapshot
     its tree is built from (None for an attempt recorded before helix built
-    its judge's tree: such an attempt earns no verified credit). ``digest``,
-    ``frame`` and ``env`` are what older attempts recorded, kept for their history."""
+    its judge's tree: such an attempt earns no verified credit)."""
 
     verify: str | None
     files: list[str] = field(default_factory=list)
-    digest: str | None = None
-    frame: dict[str, str] | None = None
     work: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
     setter: dict[str, Any] | None = None
     snapshot: snapshots.Snapshot | None = None
 
@@ -94,36 +90,21 @@ def fix(
     settings in ``conn``'s store)."""
     command = verify.strip() if isinstance(verify, str) and verify.strip() else None
     paths = _declared(work, project)
-    kept = _declared(declared, project)
-    said = kinds.words(command or "")
-    executed, _ = kinds.executed(said, project)
-    named = [
-        rel
-        for rel in kinds.named(said, project)
-        if rel in executed or kinds.kind(rel) or (project / rel).is_dir()
-    ]
-    judged = [
-        rel for rel in _existing(named, project) if rel in executed or not _in_work(rel, paths)
-    ]
-    names = sorted(set(judged) | set(_existing(kept, project)))
     home = Path(home) if home is not None else project / config.DATA_DIR_NAME
     chosen = judge_settings.load(conn) if conn is not None else judge_settings.Settings()
     taken = snapshots.take(
         project,
         home,
         command,
-        kept,
+        _declared(declared, project),
         paths,
         chosen.environment,
         excluded(project, home),
     )
     return Judge(
         command,
-        names,
-        None,
-        None,
+        taken.named,
         paths,
-        {},
         setter if isinstance(setter, dict) else None,
         taken,
     )
@@ -139,38 +120,12 @@ def excluded(project: Path, home: Path) -> list[str]:
     return [] if rel.startswith("..") or rel == "." else [rel.replace(os.sep, "/")]
 
 
-def _in_work(rel: str, work: list[str]) -> bool:
-    return any(rel == w or rel.startswith(w.rstrip("/") + "/") for w in work)
-
-
-def _existing(paths: Iterable[str], project: Path) -> Iterator[str]:
-    """The files the paths stand for at the attempt's start. A file VERIFY names
-    that does not exist yet is what the work is to produce, not part of the judge;
-    a new file in a named directory (a new test) is not either, while editing or
-    deleting one that was there is."""
-    for rel in paths:
-        path = project / rel
-        if path.is_dir() and not path.is_symlink():
-            yield from _walk(path, project)
-        elif path.exists() or path.is_symlink():
-            yield rel
-
-
 def _declared(value: Any, project: Path) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list):
         return []
     return [rel for v in value if isinstance(v, str) and (rel := kinds.inside(v, project))]
-
-
-def digest(paths: Iterable[str], project: Path) -> str:
-    """A digest of the named project files (the judge's, expanded by :func:`fix`):
-    their contents, and the absence of a missing one, so creating it counts as a
-    change."""
-    h = hashlib.sha256()
-    _hash_files(h, paths, project)
-    return h.hexdigest()
 
 
 def tree(project: Path, timeout: float = 30.0) -> str:

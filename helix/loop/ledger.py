@@ -207,15 +207,15 @@ def _insert(
             "scores": json.dumps(scores or {}),
             "verify": judge.verify,
             "verify_files": json.dumps(judge.files),
-            "verify_digest": judge.digest,
+            "verify_digest": None,  # the digest and frame older attempts kept
             "project": str(project),
             "source": source,
             "note": note,
             "started_at": db.stamp(memory.clock()),
             "vector": vector,
-            "frame": None if judge.frame is None else json.dumps(judge.frame),
+            "frame": None,
             "work": json.dumps(judge.work),
-            "env": json.dumps(judge.env),
+            "env": "{}",
             "judge_by": None if judge.setter is None else json.dumps(judge.setter),
             "scope": None if baseline is None else json.dumps(baseline),
             "snapshot": None
@@ -408,7 +408,7 @@ def _attempt(row: tuple) -> Attempt:
         scores,
         verify,
         verify_files,
-        verify_digest,
+        _digest,  # what older attempts kept of their judge (digest, frame, env): unread
         project,
         source,
         note,
@@ -420,18 +420,15 @@ def _attempt(row: tuple) -> Attempt:
         tree,
         result,
         vector,
-        frame,
+        _frame,
         work,
-        env,
+        _env,
         judge_by,
         kept_scope,
         taken,
         ended_at,
     ) = row
     setter = _json(judge_by, {}) if judge_by else None
-    recorded = _json(env, {}) if env else {}
-    if not isinstance(recorded, dict):
-        recorded = {}
     return Attempt(
         id=attempt_id,
         task_id=task_id,
@@ -441,10 +438,7 @@ def _attempt(row: tuple) -> Attempt:
         judge=judges.Judge(
             verify,
             _json(verify_files, []),
-            verify_digest,
-            _frame(_json(frame, {})) if frame else None,
             [w for w in _json(work, []) if isinstance(w, str)] if work else [],
-            {k: v for k, v in recorded.items() if isinstance(v, str)},
             setter if isinstance(setter, dict) else None,
             snapshots.Snapshot.from_json(_json(taken, {})) if taken else None,
         ),
@@ -462,16 +456,6 @@ def _attempt(row: tuple) -> Attempt:
         scope=_json(kept_scope, {}) or None if kept_scope else None,
         ended_at=ended_at,
     )
-
-
-def _frame(value: Any) -> dict[str, str] | None:
-    """The frame an attempt recorded before helix built its judge's tree (kept
-    for its history)."""
-    if isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        return value
-    return None
 
 
 def _json(text: Any, default: Any) -> Any:

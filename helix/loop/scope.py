@@ -12,15 +12,9 @@ different or gone. Each such file outside the delta makes the attempt out of
 scope (:func:`helix.loop.attribution.settle`): no positive credit, the task
 stays open with the reason.
 
-How a delta entry matches a changed path, and why:
-
-- an exact path (``src/dates.py``), which may not exist yet: a new file is work;
-- a directory prefix (``src/parsers`` or ``src/parsers/``): everything under
-  it, since a planner who names a folder hands over its files;
-- a glob when the entry has ``*``, ``?`` or ``[``: ``*`` and ``?`` stay inside
-  one path segment, ``**`` crosses segments. ``src/*.py`` means the files in
-  ``src``, not the whole tree, so ``*`` crossing ``/`` (as :mod:`fnmatch` does)
-  would make the scope wider than what was written.
+How a delta entry matches a changed path is :mod:`helix.judge.delta`'s rule
+(exact paths, folders, globs whose ``*`` stays in one folder), the same the
+judge uses to tell the builder's files from its own.
 
 A path VERIFY names (``grep -q expiry README.md``) is allowed too: the judge
 calls it what the work is to change. Other builders in flight in the same
@@ -39,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import subprocess
 from collections.abc import Callable, Iterable
@@ -48,6 +41,7 @@ from typing import Any, NamedTuple
 
 from helix import repository
 from helix.judge import kinds, listing
+from helix.judge.delta import covers, is_glob
 
 MAX_DIRTY = 5_000  # files already changed at the start whose digests are kept
 MAX_BYTES = 64 << 20  # content read for those digests; past it, size and mtime stand in
@@ -89,7 +83,7 @@ def allowed(delta: Any, verify: str | None, project: Path) -> list[str]:
         if not isinstance(entry, str) or not entry.strip():
             continue
         entry = entry.strip()
-        if _is_glob(entry):
+        if is_glob(entry):
             found.append(entry.removeprefix("./").lstrip("/"))
         elif rel := kinds.inside(entry, project):
             found.append(rel.rstrip("/"))
@@ -156,16 +150,6 @@ def outside(paths: Iterable[str], allowed_paths: Iterable[str]) -> list[str]:
     return [p for p in paths if not any(covers(a, p) for a in patterns)]
 
 
-def covers(entry: str, path: str) -> bool:
-    """Whether the delta entry ``entry`` covers the project path ``path``."""
-    if _is_glob(entry):
-        return _glob(entry).fullmatch(path) is not None or any(
-            _glob(entry).fullmatch(parent) is not None for parent in _parents(path)
-        )
-    entry = entry.rstrip("/")
-    return path == entry or path.startswith(entry + "/")
-
-
 def shown(paths: list[str], most: int) -> str:
     """The first ``most`` paths and how many more: one line's worth of a list."""
     more = f" and {len(paths) - most} more" if len(paths) > most else ""
@@ -175,47 +159,6 @@ def shown(paths: list[str], most: int) -> str:
 def reason(paths: list[str]) -> str:
     """The one line a settlement, the task and the log give for ``paths``."""
     return f"changed {len(paths)} file(s) outside its DELTA: {shown(paths, MAX_SHOWN)}"
-
-
-def _is_glob(entry: str) -> bool:
-    return any(c in entry for c in "*?[")
-
-
-def _glob(entry: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(entry):
-        c = entry[i]
-        if entry.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if entry.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = entry.find("]", i + 1)
-            if end > i + 1:
-                body = entry[i + 1 : end].replace("\\", "\\\\")
-                out.append("[^" + body[1:] + "]" if body[0] == "!" else "[" + body + "]")
-                i = end + 1
-                continue
-            out.append(re.escape(c))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out))
-
-
-def _parents(path: str) -> list[str]:
-    """``a/b/c.py`` -> ``a``, ``a/b``: a glob naming a folder covers its files."""
-    parts = path.split("/")[:-1]
-    return ["/".join(parts[: k + 1]) for k in range(len(parts))]
 
 
 def _ignored(rel: str) -> bool:
