@@ -25,7 +25,7 @@ from stores import engine_env, tracker_of
 
 from helix.claude import hooks
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("engine")]
 
 STUB = "def mul(a, b):\n    raise NotImplementedError\n"
 WORK = "def mul(a, b):\n    return a * b\n"
