@@ -517,13 +517,12 @@ LONG_TEXT = (
 VALID = "When testing the parser, feed it unicode input because it breaks on emoji."
 
 BAD_INPUT = [
-    # (id, args, stdin, exit code, "helix" one-liner or click "usage" block, text in stderr)
+    # (id, args, stdin, exit code, text in stderr); every failure is one line
     (
         "tags-malformed",
         ["memory", "store", "--content", VALID, "--tags", '["a"'],
         None,
         2,
-        "helix",
         "--tags",
     ),
     (
@@ -531,7 +530,6 @@ BAD_INPUT = [
         ["memory", "store", "--content", VALID, "--tags", '{"a":1}'],
         None,
         2,
-        "helix",
         "--tags",
     ),
     (
@@ -539,7 +537,6 @@ BAD_INPUT = [
         ["memory", "store", "--content", VALID, "--files", "[src/"],
         None,
         2,
-        "helix",
         "--files",
     ),
     (
@@ -547,7 +544,6 @@ BAD_INPUT = [
         ["memory", "feedback", "--names", "[x", "--outcome", "delivered"],
         None,
         2,
-        "helix",
         "--names",
     ),
     (
@@ -564,16 +560,14 @@ BAD_INPUT = [
         ],
         None,
         2,
-        "helix",
         "--causal-names",
     ),
-    ("get-unknown", ["memory", "get", "no-such-insight"], None, 1, "helix", "no-such-insight"),
+    ("get-unknown", ["memory", "get", "no-such-insight"], None, 1, "no-such-insight"),
     (
         "history-unknown",
         ["memory", "history", "no-such-insight"],
         None,
         1,
-        "helix",
         "no-such-insight",
     ),
     (
@@ -581,7 +575,6 @@ BAD_INPUT = [
         ["memory", "restore", "no-such-insight"],
         None,
         1,
-        "helix",
         "no-such-insight",
     ),
     (
@@ -589,23 +582,21 @@ BAD_INPUT = [
         ["memory", "feedback", "--names", '["ghost-one", "ghost-two"]', "--outcome", "delivered"],
         None,
         1,
-        "helix",
         "ghost-one",
     ),
-    ("query-empty", ["memory", "recall", ""], None, 2, "helix", "empty"),
-    ("query-whitespace", ["memory", "recall", "   \t "], None, 2, "helix", "empty"),
-    ("content-short", ["memory", "store", "--content", "too short"], None, 1, "helix", "20"),
-    ("content-stdin-empty", ["memory", "store", "--content", "-"], "", 1, "helix", "20"),
-    ("content-5000", ["memory", "store", "--content", LONG_TEXT], None, 1, "helix", "too long"),
+    ("query-empty", ["memory", "recall", ""], None, 2, "empty"),
+    ("query-whitespace", ["memory", "recall", "   \t "], None, 2, "empty"),
+    ("content-short", ["memory", "store", "--content", "too short"], None, 1, "20"),
+    ("content-stdin-empty", ["memory", "store", "--content", "-"], "", 1, "20"),
+    ("content-5000", ["memory", "store", "--content", LONG_TEXT], None, 1, "too long"),
     (
         "content-aws-key",
         ["memory", "store", "--content", f"The deploy user key is {FAKE_AWS_KEY} for staging"],
         None,
         1,
-        "helix",
         "safety",
     ),
-    ("content-injection", ["memory", "store", "--content", INJECTION], None, 1, "helix", "safety"),
+    ("content-injection", ["memory", "store", "--content", INJECTION], None, 1, "safety"),
     (
         "injection-in-tags",
         [
@@ -618,7 +609,6 @@ BAD_INPUT = [
         ],
         None,
         1,
-        "helix",
         "safety",
     ),
     (
@@ -626,7 +616,6 @@ BAD_INPUT = [
         ["memory", "store", "--content", VALID, "--kind", "gossip"],
         None,
         2,
-        "usage",
         "--kind",
     ),
     (
@@ -634,7 +623,6 @@ BAD_INPUT = [
         ["memory", "feedback", "--names", '["x"]', "--outcome", "great"],
         None,
         2,
-        "usage",
         "--outcome",
     ),
     (
@@ -642,7 +630,6 @@ BAD_INPUT = [
         ["memory", "edge", "--from", "a", "--to", "b", "--relation", "likes"],
         None,
         2,
-        "usage",
         "--relation",
     ),
     (
@@ -650,7 +637,6 @@ BAD_INPUT = [
         ["memory", "edge", "--from", "a", "--to", "b", "--relation", "solves", "--weight", "5"],
         None,
         2,
-        "helix",
         "weight",
     ),
     (
@@ -658,7 +644,6 @@ BAD_INPUT = [
         ["memory", "edge", "--from", "a", "--to", "b", "--relation", "solves", "--weight", "nan"],
         None,
         2,
-        "helix",
         "weight",
     ),
     (
@@ -666,32 +651,25 @@ BAD_INPUT = [
         ["memory", "import", "does-not-exist.jsonl"],
         None,
         2,
-        "helix",
         "does-not-exist",
     ),
-    ("limit-zero", ["memory", "recall", "query", "--limit", "0"], None, 2, "usage", "--limit"),
-    ("unknown-command", ["memory", "frobnicate"], None, 2, "usage", "frobnicate"),
-    ("missing-content", ["memory", "store"], None, 2, "usage", "--content"),
+    ("limit-zero", ["memory", "recall", "query", "--limit", "0"], None, 2, "--limit"),
+    ("unknown-command", ["memory", "frobnicate"], None, 2, "frobnicate"),
+    ("missing-content", ["memory", "store"], None, 2, "--content"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("args", "stdin", "code", "style", "needle"),
+    ("args", "stdin", "code", "needle"),
     [pytest.param(*case[1:], id=case[0]) for case in BAD_INPUT],
 )
 def test_bad_input(
-    hrun: Runner, home: Path, args: list[str], stdin: str | None, code: int, style: str, needle: str
+    hrun: Runner, home: Path, args: list[str], stdin: str | None, code: int, needle: str
 ) -> None:
     result = hrun(*args, input=stdin)
     assert "Traceback" not in result.stderr
     assert "Traceback" not in result.stdout
-    if style == "helix":
-        line = assert_one_line_failure(result, code)
-    else:
-        assert result.returncode == code, result.stderr
-        assert result.stdout == ""
-        assert "Usage:" in result.stderr
-        line = result.stderr
+    line = assert_one_line_failure(result, code)
     assert needle.lower() in line.lower()
     # Nothing was stored by a refused call.
     db_file = home / "helix.db"

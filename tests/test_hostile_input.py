@@ -100,6 +100,24 @@ CASES = {
     ),
     "tasks-import-device": Case(["tasks", "import", "/dev/zero"], 2, "is a character device"),
     "tasks-file-is-a-fifo": Case(["tasks", "list"], 1, "is a FIFO", setup=fifo_task_file),
+    # a usage error is one line that says what and where to look, not click's block
+    "usage-missing-argument": Case(
+        ["tasks", "create"], 2, "Missing argument 'TITLE' (helix tasks create --help)"
+    ),
+    "usage-unknown-option": Case(
+        ["memory", "recall", "x", "--qqqq"],
+        2,
+        "No such option '--qqqq' (helix memory recall --help)",
+    ),
+    "usage-unknown-command": Case(["frobnicate"], 2, "'frobnicate' (helix --help)"),
+    "usage-unknown-subcommand": Case(["memory", "frob"], 2, "'frob' (helix memory --help)"),
+    "usage-root-option": Case(["--bogus"], 2, "No such option '--bogus' (helix --help)"),
+    "usage-bad-choice": Case(
+        ["tasks", "list", "--status", "sideways"], 2, "'deferred' (helix tasks list --help)"
+    ),
+    "usage-not-a-number": Case(
+        ["memory", "recall", "x", "--limit", "many"], 2, "'many' is not a valid integer"
+    ),
     # one byte that is not UTF-8 in a title no longer hides the task
     "latin1-title-show": Case(
         ["tasks", "show", "hx-00000002", "--json"],

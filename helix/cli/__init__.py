@@ -23,11 +23,11 @@ gc.set_threshold(100_000, 10, 10)
 import click  # noqa: E402 - after the collector is set for the start-up burst
 
 from helix import __version__  # noqa: E402
-from helix.cli.common import WARNINGS, LazyCommands, check_arguments  # noqa: E402
+from helix.cli.common import WARNINGS, LazyCommands, Root, check_arguments  # noqa: E402
 from helix.memory import blas  # noqa: E402
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Root, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="helix")
 @click.pass_context
 def cli(ctx: click.Context) -> None:

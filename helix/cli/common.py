@@ -145,6 +145,42 @@ class BadArgument(click.ClickException):
         click.echo(f"helix: error: {self.format_message()}", err=True)
 
 
+class Root(click.Group):
+    """The root group: a usage error anywhere below it (a missing argument, an
+    unknown option or command, a value its type refuses) is one line on stderr
+    with where to look, exit 2, instead of click's four-line usage block."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+
+class UsageLine(click.UsageError):
+    """A usage error said in one line: ``helix: error: WHAT (COMMAND --help)``."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"helix: error: {self.format_message()}", err=True)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    # Bare help asked for by calling a group without a command stays help.
+    if isinstance(exc, (UsageLine, click.exceptions.NoArgsIsHelpError)):
+        return exc
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    if exc.ctx is not None:
+        exc.ctx.meta.pop(WARNINGS, None)  # the one error line stands alone
+        message = f"{message} ({exc.ctx.command_path} --help)"
+    return UsageLine(message, ctx=exc.ctx)
+
+
 def check_arguments(command: click.Command, skip: Collection[str] = ()) -> None:
     """Make every parameter of ``command`` and its subcommands refuse what no
     command can use: text that is not UTF-8 (an argument is bytes; a lone
