@@ -17,8 +17,8 @@ import click
 from helix import config
 from helix.cli.common import emit, guarded, json_list, list_option
 from helix.errors import InvalidInput, Rejected
-from helix.run.selection import BLOCKED_LABEL
 from helix.tasks import graph as taskgraph
+from helix.tasks.graph import BLOCKED_LABEL
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import STATUSES, TYPES, Snapshot, Tracker, select
 
@@ -82,6 +82,13 @@ _fields = [
     list_option("--delta", help="Files the task may change."),
     list_option("--relevant-files", help="Files to read first."),
     click.option("--budget", type=click.IntRange(1, 1000), help="Tool calls allowed."),
+    click.option(
+        "--eligible/--not-eligible",
+        "execution_eligible",
+        default=None,
+        help="Whether helix run may build it (the bead's execution-eligible); "
+        "--not-eligible keeps it for people, out of `ready --execution`.",
+    ),
 ]
 
 
@@ -308,31 +315,18 @@ def tasks_blocked(as_json: bool) -> None:
 
     Example: helix tasks blocked --json
     """
-    all_tasks = open_tracker().read().tasks
-    found: list[dict[str, Any]] = list(taskgraph.blocked(all_tasks))
-    listed = {item["id"] for item in found}
-    for task in all_tasks:  # the ones `helix run` gave up on (label `blocked`)
-        labels = task.get("labels") or []
-        if task.get("status") != "closed" and BLOCKED_LABEL in labels and task["id"] not in listed:
-            found.append(
-                {
-                    "id": task["id"],
-                    "title": task.get("title", ""),
-                    "status": task.get("status"),
-                    "waiting_on": [],
-                    "attempts": task.get("helix-attempts") or 0,
-                    "unblock": f"helix tasks unblock {task['id']}",
-                }
-            )
+    found = taskgraph.blocked(open_tracker().read().tasks)
     if as_json:
         emit(found)
         return
     for item in found:
         if item.get("unblock"):
-            click.echo(
-                f"{item['id']} {item['title']}  <- helix run gave up after "
-                f"{item['attempts']} failed attempts: {item['unblock']}"
+            why = (
+                f"helix run gave up after {item['attempts']} failed attempts"
+                if item["attempts"]
+                else "labelled blocked"
             )
+            click.echo(f"{item['id']} {item['title']}  <- {why}: {item['unblock']}")
             continue
         waits = ", ".join(f"{w['id']} ({w['status']})" for w in item["waiting_on"])
         click.echo(f"{item['id']} {item['title']}  <- {waits}")
@@ -347,14 +341,37 @@ def tasks_blocked(as_json: bool) -> None:
 def tasks_unblock(task_id: str, as_json: bool) -> None:
     """Give a task `helix run` gave up on another chance: drop its `blocked` label
     and reset its failed attempts (its last error is kept for the next prompt).
+    A task without the label is left as it is and the command says so (exit 0:
+    what was asked for already holds).
 
     Example: helix tasks unblock hx-1a2b3c4d
     """
     tracker = open_tracker()
     task = tracker.get(task_id)
+    if not taskgraph.labelled_blocked(task):
+        if as_json:
+            emit({**task, "unblocked": False})
+        else:
+            click.echo(_not_blocked(task, tracker.read().tasks))
+        return
     labels = [label for label in task.get("labels") or [] if label != BLOCKED_LABEL]
     fields = {"labels": labels, "helix-attempts": 0}
-    show_task(tracker.update(task_id, **fields), as_json, "unblocked")
+    task = tracker.update(task_id, **fields)
+    if as_json:
+        emit({**task, "unblocked": True})
+    else:
+        show_task(task, as_json, "unblocked")
+
+
+def _not_blocked(task: Mapping[str, Any], all_tasks: Sequence[Mapping[str, Any]]) -> str:
+    """The one line `unblock` answers for a task that carries no `blocked` label."""
+    waits = next(
+        (b["waiting_on"] for b in taskgraph.blocked(all_tasks) if b["id"] == task["id"]), []
+    )
+    if waits:
+        names = ", ".join(w["id"] for w in waits)
+        return f"{task['id']} is not blocked by a label; it waits on {names} (helix tasks blocked)"
+    return f"{task['id']} is not blocked"
 
 
 @tasks.command("status")

@@ -9,6 +9,11 @@ blocks; order is priority, then created_at, then id), with one helix rule on top
 a dependency closed as ``blocked`` or ``partial`` did not deliver, so it does not
 release its dependents. A closed bead without an outcome (closed by another tool)
 counts as delivered.
+
+``ready`` and ``blocked`` partition the open work: a task is blocked when a
+dependency holds it or when it carries the ``blocked`` label (``helix run``
+gave up on it, or a person or another bead tool marked it so), and a blocked
+task is never ready until ``helix tasks unblock`` drops the label.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ LOWEST_PRIORITY = 4
 DONE_STATUS = "closed"
 # Closed with one of these, a task releases its dependents.
 RELEASING = (None, "delivered", "skipped")
+# The bead label that marks a task blocked whatever its dependencies say.
+BLOCKED_LABEL = "blocked"
 
 Task = Mapping[str, Any]
 # What the filters return is what they were given (a dict in, the same dict out).
@@ -46,6 +53,12 @@ def blockers(task: Task) -> list[str]:
         if isinstance(target, str) and target not in out:
             out.append(target)
     return out
+
+
+def labelled_blocked(task: Task) -> bool:
+    """Whether the task carries the ``blocked`` label."""
+    labels = task.get("labels")
+    return isinstance(labels, list) and BLOCKED_LABEL in labels
 
 
 def order_key(task: Task) -> tuple:
@@ -109,12 +122,13 @@ def execution_eligible(task: Task, now: datetime) -> bool:
 def ready(
     tasks: Iterable[TaskT], execution: bool = False, now: datetime | None = None
 ) -> list[TaskT]:
-    """Open tasks whose dependencies all released them, in the stable order."""
+    """Open tasks whose dependencies all released them and that are not labelled
+    ``blocked``, in the stable order."""
     given = list(tasks)
     by_id = {t["id"]: t for t in given if isinstance(t.get("id"), str)}
     out = []
     for task in given:
-        if task.get("status") != RUNNABLE_STATUS:
+        if task.get("status") != RUNNABLE_STATUS or labelled_blocked(task):
             continue
         if not all(releases(by_id.get(b)) for b in blockers(task)):
             continue
@@ -125,29 +139,41 @@ def ready(
 
 
 def blocked(tasks: Iterable[Task]) -> list[dict[str, Any]]:
-    """Open tasks that cannot run yet, each with what holds it."""
+    """Open tasks that cannot run yet, each with what holds it: the dependencies
+    that have not released it (``waiting_on``) and, for a task labelled
+    ``blocked`` that is not closed, its failed attempts and how to unblock it."""
     tasks = list(tasks)
     by_id = {t["id"]: t for t in tasks if isinstance(t.get("id"), str)}
     out = []
     for task in sorted(tasks, key=order_key):
-        if task.get("status") != RUNNABLE_STATUS:
+        if not isinstance(task.get("id"), str):
+            continue
+        status = task.get("status")
+        labelled = labelled_blocked(task) and status != DONE_STATUS
+        if status != RUNNABLE_STATUS and not labelled:
             continue
         holding = [b for b in blockers(task) if not releases(by_id.get(b))]
-        if holding:
-            out.append(
+        if status != RUNNABLE_STATUS:
+            holding = []  # in progress or deferred: only its label blocks it
+        if not holding and not labelled:
+            continue
+        item: dict[str, Any] = {
+            "id": task["id"],
+            "title": task.get("title", ""),
+            "waiting_on": [
                 {
-                    "id": task["id"],
-                    "title": task.get("title", ""),
-                    "waiting_on": [
-                        {
-                            "id": b,
-                            "status": by_id[b].get("status") if b in by_id else "missing",
-                            "outcome": by_id[b].get("outcome") if b in by_id else None,
-                        }
-                        for b in holding
-                    ],
+                    "id": b,
+                    "status": by_id[b].get("status") if b in by_id else "missing",
+                    "outcome": by_id[b].get("outcome") if b in by_id else None,
                 }
-            )
+                for b in holding
+            ],
+        }
+        if labelled:
+            item["status"] = status
+            item["attempts"] = task.get("helix-attempts") or 0
+            item["unblock"] = f"helix tasks unblock {task['id']}"
+        out.append(item)
     return out
 
 

@@ -707,6 +707,10 @@ def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
             for item in value:
                 _encodable(item, key)
             out[key.replace("_", "-")] = list(dict.fromkeys(value))
+        elif key in ("execution_eligible", "execution-eligible"):
+            if not isinstance(value, bool):
+                raise InvalidInput("execution-eligible must be true or false")
+            out["execution-eligible"] = value
         elif key == "budget":
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
                 raise InvalidInput("budget must be an integer from 1 to 1000 (tool calls)")
