@@ -152,7 +152,7 @@ def test_purging_an_archived_insight_removes_every_copy(service: Service) -> Non
     assert copies(service, LESSON)["archive"] == 1
     assert service.purge(name)["evidence_kept"] == 1
     assert copies(service, LESSON) == {"insight": 0, "archive": 0, "merge_event": 0}
-    assert [a["verb"] for a in service.audit(name)] == ["purge", "archive"]
+    assert [a["verb"] for a in service.audit(name)] == ["purge", "forget"]
     assert service.audit(name)[0]["detail"]["was"] == "archived"
     with pytest.raises(InvalidInput, match="forgotten for good"):
         service.restore(name)
@@ -267,14 +267,32 @@ def test_cli_edit_forget_and_restore_are_audited(tmp_path: Path) -> None:
     assert gone["forgotten"] == name and "restore" in gone["restore_with"]
     assert json.loads(helix(home, "memory", "restore", name).stdout)["name"] == name
     edited = json.loads(helix(home, "memory", "edit", name, "--content", OTHER).stdout)
-    assert edited["replaced"] == name
+    assert edited["status"] == "edited" and edited["edited"] == name
+    assert edited["replaced"] == name and edited["name"] != name
     audit = json.loads(helix(home, "memory", "audit").stdout)
+    # Each action under the word the person used: forget, not archive.
     assert [(a["verb"], a["name"], a["route"]) for a in audit] == [
         ("edit", name, "cli"),
         ("restore", name, "cli"),
-        ("archive", name, "cli"),
+        ("forget", name, "cli"),
     ]
     assert audit[0]["detail"]["now"] == edited["name"]
+
+
+def test_cli_edit_says_what_it_did(tmp_path: Path) -> None:
+    """An edit answers as an edit: ``edited`` when the insight holds the new text
+    (here in place: a longer wording of the same advice), ``unchanged`` when the
+    store kept the words it had; never a store's "merged"."""
+    home = tmp_path / "proj" / ".helix"
+    name = json.loads(helix(home, "memory", "store", "--content", LESSON).stdout)["name"]
+    longer = LESSON + " apart"
+    edited = json.loads(helix(home, "memory", "edit", name, "--content", longer).stdout)
+    assert (edited["status"], edited["name"], edited["edited"]) == ("edited", name, name)
+    assert edited["replaced"] is None
+    assert json.loads(helix(home, "memory", "get", name).stdout)["content"] == longer
+    again = json.loads(helix(home, "memory", "edit", name, "--content", longer).stdout)
+    assert (again["status"], again["name"]) == ("unchanged", name) and again["why"]
+    assert json.loads(helix(home, "memory", "get", name).stdout)["content"] == longer
 
 
 # ------------------------------------------------------------------- MCP

@@ -48,6 +48,23 @@ def record(memory: InsightRows, verb: str, name: str, route: str, detail: dict[s
         audit(memory, verb, name, route, detail)
 
 
+def edited(name: str, stored: dict[str, Any]) -> dict[str, Any]:
+    """What an edit of ``name`` did, said as an edit: ``status`` is ``edited``
+    (``name`` is the insight that holds the new text now; ``replaced`` the old
+    name when the text became a new insight) or ``unchanged`` (the store kept
+    the words it had). ``stored`` is the store's answer for the new text, whose
+    "added"/"merged" describe a store, not the person's correction."""
+    kept_old_words = stored.get("status") == "merged" and stored.get("kept") == "existing"
+    result = {k: v for k, v in stored.items() if k not in ("status", "similarity", "kept")}
+    if kept_old_words and stored.get("name") == name:
+        return {
+            "status": "unchanged",
+            **result,
+            "why": "the new text says what the insight already says; its words stay",
+        }
+    return {"status": "edited", **result, "edited": name}
+
+
 def log(conn: db.Connection, name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
     """The newest audit rows first, for one insight or all."""
     where, args = ("WHERE name = ?", (name,)) if name else ("", ())

@@ -251,13 +251,14 @@ class Service:
             ledger.refuse_in_flight(mem, verb)
             yield mem
 
-    def forget(self, name: str) -> dict[str, Any]:
-        """``helix memory forget``: archived, restorable; audited."""
+    def forget(self, name: str, verb: str = "forget") -> dict[str, Any]:
+        """``helix memory forget``: archived, restorable; audited under ``verb``,
+        the word the person used (the dashboard's button says "archive")."""
         from helix.memory import corrections
 
-        with self.correcting("forget") as mem:
+        with self.correcting(verb) as mem:
             result = mem.forget(name)
-            corrections.record(mem, "archive", name, self.route, {})
+            corrections.record(mem, verb, name, self.route, {})
         return result
 
     def restore(self, name: str) -> dict[str, Any]:
@@ -280,7 +281,7 @@ class Service:
             corrections.record(
                 mem, "edit", name, self.route, {"now": result.get("name"), "vouched": vouched}
             )
-        return result
+        return corrections.edited(name, result)
 
     def retag(
         self, name: str, kind: str | None = None, tags: list[str] | None = None

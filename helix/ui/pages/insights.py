@@ -143,7 +143,7 @@ async def edit(request: Request) -> Response:
             raise InvalidInput("the corrected text is empty")
         result = web.service(request).edit(name, content)
         now = str(result.get("name") or name)
-        return now, "edit" if now != name or result.get("replaced") else "same"
+        return now, "same" if result.get("status") == "unchanged" else "edit"
 
     return await _correct(request, act)
 
@@ -160,7 +160,7 @@ async def retag(request: Request) -> Response:
 
 async def archive(request: Request) -> Response:
     def act(fields: dict[str, str], name: str) -> tuple[str, str]:
-        web.service(request).forget(name)
+        web.service(request).forget(name, verb="archive")
         return name, "archive"
 
     return await _correct(request, act)
