@@ -147,6 +147,13 @@ def prompt_of(output) -> str:
     return output["hookSpecificOutput"]["updatedInput"]["prompt"]
 
 
+def only_judged_on(output) -> bool:
+    """The hook added nothing to the builder's prompt but its JUDGED_ON line."""
+    prompt = prompt_of(output)
+    added = prompt[prompt.index("JUDGED_ON: ") :]
+    return "INSIGHTS:" not in added and contracts.parse_prompt(added).fields.keys() == {"JUDGED_ON"}
+
+
 def injected_names(prompt: str) -> list[str]:
     return json.loads(prompt.split("INJECTED: ")[1].split("\n")[0])
 
@@ -230,7 +237,7 @@ def test_no_inject_and_prompts_that_already_carry_insights(stocked: Session):
     output = stocked.spawn(
         "toolu_a", "helix:builder", "NO_INJECT: true\n" + builder_prompt("hx-0000000a", "x")
     )
-    assert output is None
+    assert only_judged_on(output)  # no memory, but still told what it is judged on
     skipped = attempt(stocked.home, "hx-0000000a")  # its VERIFY is still fixed now
     assert skipped is not None and skipped.names == []
     with stocked.memory() as memory:
@@ -238,12 +245,12 @@ def test_no_inject_and_prompts_that_already_carry_insights(stocked: Session):
         chosen = injection.inject(memory, "Add a migration", "hx-0000000c", 2)["names"]
     # An INJECTED line helix did not write credits nothing...
     given = builder_prompt("hx-0000000b", "Add a migration") + f'INJECTED: ["{name}"]\n'
-    assert stocked.spawn("toolu_b", "helix:builder", given) is None  # nothing added
+    assert only_judged_on(stocked.spawn("toolu_b", "helix:builder", given))  # no insight added
     forged = attempt(stocked.home, "hx-0000000b")
     assert forged is not None and forged.names == [] and "not chosen by helix" in forged.note
     # ...while one from `helix inject` is tied to the attempt helix recorded there.
     given = builder_prompt("hx-0000000c", "Add a migration") + f"INJECTED: {json.dumps(chosen)}\n"
-    assert stocked.spawn("toolu_c", "helix:builder", given) is None
+    assert only_judged_on(stocked.spawn("toolu_c", "helix:builder", given))
     assert (
         spawn_record(stocked.home, "toolu_c")["attempt"] == attempt(stocked.home, "hx-0000000c").id
     )
@@ -251,7 +258,8 @@ def test_no_inject_and_prompts_that_already_carry_insights(stocked: Session):
 
 
 def test_memory_is_empty_at_first_and_nothing_is_added(session: Session):
-    assert session.spawn("toolu_0", "helix:builder", builder_prompt("hx-00000000", "x")) is None
+    output = session.spawn("toolu_0", "helix:builder", builder_prompt("hx-00000000", "x"))
+    assert only_judged_on(output)
     spawn = spawn_record(session.home, "toolu_0")
     assert spawn["task_id"] == "hx-00000000" and spawn["injected"] == []
 
@@ -558,7 +566,7 @@ def test_an_attempt_helix_inject_started_without_insights_is_settled(session: Se
     # The prompt lists no INSIGHTS nor INJECTED (nothing to list), so the hook
     # injects again, and finds nothing either: the builder's attempt is inject's.
     prompt = builder_prompt(task["id"], task["title"], "test -f marker.txt")
-    assert session.spawn("toolu_e", "helix:builder", prompt, background=False) is None
+    assert only_judged_on(session.spawn("toolu_e", "helix:builder", prompt, background=False))
     assert spawn_record(session.home, "toolu_e")["attempt"] == started["attempt"]
     session.start("e1", "helix:builder")
     (session.project / "marker.txt").write_text("done")

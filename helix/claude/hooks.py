@@ -243,16 +243,35 @@ def pre_tool_use(ctx: Context) -> dict[str, Any] | None:
     if isinstance(prepared.get("attempt"), str) and AGENT_TYPES[agent_type] == "builder":
         spawn["checkpoint"] = setaside.take(ctx.project, ctx.home, prepared["attempt"])
     _write_spawn(ctx, spawn)
-    if not block:
+    judged = _judged_on(ctx, prompt, spawn) if AGENT_TYPES[agent_type] == "builder" else ""
+    quiet = None
+    if spawn.get("quiet") and spawn.get("candidates") and not codex.is_codex(ctx.raw):
         # Quiet: memory had candidates but none expected to help, and the
         # orchestrator is told so in one line (an empty memory says nothing;
         # Codex takes no context here).
-        if spawn.get("quiet") and spawn.get("candidates") and not codex.is_codex(ctx.raw):
-            return _context("PreToolUse", f"helix memory: {spawn['quiet']}")
-        return None
+        quiet = f"helix memory: {spawn['quiet']}"
+    added = judged + (block or "")
+    if not added:
+        return _context("PreToolUse", quiet) if quiet else None
     separator = "" if not prompt or prompt.endswith("\n") else "\n"
-    updated = {**tool_input, "prompt": prompt + separator + block}
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": updated}}
+    updated = {**tool_input, "prompt": prompt + separator + added}
+    answer: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": updated}
+    if quiet:
+        answer["additionalContext"] = quiet
+    return {"hookSpecificOutput": answer}
+
+
+def _judged_on(ctx: Context, prompt: str, spawn: dict[str, Any]) -> str:
+    """The JUDGED_ON line a builder's prompt still lacks: the VERIFY, DELTA and
+    BUDGET its attempt will be settled by (the tracker's for a tracked task,
+    whatever the prompt says), so no builder is held to a limit it never saw.
+    Nothing when the prompt already carries exactly that (``helix inject``'s
+    ``judged_on``, pasted by the orchestrator)."""
+    spec = _judge(ctx, spawn)
+    text = contracts.judged_on(spec.verify, spec.work, spawn.get("budget"))
+    if str(contracts.parse_prompt(prompt).fields.get("JUDGED_ON", "")).strip() == text:
+        return ""
+    return f"JUDGED_ON: {text}\n"
 
 
 def _prepare(

@@ -39,7 +39,7 @@ CHARS_PER_TOKEN = 4
 ENV = "HELIX_INJECT_BUDGET"
 ROLE_BUDGETS = {"builder": 600, "explorer": 900, "planner": 1200, "orchestrator": 1200}
 DEFAULT_ROLE = "builder"
-MIN_BUDGET = 50  # below this not even the block's fixed note fits
+MIN_BUDGET = 100  # below this not even the block's fixed note (85 tokens) fits
 MAX_BUDGET = 100_000
 # How the note of an attempt given nothing starts when memory had nothing
 # expected to help (helix.loop.injection); helix stats and the dashboard count them.

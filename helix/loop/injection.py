@@ -142,9 +142,13 @@ def task_objective(task: Mapping[str, Any]) -> str:
 
 def task_judge(task: Mapping[str, Any]) -> Spec:
     """What judges an attempt at a tracked task: its VERIFY, declared verify files,
-    the files it may change and who set them."""
+    the files it may change, who set them and its BUDGET."""
     return Spec(
-        task.get("verify"), task.get("verify-files"), task.get("delta"), task.get("judge-set")
+        task.get("verify"),
+        task.get("verify-files"),
+        task.get("delta"),
+        task.get("judge-set"),
+        task.get("budget"),
     )
 
 
@@ -212,6 +216,7 @@ def batch_inject(
     size (``tokens``, ``budget``) and, when it gives nothing, ``quiet``: why, in
     one line.
     """
+    from helix.loop.contracts import judged_on
     from helix.memory import uplift  # numpy: kept off the hook path until injecting
     from helix.memory.embeddings import to_blob
 
@@ -295,6 +300,9 @@ def batch_inject(
                 setter=spec.setter,
             )
             result["attempt"] = attempt.id
+            # What the builder must be told it is judged on: the orchestrator puts
+            # it in the prompt as the JUDGED_ON field (the hook adds it otherwise).
+            result["judged_on"] = judged_on(spec.verify, spec.work, spec.budget)
         results.append(result)
     return {
         "results": results,

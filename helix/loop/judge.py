@@ -45,12 +45,14 @@ SKIP_DIRS = frozenset({".git", ".helix", "node_modules", ".venv", "venv", "__pyc
 
 class Spec(NamedTuple):
     """What a task asks of its judge: its VERIFY, its declared verify files, the
-    paths it may change (the work) and who set them (:mod:`helix.loop.provenance`)."""
+    paths it may change (the work), who set them (:mod:`helix.loop.provenance`)
+    and its BUDGET of tool calls (held against the calls the hooks count)."""
 
     verify: Any
     verify_files: Any = None
     work: Any = None
     setter: Any = None
+    budget: Any = None
 
 
 @dataclass(frozen=True)

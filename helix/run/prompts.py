@@ -55,8 +55,11 @@ Rules:
   Report each piece (at most {max_adjacent}) on a line of its own:
   ADJACENT: {{"title": "...", "description": "what and where, and why it matters"}}
   helix files it as a follow-up task.
-- INSIGHTS are advice from past verified work in this codebase, each with the
-  share of verified outcomes it helped; weigh them, none is an order."""
+- JUDGED_ON says what helix checks when it settles a task: its VERIFY, the
+  files it may change (DELTA) and its BUDGET of tool calls.
+- INSIGHTS are advice from past work in this codebase, each with helix's
+  estimate of its effect and how many verified attempts with it passed (see
+  the note on the INSIGHTS line); weigh them, none is an order."""
 
 ANSWER_FORMAT = """\
 End your final message with, for {each}:
@@ -395,4 +398,5 @@ def task_block(
         parent_deliveries=taskgraph.lineage(task, everything),
         warning=warning,
         insights=insights,
+        calls_counted=False,  # no hook counts a headless agent's tool calls
     )
