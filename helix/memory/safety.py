@@ -37,7 +37,9 @@ Design: one verdict, two layers.
   prose ("log in with the password hunter2", "the unseal key is 3f9a..."),
   header form ("X-Api-Key: ...", "Authorization: Token ..."), user/password
   pairs, credentialed URLs and incoming-webhook URLs with their secret path are
-  refused. A value must look like a secret (letters and digits, or symbols);
+  refused, and so is a key without a vendor prefix right after its name ("api
+  key -> 9f8e...", "--token QmFz...": 32+ hex digits, or base64 of mixed case);
+  a commit sha or a colour with no such name before it passes. A value must look like a secret (letters and digits, or symbols);
   references (`$VAR`, `${VAR}`, `os.environ[...]`, `{{ var }}`), placeholders
   (`<your-password>`, `...`, `YOUR_API_KEY`), words, paths and versions pass.
   detect-secrets' regex plugins run beside these (more vendors, maintained
@@ -328,6 +330,43 @@ def _webhook(text: str) -> bool:
     return False
 
 
+# A key without a vendor prefix ("api key: 9f8e7d6c...", "token=QmFzZTY0...",
+# "KEY=9F8E...", "hmac key (c2VjcmV0...)"): a secret's name, at most a few filler
+# words or marks, then a long hex or base64 run. The name must come first, so a
+# commit sha or a colour in ordinary advice (no such name before it) still passes.
+# fmt: off
+_KEYED_BLOB = re.compile(
+    r"(?<![a-z0-9])(?:pass(?:word|wd|phrase|code)?|pwd|secret|token|(?:api|access|private|secret"
+    r"|signing|hmac|auth|client|master|encryption)?[ _-]?key|apikey|credentials?|auth)(?![a-z])"
+    r"(?:[ \t]*[-:=>\"'`(\[]{0,3}[ \t]*(?:is|was|are|reads|to|set|value|of|for|the|our|my|its"
+    r"|this|would|be|should|must|id|header|string|hex|base64|here|now|\d{1,2})?(?![a-z0-9])){0,4}"
+    r"[ \t]*[-:=>\"'`(\[]{0,3}[ \t]*"
+    r"([a-z0-9+/_-]{20,400}={0,2})(?![a-z0-9+/_=-])"
+)
+# fmt: on
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def _keyed_blob(text: str, low: str) -> bool:
+    for m in _KEYED_BLOB.finditer(low):
+        value = text[m.start(1) : m.end(1)].rstrip("=")
+        if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+            continue  # a word or a number, not a key
+        if _HEX.fullmatch(value):
+            if len(value) >= 32:  # 128 bits and more: a key's length, not a short id
+                return True
+            continue
+        if not (any(c.isupper() for c in value) and any(c.islower() for c in value)):
+            continue  # base64 of a key mixes cases; an identifier (kid-2024-01-rotation) does not
+        if "/" in value and _PATHLIKE.search(value):
+            continue
+        counts = [value.count(c) for c in set(value)]
+        entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts)
+        if entropy >= 3.5 and not _is_placeholder(value):
+            return True
+    return False
+
+
 def _secret_problem(text: str, low: str) -> str | None:
     for pattern, reason, needs_digit, lower in _TOKEN_PATTERNS:
         for m in pattern.finditer(low if lower else text):
@@ -342,6 +381,8 @@ def _secret_problem(text: str, low: str) -> str | None:
         return "contains a webhook URL with its secret"
     if any(_random_token(m.group(0)) for m in _RANDOM_RUN.finditer(text)):
         return "contains a long random string that looks like a key"
+    if _keyed_blob(text, low):
+        return "contains a literal key or token after its name"
     return _prose_secret(text)
 
 
