@@ -45,9 +45,22 @@ def insight_detail(item: dict[str, Any]) -> None:
     out.print(
         escape(f"tags: {', '.join(item['tags']) or '-'}   files: {', '.join(item['files']) or '-'}")
     )
+    # Each figure says what it counts: "helped" alone read as "passed with it" while
+    # it only moves when a builder names the insight as used.
+    verified = int(item.get("verified_attempts") or 0)
+    attempts = "attempt" if verified == 1 else "attempts"
     out.print(
-        f"effectiveness {item['effectiveness']:.3f}   uses {item['use_count']}   "
-        f"helped {item['helped']:g}   failed {item['failed']:g}   created {item['created_at']}"
+        f"estimate {item['effectiveness']:.3f} (0.5 + its effect on VERIFY passing; "
+        f"0.5 = none)   given to {item['use_count']} settled attempts   "
+        f"created {item['created_at']}"
+    )
+    named = item["helped"] + item["failed"]
+    credit = f" (credit: helped {item['helped']:g}, failed {item['failed']:g})" if named else ""
+    out.print(
+        f"verified: passed {item.get('verified_passes') or 0} of {verified} verified "
+        f"{attempts} it was given; named as used in {named:g} of them{credit}"
+        if verified
+        else "verified: no attempt it was given has been verified yet"
     )
     if item.get("history"):
         table = Table(title="evidence (newest first)")

@@ -61,7 +61,7 @@ def memory_section(db: config.Location) -> list[str]:
 def memory_lines(memory: Memory) -> list[str]:
     """The store's health and its top proven insights, a few lines."""
     from helix.loop import contracts
-    from helix.memory import proven
+    from helix.memory import insight, proven
 
     health = memory.health()
     lines = [
@@ -75,7 +75,7 @@ def memory_lines(memory: Memory) -> list[str]:
     if found:
         lines.append("  top proven constraints from recent work:")
     for p in found[:3]:  # a procedure as numbered steps, like an injected one
-        head = f"    - [{round(p.effectiveness * 100)}%]"
+        head = f"    - {insight.confidence(p.effectiveness, p.verified, p.passed)}"
         lines += contracts.entry_lines(head, p.content, p.kind, "        ", cut=200)
     lines.append("  Use /helix <objective> to orchestrate, /helix-query to ask memory.")
     return lines

@@ -25,7 +25,7 @@ from helix.memory import insight, ranking, recall, uplift
 from helix.memory import proven as proof
 from helix.memory.embeddings import from_blob
 from helix.memory.records import ProvenInsight
-from helix.memory.rows import InsightRows
+from helix.memory.rows import NO_TALLY, InsightRows
 
 SHOWN_TRIALS = 20
 
@@ -51,6 +51,7 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
     here = uplift.estimate(memory.conn, [name], query, now)[name]
     overall = uplift.estimate(memory.conn, [name], None, now)[name]
     base = uplift.contextual_baseline(memory.conn, query)
+    tally = memory.tallies([name]).get(name, NO_TALLY)
     # Injection leaves out a candidate whose uplift is below zero even one sd up
     # (helix.loop.injection.HARM_Z) and deals the rest by mean + OPTIMISM sd.
     include = 1.0 if here.mean + here.sd >= 0 else 0.0
@@ -75,7 +76,7 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
             "evidence": round(evidence, 3),
             "uses": uses,
         },
-        "shown_as": insight.confidence(eff, 1.0 if overall.trials else 0.0, 0.0),
+        "shown_as": insight.confidence(eff, tally.verified, tally.passed),
         "chance_injected_if_in_pool": round(include, 4),
         "trials": _trials(memory, name, query),
         "share_fitted": round(share, 4),
@@ -83,8 +84,9 @@ def why(memory: InsightRows, name: str, objective: str) -> dict[str, Any]:
             "uplift_here: posterior mean and sd of what this insight adds to the chance that "
             "VERIFY passes, over the baseline of tasks like this one; each trial below counts "
             "by similarity x age x exposure. score = uplift_here + "
-            f"{ranking.RELEVANCE_TIEBREAK} x relevance x freshness. shown_as = 0.5 + "
-            "uplift_overall. Injection leaves the insight out when uplift_here is below 0 even "
+            f"{ranking.RELEVANCE_TIEBREAK} x relevance x freshness. shown_as: the estimate "
+            "(0.5 + the stored uplift over all contexts; 50% = no effect) and how many of "
+            "the attempts it was given whose VERIFY helix ran passed. Injection leaves the insight out when uplift_here is below 0 even "
             "one sd up, and otherwise deals candidates by uplift_here + 1 sd, best first."
         ),
     }

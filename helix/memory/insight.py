@@ -185,11 +185,20 @@ def slug_variant(base: str, content: str, attempt: int) -> str:
     return f"{base}-{digest}"
 
 
-def confidence(effectiveness: float, helped: float, failed: float) -> str:
-    """What an agent sees: ``[75%]`` once verified outcomes exist, else ``[unproven]``."""
-    if helped + failed <= 0:
+def confidence(effectiveness: float, verified: int, passed: int) -> str:
+    """What an agent sees beside an insight: ``[62% est., passed 12/12]`` once
+    VERIFY runs helix made judged attempts it was given (the estimate, then how
+    many of those ``verified`` attempts ``passed``), else ``[unproven]``.
+
+    The percentage is an estimate, not a pass rate: 0.5 plus the uplift the
+    model credits to the insight (:mod:`helix.memory.uplift`), so 50% means no
+    measurable effect. The counts are shown beside it because an estimate moves
+    slowly and shares credit among insights present together: an insight in
+    every one of 12 passes can still read close to 50%, and only the counts say
+    why."""
+    if verified <= 0:
         return "[unproven]"
-    return f"[{round(effectiveness * 100)}%]"
+    return f"[{round(effectiveness * 100)}% est., passed {passed}/{verified}]"
 
 
 @overload

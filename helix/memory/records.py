@@ -20,9 +20,11 @@ class Insight(TypedDict):
     files: list[str]
     effectiveness: float
     use_count: int
-    helped: float
+    helped: float  # verified credit where the builder named it as used
     failed: float
-    confidence: str  # "[75%]" once verified outcomes exist, else "[unproven]"
+    verified_attempts: int  # attempts it was given whose VERIFY helix ran
+    verified_passes: int  # how many of them passed
+    confidence: str  # "[62% est., passed 12/12]" once verified attempts exist, else "[unproven]"
     model: str | None
     created_at: str
     last_used: str | None

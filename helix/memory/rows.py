@@ -51,6 +51,19 @@ class Row(NamedTuple):
     last_feedback_at: str | None
 
 
+class Tally(NamedTuple):
+    """One insight's verified evidence: the attempts it was given whose VERIFY
+    helix ran, how many of them passed, and in how many the builder named it
+    as used (the only ones that move its ``helped``/``failed`` counts)."""
+
+    verified: int
+    passed: int
+    named: int
+
+
+NO_TALLY = Tally(0, 0, 0)
+
+
 def now_utc() -> datetime:
     return datetime.now(UTC)
 
@@ -167,8 +180,27 @@ class InsightRows:
                 out[insight_id].append(pattern)
         return out
 
-    def public(self, row: tuple, files: list[str]) -> dict[str, Any]:
-        """A row as the JSON-ready dict every verb returns."""
+    def tallies(self, names: Iterable[str]) -> dict[str, Tally]:
+        """For each of ``names``, the attempts it was given whose VERIFY helix ran
+        (``trial.verified``) and how many of them passed: the evidence rows behind
+        its estimate, whether or not the builder named it as used. An insight
+        in no verified trial is left out. Read-only."""
+        out: dict[str, Tally] = {}
+        for chunk in db.chunks(list(dict.fromkeys(names)), 500):
+            marks = ",".join("?" * len(chunk))
+            for name, verified, passed, used in self.conn.execute(
+                "SELECT ti.insight, count(*), coalesce(sum(t.passed = 1), 0), "
+                "coalesce(sum(ti.exposure >= 1.0), 0) FROM trial_insight ti "
+                "JOIN trial t ON t.id = ti.trial_id AND t.verified = 1 "
+                f"WHERE ti.insight IN ({marks}) GROUP BY ti.insight",
+                chunk,
+            ):
+                out[name] = Tally(int(verified), int(passed), int(used))
+        return out
+
+    def public(self, row: tuple, files: list[str], tally: Tally | None = None) -> dict[str, Any]:
+        """A row as the JSON-ready dict every verb returns. ``tally``: its
+        verified attempts (:meth:`tallies`), read here when not given."""
         (
             _id,
             name,
@@ -186,6 +218,8 @@ class InsightRows:
             last_used,
             last_fb,
         ) = row
+        if tally is None:
+            tally = self.tallies([name]).get(name, NO_TALLY)
         return {
             "name": name,
             "content": content,
@@ -197,7 +231,9 @@ class InsightRows:
             "use_count": uses,
             "helped": helped,
             "failed": failed,
-            "confidence": insight.confidence(eff, helped, failed),
+            "verified_attempts": tally.verified,
+            "verified_passes": tally.passed,
+            "confidence": insight.confidence(eff, tally.verified, tally.passed),
             "model": model,
             "created_at": created,
             "last_used": last_used,

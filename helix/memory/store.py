@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from helix import config
 from helix.errors import InvalidInput
 from helix.memory import db, insight, quarantine, ranking
-from helix.memory.rows import InsightRows, now_utc
+from helix.memory.rows import NO_TALLY, InsightRows, now_utc
 from helix.vocab import KINDS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -419,7 +419,8 @@ class Memory(InsightRows):
             (*params, int(limit)),
         ).fetchall()
         files = self.files_of(r[0] for r in rows)
-        return [self.public(r, files[r[0]]) for r in rows]
+        tallies = self.tallies(r[1] for r in rows)
+        return [self.public(r, files[r[0]], tallies.get(r[1], NO_TALLY)) for r in rows]
 
     # ---------------------------------------------------------------- feedback
     def feedback(

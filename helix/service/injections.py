@@ -158,6 +158,8 @@ def recent(service: Service, page: int = 1, per_page: int = PER_PAGE) -> dict[st
         settled = injected.settlements_of(mem.conn, [r["id"] for r in rows])
         names = [n for r in rows for n in _names(r["names"])]
         live = injected.insights_named(mem.conn, names)
+        for name, tally in mem.tallies(live).items():
+            live[name].update(verified_attempts=tally.verified, verified_passes=tally.passed)
         agents = _agents(mem)
     spawns = [_spawn(row, settled.get(row["id"]), live, agents) for row in rows]
     return {
@@ -226,7 +228,9 @@ def _spawn(
                 "sd": now["uplift_sd"] if now else None,
                 "evidence": now["evidence"] if now else None,
                 "confidence": insights.confidence(
-                    now["effectiveness"], now["helped"], now["failed"]
+                    now["effectiveness"],
+                    now.get("verified_attempts", 0),
+                    now.get("verified_passes", 0),
                 )
                 if now
                 else None,
