@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from run_harness import World, delivered
+from run_harness import World, blocked, delivered
 
 EPIC_REVIEW = "Review the epic"  # the post-epic review prompt's first words
 
@@ -241,3 +241,126 @@ def test_a_failed_attempt_files_no_adjacent_work(world: World) -> None:
     assert proc.returncode == 0, proc.stderr
     assert not [t for t in world.tasks().values() if "adjacent-work" in t.get("labels", [])]
     assert "adjacent work filed" not in proc.stderr
+
+
+# ------------------------------------------- findings the reviewer copied or reopened
+# The format's example as a reviewer copies it from a prompt that showed it with
+# doubled braces (helix's format string, rendered as a value, was not unescaped).
+ECHOED_EXAMPLE = (
+    'REVIEW: FINDINGS\n[{{"title": "...", "description": "what is wrong and where",'
+    ' "priority": 2,\n  "verify": "a shell command that fails now and passes once this'
+    ' is fixed"}}]\n'
+)
+
+
+def test_a_reviewer_that_copies_the_example_does_not_stop_the_run(world: World) -> None:
+    world.task("add endpoint", "--verify", "true")
+    world.script(
+        [
+            {"kind": "build", "reply": delivered()},
+            {"kind": "review", "reply": ECHOED_EXAMPLE},
+            stop_rule(),
+        ]
+    )
+    proc = reviewing(world)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 finding(s) only repeated the format's example" in proc.stderr
+    assert not [t for t in world.tasks().values() if "review-finding" in t.get("labels", [])]
+    review = world.calls("review")[0]["prompt"]
+    assert '[{"title": "...", "description": "what is wrong and where"' in review
+    assert "{{" not in review and "}}" not in review
+
+
+def test_a_finding_written_with_doubled_braces_is_filed(world: World) -> None:
+    world.task("add endpoint", "--verify", "true")
+    reply = 'REVIEW: FINDINGS\n[{{"title": "handle empty body", "description": "x", "verify": "false"}}]'
+    world.script(
+        [
+            {"kind": "build", "match": "handle empty body", "reply": blocked()},
+            {"kind": "build", "reply": delivered()},
+            {"kind": "review", "reply": reply},
+            stop_rule(),
+        ]
+    )
+    proc = reviewing(world, "--max-cycles", "1")
+    assert proc.returncode == 0, proc.stderr
+    follow = [t for t in world.tasks().values() if t["title"] == "handle empty body"]
+    assert len(follow) == 1 and follow[0]["verify"] == "false"
+
+
+def test_a_finding_about_closed_work_reopens_it_instead_of_filing_a_duplicate(
+    world: World,
+) -> None:
+    earlier = world.task("keep the session on login", "--verify", "true")
+    world.helix("tasks", "close", earlier, "--outcome", "delivered")
+    task = world.task("add logout", "--verify", "true")
+    finding = {
+        "title": "login drops the session",
+        "description": "the cookie is not set again",
+        "verify": "test -f fixed.txt",
+        "reopen": earlier,
+    }
+    world.script(
+        [
+            {
+                "kind": "build",
+                "match": f"TASK_ID: {earlier}",
+                "run": ["touch fixed.txt"],
+                "reply": delivered(),
+            },
+            {"kind": "build", "reply": delivered()},
+            {"kind": "review", "times": 1, "reply": findings(finding)},
+            {"kind": "review", "reply": "REVIEW: CLEAN"},
+            stop_rule(),
+        ]
+    )
+    proc = reviewing(world, "--batch-size", "1")
+    assert proc.returncode == 0, proc.stderr
+    tasks = world.tasks()
+    assert len(tasks) == 2  # no duplicate filed
+    assert f"follow-up {earlier}: reopened instead of a new task" in proc.stderr
+    assert [c["ids"] for c in world.calls("build")] == [[task], [earlier]]
+    rebuilt = world.calls("build")[1]["prompt"]
+    assert "a review of earlier work found: login drops the session: the cookie" in rebuilt
+    again = tasks[earlier]
+    assert again["status"] == "closed" and again["verify"] == "test -f fixed.txt"
+    assert again["helix-verified"] is True
+
+
+def test_the_same_finding_again_goes_to_the_task_filed_for_it(world: World) -> None:
+    task = world.task("add endpoint", "--verify", "true")
+    gap = {"title": "handle empty body", "description": "crashes", "verify": "false"}
+    world.script(
+        [
+            {"kind": "build", "reply": delivered()},
+            {"kind": "review", "reply": findings(gap)},
+            stop_rule(),
+        ]
+    )
+    assert reviewing(world, "--max-cycles", "1").returncode == 0
+    world.helix("tasks", "reopen", task)  # the task comes round again and is reviewed again
+    world.script(
+        [
+            {"kind": "build", "match": f"TASK_ID: {task}", "reply": delivered()},
+            {"kind": "build", "reply": blocked()},
+            {"kind": "review", "reply": findings(gap)},
+            stop_rule(),
+        ]
+    )
+    proc = reviewing(world, "--max-cycles", "1")
+    assert proc.returncode == 0, proc.stderr
+    same = [t for t in world.tasks().values() if t["title"] == "handle empty body"]
+    assert len(same) == 1
+    assert f"follow-up {same[0]['id']}: already open, given the finding" in proc.stderr
+
+
+def test_an_adjacent_line_in_plain_text_is_named_not_dropped(world: World) -> None:
+    task = world.task("add endpoint", "--verify", "true")
+    reply = "DELIVERED: done\nADJACENT: add rate limiting to /login\nADJACENT: none\nUTILIZED: []\n"
+    world.script([{"kind": "build", "reply": reply}, stop_rule()])
+    proc = world.run()
+    assert proc.returncode == 0, proc.stderr
+    assert not [t for t in world.tasks().values() if "adjacent-work" in t.get("labels", [])]
+    line = next(x for x in proc.stderr.splitlines() if "ADJACENT line(s) not filed" in x)
+    assert f"{task}: 1 ADJACENT line(s) not filed" in line
+    assert "'add rate limiting to /login'" in line and "helix tasks create" in line

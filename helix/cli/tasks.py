@@ -365,7 +365,7 @@ def tasks_unblock(task_id: str, as_json: bool) -> None:
 
 def _not_blocked(task: Mapping[str, Any], all_tasks: Sequence[Mapping[str, Any]]) -> str:
     """The one line `unblock` answers for a task that carries no `blocked` label."""
-    waits = next(
+    waits: list[dict[str, Any]] = next(
         (b["waiting_on"] for b in taskgraph.blocked(all_tasks) if b["id"] == task["id"]), []
     )
     if waits:

@@ -12,7 +12,8 @@ and did, in a test of ours, once in a few runs).
 
 What the builder writes is untrusted text: the lines are parsed strictly
 (:func:`helix.run.prompts.parse_adjacent`), bounded in count and length, and only
-stored as a title and a description. Nothing in them is run: the tasks carry no
+stored as a title and a description; a line that cannot be read (plain text,
+broken JSON) is named in the run log, never filed and never dropped silently. Nothing in them is run: the tasks carry no
 VERIFY (a judge chosen by the builder would prove nothing), so a person or a
 polish pass gives them one. Work filed this way files none itself, so one task's
 report cannot grow the queue without end. helix has no screen for task text
@@ -42,13 +43,15 @@ class Filed:
     ids: list[str] = field(default_factory=list)
     ignored: int = 0  # well-formed items past the bound
     refused: str = ""  # why nothing was filed, when something was reported
+    unreadable: list[str] = field(default_factory=list)  # ADJACENT lines not understood
 
 
 def file_reported(tracker: Tracker, task: TaskRecord, answer: str) -> Filed:
     """File the adjacent work in the builder's ``answer`` about ``task`` (closed)."""
-    found, extra = runcontracts.parse_adjacent(answer)
+    reported = runcontracts.parse_adjacent(answer)
+    found, extra = reported.items, reported.extra
     if not found:
-        return Filed()
+        return Filed(unreadable=reported.unreadable)
     if LABEL in selection.labels(task):
         return Filed(refused=f"{len(found)} adjacent item(s) not filed: the task is one itself")
     parent = str(task.get("parent") or task["id"])
@@ -66,18 +69,27 @@ def file_reported(tracker: Tracker, task: TaskRecord, answer: str) -> Filed:
             **{"helix-discovered-from": task["id"]},
         )
         ids.append(created["id"])
-    return Filed(parent, ids, extra)
+    return Filed(parent, ids, extra, unreadable=reported.unreadable)
 
 
 def describe(task_id: str, filed: Filed) -> str:
     """One run-log line, or "" when nothing was reported."""
+    unread = ""
+    if filed.unreadable:
+        quoted = "; ".join(repr(line) for line in filed.unreadable[:3])
+        unread = (
+            f"{len(filed.unreadable)} ADJACENT line(s) not filed, not"
+            ' {"title": ..., "description": ...} (file them with helix tasks create):'
+            f" {quoted}"
+        )
     if filed.refused:
         return f"{task_id}: {filed.refused}"
     if not filed.ids:
-        return ""
+        return f"{task_id}: {unread}" if unread else ""
     more = (
         f"; {filed.ignored} more ignored (at most {runcontracts.MAX_ADJACENT} an attempt)"
         if filed.ignored
         else ""
     )
+    more += f"; {unread}" if unread else ""
     return f"{task_id}: adjacent work filed under {filed.parent}: {', '.join(filed.ids)}{more}"

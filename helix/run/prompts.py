@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,11 @@ MAX_VERIFY_CHARS = 2000
 
 _NEXT_ACTION = re.compile(r"^[\s>*_`#-]*NEXT_ACTION:\s*\**\s*([A-Za-z]+)\**[ \t]*(.*)$", re.M)
 _REVIEW = re.compile(r"^[\s>*_`#-]*REVIEW:\s*\**\s*(CLEAN|FINDINGS)\b\**(.*)$", re.M)
-_ADJACENT = re.compile(r"^[ \t]*ADJACENT:[ \t]*(\{.*\})[ \t]*$", re.M)
+_ADJACENT = re.compile(r"^[ \t>*_`-]*ADJACENT:\**[ \t]*(.*?)[ \t]*$", re.M)
+# What a builder writes on an ADJACENT line when it has nothing to report.
+_NOTHING = frozenset({"", "none", "n/a", "na", "-", "[]", "{}", "nothing", "no"})
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_PLACEHOLDER = re.compile(r"[\s.\u2026<>\[\]_-]+")
 _TASK_ID_LINE = re.compile(r"^[\s>*_`#-]*TASK_ID:\s*`?([A-Za-z0-9][A-Za-z0-9._-]*)`?\s*$", re.M)
 
 HEADLESS_RULES = """\
@@ -184,12 +188,17 @@ REVIEW: FINDINGS
 
 # Each finding may carry its own VERIFY: a follow-up must start with a judge that
 # fails, or it would close without the finding being fixed.
+# Inserted as a value into the review prompts, never formatted itself: its braces
+# are single (doubled ones reached the reviewer as they were, and were copied).
 FINDINGS_FORMAT = """\
 and after FINDINGS a JSON list, one object per problem:
-[{{"title": "...", "description": "what is wrong and where", "priority": 2,
-  "verify": "a shell command that fails now and passes once this is fixed"}}]
+[{"title": "...", "description": "what is wrong and where", "priority": 2,
+  "verify": "a shell command that fails now and passes once this is fixed"}]
 Give "verify" whenever you can: helix runs it now, and a follow-up whose VERIFY
-already passes is not built until a person gives it one that fails."""
+already passes is not built until a person gives it one that fails.
+When the problem lies in work an existing task covers (a closed task whose work
+is wrong or incomplete), add "reopen": "<that task's id>": helix reopens that
+task with your finding instead of filing a new one."""
 
 
 # How a pass is introduced: by ``helix run`` when its queue drained, or on its own
@@ -286,10 +295,44 @@ def parse_next_action(text: Any) -> NextAction | None:
 class Review:
     clean: bool
     findings: list[dict[str, Any]] = field(default_factory=list)
+    # Findings that only repeated the format's example ("title": "..."): dropped.
+    echoed: int = 0
+
+
+def placeholder(title: str) -> bool:
+    """A title that only repeats an example's ``"..."`` (or is dots and brackets)."""
+    return not _PLACEHOLDER.sub("", title)
+
+
+def _json_lists(text: str) -> Iterator[Any]:
+    """Each JSON value that starts at a ``[`` of ``text``, in order, the next one
+    looked for after the end of the last. A text whose braces are doubled
+    (``[{{...}}]``, as a format string shows them) is read with single ones."""
+    decoder = json.JSONDecoder(strict=False)
+    if "{{" in text:
+        start = text.find("[")
+        try:
+            decoder.raw_decode(text[start:] if start >= 0 else "")
+        except json.JSONDecodeError:
+            text = text.replace("{{", "{").replace("}}", "}")
+    start = text.find("[")
+    while start >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("[", start + 1)
+            continue
+        yield value
+        start = text.find("[", end)
 
 
 def parse_review(text: Any) -> Review | None:
-    """CLEAN, or FINDINGS with a non-empty JSON list of titled objects; else None."""
+    """CLEAN, or FINDINGS with a non-empty JSON list of titled objects; else None.
+
+    Tolerant of a reviewer that copies the format: doubled braces are read as
+    single ones, and findings that only repeat the example (a title of "...")
+    are dropped; a list of nothing else is looked past for a real one, and when
+    there is none the review found nothing and counts as clean (``echoed``)."""
     if not isinstance(text, str):
         return None
     match = _REVIEW.search(text)
@@ -297,20 +340,30 @@ def parse_review(text: Any) -> Review | None:
         return None
     if match.group(1) == "CLEAN":
         return Review(clean=True)
-    rest = text[match.end() :]
-    start = rest.find("[")
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder(strict=False).raw_decode(rest[start:])
-    except json.JSONDecodeError:
-        return None
+    echoed = 0
+    for value in _json_lists(text[match.end() :]):
+        review = _findings(value)
+        if review is None:
+            return None
+        if review.findings:
+            review.echoed += echoed
+            return review
+        echoed += review.echoed
+    return Review(clean=True, echoed=echoed) if echoed else None
+
+
+def _findings(value: Any) -> Review | None:
+    """The findings of one JSON list (None: not a list of titled objects)."""
     if not isinstance(value, list) or not value:
         return None
     findings = []
+    echoed = 0
     for item in value[:MAX_FINDINGS]:
         if not isinstance(item, dict) or not str(item.get("title") or "").strip():
             return None
+        if placeholder(str(item["title"])):
+            echoed += 1
+            continue
         priority = item.get("priority", taskgraph.DEFAULT_PRIORITY)
         finding = {
             "title": " ".join(str(item["title"]).split())[:200],
@@ -326,8 +379,11 @@ def parse_review(text: Any) -> Review | None:
         if isinstance(verify, str) and verify.strip() and len(verify) <= MAX_VERIFY_CHARS:
             if "\x00" not in verify:
                 finding["verify"] = verify.strip()
+        reopen = item.get("reopen")
+        if isinstance(reopen, str) and _TASK_ID.fullmatch(reopen.strip()):
+            finding["reopen"] = reopen.strip()
         findings.append(finding)
-    return Review(clean=False, findings=findings)
+    return Review(clean=False, findings=findings, echoed=echoed)
 
 
 @dataclass
@@ -338,33 +394,54 @@ class Adjacent:
     description: str = ""
 
 
-def parse_adjacent(text: Any, limit: int = MAX_ADJACENT) -> tuple[list[Adjacent], int]:
-    """The builder's ``ADJACENT: {json}`` lines, strictly: a whole line holding one
-    JSON object with a non-empty string ``title`` (and an optional string
-    ``description``); anything else on such a line is ignored. Returns the first
-    ``limit`` distinct ones and how many well-formed ones were left over."""
+@dataclass
+class Reported:
+    """The ``ADJACENT:`` lines of an answer: the items taken, how many well-formed
+    ones were past the bound, and the lines that could not be read (their text,
+    cut), which the run log names so nothing is dropped without a word."""
+
+    items: list[Adjacent] = field(default_factory=list)
+    extra: int = 0
+    unreadable: list[str] = field(default_factory=list)
+
+
+def parse_adjacent(text: Any, limit: int = MAX_ADJACENT) -> Reported:
+    """The builder's ``ADJACENT: {json}`` lines, strictly: a line holding one JSON
+    object with a non-empty string ``title`` (and an optional string
+    ``description``) is an item; one saying there is nothing ("none") or only
+    repeating the prompt's example is no item; anything else (plain text, broken
+    JSON) is reported as unreadable. Items are the first ``limit`` distinct ones."""
+    reported = Reported()
     if not isinstance(text, str):
-        return [], 0
-    found: list[Adjacent] = []
-    extra = 0
+        return reported
     for match in _ADJACENT.finditer(text):
-        try:
-            value = json.loads(match.group(1))
-        except json.JSONDecodeError:
+        given = match.group(1).strip("`*_ ")
+        if given.lower().rstrip(".") in _NOTHING:
             continue
-        if not isinstance(value, dict):
+        item = _adjacent_item(given)
+        if item is None:
+            reported.unreadable.append(" ".join(given.split())[:120])
             continue
-        title, description = value.get("title"), value.get("description", "")
-        if not isinstance(title, str) or not title.strip() or not isinstance(description, str):
+        if placeholder(item.title) or any(a.title == item.title for a in reported.items):
             continue
-        item = Adjacent(" ".join(title.split())[:200], description.strip()[:2000])
-        if any(a.title == item.title for a in found):
+        if len(reported.items) >= limit:
+            reported.extra += 1
             continue
-        if len(found) >= limit:
-            extra += 1
-            continue
-        found.append(item)
-    return found, extra
+        reported.items.append(item)
+    return reported
+
+
+def _adjacent_item(given: str) -> Adjacent | None:
+    try:
+        value = json.loads(given)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    title, description = value.get("title"), value.get("description", "")
+    if not isinstance(title, str) or not title.strip() or not isinstance(description, str):
+        return None
+    return Adjacent(" ".join(title.split())[:200], description.strip()[:2000])
 
 
 def task_block(
@@ -380,6 +457,8 @@ def task_block(
     if task.get("acceptance"):
         objective = f"{objective}\nAcceptance: {task['acceptance']}"
     warnings = list(wave_warnings)
+    if task.get("helix-review-finding"):
+        warnings.insert(0, f"a review of earlier work found: {task['helix-review-finding']}")
     if task.get("helix-last-error"):
         warnings.insert(
             0,

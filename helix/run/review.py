@@ -20,6 +20,13 @@ agents' sandbox when the project has one, the run's VERIFY timeout):
 * it cannot be checked (no VERIFY, a timeout, no sandbox where one is needed):
   the follow-up is filed ready, and the run log and the task
   (``helix-verify-check``) say so in one line.
+
+Findings reopen work rather than duplicate it (seed 004: "create or reopen
+follow-up work"): a finding that names a task (``"reopen": ID``), or repeats
+the title of an earlier finding about the same task, goes to that task. A
+closed one is reopened; either way it carries the finding
+(``helix-review-finding``, which its next builder is told) and the finding's
+VERIFY, checked as above.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from helix import config, repository
+from helix.errors import HelixError
 from helix.judge import run as runs
 from helix.judge import settings as judge_settings
 from helix.judge import verdict as verification
@@ -46,6 +54,8 @@ from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
 NEEDS_VERIFY = "needs-verify"
+# Statuses of work a finding may be given to instead of a new task.
+LIVE = ("open", "in_progress", "closed")
 MAX_COMMITS = 30
 
 # (runner, prompt, what) -> the agent's answer, logged and counted by the supervisor
@@ -132,6 +142,11 @@ class Reviews:
                 f" or REVIEW: FINDINGS with a JSON list); see {runlog.shown(self.log.path)}",
                 TROUBLE,
             )
+        if review.echoed:
+            self.log.event(
+                f"{what}: {review.echoed} finding(s) only repeated the format's example"
+                ' ("title": "..."); not filed'
+            )
         if review.clean:
             self.log.event(f"{what}: CLEAN")
             return None
@@ -150,7 +165,14 @@ class Reviews:
         deps: list[str],
     ) -> FollowUp:
         """File one finding about ``origin`` (a task or an epic), its VERIFY checked
-        first (the module docstring says what each answer leads to)."""
+        first (the module docstring says what each answer leads to); a finding
+        about work a task already covers reopens that task instead."""
+        existing = self._existing(finding, origin)
+        if existing is not None:
+            try:
+                return self._reopen(existing, finding)
+            except HelixError as exc:  # changed or claimed by another runner meanwhile
+                self.log.event(f"could not reopen {existing['id']} ({exc}): filed as new")
         fields: dict[str, Any] = {
             "description": finding["description"],
             "priority": finding["priority"],
@@ -178,6 +200,55 @@ class Reviews:
             fields["labels"] = [*fields["labels"], BLOCKED_LABEL, NEEDS_VERIFY]
         created = self.tracker.create(finding["title"], **fields)
         return FollowUp(created["id"], ready, note)
+
+    def _existing(
+        self, finding: Mapping[str, Any], origin: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """The task a finding is about when it is already in the queue: the one it
+        names to reopen (not an epic), else an earlier finding about the same
+        origin with the same title. None: file a new one."""
+        # A cancelled or deferred task will not run: reopening it would bury the finding.
+        tasks = [t for t in self.tracker.read().tasks if t.get("status") in LIVE]
+        wanted = finding.get("reopen")
+        if wanted:
+            named = next((t for t in tasks if t.get("id") == wanted), None)
+            if named is not None and named.get("issue_type") != "epic":
+                return named
+            self.log.event(f"review finding {finding['title']!r}: no task {wanted} to reopen")
+        for task in tasks:
+            if (
+                task.get("helix-discovered-from") == origin["id"]
+                and "review-finding" in (task.get("labels") or [])
+                and task.get("title") == finding["title"]
+            ):
+                return task
+        return None
+
+    def _reopen(self, task: Mapping[str, Any], finding: Mapping[str, Any]) -> FollowUp:
+        """Give existing work the finding: a closed task is reopened (its outcome
+        cleared), an open one keeps its place; either carries the finding for its
+        next builder (``helix-review-finding``) and, when the reviewer gave one,
+        the finding's VERIFY, which is checked as a new follow-up's is."""
+        task_id = str(task["id"])
+        said = finding["title"]
+        if finding.get("description"):
+            said += f": {finding['description']}"
+        fields: dict[str, Any] = {"helix-review-finding": said[:4000]}
+        if finding.get("verify"):
+            fields["verify"] = finding["verify"]
+            fields["judge-set"] = provenance.stamp("run", [], provenance.now())
+        ready, note = self._check_verify(fields.get("verify") or task.get("verify"))
+        fields["helix-verify-check"] = note
+        labels = [label for label in task.get("labels") or [] if isinstance(label, str)]
+        if not ready:
+            labels += [label for label in (BLOCKED_LABEL, NEEDS_VERIFY) if label not in labels]
+        fields["labels"] = labels
+        was = task.get("status")
+        if was == "closed":
+            self.tracker.reopen(task_id)
+        self.tracker.update(task_id, **fields)
+        how = "reopened" if was == "closed" else f"already {was}, given the finding"
+        return FollowUp(task_id, ready, f"{how} instead of a new task; {note}")
 
     def _check_verify(self, command: str | None) -> tuple[bool, str]:
         """Run a follow-up's VERIFY now, as a settlement would; (ready, one line)."""
