@@ -85,6 +85,20 @@ def pg_cluster():
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def pipx_helix(tmp_path_factory: pytest.TempPathFactory):
+    """helix as the README installs it (pipx, no extras), once per session
+    (tests/pipx_helix.py). Without pipx (the dev extra brings it) the tests that
+    need it skip, except under CI, where it is a failure."""
+    import pipx_helix as installing
+
+    if not installing.pipx_available():
+        if os.environ.get("CI"):
+            pytest.fail("pipx is not installed (the dev extra installs it: make install)")
+        pytest.skip("pipx is not installed (the dev extra installs it: make install)")
+    return installing.install(tmp_path_factory.mktemp("pipx-helix"))
+
+
 class Engine:
     """The store engine a test body runs on: SQLite files, or databases on the
     session's PostgreSQL server (``HELIX_DB`` names one for helix processes)."""

@@ -8,8 +8,8 @@ one above it, and never a sibling package of its own layer:
     loop                         one attempt: inject, prompt, verify, credit, learn
     judge                        the judge's snapshot, its constructed tree, VERIFY in a sandbox
     memory | tasks               the insight memory; the task graph (strangers to each other)
-    ground                       errors, config, files, jsontext, processes, reaper, render,
-                                 repository, vocab
+    ground                       errors, config, files, installation, jsontext, processes,
+                                 reaper, render, repository, vocab
 
 Every import counts, including those inside functions and ``if TYPE_CHECKING:``:
 a circle that only a type checker follows is still a circle in the design.
@@ -41,6 +41,7 @@ GROUND = {
     "__init__",
     "errors",
     "config",
+    "installation",
     "files",
     "jsontext",
     "processes",

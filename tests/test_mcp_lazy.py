@@ -142,7 +142,7 @@ def test_serve_without_the_sdk_says_how_to_install_it(tmp_path: Path) -> None:
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "helix[mcp]" in lines[0] and lines[0].startswith("helix: error:")
+    assert "the mcp extra is not installed" in lines[0] and lines[0].startswith("helix: error:")
 
 
 def test_help_says_when_the_sdk_is_missing(tmp_path: Path) -> None:
@@ -168,6 +168,6 @@ def test_help_says_when_the_sdk_is_missing(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
     missing, present = outputs
-    assert "Usage:" in missing and "helix[mcp]" in missing and "not installed" in missing
+    assert "Usage:" in missing and "the mcp extra is not installed" in missing
     if importlib.util.find_spec("mcp") is not None:
         assert "not installed" not in present

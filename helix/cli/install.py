@@ -128,8 +128,7 @@ def install_codex(source: str | None, dry_run: bool, sandbox: bool, sandbox_scop
 
 def _install_mcp_client(name: str, scope: str, dry_run: bool) -> None:
     """What ``helix install cursor|opencode|agy`` share: register, report, hint."""
-    from helix import config
-    from helix.cli.mcp import INSTALL_HINT
+    from helix import config, installation
     from helix.mcp import clients
 
     report: dict[str, Any] = dict(
@@ -140,7 +139,7 @@ def _install_mcp_client(name: str, scope: str, dry_run: bool) -> None:
     if not dry_run:
         report.pop("diff")  # the file itself shows what was written
     if not report["mcp_extra"]:
-        report["warning"] = f"the server needs the MCP SDK, not installed here; {INSTALL_HINT}"
+        report["warning"] = f"the server needs the MCP SDK: {installation.hint('mcp')}"
     report["check"] = (
         f"restart {clients.CLIENTS[name].title} in your project and ask its agent to call "
         "helix's health tool: db_path must be your project's .helix/helix.db"

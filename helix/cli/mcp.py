@@ -6,15 +6,9 @@ import os
 
 import click
 
+from helix import installation
 from helix.cli.common import guarded
 from helix.errors import HelixError
-
-# helix is installed from a checkout or a git URL, so the hint adds the SDK to
-# whatever environment helix is in rather than naming a source.
-INSTALL_HINT = (
-    "install helix[mcp]: pipx inject helix 'mcp==2.3.0' "
-    "(in a virtual environment: pip install 'mcp==2.3.0')"
-)
 
 
 @click.group()
@@ -42,9 +36,7 @@ class _Serve(click.Command):
         super().format_help(ctx, formatter)
         if not sdk_installed():
             formatter.write_paragraph()
-            formatter.write_text(
-                f"Not available yet: the MCP SDK is not installed; {INSTALL_HINT}."
-            )
+            formatter.write_text(f"Not available yet: {installation.hint('mcp')}")
 
 
 @mcp.command("serve", cls=_Serve)
@@ -74,7 +66,7 @@ def mcp_serve(http: bool, port: int) -> None:
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic"):
             raise
-        raise HelixError(f"helix mcp serve needs the MCP SDK; {INSTALL_HINT}") from None
+        raise HelixError(f"helix mcp serve: {installation.hint('mcp')}") from None
     if not http:
         server.serve()
         return

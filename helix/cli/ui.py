@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import click
 
+from helix import installation
 from helix.cli.common import guarded
 from helix.errors import HelixError
-
-INSTALL_HINT = (
-    "install helix[ui]: pipx inject helix starlette uvicorn jinja2 "
-    "(in a virtual environment: pip install starlette uvicorn jinja2)"
-)
 
 
 @click.command("ui")
@@ -34,12 +30,12 @@ def ui_command(host: str, port: int, allow_remote: bool) -> None:
 
     Example: helix ui --port 8700
     """
-    try:
-        from helix.ui import server
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in ("starlette", "uvicorn", "jinja2"):
-            raise
-        raise HelixError(f"helix ui needs its web parts; {INSTALL_HINT}") from None
+    # Asked before anything is imported: the server imports uvicorn only when it
+    # starts, after the store is opened, so a failed import there was an internal
+    # error instead of this line.
+    if installation.missing("ui"):
+        raise HelixError(f"helix ui: {installation.hint('ui')}")
     from helix.service.actions import Service
+    from helix.ui import server
 
     server.serve(Service(route="ui"), host=host, port=port, allow_remote=allow_remote)

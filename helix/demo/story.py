@@ -29,7 +29,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from helix import config
+from helix import config, installation
 from helix.demo import estimates
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator, console_narrator
@@ -333,12 +333,20 @@ def _next_steps(project: Path, narrate: Narrator) -> None:
     """What to do after the demo: commands that exist (see ``helix --help``)."""
     narrate.step("next")
     narrate.note("See what the demo learned, in its project:")
+    # After `make demo` helix is in the checkout's .venv, not on PATH: the steps
+    # below would fail as typed without this line first.
+    on_path = installation.path_step()
+    if on_path:
+        narrate.note(f"  {on_path}", hang=4)
+        narrate.note("    (helix is not on your PATH; this puts it there)", hang=4)
     narrate.note(f"  cd {project}")
     narrate.note("  helix memory list      the insights, as text", hang=23)
     narrate.note("  helix ui               the dashboard: open the URL it prints", hang=23)
     narrate.note(
         "Next: install helix into your agent, and it learns from your tasks:", style="bold"
     )
+    if on_path:  # an agent's hooks start `helix` from PATH
+        narrate.note(f"  pipx install {installation.source()}   helix on PATH for good", hang=4)
     narrate.note("  helix install claude   for Claude Code", hang=23)
     narrate.note("  helix install codex    for Codex", hang=23)
     narrate.note("  helix mcp serve        for any other MCP client", hang=23)

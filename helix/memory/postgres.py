@@ -281,9 +281,11 @@ def connect(url: str) -> Connection:
     try:
         import psycopg
     except ImportError:
+        from helix import installation
+
         raise StoreError(
-            "HELIX_DB names a PostgreSQL database, and its driver is not installed: "
-            "pip install 'helix[postgres]' (psycopg)"
+            "HELIX_DB names a PostgreSQL database, and its driver (psycopg, the postgres "
+            f"extra) is not installed; add it with: {installation.install_command('postgres')}"
         ) from None
     try:
         # libpq's PGCONNECT_TIMEOUT, when set (a hook sets a short one), wins.
