@@ -58,6 +58,10 @@ def test_tools_are_listed_with_descriptions_and_schemas(tmp_path: Path) -> None:
         for tool in listed.values():
             assert tool.description and len(tool.description) > 30, tool.name
             assert tool.input_schema["type"] == "object"
+        # An agent creating a task is told it earns nothing until a person confirms it.
+        described = " ".join(str(listed["tasks_create"].description).split())
+        assert "earns nothing until a person confirms it" in described
+        assert "helix tasks confirm ID" in described
         recall = listed["recall"].input_schema
         assert recall["required"] == ["query"]
         assert recall["properties"]["limit"]["maximum"] == 50
@@ -228,6 +232,11 @@ def test_a_task_an_mcp_client_created_earns_no_credit_unconfirmed(tmp_path: Path
 
     task, settled = anyio.run(main)
     assert task["judge-set"]["route"] == "mcp"
+    # The client is told, in the result, what a person must do.
+    assert task["confirm"] == (
+        "earns no verified credit until a person confirms it: "
+        f"helix tasks confirm {task['id']} (not offered over MCP)"
+    )
     assert settled["verification"]["passed"] is True and settled["verified"] is False
     assert any("judge not confirmed" in p for p in settled["problems"])
     with Memory(store_of(tmp_path / ".helix")) as memory:

@@ -94,6 +94,10 @@ run by helix itself, never by what an agent says.
    passing VERIFY credits the insights. A delivered task is closed, any other
    outcome reopens it for the next attempt, with the error recorded.
 
+A task created with `tasks_create` earns nothing until a person confirms it
+(`helix tasks confirm ID` at the command line): its VERIFY runs and it closes
+when it passes, but no insight is credited by it until then.
+
 ## Memory
 
 - `recall` finds insights for a query, each with the numbers behind its rank.
@@ -336,12 +340,24 @@ def build(service: Service) -> MCPServer:
         ] = None,
     ) -> dict[str, Any]:
         """Create a task in the project's tracker (.helix/tasks.jsonl). Its VERIFY
-        is the command helix runs to judge every attempt at it."""
-        return await workers.call(
+        is the command helix runs to judge every attempt at it. A task created
+        here earns nothing until a person confirms it: its VERIFY runs and the
+        task closes when it passes, but no insight is credited and no outcome
+        counts as verified until someone runs `helix tasks confirm ID` (an agent
+        could otherwise set itself a VERIFY that cannot fail). The result says
+        so in `confirm`."""
+        task = await workers.call(
             lambda: service.tasks_create(
                 title, verify, description, acceptance, priority, labels, deps, delta, verify_files
             )
         )
+        # Said in the result too: the agent relays it, and the person is the one
+        # who must act.
+        task["confirm"] = (
+            "earns no verified credit until a person confirms it: "
+            f"helix tasks confirm {task['id']} (not offered over MCP)"
+        )
+        return task
 
     @server.tool(annotations=reading)
     async def tasks_ready() -> list[dict[str, Any]]:
