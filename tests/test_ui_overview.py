@@ -218,7 +218,9 @@ def test_injection_cost_is_the_injected_blocks_size_in_approximate_tokens(projec
     assert cost.tokens == tokens and cost.spawns == 12 and cost.with_insights == 8
     assert cost.per_spawn == round(tokens / 12, 1)
     assert cost.per_injected_spawn == round(tokens / 8, 1)
-    assert cost.per_day == round(tokens / view.WINDOW_DAYS, 1)
+    # A day of history: the rate is over that day, not over the whole window.
+    assert cost.history_hours is not None and cost.history_hours >= 24
+    assert cost.per_day == round(tokens / min(view.WINDOW_DAYS, cost.history_hours / 24), 1)
     assert view.approx_tokens(10) == 2
 
 

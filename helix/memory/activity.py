@@ -113,6 +113,12 @@ def injection_by_day(conn: db.Connection, since: str) -> list[InjectionDay]:
     return out
 
 
+def first_attempt(conn: db.Connection) -> str | None:
+    """When the store's first attempt started: how old its injection history is."""
+    row = conn.execute("SELECT min(started_at) FROM attempt").fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
 def injection_by_settled_task(conn: db.Connection, since: str) -> list[InjectionDay]:
     """Per task with an attempt settled since ``since`` (its id in ``day``): the
     settled attempts, and the size of what helix injected into them, as
@@ -184,6 +190,7 @@ __all__ = [
     "InjectionDay",
     "OutcomeDay",
     "archived_created_since",
+    "first_attempt",
     "injection_by_day",
     "injection_by_settled_task",
     "per_day",

@@ -73,11 +73,21 @@ def _standing(name: str, stale_cut: str) -> tuple[str, list[Any]]:
     """The SQL condition (on alias ``i``) of one live standing but proven."""
     if name == "failing":
         return (
-            "((i.uplift < 0 AND i.evidence > 0) OR (i.effectiveness < ? AND i.use_count >= ?))",
+            # Shown to hurt, as injection decides it (helix.loop.injection.HARM_Z):
+            # below zero even one sd up. A bare "uplift < 0" flagged an insight at
+            # 50% that had helped, for a rounding's worth of estimate.
+            "((i.uplift + coalesce(i.uplift_sd, 0) < 0 AND i.evidence > 0) "
+            "OR (i.effectiveness < ? AND i.use_count >= ?))",
             [FAIL_BELOW, FAIL_USES],
         )
     if name == "unproven":
-        return "i.helped + i.failed = 0", []
+        # In no attempt whose VERIFY helix ran: the same rule as its [unproven]
+        # label (helix.memory.insight.confidence), whoever named it as used.
+        return (
+            "NOT EXISTS (SELECT 1 FROM trial_insight ti JOIN trial t ON t.id = ti.trial_id "
+            "AND t.verified = 1 WHERE ti.insight = i.name)",
+            [],
+        )
     if name == "stale":
         # Unused for STALE_DAYS, or marked by the citation check: the code it cites
         # is gone (helix.memory.citations).

@@ -7,18 +7,22 @@ and one insight with its evidence, as plain records built from the store's reads
 with ``sd`` the estimate's uncertainty. **Relevance** exists only for a search:
 recall's fused similarity of the insight to the query.
 
-**Standings** (the status filter and its chips; an insight may hold several,
-and each chip counts the live insights holding it under the other filters):
+**Standings** (the status filter and its chips): overlapping filters, not a
+partition. An insight may hold several (proven and stale, say) or none (tried,
+neither proven nor failing), so the chips' counts need not add up to "all";
+the page says so. Each chip counts the live insights holding it under the
+other filters:
 
 - ``proven``: helix's own rule (:mod:`helix.memory.proven`, the count ``helix
   memory health`` reports): credit from verified outcomes, effectiveness at
   least 0.60, a verified trial in this store, not quarantined, its text not
   reaching outside the project (and two sources in a team's store).
-- ``unproven``: no verified outcome credited to it yet (``helped + failed = 0``:
-  never named as used in an attempt whose VERIFY helix ran).
-- ``failing``: the evidence says it hurts: a negative uplift estimate backed by
-  evidence (``uplift < 0`` and ``evidence > 0``), or effectiveness below 0.25
-  after at least 3 uses (what ``helix memory prune`` would archive).
+- ``unproven``: in no attempt whose VERIFY helix ran yet (no verified trial),
+  the rule of its ``[unproven]`` label in a builder's prompt.
+- ``failing``: the evidence says it hurts: an uplift estimate below zero even
+  one sd up, backed by evidence (``uplift + sd < 0`` and ``evidence > 0``, the
+  rule injection leaves it out by), or effectiveness below 0.25 after at least
+  3 uses (what ``helix memory prune`` would archive).
 - ``stale``: not used for 30 days (``last_used``, else when it was stored, is
   older): no settled attempt was given it for as long as ``helix memory decay``
   waits; or the code it cites is gone: the citation check
@@ -68,8 +72,8 @@ Z95 = 1.959964
 
 DEFINITIONS = {
     "proven": "helix's proven rule: verified credit, effectiveness >= 60%, not quarantined",
-    "unproven": "no verified outcome credited to it yet",
-    "failing": "uplift < 0 with evidence, or effectiveness < 25% after >= 3 uses",
+    "unproven": "in no attempt whose VERIFY helix ran yet",
+    "failing": "uplift below 0 even one sd up, or effectiveness < 25% after >= 3 uses",
     "stale": "not used for 30 days, or the code it cites is gone",
     "quarantined": "an agent's or an import's, not yet approved or independently proven",
     "archived": "archived (forgotten, pruned, edited, merged): restorable",

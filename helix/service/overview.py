@@ -130,11 +130,14 @@ class Cost:
     tokens: int  # ≈, the days' sum
     per_spawn: float | None  # ≈ tokens per attempt started
     per_injected_spawn: float | None  # ≈ tokens per attempt given insights
-    per_day: float  # ≈ tokens per day of the window
+    # ≈ tokens per day over the window, or over the history when shorter; None
+    # until the history spans a day (a rate from minutes of use is no rate).
+    per_day: float | None
     settled_tasks: int = 0  # tasks with an attempt settled in the window
     settled_tokens: int = 0  # ≈ tokens injected into those settled attempts
     per_settled_task: float | None = None  # ≈ their mean per task
     quiet: int = 0  # attempts given nothing: memory had nothing expected to help
+    history_hours: float | None = None  # since the first attempt; None: no attempt yet
 
 
 @dataclass
@@ -161,7 +164,7 @@ def overview(svc: Service, now: datetime | None = None) -> Overview:
         curve = learning_curve(activity.verified_outcomes_by_day(mem.conn))
         days = insight_activity(mem.conn, now.date())
         settled = activity.recent_settlements(mem.conn, RECENT_SETTLEMENTS)
-        cost = injection_cost(mem.conn, now.date())
+        cost = injection_cost(mem.conn, now.date(), now)
         in_flight = len(ledger.open_attempts(mem))
     return Overview(
         health=health,
@@ -300,8 +303,12 @@ def block_chars(day: activity.InjectionDay) -> int:
 TYPICAL_INSIGHT_CHARS = 160  # an insight is a sentence or two
 
 
-def injection_cost(conn: db.Connection, today: date) -> Cost:
-    """≈ tokens injected per day of the window, per attempt and per day."""
+def injection_cost(conn: db.Connection, today: date, now: datetime | None = None) -> Cost:
+    """≈ tokens injected per day of the window, per attempt and per day. The
+    per-day rate divides by the days of history the window holds (the window,
+    or less when the first attempt is more recent), and is None until that
+    history spans a day: ``now`` (default: the end of ``today``) says how old
+    it is."""
     since, days = _window(today)
     found = {d.day: d for d in activity.injection_by_day(conn, since)}
     quiet = activity.quiet_by_day(conn, since, QUIET_MARK)
@@ -323,6 +330,9 @@ def injection_cost(conn: db.Connection, today: date) -> Cost:
                 quiet.get(day, 0),
             )
         )
+    if now is None:
+        now = datetime.combine(today, datetime.max.time(), tzinfo=UTC)
+    hours = _history_hours(conn, now)
     tasks = activity.injection_by_settled_task(conn, since)
     settled_tokens = sum(approx_tokens(block_chars(t)) for t in tasks)
     spawns = sum(d.spawns for d in out)
@@ -336,12 +346,32 @@ def injection_cost(conn: db.Connection, today: date) -> Cost:
         tokens=tokens,
         per_spawn=round(tokens / spawns, 1) if spawns else None,
         per_injected_spawn=round(tokens / given, 1) if given else None,
-        per_day=round(tokens / WINDOW_DAYS, 1),
+        per_day=_per_day(tokens, hours),
         settled_tasks=len(tasks),
         settled_tokens=settled_tokens,
         per_settled_task=round(settled_tokens / len(tasks), 1) if tasks else None,
         quiet=sum(d.quiet for d in out),
+        history_hours=hours,
     )
+
+
+def _history_hours(conn: db.Connection, now: datetime) -> float | None:
+    first = activity.first_attempt(conn)
+    if first is None:
+        return None
+    try:
+        began = datetime.fromisoformat(first.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if began.tzinfo is None:
+        began = began.replace(tzinfo=UTC)
+    return max(0.0, (now - began).total_seconds() / 3600)
+
+
+def _per_day(tokens: int, hours: float | None) -> float | None:
+    if hours is None or hours < 24:
+        return None
+    return round(tokens / min(float(WINDOW_DAYS), hours / 24), 1)
 
 
 __all__ = [

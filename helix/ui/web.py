@@ -125,9 +125,23 @@ def pct(value: float | None, digits: int = 0) -> str:
 
 
 def signed(value: float | None, digits: int = 2) -> str:
-    if value is None:
+    """``+0.042`` / ``-0.042``; a value that rounds to zero is ``0.000``, never
+    ``-0.000`` (the sign is taken after rounding)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    return f"{value:+.{digits}f}"
+    shown = round(value, digits)
+    if shown == 0:
+        return f"{0.0:.{digits}f}"
+    return f"{shown:+.{digits}f}"
+
+
+def tone(value: float | None, digits: int = 2) -> str:
+    """The colour class of a signed figure, from the value as shown: a zero is
+    neither good nor bad."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    shown = round(value, digits)
+    return "good-text" if shown > 0 else "bad-text" if shown < 0 else ""
 
 
 def ago(stamp: str | None) -> str:
@@ -171,5 +185,5 @@ def _url(context: Any, path: str) -> str:
     return url(str(context["root"]), path)
 
 
-TEMPLATES.env.filters.update(pct=pct, signed=signed, ago=ago, count=count, local=local)
+TEMPLATES.env.filters.update(pct=pct, signed=signed, tone=tone, ago=ago, count=count, local=local)
 TEMPLATES.env.globals["url"] = _url
