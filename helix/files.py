@@ -50,6 +50,7 @@ MAX_STATE_BYTES = 4 << 20  # a state file is small; a bigger one was not written
 APPEND_LOCK_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 2.0  # a local file of a few MB reads in milliseconds; a slower one is stuck
 READ_CHUNK = 1 << 20
+FILTER_MAX_BYTES = 64 << 20  # filter_lines reads the whole file: past this it refuses
 
 
 def file_id(value: Any, what: str = "task id") -> str:
@@ -238,22 +239,77 @@ def append_line(path: Path, line: str | bytes, timeout: float = APPEND_LOCK_TIME
     Guarantee: lines written by concurrent processes never interleave, however
     long, and a line never continues the unterminated fragment a dead writer left
     (it starts on a fresh line instead). Readers need no lock: they skip an
-    unterminated last line (a write in flight)."""
+    unterminated last line (a write in flight). A file that :func:`filter_lines`
+    replaced or removed while this waited for the lock is opened again, so the
+    line never lands in a file nobody will read."""
     data = line if isinstance(line, bytes) else line.encode("utf-8", errors="replace")
     if not data.endswith(b"\n"):
         data += b"\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            left = max(0.0, deadline - time.monotonic())
+            with _exclusive(
+                fd, left, 0.002, lambda _fd: f"{path} stayed locked for {timeout:.0f} s"
+            ):
+                if not _still_named(fd, path):
+                    continue  # replaced or removed while we waited: open the new one
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # a writer died mid-line: do not glue onto its fragment
+                view = memoryview(data)
+                while view:  # one write; a short one (disk full, signal) is finished under the lock
+                    view = view[os.write(fd, view) :]
+                return
+        finally:
+            os.close(fd)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open on ``fd``."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def filter_lines(
+    path: Path, keep: Callable[[bytes], bool], timeout: float = APPEND_LOCK_TIMEOUT_S
+) -> tuple[int, int]:
+    """Drop the complete lines of an :func:`append_line` file that ``keep`` refuses,
+    under the same lock its appenders take; remove the file when nothing is left.
+    Returns (lines dropped, lines kept). Atomic: the file is replaced whole (an
+    unterminated last line, a dead writer's fragment, is kept as it is), and an
+    appender that waited meanwhile writes to the new file. A missing file is
+    (0, 0)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0, 0
     try:
         with _exclusive(
             fd, timeout, 0.002, lambda _fd: f"{path} stayed locked for {timeout:.0f} s"
         ):
+            if not _still_named(fd, path):
+                return 0, 0  # another filter replaced or removed it first
             size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                data = b"\n" + data  # a writer died mid-line: do not glue onto its fragment
-            view = memoryview(data)
-            while view:  # one write; a short one (disk full, signal) is finished under the lock
-                view = view[os.write(fd, view) :]
+            if size > FILTER_MAX_BYTES:
+                raise HelixError(f"{path} is over {FILTER_MAX_BYTES >> 20} MiB: left as it is")
+            data = os.pread(fd, size, 0) if size else b""
+            lines = data.splitlines(keepends=True)
+            kept = [ln for ln in lines if not ln.endswith(b"\n") or keep(ln[:-1])]
+            dropped = len(lines) - len(kept)
+            if not dropped:
+                return 0, len(kept)
+            if kept:
+                write_bytes(path, b"".join(kept))
+            else:
+                path.unlink()
+            return dropped, len(kept)
     finally:
         os.close(fd)
 

@@ -719,7 +719,8 @@ def post_tool_use_failure(ctx: Context) -> None:
 def session_end(ctx: Context) -> None:
     """Decay, expire (when ``HELIX_EXPIRE_DAYS`` is set: insights unused that
     long are archived, restorable), and clean up state that has served its
-    purpose. Stored insights are never touched beyond those."""
+    purpose: this session's builder outcomes leave ``task-status.jsonl`` (the
+    file goes once empty). Stored insights are never touched beyond those."""
     if ctx.paths.db.exists():
         from helix.memory import expiry
 
@@ -739,6 +740,11 @@ def session_end(ctx: Context) -> None:
         if path.is_file() and path.stat().st_mtime < cutoff:
             path.unlink(missing_ok=True)
     setaside.prune(ctx.home, STALE_DAYS)  # checkpoints of attempts that never settled
+    session = ctx.payload.get("session_id")
+    if isinstance(session, str) and session and ctx.paths.db.exists():
+        # Seed 002: this session's builder outcomes go; another session's stay.
+        with _records(ctx) as store:
+            results.forget_agents(ctx.home, store.agents_of_session(session))
     _truncate_status(ctx.home)
     return None
 

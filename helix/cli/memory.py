@@ -348,17 +348,25 @@ def _restorable(result: dict[str, Any], names: list[str]) -> dict[str, Any]:
 
 @memory.command("decay")
 @click.option("--days", "unused_days", default=30.0, show_default=True, type=click.FloatRange(0))
+@click.option(
+    "--min-uses",
+    type=click.IntRange(1),
+    default=None,
+    help="Spare insights used at least this many times (default: none spared).",
+)
 @guarded
-def memory_decay(unused_days: float) -> None:
+def memory_decay(unused_days: float, min_uses: int | None) -> None:
     """Pull the scores of insights unused for DAYS halfway back to neutral.
 
-    Refused while an attempt is in flight (bulk upkeep is a person's action).
+    With --min-uses N only insights used fewer than N times fade: advice that
+    has been used often keeps its score. Refused while an attempt is in flight
+    (bulk upkeep is a person's action).
 
-    Example: helix memory decay --days 30
+    Example: helix memory decay --days 30 --min-uses 2
     """
     with open_memory() as mem:
         _person_only(mem, "decay")
-        emit(mem.decay(unused_days))
+        emit(mem.decay(unused_days, min_uses))
 
 
 @memory.command("prune")

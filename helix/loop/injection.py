@@ -105,6 +105,13 @@ WEAK_RELEVANCE = POOL_FLOOR
 # 0.6 and 0.7 with REACH_Z 0: 68.2%, 68.0%, 67.2% overall).
 REACH_MIN = 0.0
 REACH_Z = 0.5
+# Seeds 000 and 001: a systemic insight (a failure seen three or more times)
+# surfaces with priority. One that concerns the task (in the relevance-gated
+# pool) and is not shown to hurt is dealt before every other candidate, whatever
+# their learned value (uplift lies within +-0.5, the tie-break within 0.2, so
+# this lifts it above them all), and it is listed first in the block.
+SYSTEMIC = "systemic"
+SYSTEMIC_PRIORITY = 1.0
 MAX_BATCH = 50
 # A builder asks memory how to do its task: patterns, conventions and procedures
 # get recall's intent boost in the relevance tie-break (ranking.INTENT_KINDS).
@@ -263,8 +270,9 @@ def batch_inject(
     for i, dealt in enumerate(chosen):
         compact = {n: _compact(pools[i][n], held.get(n)) for n in dealt}
         names = _within_budget(compact, candidates[i], cap)
-        # The optimistic value decides who is in; the prompt lists them by expected value.
-        names.sort(key=lambda n: (-pools[i][n]["_score"], n))
+        # The optimistic value decides who is in; the prompt lists them by expected
+        # value, systemic insights first (SYSTEMIC_PRIORITY).
+        names.sort(key=lambda n: (pools[i][n]["kind"] != SYSTEMIC, -pools[i][n]["_score"], n))
         insights = [compact[n] for n in names]
         block = _block(insights)
         result: dict[str, Any] = {
@@ -400,9 +408,12 @@ def _choose(
         if untried and relevance < WEAK_RELEVANCE:
             dropped["weak"] += 1
             continue  # nothing speaks for it but a weak match of words
-        speaks = speaks or not untried or relevance >= QUIET_RELEVANCE
+        systemic = hit["kind"] == SYSTEMIC
+        speaks = speaks or systemic or not untried or relevance >= QUIET_RELEVANCE
         value = mean + (OPTIMISM * sd if explore else 0.0)
         tie = hit["_score"] - estimate["uplift"]  # the relevance tie-break of the score
+        if systemic:
+            value += SYSTEMIC_PRIORITY
         out[name] = (round(value + tie, 6), min(1.0, sd / uplift.PRIOR_SD))
     if out and not speaks:  # none is expected to help: the task gets nothing, not filler
         dropped["weak"] += len(out)

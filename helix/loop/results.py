@@ -195,6 +195,22 @@ def record_task_status(
     return clean
 
 
+def forget_agents(home: Path, agent_ids: set[str]) -> tuple[int, int]:
+    """Remove the outcome lines of ``agent_ids`` (a session's builders, when the
+    session ends) from ``task-status.jsonl``, and the file once nothing is left.
+    Lines of other agents (another session's, ``helix settle``'s) and lines that
+    cannot be read stay. Returns (lines removed, lines kept); atomic under the
+    appenders' lock (:func:`helix.files.filter_lines`)."""
+    if not agent_ids:
+        return 0, 0
+
+    def keep(line: bytes) -> bool:
+        record = _stored_status(line) if len(line) <= MAX_LINE else None
+        return record is None or record.get("agent_id") not in agent_ids
+
+    return files.filter_lines(task_status_path(home), keep, LOCK_TIMEOUT_S)
+
+
 @dataclass
 class StatusScan:
     """The status file as read: the latest record per task id, in the order task

@@ -162,6 +162,24 @@ class Records:
                 (agent_id, json.dumps(record, ensure_ascii=False), db.stamp(self.clock())),
             )
 
+    def agents_of_session(self, session_id: str) -> set[str]:
+        """The agents a client session ran, as its spawns and settled agents
+        recorded them (read in Python: the records are JSON text on both engines)."""
+        found: set[str] = set()
+        for agent_id, record in self.conn.execute(
+            "SELECT agent_id, record FROM spawn WHERE agent_id IS NOT NULL"
+        ).fetchall():
+            value = _json(record)
+            if isinstance(value, dict) and value.get("session_id") == session_id:
+                found.add(agent_id)
+        for agent_id, record in self.conn.execute(
+            "SELECT agent_id, record FROM agent_run WHERE record IS NOT NULL"
+        ).fetchall():
+            value = _json(record)
+            if isinstance(value, dict) and value.get("session_id") == session_id:
+                found.add(agent_id)
+        return found
+
     def prune(self, older_than_days: float) -> int:
         """Forget spawns and agents not touched for a while (SessionEnd)."""
         cutoff = db.stamp(self.clock() - timedelta(days=older_than_days))

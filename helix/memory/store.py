@@ -149,11 +149,12 @@ class Memory(InsightRows):
         return explain.why(self, name, objective)
 
     # ----------------------------------------------------------------- upkeep
-    def decay(self, unused_days: float = 30) -> dict[str, Any]:
-        """Halve the distance to neutral of insights unused for ``unused_days``."""
+    def decay(self, unused_days: float = 30, min_uses: int | None = None) -> dict[str, Any]:
+        """Halve the distance to neutral of insights unused for ``unused_days``
+        (with ``min_uses``, only of those used fewer times)."""
         from helix.memory import upkeep
 
-        return upkeep.decay(self, unused_days)
+        return upkeep.decay(self, unused_days, min_uses)
 
     def prune(self, min_effectiveness: float = 0.25, min_uses: int = 3) -> dict[str, Any]:
         """Archive insights below ``min_effectiveness`` after ``min_uses`` uses."""

@@ -68,25 +68,33 @@ def suggest_edges(memory: InsightRows, name: str, limit: int = 5) -> list[dict[s
     return out
 
 
-def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
+def decay(
+    memory: InsightRows, unused_days: float = 30, min_uses: int | None = None
+) -> dict[str, Any]:
     """Let old evidence fade for insights unused for ``unused_days``: an
     insight's estimate is recomputed as of now (evidence counts half after
     ``uplift.HALF_DAYS``) from a prior halved toward neutral; one with no kept
     evidence (imported, or scored before evidence was kept) halves its distance
-    to neutral. So a stale score cannot dominate forever.
+    to neutral. So a stale score cannot dominate forever. With ``min_uses`` (the
+    seed's ``decay --min-uses``) an insight used at least that many times keeps
+    its score: only the rarely used ones fade.
 
     Applied in short batches; an insight used meanwhile is no longer dormant and
     is left alone."""
     if unused_days < 0:
         raise InvalidInput("unused_days must be >= 0")
+    if min_uses is not None and (isinstance(min_uses, bool) or min_uses < 1):
+        raise InvalidInput("min_uses must be at least 1")
     cutoff = db.stamp(memory.clock() - timedelta(days=unused_days))
     now = memory.now()
     dormant = "coalesce(last_used, created_at) < ? AND abs(effectiveness - 0.5) > 1e-6"
+    bound: tuple[Any, ...] = (cutoff,)
+    if min_uses is not None:
+        dormant += " AND use_count < ?"
+        bound = (cutoff, min_uses)
     ids = [
         r[0]
-        for r in memory.conn.execute(
-            f"SELECT id FROM insight WHERE {dormant} ORDER BY id", (cutoff,)
-        )
+        for r in memory.conn.execute(f"SELECT id FROM insight WHERE {dormant} ORDER BY id", bound)
     ]
     decayed: list[str] = []
 
@@ -95,7 +103,7 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
     def fade(insight_id: int) -> None:
         row = memory.conn.execute(
             f"SELECT name, effectiveness, uplift_prior FROM insight WHERE id = ? AND {dormant}",
-            (insight_id, cutoff),
+            (insight_id, *bound),
         ).fetchone()
         if row is None:  # used, reset or removed since the plan
             return
@@ -131,7 +139,10 @@ def decay(memory: InsightRows, unused_days: float = 30) -> dict[str, Any]:
         decayed.append(name)
 
     db.write_batches(memory.conn, ids, fade)
-    return {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
+    result: dict[str, Any] = {"decayed": len(decayed), "names": decayed, "unused_days": unused_days}
+    if min_uses is not None:
+        result["min_uses"] = min_uses
+    return result
 
 
 def prune(
