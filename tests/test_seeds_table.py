@@ -7,7 +7,8 @@ S000-001, S000-002, ... unique and contiguous per seed, in document order; every
 status is one of four words; every path it names exists (and the function after
 ``::`` is defined there); every ``helix ...`` command it names is a documented
 command with the options named (docs/cli.md); every test it names is a test function in that file under
-tests/; a row that is not done names the issue that will do it.
+tests/; a row that is not done names the issue that will do it; the summary
+line's counts are the rows' own.
 """
 
 from __future__ import annotations
@@ -133,3 +134,22 @@ def test_every_named_test_exists() -> None:
             assert _defines(ROOT / path, name), f"{row['id']}: {name} is not a test in {path}"
             named += 1
     assert named >= 150
+
+
+SUMMARY = re.compile(
+    r"The table holds (\d+) requirements: (\d+) done, (\d+) differ, (\d+) partial, (\d+) missing"
+)
+
+
+def test_the_summary_counts_are_the_tables_own() -> None:
+    found = SUMMARY.findall(TABLE.read_text(encoding="utf-8").replace("\n", " "))
+    assert len(found) == 1, "docs/seeds.md must say its counts once, in the summary line"
+    table = rows()
+    counted = [str(len(table))] + [
+        str(sum(row["status"] == status for row in table))
+        for status in ("done", "differs", "partial", "missing")
+    ]
+    assert list(found[0]) == counted, (
+        f"docs/seeds.md says {found[0]}; its rows count {counted}"
+        " (requirements, done, differ, partial, missing)"
+    )
