@@ -1,9 +1,9 @@
 """How this helix is installed: its optional extras (which are here, and the
 command that adds one), and the shell line that puts it on PATH.
 
-helix is installed from a checkout or a git URL, never from a package index
-(PyPI's ``helix`` is another project), so ``pip install 'helix[ui]'`` would
-fetch the wrong thing. The command that adds an extra therefore adds the
+helix is installed from a checkout or a git URL, never from a package index,
+so ``pip install 'helix[ui]'`` would not find it (or find a project of that
+name that is not this one). The command that adds an extra therefore adds the
 extra's own requirements to the environment helix runs in, in the words of the
 tool that made it: ``pipx inject`` for pipx, ``uv tool install --with`` for uv,
 this interpreter's pip otherwise. The requirements are read from helix's

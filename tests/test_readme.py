@@ -1,8 +1,9 @@
 """The README's examples, run word for word.
 
-Every ```sh block runs, in order, in one scratch project with a fresh HOME and
-this checkout's `helix` on PATH, under `bash -e`: a command that fails fails the
-test. A block that cannot run here (it installs from a path, needs a logged-in
+Every ```sh block runs, in order, in one scratch project with a fresh HOME, no
+git identity, and helix installed as the README says (``pipx install``, no
+extras: tests/pipx_helix.py) on PATH, under `bash -e`: a command that fails fails
+the test. A block that cannot run here (it installs from a path, needs a logged-in
 agent, or removes what a real client holds) is preceded by a
 ``<!-- not run: ... -->`` line that names the test covering it, and that test
 must exist. The ```python block runs too.
@@ -11,13 +12,12 @@ must exist. The ```python block runs too.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pipx_helix import PipxHelix
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -45,33 +45,21 @@ def test_every_block_not_run_names_the_test_that_covers_it() -> None:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """An empty project folder inside a folder of its own, a fresh HOME, this
-    checkout's helix first on PATH, a git identity (a stranger's git has one)."""
+def scratch(tmp_path: Path, pipx_helix: PipxHelix) -> tuple[Path, dict[str, str]]:
+    """An empty project folder inside a folder of its own, a fresh HOME, helix
+    installed as the README says (pipx, no extras) first on PATH, and no git
+    identity anywhere: a stranger's git may have none, and every example must
+    run all the same."""
     project = tmp_path / "work" / "try-helix"
     project.mkdir(parents=True)
     home = tmp_path / "home"
     home.mkdir()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("HELIX_", "CLAUDE", "ANTHROPIC", "CODEX", "GIT_"))
-    }
-    env.update(
-        HOME=str(home),
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-        GIT_AUTHOR_NAME="A Stranger",
-        GIT_AUTHOR_EMAIL="stranger@example.invalid",
-        GIT_COMMITTER_NAME="A Stranger",
-        GIT_COMMITTER_EMAIL="stranger@example.invalid",
-        HELIX_BACKOFF_SLEEP="0",
-    )
-    return project, env
+    return project, pipx_helix.env(home, HELIX_BACKOFF_SLEEP="0")
 
 
 def helix(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "helix", *args],
+        ["helix", *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -81,15 +69,23 @@ def helix(project: Path, env: dict[str, str], *args: str) -> subprocess.Complete
     )
 
 
-def test_the_readme_runs_word_for_word(scratch: tuple[Path, dict[str, str]]) -> None:
+def test_the_readme_runs_word_for_word(
+    scratch: tuple[Path, dict[str, str]], pipx_helix: PipxHelix
+) -> None:
     project, env = scratch
+    assert (
+        subprocess.run(  # the examples cannot lean on an identity git finds
+            ["git", "var", "GIT_AUTHOR_IDENT"], cwd=project, env=env, capture_output=True
+        ).returncode
+        != 0
+    )
     ran = 0
     for lang, code, why in blocks():
         if why is not None:
             continue
         command = ["bash", "-e", "-o", "pipefail", "-c", code]
         if lang == "python":
-            command = [sys.executable, "-c", code]
+            command = [str(pipx_helix.python), "-c", code]  # where helix is installed
         done = subprocess.run(
             command,
             cwd=project,
@@ -125,3 +121,40 @@ def _the_run_example_ended_delivered_and_verified(project: Path, env: dict[str, 
     assert events.returncode == 0, events.stderr
     (event,) = json.loads(events.stdout)
     assert event["outcome"] == "delivered" and event["verified"]
+
+
+def test_the_node_version_it_states_is_what_the_pinned_clients_ask_for() -> None:
+    """The README's Node.js floor is the highest `engines.node` of the agent CLIs
+    `make test` pins (read from their installed package.json)."""
+    stated = re.search(r"Node\.js (\d+)\+", README.read_text(encoding="utf-8"))
+    assert stated, "the README states no Node.js version"
+    wanted = []
+    for package in ("@anthropic-ai/claude-code", "@openai/codex"):
+        manifest = ROOT / ".cache" / "npm" / "node_modules" / package / "package.json"
+        if manifest.is_file():
+            floor = json.loads(manifest.read_text())["engines"]["node"]
+            wanted.append(int(re.match(r">=\s*(\d+)", floor).group(1)))
+    if not wanted:
+        pytest.skip("the pinned agent CLIs are not installed (make claude-cli codex-cli)")
+    assert int(stated.group(1)) == max(wanted)
+
+
+def _specifiers(requirement: str) -> tuple[str, frozenset[str]]:
+    name, spec = re.match(r"([\w.\[\]-]+)(.*)", requirement).group(1, 2)
+    return name.lower(), frozenset(s.strip() for s in spec.split(",") if s.strip())
+
+
+def test_each_extra_s_pipx_command_installs_what_pyproject_declares() -> None:
+    """The README's `pipx inject helix ...` line for each extra names exactly the
+    extra's requirements (pyproject.toml), and an extra it names exists."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    text = README.read_text(encoding="utf-8")
+    injected = re.findall(r"^pipx inject helix (.*?)\s+# (\w+):", text, re.M)
+    assert {extra for _, extra in injected} == {"ui", "mcp", "postgres"}
+    for arguments, extra in injected:
+        named = {_specifiers(word.strip("'")) for word in arguments.split()}
+        assert named == {_specifiers(r) for r in declared[extra]}, extra
