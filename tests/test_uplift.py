@@ -214,7 +214,9 @@ def test_why_traces_the_numbers_behind_a_ranking(memory: Memory):
     assert why["rank"] == 1 and why["in_pool"]
     assert why["uplift_here"]["uplift"] > 0.1 and why["uplift_here"]["trials"] == 6
     assert why["baseline"]["baseline"] < 0.6
-    assert why["shown_as"] == f"[{round(memory.get(helpful)['effectiveness'] * 100)}%]"
+    shown = memory.get(helpful)
+    assert why["shown_as"] == shown["confidence"]  # what every prompt and list shows
+    assert why["shown_as"].startswith(f"[{round(shown['effectiveness'] * 100)}% est., passed ")
     assert len(why["trials"]) == 6 and all(t["verified"] for t in why["trials"])
     assert all(t["exposure"] == 1.0 and t["similarity"] > 0.99 for t in why["trials"])
     assert 0.5 < why["chance_injected_if_in_pool"] <= 1.0

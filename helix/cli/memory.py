@@ -635,6 +635,10 @@ def memory_import(file: str) -> None:
     until a person runs `helix memory approve NAME` or verified passes of two
     other tasks stand behind them.
 
+    Not one transaction (hooks keep writing during a long import), but safe to
+    re-run: an import cut short (Ctrl-C, a kill) is completed by running it
+    again, with no duplicates; lines already in the store are counted `present`.
+
     Example: helix memory import team-memory.jsonl
     """
     if file == "-":
@@ -656,7 +660,7 @@ def memory_import(file: str) -> None:
             err=True,
         )
     emit(result)
-    if result["lines"] and not (result["added"] or result["merged"]):
+    if result["lines"] and not (result["added"] or result["merged"] or result["present"]):
         # Nothing of a non-empty file could be imported: say so, and fail.
         raise HelixError(f"no line of {label} could be imported ({result['rejected']} rejected)")
 
