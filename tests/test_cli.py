@@ -416,9 +416,9 @@ def test_export_import_round_trip(hrun: Runner, tmp_path: Path) -> None:
     moved = ok(fresh("memory", "get", names[0]))
     assert moved["effectiveness"] == 0.5  # the advice moves, its evidence does not
 
-    # Importing the same export again only merges: nothing is duplicated.
+    # Importing the same export again finds it all present: nothing is written.
     again = ok(hrun("memory", "import", str(target)))
-    assert (again["added"], again["merged"]) == (0, 3)
+    assert (again["added"], again["merged"], again["present"]) == (0, 0, 3)
     assert total(hrun) == 3
 
     # With vectors shipped along, the import recomputes them and still round-trips.
