@@ -183,6 +183,18 @@ def test_demo_command_prints_the_story(printed):
     assert "[unproven]" in printed
 
 
+def test_the_insights_the_replay_says_it_appends_are_the_ones_it_lists(printed):
+    """Each PreToolUse line says how many insights helix appends, then lists
+    exactly that many (it said 4 and listed 3)."""
+    text = flat(printed)
+    told = re.findall(r"helix appends (\d+) insights?( and what it is judged on)?", text)
+    assert told and all(judged for _, judged in told)  # and the builder's limits
+    for block in text.split("PreToolUse: spawn of")[1:]:
+        said = int(re.search(r"helix appends (\d+) insight", block)[1])
+        listing = block.split("to its prompt:", 1)[1].split("SubagentStart:", 1)[0]
+        assert len(re.findall(r"(?:^| )- \[", listing)) == said, listing
+
+
 def test_demo_shows_the_advice_not_only_names(printed):
     text = flat(printed)
     # Every insight's own words are printed where it first appears, whole.

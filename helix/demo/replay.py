@@ -29,7 +29,6 @@ from helix.tasks.tracker import Tracker
 RECORDING = "claude_session.jsonl"
 
 HOOK_TIMEOUT = 120.0
-EXCERPT_LINES = 3
 
 
 def load_recording() -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -250,12 +249,18 @@ class Replay:
             "injected": spawn.get("injected", []),
             "context": added,
         }
-        lines = [ln for ln in added.splitlines() if ln.startswith("  - ")]
+        # The entries of the INSIGHTS field only (JUDGED_ON's lines are bullets too),
+        # every one of them: the count said and the lines shown must agree.
+        fields = contracts.parse_prompt(added).fields
+        block = str(fields.get("INSIGHTS") or "")
+        lines = [ln for ln in block.splitlines() if ln.startswith("  - ")]
+        judged = " and what it is judged on (JUDGED_ON)" if "JUDGED_ON" in fields else ""
         self.note(
             f"    PreToolUse: spawn of {tool_input.get('subagent_type')} for "
-            f"{spawn.get('task_id')}: helix appends {len(lines)} insights to its prompt:"
+            f"{spawn.get('task_id')}: helix appends {len(lines)} "
+            f"insight{'' if len(lines) == 1 else 's'}{judged} to its prompt:"
         )
-        for name, line in list(zip(spawn.get("injected", []), lines, strict=False))[:EXCERPT_LINES]:
+        for name, line in zip(spawn.get("injected", []), lines, strict=False):
             mark = "  <- learned in session 1" if name in self.learned else ""
             self.note(f"      {line.strip()}{mark}")
 
