@@ -5,9 +5,9 @@ helix is installed from a checkout or a git URL, never from a package index,
 so ``pip install 'helix[ui]'`` would not find it (or find a project of that
 name that is not this one). The command that adds an extra therefore adds the
 extra's own requirements to the environment helix runs in, in the words of the
-tool that made it: ``pipx inject`` for pipx, ``uv tool install --with`` for uv,
-this interpreter's pip otherwise. The requirements are read from helix's
-installed metadata, so a hint cannot drift from pyproject.toml.
+tool that made it: ``pipx inject`` for pipx, ``uv tool install --reinstall
+--with`` for uv, this interpreter's pip otherwise. The requirements are read
+from helix's installed metadata, so a hint cannot drift from pyproject.toml.
 
 Asking whether an extra is here imports nothing of it (the MCP SDK and the web
 stack take seconds to import).
@@ -108,8 +108,12 @@ def install_command(name: str, prefix: Path | None = None) -> str:
         # pipx names the environment after the package (plus any --suffix).
         return " ".join(["pipx inject", shlex.quote(where.name), *wanted])
     if (where / "uv-receipt.toml").is_file():
-        withs = [f"--with {r}" for r in wanted]
-        return " ".join(["uv tool install", *withs, shlex.quote(source())])
+        # uv adds a requirement to a tool only by installing it again, which
+        # keeps only the --with it is given: the extras already here are named too.
+        kept = [shlex.quote(r) for other in EXTRAS if other != name and installed(other)
+                for r in requirements(other)]  # fmt: skip
+        withs = [f"--with {r}" for r in [*kept, *wanted]]
+        return " ".join(["uv tool install --reinstall", *withs, shlex.quote(source())])
     return " ".join([shlex.quote(sys.executable), "-m pip install", *wanted])
 
 
