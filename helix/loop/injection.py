@@ -408,7 +408,7 @@ def _choose(
         if untried and relevance < WEAK_RELEVANCE:
             dropped["weak"] += 1
             continue  # nothing speaks for it but a weak match of words
-        systemic = hit["kind"] == SYSTEMIC
+        systemic = hit.get("kind") == SYSTEMIC
         speaks = speaks or systemic or not untried or relevance >= QUIET_RELEVANCE
         value = mean + (OPTIMISM * sd if explore else 0.0)
         tie = hit["_score"] - estimate["uplift"]  # the relevance tie-break of the score
