@@ -10,8 +10,15 @@ from rich.markup import escape
 from rich.table import Table
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 itself; the CLI ends a stopped reader's pipe its own
+        # way (quietly, 141), so the error goes up to it.
+        raise BrokenPipeError
+
+
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    return _Console(highlight=False, soft_wrap=False)
 
 
 def insight_table(rows: list[dict[str, Any]], title: str | None = None) -> None:

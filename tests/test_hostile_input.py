@@ -239,3 +239,39 @@ def test_the_briefing_reads_a_store_it_cannot_write(read_only: str) -> None:
         assert result.returncode == 0, result.stderr
         assert "1 insights" in result.stdout, result.stdout + result.stderr
         assert "unreadable" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory", "export", "-"],
+        ["memory", "list", "--json"],
+        ["memory", "list"],
+        ["memory", "recall", "make clean"],
+        ["tasks", "list", "--json"],
+    ],
+    ids=lambda argv: " ".join(argv),
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, argv: list[str]):
+    """`helix memory export - | head -c 10`: the pipe's reader is gone before
+    helix writes. Exit 141 (a closed pipe's code) or 0, nothing on stderr, never
+    130 (an interrupt's) or a traceback; the store is as it was."""
+    work, home = tmp_path / "work", tmp_path / "work" / ".helix"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    stored(work, home)
+    before = helix(work, home, ["memory", "export", "-"], None).stdout
+    child = subprocess.Popen(
+        [sys.executable, "-m", "helix", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HELIX_HOME": str(home)},
+        cwd=work,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader is gone before the first byte
+    err = child.stderr.read().decode("utf-8", "replace")
+    assert child.wait(timeout=60) in (0, 141), err
+    assert err == ""
+    assert helix(work, home, ["memory", "export", "-"], None).stdout == before

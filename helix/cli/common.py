@@ -10,7 +10,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Collection, Iterator, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -42,8 +42,12 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (KeyboardInterrupt, BrokenPipeError):
+        except KeyboardInterrupt:
             sys.exit(130)
+        except BrokenPipeError as exc:
+            if not stdout_gone():
+                _fail(f"error: {exc.strerror or exc}", 1)
+            reader_gone()
         except InvalidInput as exc:
             _fail(f"error: {exc}", 2)
         except UnicodeError:
@@ -64,6 +68,34 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             _fail(f"internal error: {type(exc).__name__}: {exc} (set HELIX_DEBUG=1 for details)", 1)
 
     return wrapper
+
+
+def stdout_gone() -> bool:
+    """Whether standard output is a pipe whose reader has gone (``helix memory
+    export - | head -c 10``), as opposed to a pipe to some other process."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def reader_gone() -> NoReturn:
+    """End quietly because the reader of stdout stopped early: not helix's error.
+    What is still buffered goes nowhere (no BrokenPipeError at shutdown), and the
+    exit code is 141, the shell's code for a writer a closed pipe stopped, as
+    pipelines expect. Any store write the command made has committed already or
+    not at all: each is one transaction."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)
 
 
 def emit(value: Any) -> None:
@@ -161,6 +193,11 @@ class Root(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except BrokenPipeError:
+            # A command outside `guarded` printing to a reader that stopped early.
+            if not stdout_gone():
+                raise
+            reader_gone()
 
 
 class UsageLine(click.UsageError):
