@@ -78,6 +78,7 @@ COMMANDS = {
     "verify": "helix.cli.loop:verify_command",
     "settle": "helix.cli.loop:settle_command",
     "history": "helix.cli.loop:history_command",
+    "attempts": "helix.cli.attempts:attempts",
     "learn": "helix.cli.loop:learn",
     "wait": "helix.cli.wave:wait",
     "wave": "helix.cli.wave:wave",

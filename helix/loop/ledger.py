@@ -43,6 +43,7 @@ class Store(Protocol):
 
 
 OPEN_HOURS = 12  # an open attempt older than this is abandoned, not "in the middle"
+ABANDONED = "abandoned"  # an attempt ended without a settlement: it credits nothing
 
 
 @dataclass
@@ -107,14 +108,18 @@ def start(
     with db.write(memory.conn):
         earlier = latest(memory, task_id)
         judge = _carried(judge, earlier)
-        suspect = earlier is not None and (earlier.open or bool(earlier.tampered))
+        # An abandoned attempt ended without its builder's work being judged: a
+        # builder was at work during it all the same.
+        suspect = earlier is not None and (
+            earlier.open or bool(earlier.tampered) or earlier.outcome == ABANDONED
+        )
         if earlier is not None and suspect and _recent(earlier, memory):
             # A builder may be at work since that attempt started: what the judge
             # is now may be its doing. The judge recorded before it is kept.
             why = earlier.judge.changes(judge.verify)
             if why or earlier.judge.snapshot is None or earlier.judge.snapshot != judge.snapshot:
                 judge = earlier.judge
-                how = "open" if earlier.open else "tampered"
+                how = "open" if earlier.open else "tampered" if earlier.tampered else ABANDONED
                 note = (note + "; " if note else "") + (
                     f"judge kept from the {how} attempt {earlier.id}: "
                     f"{why or 'a builder may have been at work since it started'}"
@@ -263,7 +268,8 @@ def refuse_in_flight(memory: Store, action: str) -> None:
     if running:
         raise HelixError(
             f"refused: {action} is for a person, and {len(running)} attempt(s) are in "
-            f"flight (task {running[0].task_id}); do it once they have settled"
+            f"flight (task {running[0].task_id}); do it once they have settled, or end one"
+            f" nobody is working on with `helix attempts abandon --task {running[0].task_id}`"
         )
 
 
@@ -391,6 +397,15 @@ def end(memory: Store, attempt: Attempt) -> None:
     or helix run saw it exit): it is no longer in flight."""
     if attempt.ended_at is None and attempt.settled_at is not None:
         table.end(memory.conn, attempt.id, db.stamp(memory.clock()))
+
+
+def abandon(memory: Store, attempt_id: str, why: str) -> bool:
+    """End the attempt ``attempt_id`` nobody will settle (its run was interrupted,
+    its agent failed or never started, a person cleared it): outcome
+    ``abandoned``, no feedback, no credit and no charge; it is no longer in
+    flight. Idempotent: True only when it was still in flight."""
+    result = json.dumps({"abandoned": why[:500]}, ensure_ascii=False)
+    return table.abandon(memory.conn, attempt_id, db.stamp(memory.clock()), result)
 
 
 def abandon_stale(memory: Store, older_than_days: float) -> int:

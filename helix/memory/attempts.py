@@ -108,6 +108,26 @@ def end(conn: db.Connection, attempt_id: str, at: str) -> None:
         )
 
 
+def abandon(conn: db.Connection, attempt_id: str, at: str, result: str) -> bool:
+    """End an attempt that will never be settled (its run stopped, its agent
+    failed, a person said so): settled as ``abandoned``, neither verified nor
+    failed, its agent ended. One that is settled but whose agent was not known to
+    have ended is only marked ended. True when the row changed."""
+    with db.write(conn):
+        cursor = conn.execute(
+            "UPDATE attempt SET settled_at = ?, outcome = 'abandoned', verified = NULL, "
+            "result = ?, ended_at = ? WHERE id = ? AND settled_at IS NULL",
+            (at, result, at, attempt_id),
+        )
+        if cursor.rowcount == 1:
+            return True
+        cursor = conn.execute(
+            "UPDATE attempt SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
+            (at, attempt_id),
+        )
+    return cursor.rowcount == 1
+
+
 def delete_unsettled_before(conn: db.Connection, cutoff: str) -> int:
     """Forget unsettled attempts started before ``cutoff``; how many."""
     with db.write(conn):

@@ -11,17 +11,22 @@ reused, and a claim may be seconds old), a live pid is never enough to take it,
 and such a claim from another machine is left alone because its pid cannot be
 checked from here. Recovery changes tracker state only; it never touches the
 worktree.
+
+A person can also end attempts left in flight (:func:`abandon`, ``helix attempts
+abandon``): a run killed with SIGKILL could not end its own.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from helix import config
-from helix.loop import results
+from helix.errors import HelixError, InvalidInput, NotFound
+from helix.loop import ledger, results
 from helix.run.state import pid_alive
 from helix.tasks.tracker import Tracker
 
@@ -77,3 +82,89 @@ def recover(tracker: Tracker, now: datetime, limit: float) -> list[dict[str, str
         tracker.unclaim(task["id"])
         released.append({"id": task["id"], "reason": reason})
     return released
+
+
+@dataclass
+class Abandoned:
+    """An attempt a person ended (:func:`abandon`), and whether its task's claim,
+    held by a run that is gone, was released with it."""
+
+    attempt: str
+    task_id: str
+    started_at: str
+    source: str
+    released: bool = False
+
+
+def abandon(
+    memory: ledger.Store,
+    tracker: Tracker,
+    attempt_ids: Sequence[str] = (),
+    task_ids: Sequence[str] = (),
+    everything: bool = False,
+) -> list[Abandoned]:
+    """End attempts stuck in flight (their run was killed, their session
+    crashed): each is settled ``abandoned``, crediting and charging nothing, so
+    a person's corrections are no longer refused. Their tasks' claims held by a
+    helix run whose pid is gone from this machine are released too.
+
+    Refused as a whole (HelixError, nothing changed) for an attempt whose task a
+    live ``helix run`` on this machine holds: stopping that run ends it. Raises
+    InvalidInput when nothing is named and NotFound for a named attempt or task
+    with nothing in flight."""
+    if not (attempt_ids or task_ids or everything):
+        raise InvalidInput("name an ATTEMPT, --task ID or --all (see `helix attempts list`)")
+    flying = ledger.open_attempts(memory)
+    chosen = {a.id: a for a in flying} if everything else {}
+    for attempt_id in attempt_ids:
+        found = [a for a in flying if a.id == attempt_id]
+        if not found:
+            raise NotFound(f"attempt {attempt_id} is not in flight (see `helix attempts list`)")
+        chosen[attempt_id] = found[0]
+    for task_id in task_ids:
+        found = [a for a in flying if a.task_id == task_id]
+        if not found:
+            raise NotFound(f"no attempt of {task_id} is in flight (see `helix attempts list`)")
+        chosen.update((a.id, a) for a in found)
+    holders = {}
+    for attempt in chosen.values():
+        try:
+            task = tracker.get(attempt.task_id)
+        except NotFound:
+            continue
+        if _held_by_live_run(task):
+            raise HelixError(
+                f"refused: {attempt.task_id} is held by a helix run that is still alive (pid"
+                f" {task.get('claimed-pid')}); stop it (Ctrl-C), which ends its attempt"
+            )
+        holders[attempt.task_id] = task
+    out = []
+    for attempt in chosen.values():
+        ledger.abandon(memory, attempt.id, "abandoned by a person (`helix attempts abandon`)")
+        entry = Abandoned(attempt.id, attempt.task_id, attempt.started_at, attempt.source)
+        held = holders.get(attempt.task_id)
+        if held is not None and _held_by_dead_run(held):
+            tracker.unclaim(attempt.task_id)
+            holders.pop(attempt.task_id)
+            entry.released = True
+        out.append(entry)
+    return out
+
+
+def _held_by_live_run(task: Mapping[str, Any]) -> bool:
+    return (
+        task.get("status") == "in_progress"
+        and task.get("owner") == OWNER
+        and task.get("claimed-machine") in (None, config.machine())
+        and pid_alive(task.get("claimed-pid"))
+    )
+
+
+def _held_by_dead_run(task: Mapping[str, Any]) -> bool:
+    return (
+        task.get("status") == "in_progress"
+        and task.get("owner") == OWNER
+        and task.get("claimed-machine") in (None, config.machine())
+        and task.get("claimed-pid") is not None
+        and not pid_alive(task.get("claimed-pid"))
+    )

@@ -1,0 +1,95 @@
+"""``helix attempts``: the attempts in flight, and ending one nobody will settle."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+
+import click
+
+from helix import config
+from helix.cli.common import emit, guarded, open_memory
+from helix.errors import HelixError
+
+
+@click.group("attempts")
+def attempts() -> None:
+    """The attempts in flight: started by helix, not yet settled.
+
+    While one is in flight a builder may hold a shell, so a person's corrections
+    (`helix memory edit`, `forget`...) are refused. An attempt ends when it is
+    settled, or when its `helix run` is stopped with Ctrl-C; one that a killed
+    run or a crashed session left behind stays in flight for up to 12 hours
+    unless a person ends it with `helix attempts abandon`.
+    """
+
+
+@attempts.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@guarded
+def attempts_list(as_json: bool) -> None:
+    """The attempts in flight now, newest first.
+
+    Example: helix attempts list
+    """
+    from helix.loop import ledger
+
+    with open_memory(create=False) as mem:
+        flying = [ledger.describe(a) for a in ledger.open_attempts(mem)]
+    if as_json:
+        emit(flying)
+        return
+    if not flying:
+        click.echo("no attempt is in flight")
+    for item in flying:
+        state = "settled, its agent not known to have ended" if item["settled_at"] else "open"
+        click.echo(
+            f"{item['attempt']}  {item['task_id']}  started {item['started_at']}"
+            f" by {item['source']}  ({state})"
+        )
+
+
+@attempts.command("abandon")
+@click.argument("attempt_ids", nargs=-1)
+@click.option("--task", "task_ids", multiple=True, help="Every attempt of this task in flight.")
+@click.option("--all", "everything", is_flag=True, help="Every attempt in flight.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@guarded
+def attempts_abandon(
+    attempt_ids: tuple[str, ...], task_ids: tuple[str, ...], everything: bool, as_json: bool
+) -> None:
+    """End attempts stuck in flight (their run was killed, their session crashed).
+
+    Each ends as "abandoned": it credits and charges nothing (no feedback on its
+    insights, no failed attempt on its task), and corrections work again at
+    once. A task's claim held by a helix run whose process is gone from this
+    machine is released too. For a person only: refused for a task a live
+    `helix run` holds (stop it with Ctrl-C instead, which ends its attempt), and
+    from inside a helix run (its agents). Name attempts (`helix attempts list`),
+    or use --task or --all.
+
+    Example: helix attempts abandon --task hx-1a2b3c4d
+    """
+    from helix.loop import taskstore
+    from helix.run import recovery
+
+    if os.environ.get("HELIX_RUN"):  # set by helix run for itself and its agents
+        raise HelixError(
+            "refused: `helix attempts abandon` is for a person, and this is a helix run's"
+            " agent (HELIX_RUN is set)"
+        )
+    paths = config.resolve()
+    with open_memory(create=False) as mem:
+        ended = recovery.abandon(
+            mem, taskstore.tracker_at(paths.home), attempt_ids, task_ids, everything
+        )
+    if as_json:
+        emit([asdict(e) for e in ended])
+        return
+    if not ended:
+        click.echo("no attempt was in flight")
+    for entry in ended:
+        released = "; its claim released (its run is gone)" if entry.released else ""
+        click.echo(
+            f"abandoned {entry.attempt} ({entry.task_id}, started {entry.started_at}){released}"
+        )
