@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ AGENTS = ("claude", "codex", "cmd")
 @click.option(
     "--command",
     "command",
-    help="For --agent cmd: a shell command that reads the prompt on stdin.",
+    help="For --agent cmd: a shell command that reads the prompt on stdin. It runs in the"
+    " project (or a worker's clone); a relative path in it is taken from where you start"
+    " helix run.",
 )
 @click.option("--model", help="Passed to the agent CLI.")
 @click.option("--effort", help="Reasoning effort, passed to the agent CLI when it has one.")
@@ -33,9 +36,20 @@ AGENTS = ("claude", "codex", "cmd")
     help="One extra argument for the agent CLI (repeatable), e.g. --agent-arg=-c --agent-arg=k=v.",
 )
 @click.option("--plugin-dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--max-cycles", type=click.IntRange(min=1), help="Stop after N completed cycles.")
+@click.option(
+    "--max-cycles",
+    type=click.IntRange(min=1),
+    help="Stop after N cycles started, failed or not (a cycle is one build attempt).",
+)
 @click.option(
     "-s", "--summary", is_flag=True, help="One line per event; the detail goes to the log."
+)
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Only the run's summary and what needs you (blocked tasks, errors); the rest goes"
+    " to the log.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be selected and the prompt; run nothing."
@@ -47,7 +61,16 @@ AGENTS = ("claude", "codex", "cmd")
     show_default=True,
     help="Seconds per agent pass.",
 )
-@click.option("--verify-timeout", type=click.FloatRange(min=1), default=600, show_default=True)
+@click.option(
+    "--verify-timeout",
+    type=click.FloatRange(min=1),
+    default=600,
+    show_default=True,
+    envvar="HELIX_VERIFY_TIMEOUT",
+    show_envvar=True,
+    help="Seconds a task's VERIFY may run. One that times out blocks its task at once"
+    " (retrying would only wait again); a line says it is still running meanwhile.",
+)
 @click.option(
     "--review",
     is_flag=True,
@@ -89,9 +112,9 @@ AGENTS = ("claude", "codex", "cmd")
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Build with N agents at once, each in a git worktree of its own; verified work"
-    " lands on your branch. Needs a clean git tree. Workers build one task a cycle;"
-    " --max-cycles counts per worker.",
+    help="Build with N agents at once, each in a clone of the project in a temporary folder"
+    " (not a linked git worktree); verified work lands on your branch. Needs a clean git"
+    " tree. Workers build one task a cycle; --max-cycles counts per worker.",
 )
 @click.option(
     "--worker-spec",
@@ -109,6 +132,7 @@ def run_command(
     plugin_dir: Path | None,
     max_cycles: int | None,
     summary: bool,
+    quiet: bool,
     dry_run: bool,
     timeout: float,
     verify_timeout: float,
@@ -128,17 +152,23 @@ def run_command(
 ) -> None:
     """Drain the task queue with an agent CLI: claim, inject memory, build, verify, learn.
 
-    Runs until the queue is drained and a check pass says stop, --max-cycles
-    tasks are done, --max-idle-passes design/polish/align passes in a row closed
-    no task (3 by default), or something needs you. Exit 0: stopped on purpose; 1: stopped
-    on something it could not interpret or run; 2: called wrongly or another run
-    is active here; 130: interrupted (the claim is released).
+    Runs until the queue is drained and a check pass says stop (or gives no
+    NEXT_ACTION at all, as a stand-in script does), --max-cycles cycles have
+    started, --max-idle-passes design/polish/align passes in a row closed no task
+    (3 by default), or something needs you. An agent that cannot start or work at
+    all (a --command whose program or script is missing, not logged in, out of
+    quota) stops the run at once with one line saying how to fix it, charging no
+    task. Exit 0: stopped on purpose; 1: stopped on something it could not
+    interpret or run; 2: called wrongly or another run is active here; 130:
+    interrupted (the claim is released and the attempt ended as abandoned, so
+    corrections work at once; `helix attempts abandon` ends one a killed run left).
 
-    --workers N runs N builders at once, each in a git worktree of its own, with
-    the same claims, back-off and blocker rules; each verified cycle is committed
-    and fast-forwarded onto your branch. It refuses a dirty tree (exit 2), and
-    exits 1 when a worker stopped unexpectedly (its claims are released and its
-    unfinished work kept on a branch).
+    --workers N runs N builders at once, each in a clone of the project in a
+    temporary folder (not a linked git worktree), with the same claims, back-off
+    and blocker rules; each verified cycle is committed and fast-forwarded onto
+    your branch. It refuses a dirty tree (exit 2), and exits 1 when a worker
+    stopped unexpectedly (its claims are released and its unfinished work kept
+    on a branch).
 
     Example: helix run -s --agent claude --max-cycles 3
 
@@ -153,6 +183,7 @@ def run_command(
         "plugin_dir": str(plugin_dir) if plugin_dir else None,
         "max_cycles": max_cycles,
         "summary": summary,
+        "quiet": quiet,
         "dry_run": dry_run,
         "timeout": timeout,
         "verify_timeout": verify_timeout,
@@ -173,6 +204,8 @@ def run_command(
         raise InvalidInput(
             "--agent cmd needs --command (a shell command reading the prompt on stdin)"
         )
+    if worker_spec is None:
+        _anchor_commands(params)
     if worker_spec is not None:
         sys.exit(_run_worker(worker_spec))
     if workers > 1 and not dry_run:  # a dry run is read-only: one is enough
@@ -180,9 +213,22 @@ def run_command(
     sys.exit(_run_single(params))
 
 
-def _runners(params: dict[str, Any]) -> tuple[Any, Any]:
+def _anchor_commands(params: dict[str, Any]) -> None:
+    """Tie the relative paths in --command and --review-command to the folder
+    helix run was started in: the agent runs in the project, or in a worker's
+    clone in a temporary folder, where ``../agent.sh`` names another file or none."""
+    from helix.run.agents.command import anchored
+
+    project = config.resolve().project
+    for key in ("command", "review_command"):
+        if params[key]:
+            params[key] = anchored(params[key], Path.cwd(), project)
+
+
+def _runners(params: dict[str, Any], cwd: Path | None = None) -> tuple[Any, Any]:
     """The builder and the reviewer (None without --review); raises when an agent
-    CLI is missing, before any task is touched."""
+    CLI is missing, or a command agent cannot start from ``cwd`` (where it will
+    run), before any task is touched."""
     from helix.run import agents
     from helix.run.supervisor import ALTERNATE
 
@@ -214,7 +260,7 @@ def _runners(params: dict[str, Any]) -> tuple[Any, Any]:
             plugin_dir=plugin_dir if reviewer_name == "claude" else None,
         )
     for runner in (builder, reviewer):
-        problem = runner.unavailable() if runner is not None and not params["dry_run"] else None
+        problem = runner.unavailable(cwd) if runner is not None and not params["dry_run"] else None
         if problem:
             raise HelixError(problem)
     return builder, reviewer
@@ -287,9 +333,9 @@ def _run_single(params: dict[str, Any]) -> int:
     from helix.run.supervisor import Supervisor
 
     paths = _home()
-    builder, reviewer = _runners(params)
+    builder, reviewer = _runners(params, paths.project)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    log = RunLog(paths.run_log(stamp), summary=params["summary"])
+    log = RunLog(paths.run_log(stamp), summary=params["summary"], quiet=params["quiet"])
     supervisor = Supervisor(
         paths.project, paths.home, open_memory, builder, _options(params), log, reviewer=reviewer
     )
@@ -303,9 +349,12 @@ def _run_workers(params: dict[str, Any], count: int) -> int:
     from helix.run.workers import Coordinator
 
     paths = _home()
-    _runners(params)  # a missing agent CLI stops here, before any worktree is made
+    # A missing agent CLI stops here, before any clone is made; the clones hold
+    # the project's files at the same places, so a command that can start in the
+    # project can start in them.
+    _runners(params, paths.project)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    log = RunLog(paths.run_log(stamp), summary=params["summary"])
+    log = RunLog(paths.run_log(stamp), summary=params["summary"], quiet=params["quiet"])
     coordinator = Coordinator(paths.project, paths.home, paths.db, count, params, log)
     return _locked(coordinator.run)
 
@@ -319,13 +368,16 @@ def _run_worker(spec_path: Path) -> int:
     from helix.run.workers import Prefixed, WorkerSpec, WorkerSupervisor
 
     spec = WorkerSpec.load(spec_path)
-    builder, reviewer = _runners(spec.params)
+    _check_params(spec.params, spec_path)
+    builder, reviewer = _runners(spec.params, Path(spec.worktree))
     agent_env = {**os.environ, **spec.agent_env}  # the agent works on the shared project data
     for runner in (builder, reviewer):
         if runner is not None:
             runner.env = agent_env
     stream = cast(TextIO, Prefixed(sys.stderr, f"[w{spec.slot}] "))
-    log = RunLog(Path(spec.log), summary=spec.params["summary"], stream=stream)
+    log = RunLog(
+        Path(spec.log), summary=spec.params["summary"], stream=stream, quiet=spec.params["quiet"]
+    )
     supervisor = WorkerSupervisor(
         spec,
         Path(spec.worktree),
@@ -337,6 +389,67 @@ def _run_worker(spec_path: Path) -> int:
         reviewer=reviewer,
     )
     return _locked(supervisor.run)
+
+
+# What each `helix run` option is in the parameters a worker spec carries: the
+# type (or types) its value may have. None is allowed where an option may be unset.
+_PARAM_TYPES: dict[str, tuple[type, ...]] = {
+    "agent": (str,),
+    "command": (str, type(None)),
+    "model": (str, type(None)),
+    "effort": (str, type(None)),
+    "agent_args": (list,),
+    "plugin_dir": (str, type(None)),
+    "max_cycles": (int, type(None)),
+    "summary": (bool,),
+    "quiet": (bool,),
+    "dry_run": (bool,),
+    "timeout": (int, float),
+    "verify_timeout": (int, float),
+    "review": (bool,),
+    "review_agent": (str, type(None)),
+    "review_command": (str, type(None)),
+    "review_every": (int, type(None)),
+    "auto_align": (bool,),
+    "max_drain_passes": (int,),
+    "max_idle_passes": (int,),
+    "batch_size": (int,),
+    "inject_limit": (int,),
+    "skip": (list,),
+    "epic": (str, type(None)),
+}
+
+
+def _check_params(params: dict[str, Any], path: Path) -> None:
+    """Refuse, in one line, a worker spec whose options are not `helix run`'s."""
+    where = f"worker spec {str(path)!r}"
+    missing = sorted(set(_PARAM_TYPES) - set(params))
+    unknown = sorted(set(params) - set(_PARAM_TYPES))
+    if missing or unknown:
+        raise InvalidInput(
+            f"{where}: its params "
+            + "; ".join(
+                p
+                for p in (
+                    f"lack {', '.join(missing)}" if missing else "",
+                    f"have unknown {', '.join(unknown)}" if unknown else "",
+                )
+                if p
+            )
+        )
+    for key, types in _PARAM_TYPES.items():
+        value = params[key]
+        wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        if wrong or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+            raise InvalidInput(f"{where}: params.{key} has the wrong type")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"{where}: params.{key} is not a finite number")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 1:
+            if key not in ("max_drain_passes",) or value < 0:
+                raise InvalidInput(f"{where}: params.{key} is out of range")
+    for key in ("agent", "review_agent"):
+        if params[key] is not None and params[key] not in AGENTS:
+            raise InvalidInput(f"{where}: params.{key} is not one of {', '.join(AGENTS)}")
 
 
 @click.command("status")

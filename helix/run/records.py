@@ -70,4 +70,5 @@ class Attempt:
     error: str = ""
     drifted: bool = False
     signature: str = ""  # a failed VERIFY's (blockers.failure_signature)
+    timed_out: bool = False  # its VERIFY ran to the timeout: blocked at once
     settled: Settlement | None = None

@@ -157,3 +157,18 @@ def counts(tasks: list[Task], now: datetime) -> dict[str, int]:
         "ready": len(taskgraph.ready(tasks, execution=True, now=now)),
         "closed": statuses.count("closed"),
     }
+
+
+def closed_by_its_builder(
+    task: Mapping[str, Any], print_: tuple, check: Mapping[str, Any], tampered: bool
+) -> bool:
+    """Whether a task this run claimed was closed meanwhile by a verified
+    settlement (the hooks of a helix builder the agent spawned), unchanged
+    otherwise, and helix's own VERIFY of the attempt passed."""
+    return (
+        task.get("status") == "closed"
+        and task.get("helix-verified") is True
+        and fingerprint(task) == print_
+        and check.get("passed") is True
+        and not tampered
+    )

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -154,3 +157,29 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt while the block runs, so a run
+    stops the way Ctrl-C stops it (its agent killed, its claims released),
+    whatever signal dispositions the process inherited.
+
+    A process started in the background by a non-interactive shell (``helix run
+    &`` in a script, a CI step that runs suites side by side) inherits SIGINT
+    *ignored*, and Python then installs no handler for it: ``kill -INT`` did
+    nothing, and the run kept building with its claims held. The previous
+    handlers are put back afterwards."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, _interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:  # None: set outside Python, cannot be put back
+                signal.signal(sig, handler)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -17,13 +17,20 @@ One cycle (:meth:`Supervisor.cycle`) takes the next ready task and related ones:
 A delivered task's builder may report optional adjacent work (``ADJACENT:``
 lines); helix files it as tasks under the task's epic (or the task).
 
-An agent that could not work at all (not logged in, out of quota, no network)
-stops the run at once, releasing its claims and charging no task. A failed
-attempt releases the claim, undoes only its changes, and backs off
-``min(5 * 2^(attempt-1), 40)`` s (``HELIX_BACKOFF_SLEEP`` overrides); the fourth
-failure, or the same VERIFY failure three attempts running, blocks the task (label
-``blocked``; ``helix tasks unblock``), skips it, blocks its focused epic (focused
-again later for its other children), and writes a blocker report.
+An agent that could not start (its command's program or script is missing,
+:func:`helix.run.agents.base.start_failure`) or could not work at all (not
+logged in, out of quota, no network) stops the run at once, releasing its
+claims and charging no task. A failed attempt releases the claim, undoes only
+its changes, and backs off ``min(5 * 2^(attempt-1), 40)`` s
+(``HELIX_BACKOFF_SLEEP`` overrides); the fourth failure, the same VERIFY failure
+three attempts running, or one VERIFY that ran to its timeout (waiting again
+would only wait again) blocks the task (label ``blocked``; ``helix tasks
+unblock``), skips it, blocks its focused epic (focused again later for its
+other children), and writes a blocker report. A VERIFY is announced when it
+starts and said to be still running every tenth of its timeout.
+
+An attempt it could not settle (Ctrl-C, an agent that failed, an error) ends
+as abandoned: no credit, no charge, no longer in flight (corrections work).
 
 When nothing is ready, a ``check`` pass decides with its first ``NEXT_ACTION:``
 (:mod:`helix.run.drain`); every branch is bounded, and ``max_idle_passes`` drain
@@ -34,10 +41,8 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,14 +51,14 @@ from helix import config
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.judge import verdict as verification
 from helix.loop import budget as token_budget
-from helix.loop import injection, learning, outcomes, results, synthesis, taskstore
+from helix.loop import injection, learning, ledger, outcomes, results, synthesis, taskstore
 from helix.loop.worktree import Checkpoint
 from helix.run import adjacent, blockers, leases, recovery, selection
 from helix.run import context as projectcontext
 from helix.run import log as runlog
 from helix.run import prompts as runcontracts
 from helix.run.agents import AgentResult, AgentRunner
-from helix.run.agents.base import environment_failure
+from helix.run.agents.base import environment_failure, start_failure
 from helix.run.blockers import BlockerReport
 from helix.run.drain import Drain
 from helix.run.log import RunLog
@@ -68,7 +73,7 @@ from helix.run.records import (
     backoff_seconds,
 )
 from helix.run.review import Reviews
-from helix.run.state import Cycle, RunLock, RunState, stamp
+from helix.run.state import Cycle, RunLock, RunState, interruptible, stamp
 from helix.tasks.records import TaskRecord
 from helix.vocab import CONFIDENCE_LEVELS, CycleResult
 
@@ -116,9 +121,13 @@ class Supervisor:
         self.state.focus = options.epic
         self._held: list[str] = []  # claims this run holds right now
         self._attempt_ids: dict[str, str] = {}  # task id -> the attempt its prompt started
+        # The attempts of the cycle at work, until they are settled: a run that
+        # stops before that ends them (no credit), or they would stay in flight.
+        self._unsettled: list[str] = []
         self._blockers = BlockerReport(self.home)
         self._closed_by_run = 0
         self.drain = Drain(
+            project,
             home,
             builder,
             options,
@@ -172,37 +181,58 @@ class Supervisor:
             while True:
                 self._step()
         except Stop as stop:
+            self._end_attempts(f"the run stopped: {stop.reason}")
             self.state.stop_reason, code = stop.reason, stop.code
         except KeyboardInterrupt:
             released = self._release_held()
+            ended = self._end_attempts("interrupted")
             self.state.stop_reason = "interrupted" + (
                 f"; released {', '.join(released)} (its changes are left in the worktree)"
                 if released
                 else ""
             )
+            if ended:
+                self.state.stop_reason += (
+                    f"; ended {ended} attempt(s) as abandoned (no credit, no charge)"
+                )
             code = INTERRUPTED
         except HelixError as exc:
             self._release_held()
+            self._end_attempts(f"the run stopped: {exc}")
             self.state.stop_reason, code = f"error: {exc}", TROUBLE
         finally:
             self.state.exit_code = code
             self.state.ended_at = stamp()
             self.state.current_task = self.state.current_title = None
             self._save("stopped")
-        self.log.event(
+        self.log.notice(
             f"stopped: {self.state.stop_reason} ({self.state.completed_cycles} completed,"
             f" {self.state.attempted_cycles} attempted cycles, {self.state.total_tokens} tokens)"
         )
         self._report_skips()
         if self._blockers.path is not None:
-            self.log.event(f"blocker report: {runlog.shown(self._blockers.path)}")
+            self.log.notice(f"blocker report: {runlog.shown(self._blockers.path)}")
         return code
+
+    def _end_attempts(self, why: str) -> int:
+        """End the attempts of the cycle the run stopped in, before they were
+        settled: abandoned, crediting and charging nothing, and no longer in
+        flight, so a person's corrections are not refused for hours. How many."""
+        ended = 0
+        for attempt_id in self._unsettled:
+            try:
+                ended += ledger.abandon(self.memory, attempt_id, why)
+            except HelixError as exc:
+                self.log.verbose(f"attempt {attempt_id} not ended: {exc}")
+        self._unsettled.clear()
+        return ended
 
     def _step(self) -> None:
         """One decision: a build cycle, or the queue-drain path. Raises Stop."""
         limit = self.options.max_cycles
-        if limit is not None and self.state.completed_cycles >= limit:
-            raise Stop(f"max cycles reached ({limit} completed)")
+        # Every cycle started counts, failed or not: it bounds the work spent.
+        if limit is not None and self.state.attempted_cycles >= limit:
+            raise Stop(f"max cycles reached ({self.state.attempted_cycles} started)")
         choice = self._select()
         if choice is not None:
             self.cycle(choice)
@@ -290,7 +320,7 @@ class Supervisor:
             self._build_and_settle(number, tasks, prints, checkpoint, cycle, started, first_line)
 
     def _lost(self, ids: list[str]) -> None:
-        self.log.event(f"lease lost on {', '.join(ids)}: another runner may take it over")
+        self.log.notice(f"lease lost on {', '.join(ids)}: another runner may take it over")
 
     def _build_and_settle(
         self,
@@ -319,6 +349,7 @@ class Supervisor:
         )
         self._save("verifying")
         attempts = self._settle_all(tasks, prints, result, checkpoint)
+        self._unsettled.clear()
         self._held = [i for i in self._held if i not in ids]  # settled: no longer ours
         for attempt in attempts:
             self._recent.append(
@@ -382,6 +413,7 @@ class Supervisor:
         )
         # The attempts helix just recorded (their judges fixed now) are the ones settled.
         self._attempt_ids.update({r["task_id"]: r["attempt"] for r in batch["results"]})
+        self._unsettled = [r["attempt"] for r in batch["results"] if r.get("attempt")]
         for result in batch["results"]:  # what each builder gets, and its size
             self.log.event(f"{result['task_id']}: {token_budget.summary(result)}")
         return self._prompt_from(tasks, batch["results"])
@@ -409,8 +441,18 @@ class Supervisor:
         result: AgentResult,
         checkpoint: Checkpoint,
     ) -> list[Attempt]:
+        if why := start_failure(result):  # its command is wrong: no task can be built
+            self._release_held()
+            self._end_attempts(f"{self.builder.name} could not start")
+            raise Stop(
+                f"{self.builder.name} cannot start: {why}; fix the agent's command (a relative"
+                " path in --command is taken from the folder `helix run` started in) and"
+                " re-run; no task was charged",
+                TROUBLE,
+            )
         if why := environment_failure(result):  # the agent could not work at all
             self._release_held()
+            self._end_attempts(f"{self.builder.name} could not work")
             raise Stop(f"{self.builder.name} cannot work: {why}; no task was charged", TROUBLE)
         if result.is_error:
             return [self._agent_failed(t, result) for t in tasks]
@@ -436,7 +478,7 @@ class Supervisor:
         try:
             stored = learning.store(self.memory, ids, self.options.min_confidence, self.home)
         except HelixError as exc:
-            self.log.event(f"learning not stored: {exc}")
+            self.log.notice(f"learning not stored: {exc}")
             return
         if stored["stored"]:
             names = ", ".join(s["name"] for s in stored["stored"])
@@ -446,25 +488,29 @@ class Supervisor:
 
     def _settle(self, task: TaskRecord, print_: tuple, answer: str, changed: list[str]) -> Attempt:
         task_id = task["id"]
-        settled = outcomes.finish(
-            self.memory,
-            self.tracker,
-            task_id,
-            answer,
-            self.home,
-            timeout=self.options.verify_timeout,
-            files_changed=changed,
-            agent_id=f"run-{os.getpid()}",
-            update_tracker=False,
-            attempt_id=self._attempt_ids.pop(task_id, None),
-            route="run",
-        )
+        limit = self.options.verify_timeout
+        if task.get("verify"):  # a VERIFY may run to its timeout: never in silence
+            self.log.event(f"{task_id}: VERIFY running (timeout {limit:g} s)")
+        with runlog.Progress(self.log, f"{task_id}: VERIFY", limit):
+            settled = outcomes.finish(
+                self.memory,
+                self.tracker,
+                task_id,
+                answer,
+                self.home,
+                timeout=limit,
+                files_changed=changed,
+                agent_id=f"run-{os.getpid()}",
+                update_tracker=False,
+                attempt_id=self._attempt_ids.pop(task_id, None),
+                route="run",
+            )
         if settled.get("tampered"):
-            self.log.event(f"{task_id}: TAMPERED, settled unverified: {settled['tampered']}")
+            self.log.notice(f"{task_id}: TAMPERED, settled unverified: {settled['tampered']}")
         check, tampered = settled["verification"], bool(settled.get("tampered"))
         self.log.verbose(f"{task_id}: {runlog.settlement(settled)}")
         current = self.tracker.get(task_id)
-        if _closed_by_its_builder(current, print_, check, tampered):
+        if selection.closed_by_its_builder(current, print_, check, tampered):
             # The agent handed the task to a helix builder, whose hooks settled it
             # and closed it, verified where it worked; helix's VERIFY passed too. It
             # is delivered, and its changes are kept (undoing them as drift lost them).
@@ -491,20 +537,30 @@ class Supervisor:
             label = "VERIFY FAILED"
         else:
             label = settled["outcome"].upper()
+        hung = bool(check.get("timed_out")) and not closed
+        if hung:  # a machine's or a VERIFY's problem: retrying it the same way only waits
+            cause = (
+                f"VERIFY timed out after {limit:g} s (fix the VERIFY or raise"
+                f" --verify-timeout, then `helix tasks unblock {task_id}`)"
+            )
         return Attempt(
             task_id,
-            label,
+            "VERIFY TIMED OUT" if hung else label,
             closed=closed,
             attempts=int(updated.get("helix-attempts") or 0),
-            error=settled["error"] or cause,
+            error=cause if hung else settled["error"] or cause,
             signature="" if closed or tampered else blockers.failure_signature(check),
             settled=settled,
+            timed_out=hung,
         )
 
     def _agent_failed(self, task: TaskRecord, result: AgentResult) -> Attempt:
         """An agent that crashed or errored says nothing about the insights: no
         feedback, but the attempt counts and the error is kept for the retry."""
         error = result.error or f"{self.builder.name} failed (exit {result.exit_code})"
+        attempt_id = self._attempt_ids.pop(task["id"], None)
+        if attempt_id:  # it credits nothing; left open it would stay in flight for hours
+            ledger.abandon(self.memory, attempt_id, f"the agent failed: {error}")
         current = self.tracker.get(task["id"])
         updated = outcomes.record_failure(self.tracker, current, "agent-error", error)
         return Attempt(
@@ -545,7 +601,7 @@ class Supervisor:
                 attempt.error = (
                     f"the same VERIFY failure {blockers.STRIKES} attempts running: {attempt.error}"
                 )
-            if attempt.attempts >= MAX_ATTEMPTS or blockers.same_failure(seen):
+            if attempt.timed_out or attempt.attempts >= MAX_ATTEMPTS or blockers.same_failure(seen):
                 task = next(t for t in tasks if t["id"] == attempt.task_id)
                 self._block(task, attempt)
             else:
@@ -624,7 +680,7 @@ class Supervisor:
         }
         self.state.blocked.append(entry)
         self._blockers.write(entry, self.state.started_at)
-        self.log.event(
+        self.log.notice(
             f"{task_id} blocked after {attempt.attempts} attempts: {entry['reason'][:200]}"
         )
 
@@ -645,7 +701,7 @@ class Supervisor:
         try:
             self._blockers.skipped(entries, self.state.started_at)
         except OSError as exc:
-            self.log.event(f"blocker report not written: {exc}")
+            self.log.notice(f"blocker report not written: {exc}")
 
     def _release_held(self) -> list[str]:
         released = []
@@ -729,21 +785,6 @@ class Supervisor:
             self.log.verbose(f"context.md not written: {exc}")
 
 
-def _closed_by_its_builder(
-    task: Mapping[str, Any], print_: tuple, check: Mapping[str, Any], tampered: bool
-) -> bool:
-    """Whether a task this run claimed was closed meanwhile by a verified
-    settlement (the hooks of a helix builder the agent spawned), unchanged
-    otherwise, and helix's own VERIFY of the attempt passed."""
-    return (
-        task.get("status") == "closed"
-        and task.get("helix-verified") is True
-        and selection.fingerprint(task) == print_
-        and check.get("passed") is True
-        and not tampered
-    )
-
-
 def _status(attempt: Attempt) -> CycleResult:
     return "delivered" if attempt.closed else "blocked"
 
@@ -757,29 +798,3 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-
-
-@contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGINT and SIGTERM raise KeyboardInterrupt while the block runs, so a run
-    stops the way Ctrl-C stops it (its agent killed, its claims released),
-    whatever signal dispositions the process inherited.
-
-    A process started in the background by a non-interactive shell (``helix run
-    &`` in a script, a CI step that runs suites side by side) inherits SIGINT
-    *ignored*, and Python then installs no handler for it: ``kill -INT`` did
-    nothing, and the run kept building with its claims held. The previous
-    handlers are put back afterwards."""
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, _interrupt)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            if handler is not None:  # None: set outside Python, cannot be put back
-                signal.signal(sig, handler)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt

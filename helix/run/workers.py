@@ -47,6 +47,7 @@ Design (why it looks like this):
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -69,8 +70,8 @@ from helix.loop import taskstore
 from helix.run import landing, selection
 from helix.run.log import RunLog, shown
 from helix.run.records import DONE, INTERRUPTED, MAX_ATTEMPTS, TROUBLE
-from helix.run.state import RunLock, RunLocked, RunState, stamp
-from helix.run.supervisor import OWNER, Supervisor, interruptible
+from helix.run.state import RunLock, RunLocked, RunState, interruptible, stamp
+from helix.run.supervisor import OWNER, Supervisor
 from helix.tasks.records import TaskRecord
 from helix.tasks.tracker import Tracker
 
@@ -104,7 +105,56 @@ class WorkerSpec:
 
     @classmethod
     def load(cls, path: Path) -> WorkerSpec:
-        return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
+        """The spec a coordinator wrote at ``path``; InvalidInput (one line) for
+        anything else: a FIFO or device (never opened, so never a hang), a file
+        over :data:`MAX_SPEC_BYTES`, text that is not a JSON object with exactly
+        this record's fields of the right types."""
+        data = files.read_named(path, MAX_SPEC_BYTES, "worker spec")
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            raise InvalidInput(f"worker spec {str(path)!r} is not JSON") from None
+        if not isinstance(value, dict):
+            raise InvalidInput(f"worker spec {str(path)!r} is not a JSON object")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        required = {n for n, f in fields.items() if f.default is dataclasses.MISSING}
+        required -= {n for n, f in fields.items() if f.default_factory is not dataclasses.MISSING}
+        unknown, missing = sorted(set(value) - set(fields)), sorted(required - set(value))
+        if unknown or missing:
+            what = "; ".join(
+                part
+                for part in (
+                    f"unknown key(s) {', '.join(unknown)}" if unknown else "",
+                    f"missing key(s) {', '.join(missing)}" if missing else "",
+                )
+                if part
+            )
+            raise InvalidInput(f"worker spec {str(path)!r} is not a spec: {what}")
+        for name, wanted in _SPEC_TYPES.items():
+            if name in value and not _is(value[name], wanted):
+                raise InvalidInput(f"worker spec {str(path)!r}: {name} must be {wanted.__name__}")
+        if not all(isinstance(v, str) for v in value.get("agent_env", {}).values()):
+            raise InvalidInput(f"worker spec {str(path)!r}: agent_env must map names to strings")
+        return cls(**value)
+
+
+MAX_SPEC_BYTES = 1 << 20  # a coordinator's spec is a few kilobytes
+_SPEC_TYPES: dict[str, type] = {
+    "slot": int,
+    "project": str,
+    "main_home": str,
+    "home": str,
+    "worktree": str,
+    "branch": str,
+    "target": str,
+    "log": str,
+    "params": dict,
+    "agent_env": dict,
+}
+
+
+def _is(value: Any, wanted: type) -> bool:
+    return isinstance(value, wanted) and not (wanted is int and isinstance(value, bool))
 
 
 class Prefixed(io.TextIOBase):
@@ -238,7 +288,7 @@ class WorkerSupervisor(Supervisor):
             if selection.BLOCKED_LABEL not in labels:
                 fields["labels"] = [*labels, selection.BLOCKED_LABEL]
             self.report["blocked"].append({"id": task_id, "reason": reason})
-            self.log.event(f"{task_id} blocked: {count} landings failed; {reason}")
+            self.log.notice(f"{task_id} blocked: {count} landings failed; {reason}")
         else:
             self.log.event(f"{task_id} reopened: {reason}")
         # One write: reopened and (when it is the last straw) blocked together, so
@@ -331,7 +381,7 @@ class Coordinator:
                     self._stop_all()
                 except HelixError as exc:  # git failed under us: stop the workers, say why
                     self.failures.append(f"coordinator: {exc}")
-                    self.log.event(f"error: {exc}; stopping the workers")
+                    self.log.notice(f"error: {exc}; stopping the workers")
                     self._stop_all()
                 finally:
                     self._cleanup()
@@ -448,7 +498,7 @@ class Coordinator:
         self.failures.append(f"worker {slot.number} (pid {pid}) {why}")
         released = self._release(pid)
         note = f"; released {', '.join(released)}" if released else ""
-        self.log.event(f"worker {slot.number} (pid {pid}) stopped unexpectedly: {why}{note}")
+        self.log.notice(f"worker {slot.number} (pid {pid}) stopped unexpectedly: {why}{note}")
         if code < 0 and len(slot.pids) <= MAX_RESPAWNS and self._work_left():
             self._fresh_branch(slot, f"worker {slot.number} (pid {pid}) {why}")
             self._start(slot)
@@ -610,7 +660,7 @@ class Coordinator:
             total_closed += len(closed)
             last = slot.states[-1] if slot.states else {}
             exits = ", ".join(map(str, slot.exits)) or "-"
-            self.log.event(
+            self.log.notice(
                 f"worker {slot.number}: {len(closed)} closed"
                 + (f" ({', '.join(closed)})" if closed else "")
                 + (f", blocked {', '.join(blocked)}" if blocked else "")
@@ -619,19 +669,19 @@ class Coordinator:
             )
         total_closed += len(self.rescued)
         if self.rescued:
-            self.log.event(f"landed for stopped workers: {', '.join(self.rescued)}")
+            self.log.notice(f"landed for stopped workers: {', '.join(self.rescued)}")
         if self.released:
-            self.log.event(f"released claims of stopped workers: {', '.join(self.released)}")
+            self.log.notice(f"released claims of stopped workers: {', '.join(self.released)}")
         for branch in self.kept:
-            self.log.event(f"kept branch {branch}: work not on {self.target}")
+            self.log.notice(f"kept branch {branch}: work not on {self.target}")
         for failure in self.failures:
-            self.log.event(f"failed: {failure}")
+            self.log.notice(f"failed: {failure}")
         reason = (
             f"{self.count} workers: {total_closed} task(s) closed and landed on {self.target}"
             + (", interrupted" if self.interrupted else "")
             + (f", {len(self.failures)} worker failure(s)" if self.failures else "")
         )
-        self.log.event(f"stopped: {reason}")
+        self.log.notice(f"stopped: {reason}")
         state.stop_reason, state.exit_code = reason, code
         state.lifecycle, state.ended_at = "stopped", stamp()
         state.save(self.home)

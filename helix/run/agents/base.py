@@ -46,6 +46,7 @@ class AgentResult:
     duration_s: float
     log_lines: tuple[int, int] = (0, 0)
     session_id: str = ""
+    output_bytes: int = 0  # what it wrote on stdout: nothing when it never got to work
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,8 +96,9 @@ class AgentRunner:
         """Make sense of what the agent printed."""
         raise NotImplementedError
 
-    def unavailable(self) -> str | None:
-        """Why this agent cannot be started at all (its CLI is missing), else None.
+    def unavailable(self, cwd: Path | None = None) -> str | None:
+        """Why this agent cannot be started at all (its CLI is missing), else None;
+        ``cwd`` is where it will run, for runners that can say more knowing it.
 
         A supervisor checks this once before claiming work: a missing CLI is a
         setup problem, not a failed attempt at a task."""
@@ -168,6 +170,7 @@ class AgentRunner:
             timed_out=finished.timed_out,
             duration_s=round(time.monotonic() - started, 3),
             session_id=outcome.session_id,
+            output_bytes=out.end - out.start,
         )
         result.log_lines = log.footer(self.name, result)
         return result
@@ -249,6 +252,30 @@ def environment_failure(result: AgentResult) -> str | None:
     for pattern, why in _ENVIRONMENT:
         if pattern.search(said):
             return why
+    return None
+
+
+# What a shell or an interpreter says when the program or script it was asked to run
+# is not there or cannot be run (dash, bash, python, node), as opposed to a failure
+# of the work itself.
+_CANNOT_START = re.compile(
+    r"can(?:no|')t open|no such file or directory|not found|permission denied|"
+    r"cannot find module|cannot execute|is a directory",
+    re.IGNORECASE,
+)
+
+
+def start_failure(result: AgentResult) -> str | None:
+    """Why the agent never got to work at all, in one line, else None: it printed
+    nothing on stdout and failed the way a command that cannot start fails (exit
+    126 or 127: not executable, not found; or its shell or interpreter could not
+    open the script it names). Such a run says nothing about the task."""
+    if not result.is_error or result.timed_out or result.output_bytes:
+        return None
+    if result.exit_code is None:  # never started (refused before the exec)
+        return result.error or None
+    if result.exit_code in (126, 127) or _CANNOT_START.search(result.error):
+        return result.error
     return None
 
 
