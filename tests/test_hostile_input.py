@@ -118,6 +118,11 @@ CASES = {
     "usage-not-a-number": Case(
         ["memory", "recall", "x", "--limit", "many"], 2, "'many' is not a valid integer"
     ),
+    # digits other than ASCII ones (Python's int() reads them) are refused
+    "ui-port-fullwidth": Case(["ui", "--port", "\uff11\uff12\uff13\uff14"], 2, "ASCII digits"),
+    "recall-limit-fullwidth": Case(["memory", "recall", "x", "--limit", "\uff15"], 2, "ASCII"),
+    "decay-days-arabic-indic": Case(["memory", "decay", "--days", "\u0663"], 2, "ASCII digits"),
+    "tasks-priority-fullwidth": Case(["tasks", "create", "t", "--priority", "\uff11"], 2, "ASCII"),
     # one byte that is not UTF-8 in a title no longer hides the task
     "latin1-title-show": Case(
         ["tasks", "show", "hx-00000002", "--json"],

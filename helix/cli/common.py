@@ -3,6 +3,7 @@ reading stdin, opening the store."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import json
@@ -228,6 +229,8 @@ def check_arguments(command: click.Command, skip: Collection[str] = ()) -> None:
     for param in command.params:
         if not getattr(param.callback, "_checks_input", False):
             param.callback = _checked(param.callback)
+        if isinstance(param.type, _NUMBERS) and not getattr(param.type, "_ascii", False):
+            param.type = _ascii_digits(param.type)
     commands = getattr(command, "commands", {})
     for name in list(commands):
         if name not in skip:
@@ -290,6 +293,26 @@ def _checked(inner: Callable[..., Any] | None) -> Callable[..., Any]:
 
     check._checks_input = True  # type: ignore[attr-defined]
     return check
+
+
+_NUMBERS = (click.types.IntParamType, click.types.FloatParamType)
+
+
+def _ascii_digits(numbers: click.ParamType) -> click.ParamType:
+    """A copy of a number type that refuses digits other than ASCII ones: Python
+    reads '１２３４' (full-width) or '١٢' (Arabic-Indic) as numbers, and a port
+    or a limit typed that way is a mistake to say, not a number to guess at."""
+    checked = copy.copy(numbers)
+    convert = numbers.convert
+
+    def ascii_only(value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.isascii():
+            checked.fail(f"{value!r} is not a number written in ASCII digits", param, ctx)
+        return convert(value, param, ctx)
+
+    checked.convert = ascii_only  # type: ignore[method-assign]
+    checked._ascii = True  # type: ignore[attr-defined]
+    return checked
 
 
 def _refusal(param: click.Parameter, value: Any) -> str:
