@@ -118,6 +118,35 @@ CASES = {
     "usage-not-a-number": Case(
         ["memory", "recall", "x", "--limit", "many"], 2, "'many' is not a valid integer"
     ),
+    # a --batch item or a JSON list option that is not what it should be
+    "batch-no-task-id": Case(
+        ["inject", "--batch", "-"], 2, 'item 1 has no "task_id"', b'[{"objective": "add login"}]'
+    ),
+    "batch-number-task-id": Case(
+        ["inject", "--batch", "-"],
+        2,
+        "item 2",
+        b'[{"task_id": null, "objective": "a"}, {"task_id": 5, "objective": "b"}]',
+    ),
+    "batch-nested-files": Case(
+        ["inject", "--batch", "-"],
+        2,
+        '"files"',
+        b'[{"task_id": "hx-1", "objective": "a", "files": [["src/a.py"]]}]',
+    ),
+    "store-number-tag": Case(
+        ["memory", "store", "--content", "When X fails, do Y because Z breaks", "--tags", "[1]"],
+        2,
+        "--tags must list text only",
+    ),
+    "recall-nested-files": Case(
+        ["memory", "recall", "x", "--files", '[["src/a.py"]]'], 2, "--files must list text"
+    ),
+    "tasks-null-label": Case(["tasks", "create", "t", "--labels", "[null]"], 2, "not null"),
+    "feedback-object-name": Case(
+        ["memory", "feedback", "--names", '[{"a": 1}]', "--outcome", "delivered"], 2, "--names"
+    ),
+    "tasks-ready-nested": Case(["inject", "--tasks", '[["hx-1"]]'], 2, "--tasks must list text"),
     # digits other than ASCII ones (Python's int() reads them) are refused
     "ui-port-fullwidth": Case(["ui", "--port", "\uff11\uff12\uff13\uff14"], 2, "ASCII digits"),
     "recall-limit-fullwidth": Case(["memory", "recall", "x", "--limit", "\uff15"], 2, "ASCII"),

@@ -138,7 +138,12 @@ def json_list(values: str | Sequence[str] | None, what: str) -> list[Any] | None
     for value in values:
         text = value.strip()
         if text[:1] in ("[", "{", '"'):  # JSON: it must be a list
-            joined.extend(parse_json_list(text, what))
+            values_of = parse_json_list(text, what)
+            wrong = next((v for v in values_of if not isinstance(v, str)), None)
+            if wrong is not None or None in values_of:
+                shown = json.dumps(wrong)[:40]
+                raise InvalidInput(f'{what} must list text only, like \'["a", "b"]\', not {shown}')
+            joined.extend(values_of)
         else:
             joined.extend(part.strip() for part in text.split(",") if part.strip())
     return joined

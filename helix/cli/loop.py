@@ -175,15 +175,37 @@ def _judge_of(task_id: str) -> tuple[Any, ...]:
 
 
 def _batch_items(text: str) -> list[dict[str, Any]]:
+    """The items of ``--batch``, each checked here so that a wrong one is named
+    (by its place in the list) in one line, never met later as a crash."""
     try:
         items = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--batch is not valid JSON ({exc.msg})") from None
-    if not isinstance(items, list) or not all(
-        isinstance(i, dict) and isinstance(i.get("objective"), str) for i in items
-    ):
+    if not isinstance(items, list):
         raise InvalidInput('--batch must be a JSON list of {"task_id", "objective", "files"}')
+    for number, item in enumerate(items, start=1):
+        problem = _batch_problem(item)
+        if problem:
+            raise InvalidInput(f"--batch item {number} {problem}")
     return items
+
+
+def _batch_problem(item: Any) -> str:
+    if not isinstance(item, dict):
+        return 'is not an object {"task_id", "objective", "files"}'
+    if "task_id" not in item:
+        return 'has no "task_id" (a task id, or null for work no task tracks)'
+    task_id = item["task_id"]
+    if task_id is not None and not (isinstance(task_id, str) and task_id.strip()):
+        return '"task_id" must be a task id (text) or null'
+    if not isinstance(item.get("objective"), str) or not item["objective"].strip():
+        return 'has no "objective" (text)'
+    paths = item.get("files")
+    if paths is not None and not (
+        isinstance(paths, list) and all(isinstance(p, str) for p in paths)
+    ):
+        return '"files" must be a list of paths (text)'
+    return ""
 
 
 @click.command("strategic-recall")
