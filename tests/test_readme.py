@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,22 @@ def test_each_extra_s_pipx_command_installs_what_pyproject_declares() -> None:
     for arguments, extra in injected:
         named = {_specifiers(word.strip("'")) for word in arguments.split()}
         assert named == {_specifiers(r) for r in declared[extra]}, extra
+
+
+def test_it_says_what_helix_run_help_says_of_workers() -> None:
+    """Workers build in clones, not linked git worktrees: the README and `helix
+    run --help` say the same."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "helix", "run", "--help"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    helped = " ".join(shown.stdout.split())
+    assert "each in a clone of the project" in helped
+    assert "(not a linked git worktree)" in helped
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert "each in a copy of the project in a temporary folder: a clone" in text
+    assert "Not a linked `git worktree`" in text
