@@ -89,8 +89,9 @@ def test_status_shows_focus_blocked_work_cycle_times_and_tokens(world: World) ->
         ]
     )
     env = world.env(HELIX_CLAUDE_BIN=str(fake))
+    # --max-cycles counts every cycle started: three that fail, one that delivers
     proc = world.helix(
-        "run", "--agent", "claude", "--batch-size", "1", "--max-cycles", "1", env=env
+        "run", "--agent", "claude", "--batch-size", "1", "--max-cycles", "4", env=env
     )
     assert proc.returncode == 0, proc.stderr
     per_call = TOKENS_IN + TOKENS_OUT
@@ -131,7 +132,7 @@ def test_status_shows_focus_blocked_work_cycle_times_and_tokens(world: World) ->
         in out
     )
     assert re.search(rf"blocked: {bad} after 3 attempts: the same VERIFY failure", out), out
-    assert "stopped: max cycles reached (1 completed) (exit 0)" in out
+    assert "stopped: max cycles reached (4 started) (exit 0)" in out
     data = json.loads(world.helix("status", "--json", env=env).stdout)
     assert data["run"]["focus"] == epic and data["blocked_label"] == [bad]
     assert data["run"]["cycles"][-1]["started_at"] == last["started_at"]

@@ -404,7 +404,7 @@ def test_helix_run_settles_a_builder_outside_its_delta_out_of_scope(
     commands = ["echo x > a.py", *(f"echo y > {rel}" for rel in strays)]
     stop = {"kind": "check", "reply": "NEXT_ACTION: STOP nothing left\nbecause.\n"}
     world.script([{"kind": "build", "run": commands, "reply": delivered()}, stop])
-    proc = world.run("--max-cycles", "1")
+    proc = world.run("--max-cycles", "2")  # every cycle counts: the attempt and its retry
     assert proc.returncode == 0, proc.stderr
     log = next((world.home / "logs").glob("run-*.log")).read_text()
     row = world.tasks()[task]
