@@ -218,8 +218,9 @@ def test_a_person_ends_the_attempt_a_killed_run_left_in_flight(world: World) -> 
     refused = world.helix("memory", "forget", name)
     assert refused.returncode == 1, refused.stderr
     assert f"helix attempts abandon --task {task}" in refused.stderr
-    agent = world.helix("attempts", "abandon", "--task", task, env=world.env(HELIX_RUN="abc"))
-    assert agent.returncode == 1 and "for a person" in agent.stderr
+    for marker in ({"HELIX_RUN": "abc"}, {"CLAUDECODE": "1"}):
+        agent = world.helix("attempts", "abandon", "--task", task, env=world.env(**marker))
+        assert agent.returncode == 1 and "for a person" in agent.stderr
     assert _in_flight(world) != []
     done = world.helix("attempts", "abandon", "--task", task)
     assert done.returncode == 0, done.stderr

@@ -11,6 +11,8 @@ from helix import config
 from helix.cli.common import emit, guarded, open_memory
 from helix.errors import HelixError
 
+AGENT_MARKERS = ("HELIX_RUN", "CLAUDECODE")
+
 
 @click.group("attempts")
 def attempts() -> None:
@@ -65,18 +67,21 @@ def attempts_abandon(
     once. A task's claim held by a helix run whose process is gone from this
     machine is released too. For a person only: refused for a task a live
     `helix run` holds (stop it with Ctrl-C instead, which ends its attempt), and
-    from inside a helix run (its agents). Name attempts (`helix attempts list`),
-    or use --task or --all.
+    in an agent's shell (HELIX_RUN or CLAUDECODE set). Name attempts (`helix
+    attempts list`), or use --task or --all.
 
     Example: helix attempts abandon --task hx-1a2b3c4d
     """
     from helix.loop import taskstore
     from helix.run import recovery
 
-    if os.environ.get("HELIX_RUN"):  # set by helix run for itself and its agents
+    # Set in the shells of an agent: by helix run for its agents, by Claude Code
+    # for its tools. An agent ending its own attempt would escape its judge.
+    marker = next((name for name in AGENT_MARKERS if os.environ.get(name)), None)
+    if marker:
         raise HelixError(
-            "refused: `helix attempts abandon` is for a person, and this is a helix run's"
-            " agent (HELIX_RUN is set)"
+            "refused: `helix attempts abandon` is for a person, and this shell is an"
+            f" agent's ({marker} is set)"
         )
     paths = config.resolve()
     with open_memory(create=False) as mem:
