@@ -129,4 +129,4 @@ def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
     assert all(t > 0 for t in tokens)
     state = json.loads((sandbox.helix_home / "run-state.json").read_text())
     assert state["completed_cycles"] == 3 and state["total_tokens"] >= sum(tokens)
-    assert state["stop_reason"] == "max cycles reached (3 completed)"
+    assert state["stop_reason"] == "max cycles reached (3 started)"
