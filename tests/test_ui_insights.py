@@ -240,7 +240,7 @@ def test_archived_and_purged_insights_have_pages(service: Service) -> None:
     service.purge(names["deploy"])
     gone = insights.detail(service, names["deploy"])
     assert gone["purged"] and "content" not in gone["item"]
-    assert [a["verb"] for a in gone["audit"]] == ["purge", "archive"]
+    assert [a["verb"] for a in gone["audit"]] == ["purge", "forget"]
     assert insights.listing(service, status="archived")["counts"]["archived"] == 0
 
 
