@@ -365,7 +365,8 @@ def test_browse_search_and_filter_the_demo_memory(demo_project: Path, browser) -
         unproven = browser.find_elements(CSS, "#insight-rows tbody tr")
         chips = figures(browser.find_element(CSS, "nav.chips"))
         assert len(unproven) == int(chips["count-unproven"]) > 0
-        untried = {i["name"] for i in listed if i["helped"] + i["failed"] == 0}
+        # unproven: in no attempt whose VERIFY helix ran, the rule of its label
+        untried = {i["name"] for i in listed if i["verified_attempts"] == 0}
         assert {r.get_attribute("data-name") for r in unproven} == untried
 
 
