@@ -58,10 +58,14 @@ def test_a_retry_of_helix_settle_finishes_the_task_and_then_is_refused(
 ) -> None:
     home = project / ".helix"
     task_id, attempt = start(hash_memory, tracker, project, "true")
+    # The builder's work: a pass with nothing changed since the attempt began is no
+    # evidence of it, and its task would rightly say helix-verified false.
+    (project / "work.txt").write_text("built\n")
     crash_after_commit(hash_memory, project, task_id, DELIVERED)
     assert tracker.get(task_id)["status"] == "open" and queued(home) == 0
     settled = outcomes.finish(hash_memory, tracker, task_id, DELIVERED, home)
     assert settled.get("recovered") is True and settled["attempt"] == attempt
+    assert settled["verified"] is True
     task = tracker.get(task_id)
     assert task["status"] == "closed" and task["helix-verified"] is True
     assert task[outcomes.APPLIED] == attempt

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 # The task field naming the attempt whose settlement was applied to it last: a
 # retry of that attempt is refused, one the task has not seen is applied.
 APPLIED = "helix-applied-attempt"
+# The task field saying whether the settlement that closed it is verified (its
+# ``verified`` flag); false again once a later settlement reopens it.
+VERIFIED = "helix-verified"
 
 
 def finish(
@@ -251,10 +254,10 @@ def apply(tracker: Tracker, task: TaskRecord, settled: Settlement, cause: str) -
     attempt = settled.get("attempt") or None
     closes = not tampered and not strayed and not skipped and passed is not False
     if settled["outcome"] == "delivered" and closes:
-        # A pass on a repeat or without a recorded attempt still closes the task;
-        # only the memory's credit needs the stricter proof.
-        proven = bool(passed) and bool(attempt)
-        tracker.update(task_id, **{"helix-verified": proven})
+        # A pass that is not evidence of the work (a repeat, no recorded attempt, no
+        # change since the attempt began, a judge the builder set) still closes the
+        # task, but the task says what its settlement says: not verified.
+        tracker.update(task_id, **{VERIFIED: bool(settled.get("verified"))})
         closed = tracker.close(task_id, "delivered", settled["summary"] or None)
         if attempt is None:
             return closed
@@ -297,6 +300,9 @@ def record_failure(
         fields["helix-remaining"] = remaining[:2000]
     if attempt:
         fields[APPLIED] = attempt
+    if task.get(VERIFIED):
+        # A delivery an earlier settlement closed is reopened: no settlement closes it now.
+        fields[VERIFIED] = False
     # One write: counting the attempt and releasing the task in two would leave a
     # task in progress with its failure counted after a crash between them, and
     # finishing it again (which re-applies the recorded settlement) counts it twice.

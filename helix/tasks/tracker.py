@@ -430,6 +430,9 @@ class Tracker:
             task["status"] = "open"
             task.pop("outcome", None)
             task.pop("summary", None)
+            if task.get("helix-verified"):
+                # It said the settlement that closed it was verified: nothing closes it now.
+                task["helix-verified"] = False
             _clear_claim(task)
             task["updated_at"] = now_rfc3339(self._clock)
         return cast(TaskRecord, task)
