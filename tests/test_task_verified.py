@@ -10,12 +10,15 @@ and it is no longer true once the task is open again."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from helix_process import run_helix
 from stores import tracker_of
+from uibrowser import UiServer, http_session
 
 pytestmark = pytest.mark.usefixtures("engine")
 
@@ -117,3 +120,28 @@ def test_a_person_reopening_a_verified_task_clears_the_mark(home: Path) -> None:
     helix(home, "tasks", "reopen", task)
     as_json, _, _ = shown(home, task)
     assert as_json["status"] == "open" and as_json["helix-verified"] is False
+
+
+def test_the_dashboard_shows_the_closing_settlements_flag(home: Path) -> None:
+    """The Tasks page's "verified" badge and the task page's status say what
+    helix-verified says: a pass with no work is not shown as verified."""
+    idle = create(home, "true")
+    inject(home, idle)
+    settle(home, idle, DELIVERED)
+    built = create(home, "test -f done.txt")
+    inject(home, built)
+    (home.parent / "done.txt").write_text("built\n")
+    settle(home, built, DELIVERED)
+    flags = {t: shown(home, t)[0]["helix-verified"] for t in (idle, built)}
+    assert flags == {idle: False, built: True}
+    with UiServer(home.parent, env={"HELIX_DB": os.environ.get("HELIX_DB")}) as server:
+        client = http_session(server)
+        code, _, listing = client.get("/tasks")
+        assert code == 200, listing
+        for task, verified in flags.items():
+            row = listing.split(f'<tr data-task="{task}">', 1)[1].split("</tr>", 1)[0]
+            assert ('<span class="badge good">verified</span>' in row) is verified, row
+            code, _, page = client.get(f"/task/{task}")
+            assert code == 200, page
+            said = re.search(r'data-figure="helix-verified"[^>]*>([^<]*)<', page)
+            assert said and said[1] == ("verified" if verified else "unverified"), page
