@@ -335,3 +335,24 @@ def test_mcp_retag_purge_and_audit(tmp_path: Path) -> None:
         assert len(everything) == 2
 
     anyio.run(main)
+
+
+def test_cli_edit_takes_the_persons_words_when_the_store_calls_them_the_same(
+    tmp_path: Path, service: Service
+) -> None:
+    """A person's edit that the store counts as the same advice (a shorter wording
+    of an insight without evidence, or a fix of case and punctuation of one with
+    evidence) takes the person's words in place; it is not answered 'unchanged'."""
+    home = tmp_path / "proj" / ".helix"
+    name = json.loads(helix(home, "memory", "store", "--content", LESSON).stdout)["name"]
+    shorter = LESSON.replace(" because floats", ": floats")
+    edited = json.loads(helix(home, "memory", "edit", name, "--content", shorter).stdout)
+    assert (edited["status"], edited["name"]) == ("edited", name), edited
+    assert json.loads(helix(home, "memory", "get", name).stdout)["content"] == shorter
+
+    credit(service, name, "delivered", "hx-1")  # now it has evidence
+    recased = shorter.replace("When parsing", "when parsing").replace(",", ";")
+    edited = json.loads(helix(home, "memory", "edit", name, "--content", recased).stdout)
+    assert (edited["status"], edited["name"]) == ("edited", name), edited
+    shown = json.loads(helix(home, "memory", "get", name).stdout)
+    assert shown["content"] == recased and shown["helped"] == 1  # the same words keep it

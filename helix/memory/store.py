@@ -203,8 +203,18 @@ class Memory(InsightRows):
                 raise
             result["replaced"] = name if result["name"] != name else None
             return result
-        result = self.store(
-            content, old["kind"], old["tags"], old["source"], old["files"], origin, vouched
+        from helix.memory import writes
+
+        result = writes.store(
+            self,
+            content,
+            old["kind"],
+            old["tags"],
+            old["source"],
+            old["files"],
+            origin,
+            vouched,
+            rewording=name,
         )
         result["replaced"] = None
         if result["name"] != name:

@@ -61,9 +61,13 @@ def store(
     files: Iterable[str] | None = None,
     origin: quarantine.Origin = quarantine.PERSON_AT_CLI,
     vouched: bool = False,
+    rewording: str | None = None,
 ) -> dict[str, Any]:
     """Add an insight, or merge it into a near-duplicate (cosine >= 0.85) that
     may take it: never rewriting one with evidence (module docstring).
+    ``rewording``: a person's edit of that insight; merged into it, the new
+    words replace its words whatever their length (the merge rule already holds:
+    it has no evidence, or says the same words).
 
     ``origin`` says who wrote it; an agent's or an import's is quarantined.
     Returns ``{"status": "added"|"merged", "name": ..., "quarantined": bool}``.
@@ -78,6 +82,7 @@ def store(
         origin = quarantine.Origin(origin.kind, "vouched", origin.written_by)
     item = _prepare(memory, content, kind, tags, source, files, screened=not vouched)
     item["origin"] = origin
+    item["rewording"] = rewording if origin.trusted else None
     vector = memory.embed([item["content"]])[0]
     problem = None if vouched else _hostile_meaning(memory, vector[None, :])[0]
     if problem:
@@ -86,7 +91,13 @@ def store(
     cites = citations.extract(citations.project_of(memory), item["content"], item["files"])
     with memory.vector_write() as index:
         result = _insert_or_merge(memory, item, vector, index)[0]
-        if cites and result["status"] == "added":
+        reworded = result.get("kept") == "incoming" and result["name"] == item["rewording"]
+        if reworded:  # it cites what its new words cite, not what the old ones did
+            memory.conn.execute(
+                "DELETE FROM insight_citation WHERE insight_id = ?",
+                (memory.id_of(result["name"]),),
+            )
+        if cites and (result["status"] == "added" or reworded):
             citations.record(memory, memory.id_of(result["name"]), cites)
         return result
 
@@ -218,7 +229,13 @@ def _merge(
     name, content, tags_json = row
     extra_tags = [] if locked else item["tags"]
     tags = insight.clean_tags(json.loads(tags_json) + extra_tags)[: insight.MAX_TAGS]
-    keep_incoming = not earned and not locked and len(item["content"]) > len(content)
+    # A person rewording this very insight chose the words; otherwise the more
+    # detailed wording wins while nothing was earned by the old one.
+    reworded = item.get("rewording") == name
+    keep_incoming = not locked and (
+        reworded or (not earned and len(item["content"]) > len(content))
+    )
+    keep_incoming = keep_incoming and item["content"] != content
     if keep_incoming:
         memory.conn.execute(
             "UPDATE insight SET content = ?, embedding = ?, tags = ? WHERE id = ?",
