@@ -409,7 +409,10 @@ def test_helix_run_settles_a_builder_outside_its_delta_out_of_scope(
     log = next((world.home / "logs").glob("run-*.log")).read_text()
     row = world.tasks()[task]
     if not strays:
-        assert row["status"] == "closed" and "out of scope" not in log
+        # the prompt tells the builder what would be out of scope; no settlement says it
+        settled = [line for line in log.splitlines() if f"{task}: claimed delivered" in line]
+        assert settled and not any("out of scope" in line for line in settled), log
+        assert row["status"] == "closed" and "helix-last-error" not in row
         # helix run does not count a builder's tool calls, and says so
         trail = json.loads(world.helix("history", task).stdout)
         assert any(p.startswith("BUDGET of 5 tool calls not checked") for p in trail[0]["problems"])
