@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from helix.cli import cli
-from helix.demo import builder, estimates, narrate
+from helix.demo import builder, estimates, figures, narrate
 from helix.demo import story as demo
 from helix.loop import contracts
 from helix.memory.store import Memory
@@ -208,6 +208,60 @@ def test_demo_shows_the_advice_not_only_names(printed):
     assert flat(demo.BAD) in before and flat(demo.GOOD) in before
     assert flat(demo.GOOD) in after and flat(builder.LEARNED) in after
     assert after.index(flat(demo.GOOD)) < after.index(flat(demo.BAD))  # the flip
+
+
+RANKED = re.compile(
+    r"\d+ \d\.\d{3} (\d\.\d{3}) \d\.\d{3}(?: (?:[+-]\d+|=|new))? \[[^]]*\] ([a-z0-9-]+)"
+)
+FEEDBACK = re.compile(
+    r"(?:helped|failed|present|lowered|none) (\d\.\d{3}) -> (\d\.\d{3}) ([a-z0-9-]+)"
+)
+
+
+def test_every_figure_that_moved_since_it_was_shown_says_why(printed):
+    """A usefulness printed for an insight that differs from the last one printed
+    for it (a refit by a settlement it was not in) comes with a line saying so:
+    in the waves, and in the recall after them."""
+    text = flat(printed)
+    first = text.split("2. recall:")[1].split("3. plan:")[0]
+    waves = text.split("4. build in waves")[1].split("5. learn:")[0]
+    after = text.split("6. the same recall")[1].split("evidence: each task")[0]
+    last = {name: figure for figure, name in RANKED.findall(first)}
+    assert len(last) == 3, first
+    moves = 0
+    found = list(FEEDBACK.finditer(waves))
+    assert len(found) >= 9, waves
+    for here, following in zip(found, [*found[1:], None], strict=True):
+        before, then, name = here.groups()
+        said = waves[here.end() : following.start() if following else len(waves)]
+        if name in last and last[name] != before:
+            moves += 1
+            assert re.match(
+                rf" {last[name]} -> {before} since (?:wave \d|the first recall): "
+                r"re-estimated from the verified outcomes? of wave \d",
+                said,
+            ), (name, last[name], before, said)
+        else:
+            assert "re-estimated" not in said, said  # nothing moved: nothing to explain
+        last[name] = then
+    for figure, name in RANKED.findall(after):
+        if name in last and last[name] != figure:
+            moves += 1
+            assert f"{name}: {last[name]} -> {figure} since" in after, (name, after)
+    assert moves >= 1  # the demo's store does move figures between waves
+
+
+def test_a_moved_figure_names_the_settlements_that_moved_it():
+    shown = figures.Figures()
+    shown.shown("a", 0.5, "the first recall")
+    assert shown.moved("a", 0.5004) is None  # printed alike: it did not move
+    shown.settled("wave 1", "hx-1", False, ["a"])  # unverified: refits nothing
+    shown.settled("wave 1", "hx-2", True, [])
+    shown.settled("wave 2", "hx-3", True, ["a"])
+    why = shown.moved("a", 0.46)
+    assert why and why.startswith("0.500 -> 0.460 since the first recall: re-estimated")
+    assert "outcomes of wave 1 (hx-2) and wave 2 (hx-3), injected only in hx-3" in why
+    assert shown.moved("b", 0.7) is None  # never printed: nothing to compare
 
 
 def test_demo_explains_its_columns(printed):

@@ -32,6 +32,7 @@ from typing import Any, NotRequired, TypedDict
 from helix import config, installation
 from helix.demo import estimates
 from helix.demo.builder import ScriptedBuilder
+from helix.demo.figures import Figures
 from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
 from helix.judge import settings as judge_settings
@@ -238,6 +239,9 @@ def run(
         before = ranking()
         record["before"] = [r["name"] for r in before]
         narrate.ranking(before, f"recall: {RECALL_TASK!r}", None)
+        figures = Figures()
+        for hit in before:
+            figures.shown(hit["name"], hit["_effectiveness"], "the first recall")
 
         narrate.step("3. plan: a task graph in .helix/tasks.jsonl")
         narrate.note(
@@ -265,7 +269,8 @@ def run(
             "  per task: the insights put in its prompt, the one the builder followed, what "
             "it claimed and what VERIFY said; then per insight its part (helped or failed: "
             "the builder used it; present: it was only in the prompt), its usefulness "
-            "before -> after, and its name",
+            "before -> after, and its name; under it, when its usefulness moved since it "
+            "was last shown, why",
             style="dim",
         )
         builder = ScriptedBuilder(project)
@@ -273,7 +278,9 @@ def run(
             wave = taskgraph.ready(tracker.list())[: taskgraph.WAVE_CAP]
             if not wave:
                 break
-            record["waves"].append(_wave(number, wave, memory, tracker, builder, home, narrate))
+            record["waves"].append(
+                _wave(number, wave, memory, tracker, builder, home, narrate, figures)
+            )
 
         narrate.step("5. learn: candidates proposed from outcomes, stored on request")
         record["candidates"] = learning.pending(home)
@@ -296,6 +303,12 @@ def run(
         narrate.ranking(
             after, f"recall: {RECALL_TASK!r}", {n: i for i, n in enumerate(record["before"], 1)}
         )
+        record["moved"] = []
+        for hit in after:
+            why = figures.moved(hit["name"], hit["_effectiveness"])
+            if why:
+                record["moved"].append({"name": hit["name"], "why": why})
+                narrate.note(f"  {hit['name']}: {why}", hang=4)
         narrate.note(
             "  evidence: each task's outcome and what it changed in the insight's "
             "usefulness; * = the builder named the insight as used",
@@ -364,8 +377,10 @@ def _wave(
     builder: ScriptedBuilder,
     home: Path,
     narrate: Narrator,
+    figures: Figures,
 ) -> list[dict[str, Any]]:
-    """One wave: one batch injection, a prompt per task, settle each outcome."""
+    """One wave: one batch injection, a prompt per task, settle each outcome. Each
+    usefulness it prints that moved since ``figures`` last printed it is explained."""
     ids = [t["id"] for t in wave]
     batch = injection.batch_inject(
         memory,
@@ -396,6 +411,10 @@ def _wave(
             memory, tracker, task["id"], output, home, attempt_id=chosen["attempt"]
         )
         exit_code = settled["verification"]["exit_code"]
+        # Why each figure about to be shown differs from the last one shown for it:
+        # settlements before this one (their refits) moved it, not this one.
+        moved = {c["name"]: figures.moved(c["name"], c["before"]) for c in settled["feedback"]}
+        figures.settled(f"wave {number}", task["id"], settled["verified"], chosen["names"])
         row = {
             "task": task["id"],
             "title": task["title"],
@@ -409,6 +428,7 @@ def _wave(
             "outcome": settled["outcome"],
             "effects": settled["effects"],
             "feedback": settled["feedback"],
+            "moved": {name: why for name, why in moved.items() if why},
         }
         rows.append(row)
         if task.get("helix-last-error"):
@@ -428,6 +448,9 @@ def _wave(
                 f"      {effect:7s} {change['before']:.3f} -> {change['after']:.3f}  "
                 f"{change['name']}"
             )
+            if moved[change["name"]]:
+                narrate.note(f"        {moved[change['name']]}", hang=4)
+            figures.shown(change["name"], change["after"], f"wave {number}")
     warnings = synthesis.convergent_warnings(
         [{"task_id": r["task"], "outcome": r["outcome"], "error": ""} for r in rows]
     )
