@@ -54,6 +54,7 @@ def test_two_fresh_checkouts_drain_the_readme_s_shared_queue(pg_cluster, tmp_pat
     [push] = [line for line in lines if line.startswith("helix memory push ")]
     [fleet] = [line for line in lines if "helix run" in line]
     assert "--agent claude" in fleet and "HELIX_MACHINE=ci-3" in fleet
+    assert "mkdir" not in fleet  # a fresh checkout needs nothing made by hand
     url = pg_cluster.database()
     home = tmp_path / "home"
     home.mkdir()

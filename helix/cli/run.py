@@ -289,6 +289,10 @@ def _options(params: dict[str, Any]) -> Any:
 
 def _home() -> config.Paths:
     paths = config.resolve()
+    if not paths.home.is_dir() and isinstance(paths.db, config.Server):
+        # A fleet machine's fresh checkout: the tasks and memory are in the shared
+        # store; the folder only holds this machine's run lock, state and logs.
+        paths.home.mkdir(parents=True, exist_ok=True)
     if not paths.home.is_dir():
         raise InvalidInput(
             f"no helix data directory at {paths.home}; create tasks first with `helix tasks create`"
