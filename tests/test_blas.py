@@ -111,8 +111,11 @@ def test_bulk_work_takes_every_core(tmp_path):
     (seen,) = _run(tmp_path, "memory", "import", str(tmp_path / "lines.jsonl"))
     assert seen["texts"] == 5
     assert seen["threads"] == [blas.usable_cores()]
+    # new lines (a re-run of the same file embeds nothing: its lines are present)
+    more = [json.dumps({"content": f"When stage {n} hangs, stop it because {n}"}) for n in range(5)]
+    (tmp_path / "more.jsonl").write_text("\n".join(more) + "\n")
     (seen,) = _run(
-        tmp_path, "memory", "import", str(tmp_path / "lines.jsonl"), OPENBLAS_NUM_THREADS="1"
+        tmp_path, "memory", "import", str(tmp_path / "more.jsonl"), OPENBLAS_NUM_THREADS="1"
     )
     assert seen["threads"] == [1]  # the user's count, bulk work included
 
