@@ -84,6 +84,18 @@ def test_a_systemic_insight_is_given_first(tmp_path: Path) -> None:
     assert relevance[pattern["name"]] > relevance[systemic["name"]]
     assert both["block"].index("circular imports") < both["block"].index("register it")
 
+    # Once verified outcomes speak of it, its own evidence ranks it: the priority
+    # does not keep dealing a recurring failure's advice that was given and failed.
+    task = ok(run_helix(home, "tasks", "create", objective, "--verify", "false", "--json"))["id"]
+    given = ok(run_helix(home, "inject", "--tasks", task, "--limit", "1"))["results"][0]
+    assert given["names"] == [systemic["name"]]
+    report = tmp_path / "blocked.txt"
+    report.write_text("BLOCKED: the route still fails\nERROR: the check failed\n")
+    settled = ok(run_helix(home, "settle", task, "--output", str(report)))
+    assert settled["verified"] is True and settled["verification"]["passed"] is False
+    after = ok(run_helix(home, "inject", objective, "--limit", "1"))
+    assert after["names"] == [pattern["name"]]
+
 
 # ------------------------------------------------------------- SessionEnd
 class Client:

@@ -106,10 +106,12 @@ WEAK_RELEVANCE = POOL_FLOOR
 REACH_MIN = 0.0
 REACH_Z = 0.5
 # Seeds 000 and 001: a systemic insight (a failure seen three or more times)
-# surfaces with priority. One that concerns the task (in the relevance-gated
-# pool) and is not shown to hurt is dealt before every other candidate, whatever
-# their learned value (uplift lies within +-0.5, the tie-break within 0.2, so
-# this lifts it above them all), and it is listed first in the block.
+# surfaces with priority. Until any outcome has been read about it, one that
+# concerns the task (in the relevance-gated pool) is dealt before every other
+# candidate (uplift lies within +-0.5, the tie-break within 0.2, so this lifts it
+# above them all); from then on its own evidence ranks it like any other, since
+# a priority that outlived the evidence would keep dealing advice that does not
+# help. A systemic insight dealt is listed first in the block either way.
 SYSTEMIC = "systemic"
 SYSTEMIC_PRIORITY = 1.0
 MAX_BATCH = 50
@@ -412,7 +414,7 @@ def _choose(
         speaks = speaks or systemic or not untried or relevance >= QUIET_RELEVANCE
         value = mean + (OPTIMISM * sd if explore else 0.0)
         tie = hit["_score"] - estimate["uplift"]  # the relevance tie-break of the score
-        if systemic:
+        if systemic and untried:
             value += SYSTEMIC_PRIORITY
         out[name] = (round(value + tie, 6), min(1.0, sd / uplift.PRIOR_SD))
     if out and not speaks:  # none is expected to help: the task gets nothing, not filler
