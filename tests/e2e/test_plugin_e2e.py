@@ -173,8 +173,9 @@ def test_verified_delivery_is_credited_and_a_failing_verify_is_not(
             (failing["id"], "delivered", "blocked", 1, 0),
         ]
     )
-    status = results.read_task_statuses(project.home)[failing["id"]]
-    assert status["outcome"] == "blocked" and status["verified"] is False
+    # The session's builder outcomes (task-status.jsonl) served its waits; the
+    # client's SessionEnd removed them, and the store keeps the settlements above.
+    assert not {passing["id"], failing["id"]} & set(results.read_task_statuses(project.home))
     failures = project.rows(
         "SELECT content FROM insight WHERE kind = 'failure' AND source = ?", f"task:{failing['id']}"
     )
@@ -338,16 +339,22 @@ def test_hooks_survive_garbage_and_refuse_hostile_insights(run_claude, project: 
     }
     assert project.transcript(agents[missing["id"]]).is_dir()
     assert not all(is_json(line) for line in project.transcript(agents[torn["id"]]).open())
-    # Garbage settles once, as a crash: no credit, the task stays open.
-    status = results.read_task_statuses(project.home)
+    # Garbage settles once, as a crash (nothing claimed): no credit, the task stays
+    # open. (The session's status lines went at its SessionEnd; the store keeps it.)
+    assert not results.read_task_statuses(project.home)
+
+    def settled(task_id: str) -> list[tuple]:
+        sql = "SELECT claimed, outcome FROM task_outcome WHERE task_id = ?"
+        return project.rows(sql, task_id)
+
     for task in (torn, missing, malformed):
-        assert status[task["id"]]["outcome"] == "crashed", status[task["id"]]
+        assert [claimed for claimed, _ in settled(task["id"])] == ["unknown"], task
         assert project.get_task(task["id"])["status"] == "open"
         assert all(e["delta"] <= 0 for e in project.feedback(task["id"]))
         assert project.logged("SubagentStop", agents[task["id"]], "settled helix:builder") == 1
     # The hostile answer: its benign insight is stored; the secret and the override
     # are refused, and the log says why without repeating them.
-    assert status[hostile["id"]]["outcome"] == "delivered"
+    assert settled(hostile["id"]) == [("delivered", "delivered")]
     contents = [c for (c,) in project.rows("SELECT content FROM insight")]
     assert benign in contents
     assert not [c for c in contents if "AKIA" in c or "previous instructions" in c.lower()]
