@@ -45,7 +45,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT, ended_at TEXT);
+        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT, ended_at TEXT, withholding TEXT);
 
 -- table audit
 CREATE TABLE audit (
@@ -163,6 +163,14 @@ CREATE TABLE learning_candidate (
             proposed_at TEXT NOT NULL,
             claimed_by TEXT,
             claimed_at TEXT
+        );
+
+-- table memory_setting
+CREATE TABLE memory_setting (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            set_at TEXT NOT NULL,
+            route TEXT NOT NULL
         );
 
 -- table merge_event

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from helix import config
-from helix.cli import corrections, expiry, stale
+from helix.cli import corrections, expiry, stale, withholding
 from helix.cli.common import (
     emit,
     guarded,
@@ -39,7 +39,12 @@ def memory() -> None:
 
 # The corrections beyond edit, forget and restore (retag, purge, audit) are
 # defined with the service the command line makes them through.
-for _command in (*corrections.COMMANDS, *expiry.COMMANDS, *stale.COMMANDS):
+for _command in (
+    *corrections.COMMANDS,
+    *expiry.COMMANDS,
+    *stale.COMMANDS,
+    *withholding.COMMANDS,
+):
     memory.add_command(_command)
 
 

@@ -25,7 +25,13 @@ of the wave counts ``REPEAT_PENALTY`` less for the next.
 Every injection into a task starts an attempt in the ledger
 (:mod:`helix.loop.ledger`, in the database): the insights helix chose and the
 judge that will settle it, which verification-based feedback reads (never the
-agent's own list, never a file the agent can rewrite).
+agent's own list, never a file the agent can rewrite). At that injection, with
+the store's withholding rate (a person's setting), one of the insights that fit
+is withheld at random (:mod:`helix.memory.withholding`): it is not in the
+prompt and not among the attempt's insights, so its outcome neither credits nor
+charges it as shown; the attempt records what was dealt, what was withheld and
+the propensity, and the result says it (``withheld_at_random``,
+``withholding``).
 
 What an agent or an import wrote is quarantined (:mod:`helix.memory.quarantine`):
 it is still dealt, so it can earn evidence, but its entry in the INSIGHTS block
@@ -55,6 +61,7 @@ from helix.loop import budget as token_budget
 from helix.loop import ledger
 from helix.loop.judge import Spec
 from helix.memory import citations, db, insight, quarantine, reach
+from helix.memory import withholding as withholdings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -268,10 +275,17 @@ def batch_inject(
     given = Counter(name for names in chosen for name in names)
     if judges is not None and len(judges) != len(texts):
         raise InvalidInput("give one judge per objective")
+    # A person's rate (helix memory withholding); only an attempt draws.
+    rate = withholdings.load(memory.conn).rate if ids and any(ids) else 0.0
     results = []
     for i, dealt in enumerate(chosen):
         compact = {n: _compact(pools[i][n], held.get(n)) for n in dealt}
         names = _within_budget(compact, candidates[i], cap)
+        # Randomized withholding (helix.memory.withholding): one of what fits is
+        # left out at random, so what it causes can be told from what it meets.
+        drawn = withholdings.draw(names, rate) if ids[i] else None
+        if drawn is not None:
+            names = drawn.shown
         # The optimistic value decides who is in; the prompt lists them by expected
         # value, systemic insights first (SYSTEMIC_PRIORITY).
         names.sort(key=lambda n: (pools[i][n]["kind"] != SYSTEMIC, -pools[i][n]["_score"], n))
@@ -288,13 +302,18 @@ def batch_inject(
             "tokens": token_budget.tokens(token_budget.fields(block, names)),
             "budget": cap,
             "candidates": len(pools[i]),
+            "withheld_at_random": drawn.withheld if drawn else None,
         }
+        if drawn is not None:
+            result["withholding"] = drawn.to_json()
         if not names:
-            result["quiet"] = _quiet(len(pools[i]), left_out[i], len(dealt), cap)
+            result["quiet"] = _quiet(len(pools[i]), left_out[i], len(dealt), cap, drawn)
         task_id = ids[i]
         if task_id:
             spec = Spec(*judges[i]) if judges else Spec(None)
-            attempt = _prepared_attempt(memory, task_id, names, source) or ledger.start(
+            attempt = _prepared_attempt(
+                memory, task_id, drawn.dealt if drawn else names, source
+            ) or ledger.start(
                 memory,
                 task_id,
                 texts[i],
@@ -304,10 +323,14 @@ def batch_inject(
                 spec.verify_files,
                 where,
                 source,
-                f"{token_budget.QUIET_MARK} {result['quiet']}" if "quiet" in result else "",
+                # memory had something (withheld at random): not counted as quiet
+                f"{token_budget.QUIET_MARK} {result['quiet']}"
+                if "quiet" in result and not (drawn and drawn.withheld)
+                else "",
                 vector=None if vectors is None else to_blob(vectors[i]),
                 work=spec.work,
                 setter=spec.setter,
+                withholding=drawn,
             )
             result["attempt"] = attempt.id
             # What the builder must be told it is judged on: the orchestrator puts
@@ -445,8 +468,16 @@ def _within_budget(
     return token_budget.fill(items, cap)
 
 
-def _quiet(pooled: int, dropped: Counter[str], dealt: int, cap: int) -> str:
+def _quiet(
+    pooled: int,
+    dropped: Counter[str],
+    dealt: int,
+    cap: int,
+    drawn: withholdings.Draw | None = None,
+) -> str:
     """Why a task gets nothing, in one line for the orchestrator."""
+    if drawn is not None and drawn.withheld:
+        return f"its one insight was withheld at random (withholding rate {drawn.rate:g})"
     if dealt:
         return f"nothing fits the injection budget of {cap} tokens ({dealt} chosen)"
     if not pooled:

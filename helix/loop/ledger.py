@@ -31,6 +31,7 @@ from helix.loop import judge as judges
 from helix.loop import scope
 from helix.memory import attempts as table
 from helix.memory import db
+from helix.memory import withholding as withholdings
 
 
 class Store(Protocol):
@@ -73,6 +74,9 @@ class Attempt:
     scope: dict[str, Any] | None = None
     # When its agent is known to have ended (None while it may be at work).
     ended_at: str | None = None
+    # What was dealt to it and which of that was withheld at random, with the
+    # propensity (helix.memory.withholding); None when recorded before withholding.
+    withholding: withholdings.Draw | None = None
 
     @property
     def open(self) -> bool:
@@ -94,12 +98,14 @@ def start(
     work: Any = None,
     setter: Any = None,
     home: Path | None = None,
+    withholding: withholdings.Draw | None = None,
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
     (see the module docstring for an attempt that starts inside an open one):
     ``work`` is what the task may change (its scope is taken now too,
     :mod:`helix.loop.scope`), ``setter`` who set its judge; its snapshot's
-    copies are kept in ``home`` (the project's data directory by default)."""
+    copies are kept in ``home`` (the project's data directory by default).
+    ``withholding`` is the injection's draw: ``names`` are what it showed."""
     judge = judges.fix(verify, verify_files, project, work, setter, home, memory.conn)
     baseline = scope.take(work, judge.verify, project)
     now = memory.clock()
@@ -137,6 +143,7 @@ def start(
             note,
             vector,
             baseline,
+            withholding,
         )
     return get(memory, attempt_id)
 
@@ -184,6 +191,7 @@ def again(memory: Store, previous: Attempt, source: str) -> Attempt:
             f"resumes {previous.id}",
             previous.vector,
             previous.scope,
+            previous.withholding,  # the same deal: it holds what that attempt showed
         )
     return get(memory, attempt_id)
 
@@ -201,6 +209,7 @@ def _insert(
     note: str,
     vector: bytes | None = None,
     baseline: dict[str, Any] | None = None,
+    withholding: withholdings.Draw | None = None,
 ) -> None:
     table.insert(
         memory.conn,
@@ -226,6 +235,7 @@ def _insert(
             "snapshot": None
             if judge.snapshot is None
             else json.dumps(judge.snapshot.to_json(), ensure_ascii=False),
+            "withholding": None if withholding is None else json.dumps(withholding.to_json()),
         },
     )
 
@@ -287,6 +297,8 @@ def describe(attempt: Attempt) -> dict[str, Any]:
         "source": attempt.source,
         "started_at": attempt.started_at,
         "injected": attempt.names,
+        "withheld_at_random": attempt.withholding.withheld if attempt.withholding else None,
+        "withholding": attempt.withholding.to_json() if attempt.withholding else None,
         "verify": attempt.judge.verify,
         "verify_files": attempt.judge.files,
         "work": attempt.judge.work,
@@ -442,6 +454,7 @@ def _attempt(row: tuple) -> Attempt:
         kept_scope,
         taken,
         ended_at,
+        drawn,
     ) = row
     setter = _json(judge_by, {}) if judge_by else None
     return Attempt(
@@ -470,6 +483,7 @@ def _attempt(row: tuple) -> Attempt:
         vector=vector if isinstance(vector, bytes) else None,
         scope=_json(kept_scope, {}) or None if kept_scope else None,
         ended_at=ended_at,
+        withholding=withholdings.Draw.from_json(_json(drawn, {})) if drawn else None,
     )
 
 

@@ -628,6 +628,28 @@ def m021_constructed_judge(conn: sqlite3.Connection) -> None:
     )
 
 
+def m022_randomized_withholding(conn: sqlite3.Connection) -> None:
+    """Credit for what advice causes needs attempts where an insight was dealt and
+    withheld at random, beside those where it was shown (issue 40).
+    ``attempt.withholding`` (JSON, :mod:`helix.memory.withholding`) records, when
+    an attempt starts, the insights dealt to it, the one withheld at random (or
+    none) and the propensity: the rate, and each dealt insight's chance of being
+    withheld. ``memory_setting`` holds the memory's own choices, the withholding
+    rate first: a person's setting, never read from whoever injects."""
+    _run(
+        conn,
+        """
+        ALTER TABLE attempt ADD COLUMN withholding TEXT;
+        CREATE TABLE memory_setting (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            set_at TEXT NOT NULL,
+            route TEXT NOT NULL
+        );
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -652,6 +674,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (19, m019_citations),
     (20, m020_last_recalled),
     (21, m021_constructed_judge),
+    (22, m022_randomized_withholding),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,110 @@
+"""``helix memory withholding``: how often an injection withholds one insight at
+random, a person's setting (:mod:`helix.memory.withholding`)."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from helix.cli.common import emit, guarded
+from helix.errors import HelixError, InvalidInput
+
+# Set in the shells of an agent: by helix run for its agents, by Claude Code for
+# its tools (the same markers `helix attempts abandon` refuses).
+AGENT_MARKERS = ("HELIX_RUN", "CLAUDECODE")
+
+
+@click.group("withholding")
+def withholding() -> None:
+    """Randomized withholding: at each injection into an attempt, with this
+    rate, one of the insights that would have been dealt is withheld at random
+    and recorded with the attempt (what was dealt, what was withheld, the
+    propensity), so what an insight causes can be told from what it meets.
+
+    Example: helix memory withholding show
+    """
+
+
+@withholding.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@guarded
+def withholding_show(as_json: bool) -> None:
+    """The withholding rate of this project's store.
+
+    Example: helix memory withholding show --json
+    """
+    from helix import config
+    from helix.memory import db
+    from helix.memory import withholding as withholdings
+
+    where = config.resolve().db
+    if where.exists():
+        conn, _backup = db.connect(where)
+        try:
+            setting = withholdings.load(conn)
+        finally:
+            conn.close()
+    else:
+        setting = withholdings.Setting()
+    report = setting.to_json()
+    if as_json:
+        emit(report)
+        return
+    state = f"{setting.rate:g}" if setting.rate > 0 else "off"
+    how = f"set {setting.set_at} ({setting.route})" if setting.recorded else "the default"
+    click.echo(f"{'rate':8} {state}")
+    click.echo(f"{'source':8} {how}")
+
+
+@withholding.command("set")
+@click.option(
+    "--rate",
+    "value",
+    required=True,
+    help="The share of injections that withhold one insight, 0 to 1, or 'off'.",
+)
+@guarded
+def withholding_set(value: str) -> None:
+    """Change the withholding rate (a person's decision: refused in an agent's
+    shell, HELIX_RUN or CLAUDECODE set, and while an attempt is in flight; not
+    offered to agents over MCP). 'off' is rate 0.
+
+    Example: helix memory withholding set --rate 0.1
+    """
+    from helix import config
+    from helix.loop import ledger
+    from helix.memory import db
+    from helix.memory import withholding as withholdings
+    from helix.memory.spawns import Records
+
+    marker = next((name for name in AGENT_MARKERS if os.environ.get(name)), None)
+    if marker:
+        raise HelixError(
+            "refused: `helix memory withholding set` is for a person, and this shell is an"
+            f" agent's ({marker} is set)"
+        )
+    rate = _rate(value)
+    with Records(config.resolve().db) as store:
+        ledger.refuse_in_flight(store, "`helix memory withholding set`")
+        with db.write(store.conn):
+            setting = withholdings.save(store.conn, rate, db.stamp(store.clock()), "cli")
+    emit(setting.to_json())
+
+
+def _rate(value: str) -> float:
+    from helix.memory import withholding as withholdings
+
+    text = value.strip().lower()
+    if text == "off":
+        return 0.0
+    try:
+        number = float(text)
+    except ValueError:
+        raise InvalidInput(
+            f"--rate takes a number between 0 and 1, or 'off', not {value!r}"
+        ) from None
+    return withholdings.check_rate(number)
+
+
+COMMANDS = [withholding]

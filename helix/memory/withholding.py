@@ -1,0 +1,148 @@
+"""Randomized withholding: at an injection, one dealt insight left out at random.
+
+helix credits an insight by the outcomes of the attempts it was shown in, which
+is correlation: tasks without it differ from tasks with it in topic and
+difficulty. An insight dealt to an attempt and withheld at random is the
+comparison that is not confounded. So at each injection into an attempt, with
+probability ``rate``, one of the ``k`` insights that would have been dealt is
+withheld, chosen uniformly; the attempt records what was dealt, what was
+withheld and the propensity (each dealt insight was withheld with probability
+``rate / k``), which is what an estimate weights by.
+
+The draw is helix's: :mod:`secrets` (the operating system's randomness), never
+derived from anything an agent or a task's text controls, and no variable sets
+it (an agent has a shell). The rate is a person's setting, kept in the store
+(table ``memory_setting``, key ``withholding_rate``), read by every injection
+and changed only by ``helix memory withholding set`` (refused in an agent's
+shell and while an attempt is in flight; not offered over MCP).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from helix.errors import InvalidInput
+from helix.memory import db
+
+RATE_KEY = "withholding_rate"
+# Off on this branch until its cost in pass rate is measured (issue 40 asks for
+# it on by default, at a rate whose cost is known; 0.1 is the candidate).
+DEFAULT_RATE = 0.0
+MAX_RATE = 1.0
+_RANDOM = secrets.SystemRandom()  # os.urandom: nothing in the process seeds it
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The withholding rate and whether a person ever set it (else the default)."""
+
+    rate: float = DEFAULT_RATE
+    recorded: bool = False
+    set_at: str | None = None
+    route: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate,
+            "on": self.rate > 0,
+            "recorded": self.recorded,
+            "set_at": self.set_at,
+            "route": self.route,
+            "default": DEFAULT_RATE,
+        }
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What one injection dealt, and which of it (if any) was withheld at random.
+
+    ``propensity`` is each dealt insight's probability of being withheld
+    (``rate / k``); with nothing dealt there is no draw and it is 0."""
+
+    rate: float
+    dealt: list[str] = field(default_factory=list)
+    withheld: str | None = None
+
+    @property
+    def propensity(self) -> float:
+        return self.rate / len(self.dealt) if self.dealt else 0.0
+
+    @property
+    def shown(self) -> list[str]:
+        """The dealt insights that go into the prompt, in dealt order."""
+        return [n for n in self.dealt if n != self.withheld]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rate": self.rate,
+            "dealt": list(self.dealt),
+            "withheld": self.withheld,
+            "propensity": self.propensity,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> Draw | None:
+        """The draw an attempt recorded; None for one recorded before withholding
+        (or unreadable)."""
+        if not isinstance(value, dict):
+            return None
+        rate = value.get("rate")
+        dealt = value.get("dealt")
+        withheld = value.get("withheld")
+        if not isinstance(rate, int | float) or not isinstance(dealt, list):
+            return None
+        names = [n for n in dealt if isinstance(n, str)]
+        return cls(float(rate), names, withheld if withheld in names else None)
+
+
+def draw(dealt: list[str], rate: float) -> Draw:
+    """Withhold one of ``dealt`` with probability ``rate``, chosen uniformly, by
+    the operating system's randomness. Nothing is withheld from an empty deal;
+    rate 0 never withholds and rate 1 always does (no draw is made for either)."""
+    names = list(dealt)
+    if not names or rate <= 0:
+        return Draw(rate, names, None)
+    if rate >= 1 or _RANDOM.random() < rate:
+        return Draw(rate, names, names[_RANDOM.randrange(len(names))])
+    return Draw(rate, names, None)
+
+
+def check_rate(value: Any) -> float:
+    """A rate between 0 and 1; raises InvalidInput."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput("the withholding rate must be a number between 0 and 1")
+    rate = float(value)
+    if not math.isfinite(rate) or not 0 <= rate <= MAX_RATE:
+        raise InvalidInput("the withholding rate must be between 0 and 1")
+    return rate
+
+
+def load(conn: db.Connection) -> Setting:
+    """The store's withholding rate (the default when none was set). An unreadable
+    value counts as the default, never as what a writer put there."""
+    row = conn.execute(
+        "SELECT value, set_at, route FROM memory_setting WHERE key = ?", (RATE_KEY,)
+    ).fetchone()
+    if row is None:
+        return Setting()
+    try:
+        rate = check_rate(json.loads(row[0]))
+    except (TypeError, ValueError, InvalidInput):
+        return Setting()
+    return Setting(rate, True, row[1], row[2])
+
+
+def save(conn: db.Connection, rate: Any, at: str, route: str) -> Setting:
+    """Set the withholding rate (checked first; the caller holds the write
+    transaction and has refused an agent's request). Returns the setting now."""
+    checked = check_rate(rate)
+    conn.execute("DELETE FROM memory_setting WHERE key = ?", (RATE_KEY,))
+    conn.execute(
+        "INSERT INTO memory_setting(key, value, set_at, route) VALUES (?, ?, ?, ?)",
+        (RATE_KEY, json.dumps(checked), at, route),
+    )
+    return Setting(checked, True, at, route)
