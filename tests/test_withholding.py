@@ -215,3 +215,36 @@ def test_a_withheld_insight_is_neither_credited_nor_charged(home: Path, tmp_path
         assert after[name]["effectiveness"] > before[name]["effectiveness"]
     [attempt] = ok(run(home, "history", task))
     assert attempt["withheld_at_random"] == withheld and attempt["injected"] == shown
+
+
+def test_the_spawn_hook_withholds_and_records(home: Path, tmp_path: Path):
+    """The PreToolUse hook injecting into a builder's spawn (`helix hook`) deals
+    through the same injection: the withheld insight is not in the builder's
+    prompt, and the attempt records it."""
+    set_rate(home, "1")
+    payload = {
+        "session_id": "5f6f4d2a-977a-498d-a126-3d7b3369c1c8",
+        "transcript_path": str(tmp_path / "session.jsonl"),
+        "cwd": str(home.parent),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Agent",
+        "tool_use_id": "toolu_1",
+        "tool_input": {
+            "description": "work",
+            "prompt": f"TASK_ID: hx-00000001\nTASK: {OBJECTIVE}\nOBJECTIVE: {OBJECTIVE}\n"
+            "VERIFY: true\n",
+            "subagent_type": "helix:builder",
+            "run_in_background": True,
+        },
+    }
+    output = ok(run(home, "hook", "PreToolUse", stdin=json.dumps(payload)))
+    prompt = output["hookSpecificOutput"]["updatedInput"]["prompt"]
+    [attempt] = ok(run(home, "history", "hx-00000001"))
+    withheld = attempt["withheld_at_random"]
+    assert withheld and withheld in attempt["withholding"]["dealt"]
+    assert withheld not in prompt
+    given = json.loads(prompt.split("INJECTED: ")[1].split("\n")[0])
+    assert given == attempt["injected"] and withheld not in given
+    assert attempt["withholding"]["propensity"] == pytest.approx(
+        1 / len(attempt["withholding"]["dealt"])
+    )
