@@ -7,12 +7,9 @@ import os
 
 import click
 
+from helix.cli.attempts import AGENT_MARKERS  # set in an agent's shell
 from helix.cli.common import emit, guarded
 from helix.errors import HelixError, InvalidInput
-
-# Set in the shells of an agent: by helix run for its agents, by Claude Code for
-# its tools (the same markers `helix attempts abandon` refuses).
-AGENT_MARKERS = ("HELIX_RUN", "CLAUDECODE")
 
 
 @click.group("withholding")
