@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from helix.loop import results
 from helix.loop.budget import CHARS_PER_TOKEN, QUIET_MARK, approx_tokens
 from helix.loop.contracts import INSIGHTS_NOTE
 from helix.memory import activity, db
@@ -356,15 +357,9 @@ def injection_cost(conn: db.Connection, today: date, now: datetime | None = None
 
 
 def _history_hours(conn: db.Connection, now: datetime) -> float | None:
-    first = activity.first_attempt(conn)
-    if first is None:
+    began = results.parse_time(activity.first_attempt(conn))
+    if began is None:
         return None
-    try:
-        began = datetime.fromisoformat(first.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if began.tzinfo is None:
-        began = began.replace(tzinfo=UTC)
     return max(0.0, (now - began).total_seconds() / 3600)
 
 
