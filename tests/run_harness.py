@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,14 @@ def alive(command: str) -> list[int]:
         if state != "Z":
             alive.append(int(pid))
     return alive
+
+
+def wait_for(predicate, what: str, timeout: float) -> None:
+    """Poll ``predicate`` every 0.1 s until it holds; fail naming ``what`` after
+    ``timeout`` seconds (a bound on a failure only, never on a slow success)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_harness import World, alive, blocked, delivered
+from run_harness import World, alive, blocked, delivered, wait_for
 from stores import engine_env
 
 from helix.run import prompts as runcontracts
@@ -586,13 +586,8 @@ def test_review_agent_alone_runs_the_review_and_the_help_says_so(world: World) -
 DEADLINE = 120  # bounds a failure only: a loaded machine may be slow, never wrong
 
 
-def _wait_for(predicate, what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+def _wait_for(predicate, what: str) -> None:
+    wait_for(predicate, what, DEADLINE)
 
 
 def _as_a_background_job() -> None:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_harness import World, alive, delivered
+from run_harness import World, alive, delivered, wait_for
 
 pytestmark = pytest.mark.usefixtures("engine")
 
@@ -76,13 +76,8 @@ def _store_insight(world: World) -> str:
     return json.loads(proc.stdout)["name"]
 
 
-def _wait_for(predicate, what: str, timeout: float = DEADLINE) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+def _wait_for(predicate, what: str) -> None:
+    wait_for(predicate, what, DEADLINE)
 
 
 # -------------------------------------------------- 1. an agent that cannot start
