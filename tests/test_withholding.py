@@ -82,17 +82,17 @@ def test_rate_one_withholds_exactly_one_of_every_deal(home: Path, tmp_path: Path
         drawn = result["withholding"]
         dealt = drawn["dealt"]
         if not dealt:
-            assert result["withheld_at_random"] is None
+            assert result["withheld_at_random"] == []
             continue
         dealt_any += 1
-        withheld = result["withheld_at_random"]
+        [withheld] = result["withheld_at_random"]
         assert withheld in dealt and withheld not in result["names"]
         assert sorted(result["names"]) == sorted(n for n in dealt if n != withheld)
         assert withheld not in result["block"]
         assert drawn["rate"] == 1.0 and drawn["propensity"] == pytest.approx(1 / len(dealt))
         [attempt] = ok(run(home, "history", result["task_id"]))
         assert attempt["injected"] == result["names"]
-        assert attempt["withheld_at_random"] == withheld
+        assert attempt["withheld_at_random"] == [withheld]
         assert attempt["withholding"] == drawn
     assert dealt_any >= 3
 
@@ -102,7 +102,7 @@ def test_rate_zero_withholds_nothing(home: Path, tmp_path: Path):
     results = inject_batch(home, tmp_path, [f"t-{i}" for i in range(6)])
     assert any(r["names"] for r in results)
     for result in results:
-        assert result["withheld_at_random"] is None
+        assert result["withheld_at_random"] == []
         assert result["withholding"]["dealt"] == result["names"]
         assert result["withholding"]["propensity"] == 0.0
 
@@ -110,7 +110,7 @@ def test_rate_zero_withholds_nothing(home: Path, tmp_path: Path):
 def test_an_untracked_injection_draws_nothing(home: Path):
     set_rate(home, "1")
     result = ok(run(home, "inject", OBJECTIVE))
-    assert result["names"] and result["withheld_at_random"] is None
+    assert result["names"] and result["withheld_at_random"] == []
     assert "withholding" not in result and "attempt" not in result
 
 
@@ -193,7 +193,7 @@ def test_a_withheld_insight_is_neither_credited_nor_charged(home: Path, tmp_path
         "id"
     ]
     [result] = ok(run(home, "inject", "--tasks", task, "--limit", "3"))["results"]
-    withheld, shown = result["withheld_at_random"], result["names"]
+    [withheld], shown = result["withheld_at_random"], result["names"]
     assert withheld and shown
     before = {n: ok(run(home, "memory", "get", n)) for n in [withheld, *shown]}
     (home.parent / "done.txt").write_text("done\n")  # the work, which VERIFY checks
@@ -214,7 +214,7 @@ def test_a_withheld_insight_is_neither_credited_nor_charged(home: Path, tmp_path
     for name in shown:
         assert after[name]["effectiveness"] > before[name]["effectiveness"]
     [attempt] = ok(run(home, "history", task))
-    assert attempt["withheld_at_random"] == withheld and attempt["injected"] == shown
+    assert attempt["withheld_at_random"] == [withheld] and attempt["injected"] == shown
 
 
 def test_the_spawn_hook_withholds_and_records(home: Path, tmp_path: Path):
@@ -240,7 +240,7 @@ def test_the_spawn_hook_withholds_and_records(home: Path, tmp_path: Path):
     output = ok(run(home, "hook", "PreToolUse", stdin=json.dumps(payload)))
     prompt = output["hookSpecificOutput"]["updatedInput"]["prompt"]
     [attempt] = ok(run(home, "history", "hx-00000001"))
-    withheld = attempt["withheld_at_random"]
+    [withheld] = attempt["withheld_at_random"]
     assert withheld and withheld in attempt["withholding"]["dealt"]
     assert withheld not in prompt
     given = json.loads(prompt.split("INJECTED: ")[1].split("\n")[0])
@@ -248,3 +248,18 @@ def test_the_spawn_hook_withholds_and_records(home: Path, tmp_path: Path):
     assert attempt["withholding"]["propensity"] == pytest.approx(
         1 / len(attempt["withholding"]["dealt"])
     )
+
+
+def test_a_draw_recorded_with_one_name_reads_as_mode_one_and_block_withholds_all():
+    old = withholding.Draw.from_json(
+        {"rate": 0.1, "dealt": ["a", "b"], "withheld": "b", "propensity": 0.05}
+    )
+    assert old is not None and old.withheld == ("b",) and old.mode == withholding.ONE
+    assert old.shown == ["a"] and old.propensity == pytest.approx(0.05)
+    block = withholding.draw(["a", "b", "c"], 1.0, withholding.BLOCK)
+    assert block.withheld == ("a", "b", "c") and block.shown == []
+    assert block.propensity == 1.0
+    again = withholding.Draw.from_json(block.to_json())
+    assert again == block
+    with pytest.raises(withholding.InvalidInput):
+        withholding.draw(["a"], 0.5, "some")

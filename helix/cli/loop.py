@@ -93,8 +93,9 @@ def inject_command(
     that nothing in memory is expected to help gets no block and a "quiet"
     line saying why; at a terminal, stderr has one line per task. At the
     store's withholding rate (`helix memory withholding`), an attempt's deal
-    withholds one insight at random: "withheld_at_random" names it (it is not
-    in the block) and "withholding" has the propensity.
+    withholds one insight (or, in block mode, all of it) at random:
+    "withheld_at_random" lists them (they are not in the block) and
+    "withholding" has the propensity.
 
     Example: helix inject --tasks hx-1a2b3c4d,hx-5e6f7a8b --limit 3
     """

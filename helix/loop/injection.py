@@ -302,7 +302,7 @@ def batch_inject(
             "tokens": token_budget.tokens(token_budget.fields(block, names)),
             "budget": cap,
             "candidates": len(pools[i]),
-            "withheld_at_random": drawn.withheld if drawn else None,
+            "withheld_at_random": list(drawn.withheld) if drawn else [],
         }
         if drawn is not None:
             result["withholding"] = drawn.to_json()
@@ -477,7 +477,8 @@ def _quiet(
 ) -> str:
     """Why a task gets nothing, in one line for the orchestrator."""
     if drawn is not None and drawn.withheld:
-        return f"its one insight was withheld at random (withholding rate {drawn.rate:g})"
+        what = "its one insight was" if len(drawn.withheld) == 1 else "its insights were"
+        return f"{what} withheld at random (withholding rate {drawn.rate:g})"
     if dealt:
         return f"nothing fits the injection budget of {cap} tokens ({dealt} chosen)"
     if not pooled:

@@ -297,7 +297,7 @@ def describe(attempt: Attempt) -> dict[str, Any]:
         "source": attempt.source,
         "started_at": attempt.started_at,
         "injected": attempt.names,
-        "withheld_at_random": attempt.withholding.withheld if attempt.withholding else None,
+        "withheld_at_random": list(attempt.withholding.withheld) if attempt.withholding else [],
         "withholding": attempt.withholding.to_json() if attempt.withholding else None,
         "verify": attempt.judge.verify,
         "verify_files": attempt.judge.files,

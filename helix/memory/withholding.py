@@ -56,59 +56,79 @@ class Setting:
         }
 
 
+ONE = "one"
+BLOCK = "block"
+MODES = (ONE, BLOCK)
+
+
 @dataclass(frozen=True)
 class Draw:
     """What one injection dealt, and which of it (if any) was withheld at random.
 
-    ``propensity`` is each dealt insight's probability of being withheld
-    (``rate / k``); with nothing dealt there is no draw and it is 0."""
+    ``mode`` says what a draw withholds: ``one`` insight of the ``k`` dealt,
+    chosen uniformly, or the whole ``block``. ``propensity`` is each dealt
+    insight's probability of being withheld (``rate / k`` for one, ``rate`` for
+    the block); with nothing dealt there is no draw and it is 0."""
 
     rate: float
     dealt: list[str] = field(default_factory=list)
-    withheld: str | None = None
+    withheld: tuple[str, ...] = ()
+    mode: str = ONE
 
     @property
     def propensity(self) -> float:
-        return self.rate / len(self.dealt) if self.dealt else 0.0
+        if not self.dealt:
+            return 0.0
+        return self.rate if self.mode == BLOCK else self.rate / len(self.dealt)
 
     @property
     def shown(self) -> list[str]:
         """The dealt insights that go into the prompt, in dealt order."""
-        return [n for n in self.dealt if n != self.withheld]
+        return [n for n in self.dealt if n not in self.withheld]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rate": self.rate,
+            "mode": self.mode,
             "dealt": list(self.dealt),
-            "withheld": self.withheld,
+            "withheld": list(self.withheld),
             "propensity": self.propensity,
         }
 
     @classmethod
     def from_json(cls, value: Any) -> Draw | None:
         """The draw an attempt recorded; None for one recorded before withholding
-        (or unreadable)."""
+        (or unreadable). A draw recorded with one name as ``withheld`` (before the
+        block mode) reads as mode ``one``."""
         if not isinstance(value, dict):
             return None
         rate = value.get("rate")
         dealt = value.get("dealt")
-        withheld = value.get("withheld")
         if not isinstance(rate, int | float) or not isinstance(dealt, list):
             return None
         names = [n for n in dealt if isinstance(n, str)]
-        return cls(float(rate), names, withheld if withheld in names else None)
+        raw = value.get("withheld")
+        listed = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        withheld = tuple(n for n in listed if isinstance(n, str) and n in names)
+        mode = BLOCK if value.get("mode") == BLOCK else ONE
+        return cls(float(rate), names, withheld, mode)
 
 
-def draw(dealt: list[str], rate: float) -> Draw:
-    """Withhold one of ``dealt`` with probability ``rate``, chosen uniformly, by
-    the operating system's randomness. Nothing is withheld from an empty deal;
-    rate 0 never withholds and rate 1 always does (no draw is made for either)."""
+def draw(dealt: list[str], rate: float, mode: str = ONE) -> Draw:
+    """With probability ``rate`` withhold one of ``dealt`` (chosen uniformly) or,
+    in mode ``block``, all of it, by the operating system's randomness. Nothing
+    is withheld from an empty deal; rate 0 never withholds and rate 1 always does
+    (no draw is made for either)."""
     names = list(dealt)
+    if mode not in MODES:
+        raise InvalidInput(f"the withholding mode must be one of {', '.join(MODES)}")
     if not names or rate <= 0:
-        return Draw(rate, names, None)
+        return Draw(rate, names, (), mode)
     if rate >= 1 or _RANDOM.random() < rate:
-        return Draw(rate, names, names[_RANDOM.randrange(len(names))])
-    return Draw(rate, names, None)
+        if mode == BLOCK:
+            return Draw(rate, names, tuple(names), mode)
+        return Draw(rate, names, (names[_RANDOM.randrange(len(names))],), mode)
+    return Draw(rate, names, (), mode)
 
 
 def check_rate(value: Any) -> float:
