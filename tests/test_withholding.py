@@ -263,3 +263,44 @@ def test_a_draw_recorded_with_one_name_reads_as_mode_one_and_block_withholds_all
     assert again == block
     with pytest.raises(withholding.InvalidInput):
         withholding.draw(["a"], 0.5, "some")
+
+
+def test_block_mode_withholds_the_whole_block_with_propensity_the_rate(home: Path, tmp_path: Path):
+    shown = ok(run(home, "memory", "withholding", "set", "--rate", "0.5", "--mode", "block"))
+    assert shown["rate"] == 0.5 and shown["mode"] == "block"
+    text = run(home, "memory", "withholding", "show")
+    assert text.returncode == 0 and "block" in text.stdout and "0.5" in text.stdout
+    results = []
+    for wave in range(2):  # 100 attempts
+        results += inject_batch(home, tmp_path, [f"b{wave}-{i}" for i in range(50)])
+    dealt = [r for r in results if r["withholding"]["dealt"]]
+    assert len(dealt) >= 75
+    for result in dealt:
+        drawn = result["withholding"]
+        assert drawn["mode"] == "block" and drawn["propensity"] == 0.5
+        if result["withheld_at_random"]:
+            assert sorted(result["withheld_at_random"]) == sorted(drawn["dealt"])
+            assert result["names"] == [] and "whole block" in result["quiet"]
+        else:
+            assert sorted(result["names"]) == sorted(drawn["dealt"])
+    withheld = sum(1 for r in dealt if r["withheld_at_random"])
+    low, high = _binomial_band(len(dealt), 0.5, 1e-6)
+    assert low <= withheld <= high, (withheld, len(dealt), low, high)
+    [attempt] = ok(run(home, "history", dealt[0]["task_id"]))
+    assert attempt["withholding"]["mode"] == "block"
+
+
+def test_the_mode_alone_keeps_the_rate_and_off_keeps_the_mode(home: Path):
+    set_rate(home, "0.2")
+    shown = ok(run(home, "memory", "withholding", "set", "--mode", "block"))
+    assert shown["rate"] == 0.2 and shown["mode"] == "block"
+    shown = set_rate(home, "off")
+    assert shown["rate"] == 0.0 and shown["on"] is False and shown["mode"] == "block"
+    for args, needle in (
+        ((), "give --rate, --mode or both"),
+        (("--mode", "all"), "'all' is not one of"),
+    ):
+        refused = run(home, "memory", "withholding", "set", *args)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr
+        assert needle in refused.stderr
+    assert ok(run(home, "memory", "withholding", "show", "--json"))["mode"] == "block"

@@ -1,5 +1,6 @@
-"""``helix memory withholding``: how often an injection withholds one insight at
-random, a person's setting (:mod:`helix.memory.withholding`)."""
+"""``helix memory withholding``: how often an injection withholds at random, and
+what (one insight or the whole block): a person's setting
+(:mod:`helix.memory.withholding`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from helix.errors import HelixError, InvalidInput
 @click.group("withholding")
 def withholding() -> None:
     """Randomized withholding: at each injection into an attempt, with this
-    rate, one of the insights that would have been dealt is withheld at random
-    and recorded with the attempt (what was dealt, what was withheld, the
-    propensity), so what an insight causes can be told from what it meets.
+    rate, one of the insights that would have been dealt (mode 'one') or all of
+    them (mode 'block') is withheld at random and recorded with the attempt
+    (what was dealt, what was withheld, the propensity), so what an insight
+    causes can be told from what it meets.
 
     Example: helix memory withholding show
     """
@@ -27,7 +29,7 @@ def withholding() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @guarded
 def withholding_show(as_json: bool) -> None:
-    """The withholding rate of this project's store.
+    """The withholding rate and mode of this project's store.
 
     Example: helix memory withholding show --json
     """
@@ -51,23 +53,35 @@ def withholding_show(as_json: bool) -> None:
     state = f"{setting.rate:g}" if setting.rate > 0 else "off"
     how = f"set {setting.set_at} ({setting.route})" if setting.recorded else "the default"
     click.echo(f"{'rate':8} {state}")
+    click.echo(f"{'mode':8} {setting.mode} ({_MODE_MEANS[setting.mode]})")
     click.echo(f"{'source':8} {how}")
+
+
+_MODE_MEANS = {
+    "one": "one dealt insight withheld at a time",
+    "block": "the whole block withheld at once",
+}
 
 
 @withholding.command("set")
 @click.option(
     "--rate",
     "value",
-    required=True,
-    help="The share of injections that withhold one insight, 0 to 1, or 'off'.",
+    help="The share of injections that withhold, 0 to 1, or 'off'.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["one", "block"]),
+    help="Withhold one dealt insight at a time, or the whole block.",
 )
 @guarded
-def withholding_set(value: str) -> None:
-    """Change the withholding rate (a person's decision: refused in an agent's
-    shell, HELIX_RUN or CLAUDECODE set, and while an attempt is in flight; not
-    offered to agents over MCP). 'off' is rate 0.
+def withholding_set(value: str | None, mode: str | None) -> None:
+    """Change the withholding rate or mode (a person's decision: refused in an
+    agent's shell, HELIX_RUN or CLAUDECODE set, and while an attempt is in
+    flight; not offered to agents over MCP). '--rate off' turns it off; what is
+    not given stays as it is.
 
-    Example: helix memory withholding set --rate 0.1
+    Example: helix memory withholding set --rate 0.1 --mode one
     """
     from helix import config
     from helix.loop import ledger
@@ -75,17 +89,19 @@ def withholding_set(value: str) -> None:
     from helix.memory import withholding as withholdings
     from helix.memory.spawns import Records
 
+    if value is None and mode is None:
+        raise InvalidInput("give --rate, --mode or both")
     marker = next((name for name in AGENT_MARKERS if os.environ.get(name)), None)
     if marker:
         raise HelixError(
             "refused: `helix memory withholding set` is for a person, and this shell is an"
             f" agent's ({marker} is set)"
         )
-    rate = _rate(value)
+    rate = None if value is None else _rate(value)
     with Records(config.resolve().db) as store:
         ledger.refuse_in_flight(store, "`helix memory withholding set`")
         with db.write(store.conn):
-            setting = withholdings.save(store.conn, rate, db.stamp(store.clock()), "cli")
+            setting = withholdings.save(store.conn, rate, db.stamp(store.clock()), "cli", mode)
     emit(setting.to_json())
 
 

@@ -26,12 +26,12 @@ Every injection into a task starts an attempt in the ledger
 (:mod:`helix.loop.ledger`, in the database): the insights helix chose and the
 judge that will settle it, which verification-based feedback reads (never the
 agent's own list, never a file the agent can rewrite). At that injection, with
-the store's withholding rate (a person's setting), one of the insights that fit
-is withheld at random (:mod:`helix.memory.withholding`): it is not in the
-prompt and not among the attempt's insights, so its outcome neither credits nor
-charges it as shown; the attempt records what was dealt, what was withheld and
-the propensity, and the result says it (``withheld_at_random``,
-``withholding``).
+the store's withholding rate and mode (a person's setting), one of the insights
+that fit, or the whole block, is withheld at random
+(:mod:`helix.memory.withholding`): it is not in the prompt and not among the
+attempt's insights, so its outcome neither credits nor charges it as shown; the
+attempt records what was dealt, what was withheld and the propensity, and the
+result says it (``withheld_at_random``, ``withholding``).
 
 What an agent or an import wrote is quarantined (:mod:`helix.memory.quarantine`):
 it is still dealt, so it can earn evidence, but its entry in the INSIGHTS block
@@ -275,15 +275,16 @@ def batch_inject(
     given = Counter(name for names in chosen for name in names)
     if judges is not None and len(judges) != len(texts):
         raise InvalidInput("give one judge per objective")
-    # A person's rate (helix memory withholding); only an attempt draws.
-    rate = withholdings.load(memory.conn).rate if ids and any(ids) else 0.0
+    # A person's rate and mode (helix memory withholding); only an attempt draws.
+    setting = withholdings.load(memory.conn) if ids and any(ids) else withholdings.Setting(0.0)
     results = []
     for i, dealt in enumerate(chosen):
         compact = {n: _compact(pools[i][n], held.get(n)) for n in dealt}
         names = _within_budget(compact, candidates[i], cap)
-        # Randomized withholding (helix.memory.withholding): one of what fits is
-        # left out at random, so what it causes can be told from what it meets.
-        drawn = withholdings.draw(names, rate) if ids[i] else None
+        # Randomized withholding (helix.memory.withholding): one of what fits, or
+        # all of it, is left out at random, so what it causes can be told from
+        # what it meets.
+        drawn = withholdings.draw(names, setting.rate, setting.mode) if ids[i] else None
         if drawn is not None:
             names = drawn.shown
         # The optimistic value decides who is in; the prompt lists them by expected
@@ -477,8 +478,10 @@ def _quiet(
 ) -> str:
     """Why a task gets nothing, in one line for the orchestrator."""
     if drawn is not None and drawn.withheld:
-        what = "its one insight was" if len(drawn.withheld) == 1 else "its insights were"
-        return f"{what} withheld at random (withholding rate {drawn.rate:g})"
+        count = len(drawn.withheld)
+        what = "its one insight was" if count == 1 else f"its {count} insights were"
+        how = ", the whole block" if drawn.mode == withholdings.BLOCK else ""
+        return f"{what} withheld at random (withholding rate {drawn.rate:g}{how})"
     if dealt:
         return f"nothing fits the injection budget of {cap} tokens ({dealt} chosen)"
     if not pooled:

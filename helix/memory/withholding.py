@@ -29,36 +29,40 @@ from helix.errors import InvalidInput
 from helix.memory import db
 
 RATE_KEY = "withholding_rate"
+MODE_KEY = "withholding_mode"
+ONE = "one"
+BLOCK = "block"
+MODES = (ONE, BLOCK)
 # Off on this branch until its cost in pass rate is measured (issue 40 asks for
 # it on by default, at a rate whose cost is known; 0.1 is the candidate).
 DEFAULT_RATE = 0.0
+DEFAULT_MODE = ONE
 MAX_RATE = 1.0
 _RANDOM = secrets.SystemRandom()  # os.urandom: nothing in the process seeds it
 
 
 @dataclass(frozen=True)
 class Setting:
-    """The withholding rate and whether a person ever set it (else the default)."""
+    """The withholding rate and mode, and whether a person ever set them (else
+    the defaults). ``set_at`` and ``route`` are of the latest change."""
 
     rate: float = DEFAULT_RATE
     recorded: bool = False
     set_at: str | None = None
     route: str | None = None
+    mode: str = DEFAULT_MODE
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rate": self.rate,
+            "mode": self.mode,
             "on": self.rate > 0,
             "recorded": self.recorded,
             "set_at": self.set_at,
             "route": self.route,
             "default": DEFAULT_RATE,
+            "default_mode": DEFAULT_MODE,
         }
-
-
-ONE = "one"
-BLOCK = "block"
-MODES = (ONE, BLOCK)
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,7 @@ def draw(dealt: list[str], rate: float, mode: str = ONE) -> Draw:
     is withheld from an empty deal; rate 0 never withholds and rate 1 always does
     (no draw is made for either)."""
     names = list(dealt)
-    if mode not in MODES:
-        raise InvalidInput(f"the withholding mode must be one of {', '.join(MODES)}")
+    check_mode(mode)
     if not names or rate <= 0:
         return Draw(rate, names, (), mode)
     if rate >= 1 or _RANDOM.random() < rate:
@@ -141,28 +144,60 @@ def check_rate(value: Any) -> float:
     return rate
 
 
+def check_mode(value: Any) -> str:
+    """``one`` or ``block``; raises InvalidInput."""
+    if value not in MODES:
+        raise InvalidInput(f"the withholding mode must be one of {', '.join(MODES)}")
+    return str(value)
+
+
 def load(conn: db.Connection) -> Setting:
-    """The store's withholding rate (the default when none was set). An unreadable
-    value counts as the default, never as what a writer put there."""
-    row = conn.execute(
-        "SELECT value, set_at, route FROM memory_setting WHERE key = ?", (RATE_KEY,)
-    ).fetchone()
-    if row is None:
-        return Setting()
-    try:
-        rate = check_rate(json.loads(row[0]))
-    except (TypeError, ValueError, InvalidInput):
-        return Setting()
-    return Setting(rate, True, row[1], row[2])
+    """The store's withholding rate and mode (the defaults for what was never
+    set). An unreadable value counts as its default, never as what a writer put
+    there."""
+    rows = {
+        key: (value, set_at, route)
+        for key, value, set_at, route in conn.execute(
+            "SELECT key, value, set_at, route FROM memory_setting WHERE key IN (?, ?)",
+            (RATE_KEY, MODE_KEY),
+        )
+    }
 
+    def read(key: str) -> Any:
+        """The stored value of ``key``, None when unset or unreadable."""
+        if key not in rows:
+            return None
+        try:
+            return (check_rate if key == RATE_KEY else check_mode)(json.loads(rows[key][0]))
+        except (TypeError, ValueError, InvalidInput):
+            return None
 
-def save(conn: db.Connection, rate: Any, at: str, route: str) -> Setting:
-    """Set the withholding rate (checked first; the caller holds the write
-    transaction and has refused an agent's request). Returns the setting now."""
-    checked = check_rate(rate)
-    conn.execute("DELETE FROM memory_setting WHERE key = ?", (RATE_KEY,))
-    conn.execute(
-        "INSERT INTO memory_setting(key, value, set_at, route) VALUES (?, ?, ?, ?)",
-        (RATE_KEY, json.dumps(checked), at, route),
+    rate, mode = read(RATE_KEY), read(MODE_KEY)
+    set_keys = [k for k, v in ((RATE_KEY, rate), (MODE_KEY, mode)) if v is not None]
+    # The latest change says when and by which route the setting was made.
+    latest = max((rows[k][1:] for k in set_keys), default=(None, None), key=lambda r: r[0] or "")
+    return Setting(
+        DEFAULT_RATE if rate is None else rate,
+        bool(set_keys),
+        latest[0],
+        latest[1],
+        DEFAULT_MODE if mode is None else mode,
     )
-    return Setting(checked, True, at, route)
+
+
+def save(conn: db.Connection, rate: Any, at: str, route: str, mode: Any = None) -> Setting:
+    """Set the withholding rate and, when given, the mode (both checked before
+    anything is written; the caller holds the write transaction and has refused
+    an agent's request). ``rate`` None keeps the rate. Returns the setting now."""
+    values: list[tuple[str, Any]] = []
+    if rate is not None:
+        values.append((RATE_KEY, check_rate(rate)))
+    if mode is not None:
+        values.append((MODE_KEY, check_mode(mode)))
+    for key, value in values:
+        conn.execute("DELETE FROM memory_setting WHERE key = ?", (key,))
+        conn.execute(
+            "INSERT INTO memory_setting(key, value, set_at, route) VALUES (?, ?, ?, ?)",
+            (key, json.dumps(value), at, route),
+        )
+    return load(conn)
