@@ -304,3 +304,50 @@ def test_the_mode_alone_keeps_the_rate_and_off_keeps_the_mode(home: Path):
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
         assert needle in refused.stderr
     assert ok(run(home, "memory", "withholding", "show", "--json"))["mode"] == "block"
+
+
+@pytest.mark.parametrize(
+    "mode, line",
+    [
+        (
+            "block",
+            "quiet: its 2 insights were withheld at random (withholding rate 1, the whole block)",
+        ),
+        ("one", "injected 1 insight (1 withheld at random), ≈"),
+    ],
+)
+def test_helix_run_withholds_by_the_stores_setting(tmp_path: Path, mode: str, line: str):
+    """`helix run` injects through the same injection: the store's rate and mode
+    decide, the builder's prompt lacks what was withheld, the run log says so,
+    and the attempt records the draw."""
+    from run_harness import World, delivered
+
+    world = World(tmp_path / "w")
+    env = world.env()
+    names = [
+        ok(world.helix("memory", "store", "--content", text, env=env))["name"]
+        for text in INSIGHTS[:2]
+    ]
+    setting = ok(world.helix("memory", "withholding", "set", "--rate", "1", "--mode", mode))
+    assert setting["mode"] == mode
+    task = world.task(OBJECTIVE, "--verify", "true")
+    world.script(
+        [
+            {"kind": "build", "run": ["echo done > work.txt"], "reply": delivered()},
+            {"kind": "check", "reply": "NEXT_ACTION: STOP nothing left\nbecause.\n"},
+        ]
+    )
+    proc = world.run("--batch-size", "1", env=env)
+    assert proc.returncode == 0, proc.stderr
+    [build] = world.calls("build")
+    log = next((world.home / "logs").glob("run-*.log")).read_text()
+    assert f"{task}: {line}" in log
+    [attempt] = ok(world.helix("history", task))
+    drawn = attempt["withholding"]
+    assert drawn["mode"] == mode and sorted(drawn["dealt"]) == sorted(names)
+    withheld = attempt["withheld_at_random"]
+    assert len(withheld) == (2 if mode == "block" else 1)
+    assert attempt["injected"] == [n for n in names if n not in withheld]
+    for name, text in zip(names, INSIGHTS[:2], strict=True):
+        shown = name not in withheld
+        assert (name in build["prompt"]) is shown and (text in build["prompt"]) is shown

@@ -88,12 +88,15 @@ def fields(lines: str, names: Sequence[str]) -> str:
 
 def summary(result: Mapping[str, Any]) -> str:
     """An injection result in one line, for the orchestrator, the hooks log and
-    the run log: ``injected 3 insights, ≈210 tokens of 600``, or ``quiet: <why>``."""
+    the run log: ``injected 3 insights, ≈210 tokens of 600``, or ``quiet: <why>``;
+    with one withheld at random, ``injected 2 insights (1 withheld at random), ...``."""
     if result.get("quiet"):
         return f"quiet: {result['quiet']}"
     count = len(result.get("names") or [])
+    held = len(result.get("withheld_at_random") or [])
+    aside = f" ({held} withheld at random)" if held else ""
     return (
-        f"injected {count} insight{'' if count == 1 else 's'}, "
+        f"injected {count} insight{'' if count == 1 else 's'}{aside}, "
         f"≈{result.get('tokens', 0)} tokens of {result.get('budget', '?')}"
     )
 
