@@ -1,4 +1,5 @@
-"""``helix stats``: what memory's injections cost, in the terminal.
+"""``helix stats``: what memory's injections cost, and whether memory helps
+here, in the terminal.
 
 The same figures as the dashboard's cost card (:func:`helix.service.overview.
 injection_cost`, one reading for both): tokens injected per day over the last
@@ -24,8 +25,10 @@ from helix.cli.common import emit, guarded, open_memory
 )
 @guarded
 def stats_command(as_json: bool, all_days: bool) -> None:
-    """Tokens memory injected per day (last 30 days) and per settled task, and
-    how often it stayed quiet.
+    """Tokens memory injected per day (last 30 days) and per settled task, how
+    often it stayed quiet, and whether memory helps here: the verified pass rate
+    with memory and with it withheld at random, the difference with its 95%
+    interval, what withholding cost, and insights whose caused uplift is negative.
 
     Example: helix stats --json
     """
@@ -33,11 +36,14 @@ def stats_command(as_json: bool, all_days: bool) -> None:
 
     with open_memory(create=False) as memory:
         cost = overview.injection_cost(memory.conn, datetime.now(UTC).date())
-    report = _report(cost, overview.WINDOW_DAYS)
+        effect = overview.memory_effect(memory.conn)
+    report = {**_report(cost, overview.WINDOW_DAYS), "memory_effect": effect.to_json()}
     if as_json:
         emit(report)
         return
     click.echo(_text(report, all_days))
+    click.echo()
+    click.echo(_effect_text(report["memory_effect"]))
 
 
 def _report(cost: Any, window: int) -> dict[str, Any]:
@@ -98,4 +104,59 @@ def _text(report: dict[str, Any], all_days: bool) -> str:
         ]
     else:
         lines += ["", "  no spawn in the window: nothing was injected"]
+    return "\n".join(lines)
+
+
+def _effect_text(effect: dict[str, Any]) -> str:
+    def pct(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:.1f}%"
+
+    def points(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:+.1f}"
+
+    rate = effect["rate_now"]
+    lines = [
+        "Does memory help here? (verified attempts; helix's random draw decided which withheld)",
+        f"  withholding now: {'off' if rate <= 0 else f'rate {rate:g}'}"
+        + (
+            f"; rates the draws used: {', '.join(f'{r:g}' for r in effect['rates'])}"
+            if effect["rates"]
+            else ""
+        ),
+    ]
+    for key, what in (("block", "the whole block withheld"), ("one", "one insight withheld")):
+        row = effect.get(key)
+        if not row:
+            continue
+        lines += [
+            f"  {what} ({row['compares']}):",
+            f"    pass rate with everything dealt shown  {pct(row['with_memory']):>6s}  "
+            f"({row['with_attempts']} attempts)",
+            f"    pass rate with {what:24s} {pct(row['withheld']):>6s}  "
+            f"({row['withheld_attempts']} attempts)",
+        ]
+        if row["difference"] is None:
+            lines.append("    difference: – (too few attempts on one side)")
+            continue
+        cost = row["cost_per_attempt"]
+        lines += [
+            f"    difference {points(row['difference'])} points, 95% interval "
+            f"[{points(row['low'])}, {points(row['high'])}]",
+            f"    what withholding cost: {100 * cost:.1f} points of pass rate per attempt with "
+            f"a draw ({pct(row['share_withheld'])} of them withheld)"
+            if cost > 0
+            else "    what withholding cost: nothing measured (attempts withheld from passed "
+            "as often or more)",
+        ]
+    negative = effect["negative"]
+    if negative:
+        lines.append("  insights whose caused uplift is negative (95% interval below 0):")
+        lines += [
+            f"    {e['name']}  {points(e['uplift'])} points [{points(e['low'])}, "
+            f"{points(e['high'])}] (shown {e['shown']}, withheld {e['withheld']})"
+            for e in negative
+        ]
+    elif effect["withheld_attempts"]:
+        lines.append("  no insight's caused uplift is confidently negative")
+    lines.append(f"  {effect['note']}")
     return "\n".join(lines)

@@ -205,7 +205,29 @@ class Summary:
             if withholdings.BLOCK in self.contrasts
             else None,
             "negative": [e.to_json() for e in self.negative],
+            "note": self.note,
         }
+
+    @property
+    def note(self) -> str:
+        """What the figures rest on, or why there are none, in one line."""
+        if self.withheld == 0 and self.rate_now <= 0:
+            return (
+                "No attempt has been withheld from yet, so there is nothing to compare: "
+                "withholding is off. Turn it on with `helix memory withholding set --rate 0.1` "
+                "(each injection then withholds at random with that probability)."
+            )
+        if self.withheld == 0:
+            return (
+                f"Withholding is on (rate {self.rate_now:g}) but no attempt it withheld from "
+                "has settled with a verified outcome yet."
+            )
+        if not any(c.difference is not None for c in self.contrasts.values()):
+            return (
+                f"Too few attempts to compare: {self.withheld} withheld; each side needs "
+                f"{MIN_ARM} verified outcomes."
+            )
+        return "Verified attempts only; which of them withheld was decided by helix's random draw."
 
 
 @dataclass(frozen=True)

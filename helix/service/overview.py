@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from helix.loop import results
 from helix.loop.budget import CHARS_PER_TOKEN, QUIET_MARK, approx_tokens
 from helix.loop.contracts import INSIGHTS_NOTE
-from helix.memory import activity, db
+from helix.memory import activity, causal, db
 
 if TYPE_CHECKING:
     from helix.service.actions import Service
@@ -179,14 +179,20 @@ def overview(svc: Service, now: datetime | None = None) -> Overview:
     )
 
 
+def memory_effect(conn: db.Connection) -> causal.Summary:
+    """Does memory help here: with against withheld at random (one reading for
+    ``helix stats``, this page and MCP)."""
+    return causal.project(conn)
+
+
 def warnings(health: dict[str, Any], in_flight: int) -> list[str]:
     """What needs a person's attention, one line each."""
     found = []
-    if health.get("quarantined"):
+    if health.get("awaiting_review"):
         found.append(
-            f"{health['quarantined']} insight(s) written by an agent or an import wait for a "
-            "person's approval (helix memory approve NAME); until then they are injected as "
-            "unproven"
+            f"{health['awaiting_review']} insight(s) written by an agent or an import wait for "
+            "a person's review (the Review page, or helix memory review); until approved they "
+            "are never briefed, exported nor counted proven"
         )
     if in_flight:
         found.append(
