@@ -123,6 +123,8 @@ import numpy as np
 from helix import config
 from helix.errors import NotFound
 from helix.loop import contracts, injection, learning, outcomes
+from helix.memory import db
+from helix.memory import withholding as withholdings
 from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
@@ -182,7 +184,12 @@ class Clock:
 
 class Arm:
     """One arm on one seed: a fresh store, the world's bookkeeping of which
-    stored insight says what, and the per-task records."""
+    stored insight says what, and the per-task records.
+
+    ``withholding`` (rate, mode): the store's randomized withholding, set as a
+    person sets it (:func:`helix.memory.withholding.save`). None sets rate 0, so
+    an arm's figures stay a function of its seed whatever helix's default
+    (``withholding_cost.py`` measures what withholding costs)."""
 
     def __init__(
         self,
@@ -192,8 +199,10 @@ class Arm:
         embedder: Embedder,
         tokens: Callable[[str], int],
         root: Path,
+        withholding: tuple[float, str] | None = None,
     ):
         self.arm, self.seed, self.cfg, self.tokens = arm, seed, cfg, tokens
+        self.withholding = withholding
         # An ablation arm behaves as helix does; only the learning model differs.
         self.kind = HELIX if arm.startswith(ABLATION_PREFIX) else arm
         self.w = world_of(cfg.world)
@@ -214,6 +223,10 @@ class Arm:
         )
         self.embedder = embedder
         self.memory = Memory(paths.db, embedder=embedder, clock=self.clock)
+        rate, mode = withholding or (0.0, withholdings.DEFAULT_MODE)
+        with db.write(self.memory.conn):
+            withholdings.save(self.memory.conn, rate, db.stamp(self.clock()), "benchmark", mode)
+        self.draws: dict[int, dict[str, Any]] = {}  # task index -> what was withheld
         self.tracker = Tracker(paths.tasks, clock=self.clock)
         self.says: dict[str, Any] = {}  # stored insight name -> what it says
         self.entered: set[str] = set()  # written advice that has been shared once
@@ -381,6 +394,10 @@ class Arm:
                 self._random(task, len(r["names"]))
                 for task, r in zip(tasks, batch["results"], strict=True)
             ]
+        for task, r in zip(tasks, batch["results"], strict=True):
+            if "withholding" in r:
+                self.draws[task.index] = r["withholding"]
+        # The builder sees what was shown: the names and block left after the draw.
         return [(r["names"], r["block"]) for r in batch["results"]]
 
     def _pool(self, objective: str) -> list[str]:
@@ -481,6 +498,8 @@ class Arm:
             "harmful": sum(e < 0 for e in effects),
             "tokens": self.tokens(block),
         }
+        if self.withholding and task.index in self.draws:
+            record["withholding"] = self.draws[task.index]
         self.records.append(record)
         if self.arm == NO_MEMORY:
             return
@@ -675,13 +694,15 @@ def run_arm(
     cfg: Config,
     embedder: Embedder,
     tokens: Callable[[str], int],
+    withholding: tuple[float, str] | None = None,
 ) -> dict[str, Any]:
-    """One arm over one seed's task sequence; the per-task records and the end state."""
+    """One arm over one seed's task sequence; the per-task records and the end
+    state. ``withholding`` (rate, mode): the store's setting (see :class:`Arm`)."""
     with (
         tempfile.TemporaryDirectory(prefix="helix-learning-", dir=scratch_root()) as tmp,
         switched(arm),
     ):
-        sim = Arm(arm, seed, cfg, embedder, tokens, Path(tmp))
+        sim = Arm(arm, seed, cfg, embedder, tokens, Path(tmp), withholding)
         try:
             sim.run(tasks_for(seed, cfg))
             end = sim.summary() if arm != NO_MEMORY else {}
