@@ -137,7 +137,7 @@ CREATE TABLE insight_origin (
             created_at TEXT NOT NULL,
             approved_at TEXT,
             approved_by TEXT
-        );
+        , released_at TEXT, released_on TEXT);
 
 -- table insight_stale
 CREATE TABLE insight_stale (

@@ -52,6 +52,15 @@ def insight_detail(item: dict[str, Any]) -> None:
     out.print(
         escape(f"tags: {', '.join(item['tags']) or '-'}   files: {', '.join(item['files']) or '-'}")
     )
+    origin = item.get("provenance") or {}
+    if origin.get("origin") not in (None, "person"):
+        # Kept for good: released or approved, it stays an agent's or an import's.
+        who = "imported" if origin["origin"] == "import" else "agent-written"
+        writers = ", ".join(origin.get("written_by") or []) or "-"
+        line = f"origin: {who} ({origin.get('route')}, tasks {writers}), {origin.get('standing')}"
+        if origin.get("approve_with"):
+            line += f"; a person can approve it with `{origin['approve_with']}`"
+        out.print(escape(line))
     # Each figure says what it counts: "helped" alone read as "passed with it" while
     # it only moves when a builder names the insight as used.
     verified = int(item.get("verified_attempts") or 0)

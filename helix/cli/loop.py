@@ -321,18 +321,31 @@ def settle_command(
 @guarded
 def history_command(task_id: str, limit: int) -> None:
     """The evidence trail of a task: every attempt helix recorded, newest first,
-    with its judge (the VERIFY fixed when it started), the insights it was given,
-    and how it was settled (verified, tampered, out of scope, repeat).
+    with its judge (the VERIFY fixed when it started), the insights it was given
+    (and, for those an agent wrote or an import brought, their origin and how
+    they stand now), and how it was settled (verified, tampered, out of scope,
+    repeat).
 
     Example: helix history hx-1a2b3c4d
     """
     from helix.loop import ledger
+    from helix.memory import quarantine
 
     with open_memory(create=False) as memory:
         found = ledger.attempts(memory, task_id, limit)
-    if not found:
-        raise NotFound(f"no recorded attempt at {task_id}")
-    emit([ledger.describe(a) for a in found])
+        if not found:
+            raise NotFound(f"no recorded attempt at {task_id}")
+        described = [ledger.describe(a) for a in found]
+        names = {n for d in described for n in [*d["injected"], *d["withheld_at_random"]]}
+        standings = quarantine.standings(memory.conn, names)
+    for entry in described:
+        # An agent's or an import's advice says so here too, however it stands now.
+        entry["origins"] = {
+            n: f"{standings[n].who}, {standings[n].state}"
+            for n in [*entry["injected"], *entry["withheld_at_random"]]
+            if n in standings
+        }
+    emit(described)
 
 
 @click.group()

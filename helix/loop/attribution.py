@@ -54,7 +54,7 @@ from helix.loop import (
     scope,
 )
 from helix.loop.records import Settlement
-from helix.memory import db, feedback, judging, settlements, uplift
+from helix.memory import db, feedback, judging, quarantine, settlements, uplift
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
@@ -340,6 +340,10 @@ def settle(
                 applied = {"updated": [], "missing": judged}  # all pruned since injection
         if verified and attempt is not None and not applied.get("updated"):
             feedback.observe(memory, outcome, graded, attempt.vector, task_id, attempt.id)
+        if verified and attempt is not None and attempt.withholding is not None:
+            # A comparison more for what this attempt was dealt: caused evidence
+            # may now release an agent's insight, or no longer bear one out.
+            quarantine.reassess(memory.conn, attempt.withholding.dealt, now)
         result["feedback"] = applied.get("updated", [])
         result["missing"] = applied.get("missing", [])
     _log(home, result)

@@ -573,8 +573,8 @@ def strategic_recall(
 ) -> dict[str, Any]:
     """Planning input from memory for ``objective``; saved to recall_synthesis.json.
 
-    constraints: proven (effectiveness >= 0.60) direct hits, never a quarantined
-    one (:mod:`helix.memory.quarantine`); risk_areas: direct
+    constraints: proven (effectiveness >= 0.60) direct hits, never an agent's or
+    an import's a person has not approved (:mod:`helix.memory.quarantine`); risk_areas: direct
     hits that failed more than they helped (< 0.40) or record failures;
     exploration_targets: files the hits name that the objective does not;
     graph_discovered: hop-1 neighbours; triage: how well memory covers the objective.
@@ -585,12 +585,16 @@ def strategic_recall(
     paths = config.Paths.at(home) if home else config.resolve()
     recalled = memory.recall(objective, limit=limit, graph_hops=1)
     hits, withheld = _within(recalled, paths.project)
-    held = quarantine.held(memory.conn, [h["name"] for h in hits])
+    found = quarantine.standings(memory.conn, [h["name"] for h in hits])
+    held = {n: s for n, s in found.items() if s.state == quarantine.HELD}
     direct = [h for h in hits if not h["_hop"]]
     hops = [h for h in hits if h["_hop"]]
     constraints, risks = [], []
     for hit in direct:
-        proven = hit["helped"] + hit["failed"] > 0 and hit["name"] not in held
+        # A constraint is promotion: a person's word only (released by caused
+        # evidence is not enough), as for the briefing and the proven count.
+        vouched = hit["name"] not in found or found[hit["name"]].promoted
+        proven = hit["helped"] + hit["failed"] > 0 and vouched
         if proven and hit["_effectiveness"] >= PROVEN_THRESHOLD:
             constraints.append(_brief(hit))
         elif (proven and hit["_effectiveness"] < RISK_THRESHOLD) or hit["kind"] in (

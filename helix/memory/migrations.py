@@ -650,6 +650,25 @@ def m022_randomized_withholding(conn: sqlite3.Connection) -> None:
     )
 
 
+def m023_release_by_caused_evidence(conn: sqlite3.Connection) -> None:
+    """Quarantine is left by caused evidence or a person, no longer by passes an
+    insight merely met (issue 40). ``insight_origin.released_at`` stamps when
+    helix found an agent-written or imported insight's caused uplift positive
+    with confidence (:func:`helix.memory.quarantine.reassess`), and
+    ``released_on`` keeps the figures it was released on (JSON: uplift, its
+    interval, the shown and withheld comparisons). Cleared again when later
+    evidence no longer bears it out. Released, it is injected as ordinary
+    advice; only a person's approval (``approved_at``) lets it be briefed,
+    exported or counted proven."""
+    _run(
+        conn,
+        """
+        ALTER TABLE insight_origin ADD COLUMN released_at TEXT;
+        ALTER TABLE insight_origin ADD COLUMN released_on TEXT;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -675,6 +694,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (20, m020_last_recalled),
     (21, m021_constructed_judge),
     (22, m022_randomized_withholding),
+    (23, m023_release_by_caused_evidence),
 ]
 
 LATEST = MIGRATIONS[-1][0]

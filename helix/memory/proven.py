@@ -10,7 +10,9 @@ insight with any credit, failing ones too). They now all ask :func:`rows`:
 - at least one trial in this store that a VERIFY helix ran settled
   (``trial.verified``): an imported row carries counts from elsewhere, which are
   not evidence here until it is tried;
-- not quarantined (:mod:`helix.memory.quarantine`), and its text does not reach
+- a person's word: written by a person, or an agent's or an import's that a
+  person approved (:func:`helix.memory.quarantine.unvouched_clause`; released by
+  caused evidence is not enough to be promoted), and its text does not reach
   outside the project (:func:`helix.memory.reach.outside`);
 - in a team's shared store (PostgreSQL), passing verified trials from at least
   two sources (actor and machine, :func:`helix.memory.db.provenance`): one
@@ -57,7 +59,7 @@ def rows(memory: InsightRows, project: Path | None = None) -> Iterator[Proven]:
         "JOIN trial_insight ti ON ti.insight = i.name "
         "JOIN trial t ON t.id = ti.trial_id AND t.verified = 1 "
         "WHERE i.helped + i.failed > 0 AND i.effectiveness >= ? "
-        f"AND NOT {quarantine.held_clause('i.name')} "
+        f"AND NOT {quarantine.unvouched_clause('i.name')} "
         "GROUP BY i.id HAVING ? = 0 OR count(DISTINCT CASE WHEN t.passed = 1 THEN "
         "coalesce(t.actor, '') || '|' || coalesce(t.machine, '') END) >= ? "
         "ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name",

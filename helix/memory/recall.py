@@ -225,12 +225,13 @@ def by_kind(hits: Iterable[RecallHit], limit: int) -> dict[str, list[RecallHit]]
 def _marked(memory: InsightRows, hits: list[RecallHit]) -> list[RecallHit]:
     """A quarantined hit (:mod:`helix.memory.quarantine`) shows who wrote it in
     place of its confidence, wherever recall is shown (CLI, MCP, injection): it is
-    never shown as proven."""
-    held = quarantine.held(memory.conn, [h["name"] for h in hits])
+    never shown as proven. A released or approved one keeps its origin beside
+    its confidence ("agent-written, approved by a person")."""
+    found = quarantine.standings(memory.conn, [h["name"] for h in hits])
     for hit in hits:
-        hold = held.get(hit["name"])
-        if hold is not None:
-            hit["_confidence"] = hit["confidence"] = hold.label()
+        standing = found.get(hit["name"])
+        if standing is not None:
+            hit["_confidence"] = hit["confidence"] = standing.label(hit["_confidence"])
     return hits
 
 

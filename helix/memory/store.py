@@ -405,8 +405,9 @@ class Memory(InsightRows):
     ) -> list[dict[str, Any]]:
         """Insights for people, ordered by ``effectiveness`` (default), ``recent``
         (newest first), ``name`` or ``uses`` (most used first); ``quarantined``
-        keeps only those waiting for a person's approval or independent evidence
-        (:mod:`helix.memory.quarantine`). Read-only."""
+        keeps only those waiting for a person's approval or caused evidence
+        (:mod:`helix.memory.quarantine`). Each agent-written or imported one says
+        so (``origin``: e.g. "agent-written, approved by a person"). Read-only."""
         orders = {
             "effectiveness": "effectiveness DESC, name",
             "recent": "created_at DESC, name",
@@ -431,7 +432,14 @@ class Memory(InsightRows):
         ).fetchall()
         files = self.files_of(r[0] for r in rows)
         tallies = self.tallies(r[1] for r in rows)
-        return [self.public(r, files[r[0]], tallies.get(r[1], NO_TALLY)) for r in rows]
+        found = [self.public(r, files[r[0]], tallies.get(r[1], NO_TALLY)) for r in rows]
+        standings = quarantine.standings(self.conn, (i["name"] for i in found))
+        for item in found:
+            standing = standings.get(item["name"])
+            item["origin"] = f"{standing.who}, {standing.state}" if standing else "person"
+            if standing is not None:
+                item["confidence"] = standing.label(item["confidence"])
+        return found
 
     # ---------------------------------------------------------------- feedback
     def feedback(
@@ -497,6 +505,11 @@ class Memory(InsightRows):
             "proven": proof.count(self, self.project),
             "quarantined": q(
                 f"SELECT count(*) FROM insight i WHERE {quarantine.held_clause('i.name')}"
+            ).fetchone()[0],
+            # Quarantined or released by caused evidence: a person's review
+            # (helix memory review) is what promotes them.
+            "awaiting_review": q(
+                f"SELECT count(*) FROM insight i WHERE {quarantine.unvouched_clause('i.name')}"
             ).fetchone()[0],
             "recent_feedback": q(
                 f"SELECT count(*) FROM feedback_event WHERE created_at >= ? "
