@@ -40,6 +40,8 @@ TOOLS = {
     "purge",
     "audit",
     "stale",
+    "review",
+    "approve",
 }
 ADVICE = (
     "When the payment client gets a 503 from the gateway, retry with exponential "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from helix import config
-from helix.cli import corrections, expiry, stale, withholding
+from helix.cli import corrections, expiry, review, stale, withholding
 from helix.cli.common import (
     emit,
     guarded,
@@ -42,6 +42,7 @@ def memory() -> None:
 for _command in (
     *corrections.COMMANDS,
     *expiry.COMMANDS,
+    *review.COMMANDS,
     *stale.COMMANDS,
     *withholding.COMMANDS,
 ):
@@ -509,26 +510,6 @@ def memory_chunk(task: str, outcome: str, approach: str) -> None:
     emit(result)
 
 
-@memory.command("approve")
-@click.argument("name")
-@guarded
-def memory_approve(name: str) -> None:
-    """Vouch for an insight an agent wrote or an import brought: it leaves
-    quarantine, so it can be shown as proven, briefed and exported.
-
-    Agent-written insights (a builder's INSIGHT lines, the MCP store tool, or
-    `helix memory store` while an attempt is in flight) and imported ones are
-    injected only as marked, unproven candidates until a person approves them
-    or verified passes of two other tasks stand behind them. Refused while an
-    attempt is in flight (a builder holds a shell then); not offered over MCP.
-
-    Example: helix memory approve check-token-expiry-first
-    """
-    with open_memory() as mem:
-        _person_only(mem, "approve")
-        emit(mem.approve(name))
-
-
 @memory.command("push")
 @click.argument("target")
 @guarded
@@ -636,9 +617,10 @@ def memory_import(file: str) -> None:
     Only the advice is imported: each text is embedded and screened here, and its
     usefulness figures and vectors are ignored, so imported insights start
     unproven until VERIFY runs in this project credit them. They are also
-    quarantined: injected only marked as imported, never briefed nor exported,
-    until a person runs `helix memory approve NAME` or verified passes of two
-    other tasks stand behind them.
+    quarantined: injected only marked as imported until a person runs `helix
+    memory approve NAME` or caused evidence stands behind them (see `helix
+    memory review`), and never briefed, exported nor counted proven until a
+    person approves them.
 
     Not one transaction (hooks keep writing during a long import), but safe to
     re-run: an import cut short (Ctrl-C, a kill) is completed by running it
@@ -660,8 +642,8 @@ def memory_import(file: str) -> None:
     if result["added"]:
         click.echo(
             f"helix: {result['added']} imported insights are quarantined: injected only as "
-            "marked candidates until a person runs `helix memory approve NAME` or verified "
-            "passes of two other tasks stand behind them",
+            "marked candidates until a person approves them (`helix memory review` lists "
+            "them with the command for each) or caused evidence stands behind them",
             err=True,
         )
     emit(result)

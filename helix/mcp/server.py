@@ -239,7 +239,8 @@ def build(service: Service) -> MCPServer:
     ) -> dict[str, Any]:
         """Correct an insight's text. The new text passes the safety screen, replaces
         the old insight (archived, restorable) and starts with no evidence; written by
-        an agent, it is quarantined until a person runs `helix memory approve`.
+        an agent, it is quarantined until a person approves it (`helix memory
+        review` lists what waits).
         Refused while a task's attempt is in flight."""
         return await workers.call(lambda: service.edit(name, content))
 
@@ -282,6 +283,24 @@ def build(service: Service) -> MCPServer:
         changes, archiving, restoring, forgetting for good; each with the surface it
         came through (cli, mcp, ui), who and from which machine."""
         return await workers.call(lambda: service.audit(name, limit))
+
+    @server.tool(annotations=reading)
+    async def review(
+        limit: Annotated[int, Field(ge=1, le=1000, strict=True)] = 100,
+    ) -> list[dict[str, Any]]:
+        """What waits for a person's review: insights an agent wrote or an import
+        brought that no person approved (quarantined, or released by caused
+        evidence), newest first, each with its origin, the tasks whose builders
+        may have written it, its caused evidence and the command that approves
+        it. Approving is a person's: not offered to agents (see `approve`)."""
+        return await workers.call(lambda: service.review(limit))
+
+    @server.tool(annotations=correcting)
+    async def approve(name: Name) -> dict[str, Any]:
+        """Always refused: approving advice is a person's decision and MCP clients
+        are agents. A person runs `helix memory approve NAME` at a terminal or
+        uses the dashboard's Review page."""
+        return await workers.call(lambda: service.approve(name))
 
     @server.tool(annotations=reading)
     async def show(name: Name) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from helix import config, files
-from helix.errors import InvalidInput, NotFound
+from helix.errors import HelixError, InvalidInput, NotFound
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
@@ -297,6 +297,61 @@ class Service:
         the name twice (``confirm_name``): an agent must mean it."""
         with self.correcting("purge") as mem:
             return mem.purge(name, self.route)
+
+    # ------------------------------------------------------------- review
+    def review(self, limit: int = 100) -> list[dict[str, Any]]:
+        """``helix memory review``: the insights an agent wrote or an import
+        brought that no person approved, quarantined or released by caused
+        evidence, each with its origin, caused evidence so far and the command
+        that approves it (:func:`helix.memory.quarantine.queue`). Read-only."""
+        from helix.memory import quarantine
+
+        with self.memory(create=False) as mem:
+            return [item.to_dict() for item in quarantine.queue(mem.conn, limit)]
+
+    def approve(self, name: str) -> dict[str, Any]:
+        """``helix memory approve``: a person vouches for ``name``; it leaves
+        quarantine and may be briefed, exported and counted proven. Refused over
+        MCP (its callers are agents) and while an attempt is in flight; audited."""
+        from helix.memory import corrections, quarantine
+
+        name = quarantine.check_name(name)
+        self._person_only("approve", name)
+        with self.correcting("approve") as mem:
+            result = mem.approve(name)
+            if result["status"] == "approved":
+                corrections.record(mem, "approve", name, self.route, {})
+        return result
+
+    def reject(self, name: str) -> dict[str, Any]:
+        """``helix memory reject``: turn down an insight that waits for review. It
+        is archived as :meth:`forget` archives (restorable), audited as
+        ``reject``. Refused over MCP and while an attempt is in flight; an insight
+        that waits for nobody is refused (``forget`` is the verb for it)."""
+        from helix.memory import corrections, quarantine, upkeep
+
+        name = quarantine.check_name(name)
+        self._person_only("reject", name)
+        with self.correcting("reject") as mem:
+            mem.get(name)  # NotFound for an unknown name
+            if not quarantine.awaiting(mem.conn, name):
+                raise HelixError(
+                    f"{name} does not wait for review (a person's, or approved); "
+                    f"`helix memory forget {name}` archives it"
+                )
+            archived = upkeep.forget(mem, name, "rejected at review by a person")
+            corrections.record(mem, "reject", name, self.route, {})
+        return {"rejected": name, "restore_with": archived["restore_with"]}
+
+    def _person_only(self, verb: str, name: str) -> None:
+        """Refuse a review verb over MCP: its callers are agents, and an agent
+        vouching for advice (its own, perhaps) is what review exists to stop."""
+        if self.route == "mcp":
+            raise HelixError(
+                f"refused: approving or rejecting advice is a person's decision, and MCP "
+                f"clients are agents; a person runs `helix memory {verb} {name}` at a "
+                "terminal or uses the dashboard's Review page"
+            )
 
     def audit(self, name: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """``helix memory audit``: the corrections people made, newest first."""

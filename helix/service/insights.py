@@ -15,7 +15,8 @@ other filters:
 
 - ``proven``: helix's own rule (:mod:`helix.memory.proven`, the count ``helix
   memory health`` reports): credit from verified outcomes, effectiveness at
-  least 0.60, a verified trial in this store, not quarantined, its text not
+  least 0.60, a verified trial in this store, a person's word (an agent's or
+  an import's only once a person approved it), its text not
   reaching outside the project (and two sources in a team's store).
 - ``unproven``: in no attempt whose VERIFY helix ran yet (no verified trial),
   the rule of its ``[unproven]`` label in a builder's prompt.
@@ -31,8 +32,9 @@ other filters:
   injected. (The insight page also marks each file it cites that no longer
   exists in the working tree.)
 - ``quarantined``: written by an agent or imported, and neither approved by a
-  person nor backed by verified passes of two other tasks
-  (:mod:`helix.memory.quarantine`).
+  person nor released by caused evidence (:mod:`helix.memory.quarantine`); the
+  Review page lists these and the evidence-released ones a person has not
+  approved yet.
 - ``archived``: in the archive (forgotten, pruned, edited or merged away),
   restorable; not a live insight, so it is listed apart. Insights forgotten for
   good are not listed: only their tombstone stays.
@@ -71,11 +73,13 @@ AUDIT_SHOWN = 50
 Z95 = 1.959964
 
 DEFINITIONS = {
-    "proven": "helix's proven rule: verified credit, effectiveness >= 60%, not quarantined",
+    "proven": "helix's proven rule: verified credit, effectiveness >= 60%, a person's word "
+    "(an agent's or an import's only once a person approved it)",
     "unproven": "in no attempt whose VERIFY helix ran yet",
     "failing": "uplift below 0 even one sd up, or effectiveness < 25% after >= 3 uses",
     "stale": "not used for 30 days, or the code it cites is gone",
-    "quarantined": "an agent's or an import's, not yet approved or independently proven",
+    "quarantined": "an agent's or an import's, neither approved by a person nor released by "
+    "caused evidence",
     "archived": "archived (forgotten, pruned, edited, merged): restorable",
 }
 

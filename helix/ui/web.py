@@ -37,6 +37,7 @@ NAV = [
     ("/injections", "Injections"),
     ("/tasks", "Tasks"),
     ("/runs", "Runs"),
+    ("/review", "Review"),
 ]
 # The longest text a form field takes (an insight, an objective, a query).
 MAX_FIELD = 8000
