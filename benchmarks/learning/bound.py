@@ -1,23 +1,25 @@
 """How much of the gap could a learner close with the evidence the world gives?
-Reference points for the learning benchmark's targets, in both worlds.
+Reference points for the learning benchmark's targets, in every world.
 
 The learning benchmark asks helix to close a share of the gap between
 relevance-only retrieval and an oracle that injects exactly the helpful advice.
-This script runs, in the same world (``--world a|b``), on the same seeds and
+This script runs, in the same world (``--world a|b|c``), on the same seeds and
 draws, Bayesian reference learners. Every one of them is told:
 
 * **the world's effect model**: an insight helps (removes ``HELPFUL_EFFECT`` of
   the chance to fail), teaches a pitfall (``LESSON_EFFECT``), does nothing, or
-  harms (takes ``HARMFUL_EFFECT`` of the chance to pass); in world B also
-  contextual advice, which helps in one code base and harms or does nothing in
-  the other (four more classes). A prior over the classes close to the world's
+  harms (takes ``HARMFUL_EFFECT`` of the chance to pass); in worlds B and C
+  also contextual advice, which helps in one context (world B's code base,
+  world C's SDK version) and harms or does nothing in the other (four more
+  classes). A prior over the classes close to the world's
   mix of stored advice (:data:`PRIORS`), and the exact formula by which advice
   changes the pass chance (``world.pass_chance``);
 * **each task's true base pass rate**, its family (the kind of task, which
-  helix has as a label) and, in world B, its code base;
-* **the builder's follow model**: in world B the chance that the builder follows
-  the insight in each prompt slot (``world_b.follow_probability``, by position
-  and length), so an outcome is a mixture over what was followed; in world A
+  helix has as a label) and, in world B, its code base, in world C, whether
+  the SDK change has happened (its description says so);
+* **the builder's follow model**: in worlds B and C the chance that the builder
+  follows the insight in each prompt slot (``follow_probability``: world B by
+  position and length, world C by position, kind of task and class), so an outcome is a mixture over what was followed; in world A
   the builder follows everything that concerns its task.
 
 They differ in what they may choose from and whether they are told which
@@ -54,7 +56,7 @@ These are reference points, not proofs: a cleverer policy could do better. But
 a learner told this much that closes only a share X of the gap says that a
 target well above X asks more of 240 tasks' evidence than the world holds.
 
-    python benchmarks/learning/bound.py [--world a|b|both] [--seeds dev|heldout]
+    python benchmarks/learning/bound.py [--world a|b|c|both|all] [--seeds dev|heldout]
         [--references honest,reach,known] [--sweep] [--jobs N] [--json]
 
 On the held-out seeds it writes ``bound.json`` (world A) or ``bound_b.json``,
@@ -112,7 +114,7 @@ GRADED_TOLD = (
 # A's development seeds only (``--sweep``: mean pass rate over seeds 1-4 for k =
 # 0.5, 1, 1.5, 2): honest 0.678, 0.655, 0.676, 0.676; reach 0.480, 0.484, 0.481,
 # 0.490; known (chosen before the others existed, by gap closed) 1.0: 27%, 1.5:
-# 34%, 2.0: 28%. World B uses the same k.
+# 34%, 2.0: 28%. Worlds B and C use the same k.
 OPTIMISM = {"known": 1.5, "honest": 0.5, "reach": 2.0}
 SWEEP = (0.5, 1.0, 1.5, 2.0)
 POLICIES = ("greedy", "optimistic", "thompson")
@@ -560,7 +562,7 @@ def sweep(references: Sequence[str], log=print) -> dict[str, dict[str, float]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--world", choices=("a", "b", "both"), default="a")
+    parser.add_argument("--world", choices=("a", "b", "c", "both", "all"), default="a")
     parser.add_argument("--seeds", choices=("dev", "heldout"), default="heldout")
     parser.add_argument(
         "--references", default=",".join(REFERENCES), help="comma-separated: honest,reach,known"
@@ -597,7 +599,7 @@ def main() -> int:
         found = sweep(references, log)
         print(json.dumps(found, indent=2))
         return 0
-    worlds = ["a", "b"] if args.world == "both" else [args.world]
+    worlds = {"both": ["a", "b"], "all": ["a", "b", "c"]}.get(args.world, [args.world])
     everything = {}
     for name in worlds:
         seeds = draws.seeds_of(name, args.seeds)

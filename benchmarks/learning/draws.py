@@ -5,9 +5,9 @@ passing one shares.
 
 Everything here is pure and seeded, so the simulation (which drives helix) and
 the reference learners of :mod:`bound` (which do not) face exactly the same
-world. Two worlds exist (:data:`WORLDS`): ``a`` (:mod:`world`) and ``b``
-(:mod:`world_b`); both modules offer the same names, and the functions below
-take the world from the configuration.
+world. Three worlds exist (:data:`WORLDS`): ``a`` (:mod:`world`), ``b``
+(:mod:`world_b`) and ``c`` (:mod:`world_c`); the modules offer the same names,
+and the functions below take the world from the configuration.
 
 Each world adds its own draws from streams of their own, so adding a world (or
 a draw to world B) never moves a draw world A's figures were made with.
@@ -21,16 +21,16 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from . import world, world_b
+from . import world, world_b, world_c
 
-WORLDS: dict[str, ModuleType] = {"a": world, "b": world_b}
+WORLDS: dict[str, ModuleType] = {"a": world, "b": world_b, "c": world_c}
 DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # world A: the only seeds any parameter was looked at on
 HELD_OUT_SEEDS = tuple(range(1001, 1013))  # world A: 12 seeds, reported, never tuned on
 TEST_FILE = "tests/test_tasks.py"  # the tests every task's VERIFY runs
 
 
 def world_of(name: str) -> ModuleType:
-    """The module of world ``name`` (``a`` or ``b``)."""
+    """The module of world ``name`` (``a``, ``b`` or ``c``)."""
     try:
         return WORLDS[name]
     except KeyError:
@@ -100,8 +100,10 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
     # Difficulty and test counts come from their own stream, so the draws above
     # stay what they were before titles had a difficulty.
     hard = random.Random(f"{prefix}difficulty-{seed}")
+    # World C moves a title's rate by its kind of task (world_c.title_base).
+    rate = getattr(w, "title_base", lambda fam, _title: fam.base_pass)
     base = {
-        title: min(0.9, max(0.1, fam.base_pass + hard.uniform(-cfg.difficulty, cfg.difficulty)))
+        title: min(0.9, max(0.1, rate(fam, title) + hard.uniform(-cfg.difficulty, cfg.difficulty)))
         for fam in w.FAMILIES
         for title in fam.titles
     }
@@ -129,10 +131,15 @@ def tasks_for(seed: int, cfg: Config) -> list[Task]:
             u_tests=failing.random(),
         )
         if len(w.CONTEXTS) > 1:
+            # World B draws a task's code base; in world C the context is the SDK
+            # version, which changes once, part-way (world_c.context_at).
+            context = (
+                w.context_at(i, cfg.tasks) if hasattr(w, "context_at") else extra.choice(w.CONTEXTS)
+            )
             task = Task(
                 **{
                     **task.__dict__,
-                    "context": extra.choice(w.CONTEXTS),
+                    "context": context,
                     "u_follow": tuple(extra.random() for _ in range(cfg.limit)),
                     "u_noise": tuple(extra.random() for _ in range(cfg.limit)),
                 }

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import world_c
 from .arms import (
     ABLATION_PREFIX,
     ADVERSARIAL,
@@ -143,6 +144,28 @@ def _world_b(results: dict[str, Any]) -> list[str]:
     ]
 
 
+def _world_c(results: dict[str, Any]) -> list[str]:
+    facts = results.get("world", {})
+    follow = facts.get("follow_model", {})
+    return [
+        "A third world whose structure differs from A and B "
+        "(`benchmarks/learning/world_c.py`): "
+        f"{len(facts.get('families', []))} task families in twin pairs worded with the same "
+        "nouns (advice for one reads as relevant to the other and does nothing there), one "
+        "easy and one hard per pair; base rates that differ by kind of task (bug fix, "
+        "feature, migration) and correlate with topic; a code change at "
+        f"{world_c.CHANGE_AT:.0%} of the run (the courier SDK's v2, named in the "
+        "description of every later task) after which each family's *late* advice starts "
+        "to help and its *stale* advice stops helping or harms; plausible harmful "
+        "shortcuts; and a builder that follows an injected insight with a chance set by "
+        f"its kind of task ({follow.get('by_family')}), its class "
+        f"({', '.join(f'{c} {v}' for c, v in follow.get('by_class', {}).items())}) and its "
+        f"slot ({follow.get('by_slot')}), and names an "
+        f"insight it did not follow as UTILIZED with chance {facts.get('false_claim')}. "
+        "No drift of world A's kind and no cross-family advice.",
+    ]
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The section: setup, figure, tables, what it means, where helix did not
     win, how to reproduce, and the limits of the model."""
@@ -151,7 +174,8 @@ def markdown(results: dict[str, Any]) -> str:
     seeds = results["seeds"]
     paired = results.get("paired", {})
     if _world(results) != "a":
-        intro = [f"## Learning curve, world {_world(results).upper()}", "", *_world_b(results)]
+        describe = _world_c if _world(results) == "c" else _world_b
+        intro = [f"## Learning curve, world {_world(results).upper()}", "", *describe(results)]
     else:
         intro = [
             *_world_a(),
@@ -854,6 +878,11 @@ def _limits(results: dict[str, Any]) -> list[str]:
             "with a chance set by its slot and length (world B's follow model), and nothing "
             "else; blocked tasks are not retried; one project with twenty families in two "
             "code bases."
+            if _world(results) == "b"
+            else "- The simulated builder follows an injected insight of its task's family "
+            "with a chance set by its kind of task, the insight's class and its slot (world "
+            "C's follow model), and nothing else; blocked tasks are not retried; one project "
+            "with ten families in five twin pairs and one code change."
         ),
         "- The honest builder claims (UTILIZED) what it followed, which is nearly "
         "everything of its family that it was given: it cannot know which advice made "

@@ -4,18 +4,20 @@ feedback, helix, helix with an adversarial builder, an oracle, and two ceilings
 that choose from the relevance pool knowing the truth) in a simulated world
 that runs the real helix library, with diagnostics of what helix learned.
 
-Two worlds (``--world a|b|both``; ``world.py`` and ``world_b.py``), each with
-its own seeds. Per world it writes the results (``results.json`` for world A,
-``results_b.json`` for B, in ``benchmarks/learning/``), helix's candidate pool
-per task (``pools.json.gz``, ``pools_b.json.gz``: what the honest reference of
-``bound.py`` may choose from; not for ``--quick`` runs) and a plot (world A:
-``docs/learning-curve.png``; B: ``benchmarks/learning/learning-curve-b.png``;
-skipped without matplotlib), and prints the markdown report (``--json``: the
+Three worlds (``--world a|b|c|both|all``; ``world.py``, ``world_b.py`` and
+``world_c.py``; ``both`` is A and B, ``all`` all three), each with its own
+seeds. Per world it writes the results (``results.json`` for world A,
+``results_b.json`` / ``results_c.json`` for B and C, in ``benchmarks/learning/``),
+helix's candidate pool per task (``pools.json.gz``, ``pools_b.json.gz``,
+``pools_c.json.gz``: what the honest reference of ``bound.py`` may choose from;
+not for ``--quick`` runs) and a plot (world A: ``docs/learning-curve.png``; B
+and C: ``benchmarks/learning/learning-curve-b.png`` / ``-c.png``; skipped
+without matplotlib), and prints the markdown report (``--json``: the
 results JSON on stdout; progress always goes to stderr). The reported figures
 come from the held-out seeds; the development seeds are the only ones any
 parameter was looked at on.
 
-    python benchmarks/learning/run.py [--quick] [--world a|b|both] [--seeds dev|heldout]
+    python benchmarks/learning/run.py [--quick] [--world a|b|c|both|all] [--seeds dev|heldout]
         [--json] [--arms a,b,...] [--ablation] [--pool N] [--seed-count N] [--render]
         [--team N]
 
@@ -38,7 +40,7 @@ no plot unless ``--plot``); its report compares each arm with the solo figures
 of the same seeds. A team of 5 with five arms (no memory, relevance-only, random
 insights, helix, oracle) took 280 s per seed in world A and 290 s in world B
 (19 min for 4 seeds each, at load 2.5): 6-9 times a solo seed's five arms. The model and the worlds are described in
-``simulation.py``, ``world.py`` and ``world_b.py``.
+``simulation.py``, ``world.py``, ``world_b.py`` and ``world_c.py``.
 """
 
 from __future__ import annotations
@@ -300,9 +302,10 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a ~1-2 minute smoke test")
     parser.add_argument(
         "--world",
-        choices=("a", "b", "both"),
+        choices=("a", "b", "c", "both", "all"),
         default="a",
-        help="world A (world.py, the default), world B (world_b.py) or both, one after the other",
+        help="world A (world.py, the default), B (world_b.py), C (world_c.py), both (A and B) "
+        "or all three, one after the other",
     )
     parser.add_argument(
         "--seeds",
@@ -356,9 +359,9 @@ def main() -> int:
     unknown = [a for a in chosen if a not in known]
     if unknown:
         parser.error(f"unknown arm(s): {', '.join(unknown)}")
-    worlds = ["a", "b"] if args.world == "both" else [args.world]
+    worlds = {"both": ["a", "b"], "all": ["a", "b", "c"]}.get(args.world, [args.world])
     if len(worlds) > 1 and (args.out or args.plot):
-        parser.error("--out and --plot name one world's files: use them with --world a or b")
+        parser.error("--out and --plot name one world's files: use them with one --world")
     if args.team < 1:
         parser.error("--team takes the number of developers, at least 1")
 
