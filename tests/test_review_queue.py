@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -30,9 +31,13 @@ SESSION = "5f6f4d2a-977a-498d-a126-3d7b3369c1c8"
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
+    """A project whose person has turned withholding off (a test that wants
+    draws sets its rate): what is dealt is then what is shown."""
     project = tmp_path / "project"
     project.mkdir()
-    return project / ".helix"
+    home = project / ".helix"
+    ok(run(home, "memory", "withholding", "set", "--rate", "0"))
+    return home
 
 
 def run(home: Path, *args: str, env: dict | None = None, stdin: str | None = None):
@@ -283,12 +288,13 @@ def withheld_at_random(home: Path, tasks: list[str], name: str, word: str) -> tu
 
 def test_caused_evidence_releases_it_unlabelled_but_only_a_person_promotes_it(home: Path):
     tasks = plan(home, 20)  # a person's judges, set before the writer could act
+    time.sleep(1.1)  # stamps are to the second: "before" must be a second earlier
     name, _writer = written_by_a_builder(home)
     ok(run(home, "memory", "withholding", "set", "--rate", "0.5"))
     shown, withheld = withheld_at_random(home, tasks, name, "task")
     assert shown >= 2 and withheld >= 2  # see test_causal: 20 attempts always compare
     provenance = get(home, name)["provenance"]
-    assert provenance["standing"] == "released by caused evidence"
+    assert provenance["standing"] == "released by caused evidence", provenance
     assert provenance["quarantined"] is False
     assert provenance["released"]["on"]["low"] > 0
     assert provenance["released"]["on"]["withheld"] == withheld

@@ -356,6 +356,14 @@ def evidence(conn: db.Connection, name: str) -> Effect:
     """``name``'s caused uplift from its eligible comparisons. Read-only."""
     from helix.memory import causal  # numpy-free callers never get here
 
+    # Most queued insights were never dealt by a draw: one probe in SQL instead
+    # of reading and parsing every draw again for each of them (the review queue).
+    drawn = conn.execute(
+        "SELECT 1 FROM attempt WHERE withholding IS NOT NULL AND instr(withholding, ?) > 0 LIMIT 1",
+        (json.dumps(name),),
+    ).fetchone()
+    if drawn is None:
+        return causal.Effect(name, None, None, None, 0, 0, "never dealt by a withholding draw")
     return causal.effect(conn, name, eligible=eligible(conn, name))
 
 
