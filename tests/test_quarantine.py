@@ -36,6 +36,8 @@ def session(tmp_path: Path, minilm, monkeypatch: pytest.MonkeyPatch) -> Session:
     made = Session(tmp_path)
     monkeypatch.setenv("HELIX_HOME", str(made.home))
     monkeypatch.chdir(made.project)
+    # Withholding off: what is dealt is shown, whatever the default rate.
+    assert helix("memory", "withholding", "set", "--rate", "0").exit_code == 0
     return made
 
 
