@@ -258,8 +258,9 @@ def status(conn: db.Connection, name: str) -> dict[str, Any]:
     ``show``; an unapproved one also carries its caused evidence so far (eligible
     comparisons only). Read-only."""
     found = standings(conn, [name]).get(name)
-    if found is None:
-        return {"origin": PERSON, "route": "", "quarantined": False}
+    if found is None:  # a person's: its route (cli, vouched...) if recorded
+        row = conn.execute("SELECT route FROM insight_origin WHERE name = ?", (name,)).fetchone()
+        return {"origin": PERSON, "route": row[0] if row else "", "quarantined": False}
     result = found.to_dict()
     result["quarantined"] = found.state == HELD
     if not found.promoted:
