@@ -665,7 +665,8 @@ def memory_import(file: str) -> None:
 @click.option(
     "--quarantined",
     is_flag=True,
-    help="Only insights an agent wrote or an import brought that wait for approval.",
+    help="Only the quarantined: an agent's or an import's, neither approved nor released by "
+    "caused evidence (`helix memory review` lists all that wait for a person).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @guarded
