@@ -330,8 +330,11 @@ def build(service: Service) -> MCPServer:
 
     @server.tool(annotations=reading)
     async def health() -> dict[str, Any]:
-        """The memory's totals, feedback-loop signals, model and schema."""
-        return await workers.call(service.health)
+        """The memory's totals, feedback-loop signals, model and schema, and
+        whether memory helps here (memory_effect: the verified pass rate with
+        memory and with it withheld at random, the difference with its 95%
+        interval, what withholding cost, insights whose caused uplift is negative)."""
+        return await workers.call(service.report)
 
     @server.tool(annotations=writing)
     async def tasks_create(
@@ -502,12 +505,13 @@ def build(service: Service) -> MCPServer:
     @server.resource(
         "helix://health",
         name="health",
-        description="The memory's totals and feedback-loop signals (JSON).",
+        description="The memory's totals, feedback-loop signals and whether memory helps "
+        "here (JSON).",
         mime_type="application/json",
     )
     def health_summary() -> str:
         try:
-            return json.dumps(_run(service.health), indent=2, default=str)
+            return json.dumps(_run(service.report), indent=2, default=str)
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
 

@@ -377,6 +377,15 @@ class Service:
         with self.memory(create=False) as mem:
             return mem.health()
 
+    def report(self) -> dict[str, Any]:
+        """The health figures and whether memory helps here (``memory_effect``:
+        the same object as ``helix stats --json``'s, from
+        :func:`helix.memory.causal.project`). Read-only."""
+        from helix.memory import causal
+
+        with self.memory(create=False) as mem:
+            return {**mem.health(), "memory_effect": causal.project(mem.conn).to_json()}
+
     # --------------------------------------------------------------- tasks
     def tasks_create(
         self,
