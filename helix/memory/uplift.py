@@ -240,7 +240,8 @@ def refit(
     """
     model = model or MODEL
     rows = conn.execute(
-        "SELECT id, value, verified, vector FROM trial ORDER BY id DESC LIMIT ?", (WINDOW,)
+        "SELECT id, value, verified, vector, baseline FROM trial ORDER BY id DESC LIMIT ?",
+        (WINDOW,),
     ).fetchall()
     if not rows:
         return {"trials": 0, "mean": 0.5}
@@ -305,6 +306,20 @@ def refit(
     else:
         shares = np.clip(shares, -MAX_UPLIFT, MAX_UPLIFT)
         base = 0.5 + base
+        if fit.size and model.context_baseline:
+            # The overall level joins every pair of trials, so failures of unlike
+            # tasks pull down the baseline of an insight's own tasks, and its
+            # passes there are then credited to it (issue 40: unrelated failures
+            # raised an insight to proven). So a trial's baseline may fall below
+            # what it was at the last refit only as far as tasks like it say
+            # (:func:`_local_baseline`, fitted from them alone): a drop that
+            # comes from unlike tasks is not taken, and an insight's estimate
+            # cannot rise by it. A rise is always taken (unlike tasks may lower
+            # an insight's credit), and so is a drop that like tasks support.
+            # On world A's development seeds the helix arm's figures are unchanged.
+            near = _local_baseline(y, fit, similar, exposure, priors, local, model)
+            held = np.array([np.nan if r[4] is None else float(r[4]) for r in rows])
+            base = np.maximum(base, np.where(np.isnan(held), base, np.minimum(near, held)))
         explained = (exposure * shares).sum(axis=1) if model.shared_credit else np.zeros(len(ids))
     conn.executemany(
         "UPDATE trial SET baseline = ?, explained = ?, alpha = ? WHERE id = ?",
@@ -364,6 +379,31 @@ def refresh(
             "WHERE name = ?",
             (est.mean, est.sd, est.evidence, est.effectiveness, name),
         )
+
+
+def _local_baseline(
+    y: np.ndarray,
+    fit: np.ndarray,
+    similar: np.ndarray,
+    exposure: np.ndarray,
+    priors: np.ndarray,
+    local: np.ndarray,
+    model: Model,
+) -> np.ndarray:
+    """Each trial's baseline from trials of tasks like it alone: the same
+    regression as :func:`refit`'s (Gaussian), with the overall level and the
+    kernel's floor taken out, so a task shares its baseline only with tasks
+    like it (the kernel's logistic step), and the insights' uplifts as there."""
+    core = np.clip((similar - KERNEL_FLOOR) / (1.0 - KERNEL_FLOOR), 0.0, 1.0)
+    near = (GLOBAL_SD**2 + BASELINE_SD**2) * core
+    gram = near[np.ix_(fit, fit)].copy()
+    shown = exposure[fit]
+    if model.shared_credit and exposure.shape[1]:
+        gram += PRIOR_SD**2 * (shown @ shown.T) * local[np.ix_(fit, fit)]
+    offset = shown @ priors if model.shared_credit else np.zeros(fit.size)
+    gram[np.diag_indices_from(gram)] += NOISE_SD**2
+    alpha = np.linalg.solve(gram, y[fit] - 0.5 - offset)
+    return np.asarray(0.5 + near[:, fit] @ alpha, dtype=np.float64)
 
 
 def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.ndarray]:
