@@ -147,6 +147,32 @@ def test_demo_replays_the_sessions_through_the_hook_commands(scratch):
     assert (tasks[first["task_id"]], tasks[second["task_id"]]) == ("open", "closed")
 
 
+def test_demo_leaves_a_store_where_memory_was_withheld_at_random(scratch):
+    """The last act: a person's withholding rate, tasks whose outcomes follow from
+    what was shown, and the store's answer computed from those outcomes."""
+    project, record = scratch
+    act = record["withholding"]
+    rows = act["tasks"]
+    shown = [r for r in rows if not r["withheld"]]
+    held = [r for r in rows if r["withheld"]]
+    assert shown and held and all(r["verified"] for r in rows)
+    # The scripted builder writes what the advice in its prompt implies.
+    assert all(r["shown"] and r["outcome"] == "delivered" for r in shown)
+    assert all(not r["shown"] and r["outcome"] == "blocked" for r in held)
+    answer = act["answer"][act["mode"]]
+    assert (answer["with_attempts"], answer["withheld_attempts"]) == (len(shown), len(held))
+    assert answer["with_memory"] == 1.0 and answer["withheld"] == 0.0
+    stats = subprocess.run(
+        [sys.executable, "-m", "helix", "stats", "--json"],
+        cwd=project,
+        env={**os.environ, "HELIX_HOME": str(project / ".helix")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(stats.stdout)["memory_effect"] == act["answer"]
+
+
 WIDTH = 60
 
 

@@ -128,11 +128,12 @@ def _effect_text(effect: dict[str, Any]) -> str:
         row = effect.get(key)
         if not row:
             continue
+        shown, held = "pass rate with everything dealt shown", f"pass rate with {what}"
+        width = max(len(shown), len(held))
         lines += [
             f"  {what} ({row['compares']}):",
-            f"    pass rate with everything dealt shown  {pct(row['with_memory']):>6s}  "
-            f"({row['with_attempts']} attempts)",
-            f"    pass rate with {what:24s} {pct(row['withheld']):>6s}  "
+            f"    {shown:{width}s}  {pct(row['with_memory']):>6s}  ({row['with_attempts']} attempts)",
+            f"    {held:{width}s}  {pct(row['withheld']):>6s}  "
             f"({row['withheld_attempts']} attempts)",
         ]
         if row["difference"] is None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from helix import config, installation
-from helix.demo import estimates
+from helix.demo import estimates, withheld
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.figures import Figures
 from helix.demo.narrate import Narrator, console_narrator
@@ -338,6 +338,11 @@ def run(
     if replay:
         narrate.step("8. replay two recorded Claude Code sessions through the hooks")
         record["replay"] = Replay(project, narrate).run()
+        narrate.step("9. does memory help here? withheld at random, compared")
+        with Memory(config.Paths.at(home).db) as memory:
+            record["withholding"] = withheld.run(
+                memory, tracker, ScriptedBuilder(project), home, narrate
+            )
     _next_steps(project, narrate)
     return record
 
