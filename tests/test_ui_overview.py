@@ -331,6 +331,56 @@ def test_the_overview_in_a_browser_shows_helix_memory_health(demo_project: Path,
         screenshot(browser, "overview")
 
 
+@pytest.mark.browser
+def test_the_overview_in_a_browser_answers_does_memory_help_as_helix_stats(
+    demo_project: Path, browser
+):
+    """The demo withholds at random in its last act: the overview's panel reads
+    the same with/withheld rates, difference and interval as `helix stats --json`."""
+    effect = _cli(demo_project, "stats", "--json")["memory_effect"]
+    block = effect["block"]
+    assert block and block["withheld_attempts"] >= 1 and block["with_attempts"] >= 1
+    with UiServer(demo_project) as server:
+        login(browser, server)
+        panel = browser.find_element("css selector", "#effect")
+        assert "Does memory help here?" in panel.text
+        shown = {
+            e.get_attribute("data-figure"): e
+            for e in panel.find_elements("css selector", "[data-figure]")
+        }
+        for figure, key in (
+            ("with", "with_memory"),
+            ("withheld", "withheld"),
+            ("difference", "difference"),
+            ("low", "low"),
+            ("high", "high"),
+            ("cost", "cost_per_attempt"),
+        ):
+            element = shown[f"effect_block_{figure}"]
+            assert float(element.get_attribute("data-value")) == block[key], figure
+        # What a person reads: percentages and points, as the JSON says.
+        assert shown["effect_block_with"].text == f"{100 * block['with_memory']:.1f}%"
+        assert shown["effect_block_withheld"].text == f"{100 * block['withheld']:.1f}%"
+        assert shown["effect_block_difference"].text == f"{100 * block['difference']:+.1f}"
+        assert shown["effect_block_low"].text == f"{100 * block['low']:+.1f}"
+        assert shown["effect_block_high"].text == f"{100 * block['high']:+.1f}"
+        assert shown["effect_block_with_n"].text == str(block["with_attempts"])
+        assert shown["effect_block_withheld_n"].text == str(block["withheld_attempts"])
+        assert shown["effect_withheld_attempts"].text == str(effect["withheld_attempts"])
+        assert shown["effect_note"].text == effect["note"]
+        screenshot(browser, "overview-effect")
+
+
+def test_without_withholding_the_overview_says_how_to_compare(project, service):
+    project.attempt([], True)
+    body = _client(service).get("/").text
+    figures = _figures(body)
+    assert figures["effect_withheld_attempts"] == "0"
+    assert "effect_block_with" not in figures and "effect_one_with" not in figures
+    assert "helix memory withholding set --rate" in body
+    assert "given none (nothing fit, or withheld at random)" in body
+
+
 def test_days_are_cut_alike_on_both_engines(project, service):
     """A stamp's day is its first ten characters on either engine."""
     project.clock.now += timedelta(hours=11, minutes=59)  # 23:59 UTC

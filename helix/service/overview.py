@@ -5,7 +5,10 @@ costs, each composed from :mod:`helix.memory.activity`'s per-day aggregates.
 The learning curve is the verified pass rate (task outcomes whose VERIFY helix
 ran itself, settled as evidence) per day or week, for attempts that were given
 insights and for those that were not, each with a Wilson score interval: a
-rate of 3 out of 4 says little, and the band shows how little.
+rate of 3 out of 4 says little, and the band shows how little. Attempts given
+none are those memory had nothing for and those helix withheld from at random,
+so that line is no comparison; "Does memory help here?" is
+(:func:`memory_effect`: only randomized withholding compares like with like).
 
 Injection's cost is the size of the INSIGHTS and INJECTED lines helix appends
 to a builder's prompt. helix records which insights went into each attempt, not
@@ -152,6 +155,8 @@ class Overview:
     settlements: list[dict[str, Any]]
     cost: Cost
     window: int = WINDOW_DAYS
+    # Does memory help here: helix stats --json's ``memory_effect``, the same object.
+    effect: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ compose
@@ -167,6 +172,7 @@ def overview(svc: Service, now: datetime | None = None) -> Overview:
         settled = activity.recent_settlements(mem.conn, RECENT_SETTLEMENTS)
         cost = injection_cost(mem.conn, now.date(), now)
         in_flight = len(ledger.open_attempts(mem))
+        effect = memory_effect(mem.conn).to_json()
     return Overview(
         health=health,
         engine=svc.store_label().split(" · ")[0],
@@ -176,6 +182,7 @@ def overview(svc: Service, now: datetime | None = None) -> Overview:
         activity=days,
         settlements=settled,
         cost=cost,
+        effect=effect,
     )
 
 

@@ -22,7 +22,7 @@ def _curve_plot(curve: view.Curve) -> Markup:
         css="line",
     )
     bare = svg.Series(
-        "without",
+        "given none (nothing fit, or withheld at random)",
         [b.bare.rate for b in curve.buckets],
         css="line alt",
         dots=["alt"] * len(curve.buckets),
