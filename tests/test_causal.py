@@ -53,11 +53,13 @@ def ok(result: subprocess.CompletedProcess):
     return json.loads(result.stdout)
 
 
-def build(home: Path, passes: Callable[[bool], bool], rate: str = "0.5") -> list[dict]:
+def build(
+    home: Path, passes: Callable[[bool], bool], rate: str = "0.5", mode: str = "one"
+) -> list[dict]:
     """ATTEMPTS tasks with a person's VERIFY, one wave of injections at ``rate``,
     and each builder's work done when ``passes(shown)`` says the insight it was
     shown (or not) makes it pass. Returns the injections."""
-    ok(run(home, "memory", "withholding", "set", "--rate", rate))
+    ok(run(home, "memory", "withholding", "set", "--rate", rate, "--mode", mode))
     ids = [
         ok(
             run(
@@ -188,6 +190,22 @@ def test_without_withholding_it_says_there_is_nothing_to_compare(home: Path):
     assert "Does memory help here?" in text and "nothing to compare" in text
     assert "withholding now: off" in text
     assert read_effect(home, name_of(results)).uplift is None
+
+
+def test_the_block_mode_is_its_own_row_memory_against_no_memory(home: Path):
+    results = build(home, passes=lambda shown: shown, mode="block")
+    shown, withheld = counts(results)
+    assert all(r["withholding"]["mode"] == "block" for r in results)
+    effect = stats(home)
+    assert effect["one"] is None
+    block = effect["block"]
+    assert block["compares"] == "memory vs no memory"
+    assert (block["with_attempts"], block["withheld_attempts"]) == (shown, withheld)
+    assert block["difference"] == 1.0 and block["low"] > 0
+    text = run(home, "stats").stdout
+    assert "the whole block withheld (memory vs no memory)" in text
+    # One insight dealt: withholding the block withheld exactly it.
+    assert read_effect(home, name_of(results)).confident_positive()
 
 
 def test_too_few_withheld_gives_no_number():
