@@ -23,6 +23,8 @@ from helix.memory import blas
 # run in subprocesses of their own.
 blas.start_single_threaded()
 
+from stores import withholding_off  # noqa: E402
+
 from helix.config import Location, Server  # noqa: E402
 from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder  # noqa: E402
 from helix.memory.store import Memory  # noqa: E402
@@ -139,6 +141,7 @@ def memory(
 ) -> Memory:
     where = _location(request, tmp_path / "store" / "helix.db")
     with Memory(where, embedder=minilm, clock=clock) as store:
+        withholding_off(store)  # what a test deals is what it shows
         yield store
 
 
@@ -146,4 +149,5 @@ def memory(
 def hash_memory(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Memory:
     where = _location(request, tmp_path / "hstore" / "helix.db")
     with Memory(where, embedder=HashEmbedder(), clock=clock) as store:
+        withholding_off(store)
         yield store

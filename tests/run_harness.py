@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stores import engine_env, tracker_of
+from stores import engine_env, store_of, tracker_of, withholding_off
 
 STUB = r"""#!/usr/bin/env python3
 import json, os, re, subprocess, sys
@@ -81,6 +81,8 @@ class World:
         subprocess.run(["git", "add", "-A"], cwd=self.project, check=True)
         subprocess.run([*git, "commit", "-qm", "init"], cwd=self.project, check=True)
         (self.project / ".helix").mkdir()
+        # A run's builders get all that is dealt, so a test can say what they got.
+        withholding_off(store_of(self.home))
 
     @property
     def home(self) -> Path:

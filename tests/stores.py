@@ -28,3 +28,19 @@ def tracker_of(home: Path, **options):
     from helix.loop import taskstore
 
     return taskstore.open_tracker(config.Paths(home=Path(home), db=store_of(home)), **options)
+
+
+def withholding_off(store) -> None:
+    """Withholding rate 0 for a store (a location, or an open store with a
+    ``conn``), set through the setting a person's ``helix memory withholding
+    set --rate 0`` writes: for a test whose assertions need every dealt insight
+    shown. Never a variable: none turns withholding off."""
+    from helix.memory import db, withholding
+    from helix.memory.spawns import Records
+
+    if hasattr(store, "conn"):
+        with db.write(store.conn):
+            withholding.save(store.conn, 0, db.stamp(store.clock()), "test")
+        return
+    with Records(store) as records:
+        withholding_off(records)

@@ -251,10 +251,11 @@ def test_a_quiet_attempt_says_so_in_the_ledger(memory: Memory, tmp_path):
 
 @pytest.fixture
 def stocked(tmp_path, minilm) -> Session:
-    from stores import store_of
+    from stores import store_of, withholding_off
 
     session = Session(tmp_path)
     stock(store_of(session.home), minilm)
+    withholding_off(store_of(session.home))  # the sizes are of all that is dealt
     return session
 
 

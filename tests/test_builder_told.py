@@ -171,6 +171,7 @@ def settle_a_pass(home: Path, task_id: str) -> None:
 
 def test_an_insight_in_verified_passes_reads_as_such_not_unproven(tmp_path: Path):
     home = project(tmp_path)
+    ok(run_helix(home, "memory", "withholding", "set", "--rate", "0"))  # both attempts show it
     name = ok(run_helix(home, "memory", "store", "--content", ADVICE))["name"]
     for n in range(2):
         task = ok(

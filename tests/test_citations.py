@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from stores import engine_env, store_of
+from stores import engine_env, store_of, withholding_off
 
 from helix.claude import hooks
 from helix.loop import contracts, injection
@@ -76,6 +76,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def mem(project: Path, minilm, clock) -> Memory:
     with Memory(store_of(project / ".helix"), embedder=minilm, clock=clock) as store:
+        withholding_off(store)  # what is dealt is shown
         yield store
 
 
@@ -323,6 +324,7 @@ def test_the_pretooluse_hook_does_not_inject_a_stale_insight(
     project: Path, minilm, tmp_path: Path
 ) -> None:
     with Memory(store_of(project / ".helix"), embedder=minilm) as memory:
+        withholding_off(memory)  # the hook's prompt lists all it deals
         charges = memory.store(CHARGES)["name"]
         timestamps = memory.store(TIMESTAMPS)["name"]
     git(project, "rm", "-q", "billing.py")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from evidence import credit
-from stores import engine_env, store_of, tracker_of
+from stores import engine_env, store_of, tracker_of, withholding_off
 from topics import stock
 
 from helix.claude import hooks, spawn_fields
@@ -122,7 +122,10 @@ def spawn_record(home: Path, tool_use_id: str) -> dict:
 
 @pytest.fixture
 def session(tmp_path: Path) -> Session:
-    return Session(tmp_path)
+    made = Session(tmp_path)
+    made.home.mkdir()
+    withholding_off(store_of(made.home))  # each builder gets all that is dealt
+    return made
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helix_process import run_helix
+from stores import withholding_off
 
 from helix.memory.embeddings import MiniLMEmbedder
 from helix.memory.store import Memory
@@ -29,7 +30,8 @@ AGENT_INSIGHT = "The orders table needs a server default for the discount column
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     project = tmp_path / "project"
-    project.mkdir()
+    (project / ".helix").mkdir(parents=True)
+    withholding_off(project / ".helix" / "helix.db")  # its injections show all they deal
     return project / ".helix"
 
 
@@ -158,7 +160,7 @@ def test_inject_a_batch_file(home: Path, tmp_path: Path, minilm: MiniLMEmbedder)
     ],
 )
 def test_inject_misuse_is_one_line(home: Path, args, batch, code, message):
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     if batch is not None:
         (home.parent / "wave.json").write_text(batch)
     line = refused(run(home, "inject", *args), code)

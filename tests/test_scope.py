@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from stores import withholding_off
 from test_hooks import Session, agent_record, attempt
 
 from helix.cli import cli
@@ -58,6 +59,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Session:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "start")
     with Memory(session.home / "helix.db", embedder=HashEmbedder()) as memory:
+        withholding_off(memory)  # the attempt must have the insight it was dealt
         memory.store(ADVICE)
     return session
 

@@ -70,6 +70,7 @@ SYSTEMIC = (
 
 def test_a_systemic_insight_is_given_first(tmp_path: Path) -> None:
     home = tmp_path / ".helix"
+    ok(run_helix(home, "memory", "withholding", "set", "--rate", "0"))  # the deal is the prompt
     pattern = ok(run_helix(home, "memory", "store", "--kind", "pattern", "--content", PATTERN))
     systemic = ok(run_helix(home, "memory", "store", "--kind", "systemic", "--content", SYSTEMIC))
     objective = "Add a /logout HTTP route"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helix_process import ok, run_helix
+from stores import withholding_off
 
 from helix.memory.embeddings import MiniLMEmbedder
 from helix.memory.store import Memory
@@ -31,6 +32,7 @@ def home(tmp_path: Path, minilm: MiniLMEmbedder) -> Path:
     project.mkdir()
     home = project / ".helix"
     with Memory(home / "helix.db", embedder=minilm) as memory:
+        withholding_off(memory)  # the task must get the advice it is dealt
         for text in ADVICE:
             memory.store(text)
     return home

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import store_of, tracker_of
+from stores import store_of, tracker_of, withholding_off
 from uibrowser import (  # noqa: F401
     UiServer,
     browser_fixture,
@@ -50,6 +50,7 @@ def service(tmp_path: Path, engine, minilm) -> Service:
     """A project on the engine under test: every test using it runs once per engine."""
     home = tmp_path / "proj" / ".helix"
     home.mkdir(parents=True)
+    withholding_off(store_of(home))  # a spawn shows all it was dealt
     return Service(Paths(home=home, db=store_of(home)), embedder=minilm, route="ui")
 
 

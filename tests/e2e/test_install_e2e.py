@@ -150,6 +150,9 @@ def newcomer_first_hour(installer: str, user: Newcomer, run_claude, sandbox: San
     insight = TOPICS["db"][0]
     stored = user.sh(f"helix memory store --content {shlex.quote(insight)}")
     assert stored.returncode == 0, stored.stderr
+    # Every dealt insight is shown: the session below must be given this one.
+    off = user.sh("helix memory withholding set --rate 0")
+    assert off.returncode == 0, off.stderr
     assert "warning" not in stored.stderr
     recalled = user.sh("helix memory recall 'add a migration to the orders table' --limit 3")
     assert recalled.returncode == 0, recalled.stderr

@@ -81,6 +81,9 @@ def test_helix_run_drains_three_tasks_with_a_real_agent_cli(
     with serve(agent, _answer, request, {"HELIX_BACKOFF_SLEEP": "0"}) as (fake, env):
         stored = _helix(sandbox, env, "memory", "store", "--content", INSIGHT, "--kind", "pattern")
         assert stored.returncode == 0, stored.stderr
+        # Every dealt insight is shown: the test follows the one it stored.
+        off = _helix(sandbox, env, "memory", "withholding", "set", "--rate", "0")
+        assert off.returncode == 0, off.stderr
         name = json.loads(stored.stdout)["name"]
         ids = []
         for priority, (title, target) in enumerate(TASKS):

@@ -109,6 +109,9 @@ def test_two_workers_drain_four_tasks_with_a_real_agent_cli(
         start = _git(sandbox, "rev-parse", "HEAD").strip()
         stored = helix(sandbox, env, "memory", "store", "--content", INSIGHT, "--kind", "pattern")
         assert stored.returncode == 0, stored.stderr
+        # Every dealt insight is shown: the test follows the one it stored.
+        off = helix(sandbox, env, "memory", "withholding", "set", "--rate", "0")
+        assert off.returncode == 0, off.stderr
         insight = json.loads(stored.stdout)["name"]
         ids = {}
         for priority, (title, target) in enumerate(TASKS):
