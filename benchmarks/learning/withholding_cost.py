@@ -29,7 +29,7 @@ source of randomness replaced, for this benchmark only, by one seeded per
 
     .venv/bin/python benchmarks/learning/withholding_cost.py --seeds dev
         [--world a|b|both] [--seed-count N] [--tasks N] [--rates 0.05,0.1,0.2]
-        [--modes one,block] [--json]
+        [--modes one,block] [--json] [--report withholding_cost.json]
 
 Writes ``withholding_cost.json`` beside this file (not with ``--tasks`` or
 ``--seed-count`` below the defaults unless ``--out`` names a file) and prints a
@@ -259,9 +259,9 @@ def report(results: dict[str, Any]) -> str:
             f"## World {world.upper()}",
             "",
             "| mode | rate | pass overall | last quarter | cost overall | cost last quarter"
-            " | withheld / seed | insights compared / 100 tasks | information / 100 tasks"
-            " | corr. with truth | memory info / 100 tasks |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            " | direct cost | withheld / seed | insights compared / 100 tasks"
+            " | information / 100 tasks | corr. with truth | memory info / 100 tasks |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for entry in rows.values():
             cells = [
@@ -275,6 +275,7 @@ def report(results: dict[str, Any]) -> str:
             if entry["rate"] > 0:
                 corr = entry["correlation_with_truth"]
                 cells += [
+                    f"{100 * direct_cost(entry, results['tasks']):+.2f}",
                     f"{entry['withheld_attempts']['mean']:.1f}",
                     f"{entry['insights_compared_per_100']['mean']:.1f}",
                     f"{entry['information_per_100']['mean']:.1f}",
@@ -282,10 +283,25 @@ def report(results: dict[str, Any]) -> str:
                     f"{entry['memory_information_per_100']['mean']:.2f}",
                 ]
             else:
-                cells += ["-"] * 5
+                cells += ["-"] * 6
             lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"Runtime {results['runtime_s']:.0f} s."]
+    lines += [
+        "",
+        "Direct cost: the world's true effect of what was withheld, per withheld"
+        " attempt, times the attempts withheld per task (what withholding takes from"
+        " the builders, without the noise of the learning path that the paired cost"
+        " carries).",
+        "",
+        f"Runtime {results['runtime_s']:.0f} s.",
+    ]
     return "\n".join(lines)
+
+
+def direct_cost(entry: dict[str, Any], tasks: int) -> float:
+    """The pass rate withholding takes directly, from the aggregated figures: the
+    mean true effect of what was withheld times the withheld attempts per task."""
+    effect = entry.get("withheld_true_effect") or 0.0
+    return effect * entry["withheld_attempts"]["mean"] / tasks
 
 
 def _pct(figure: dict[str, Any]) -> str:
@@ -310,7 +326,11 @@ def main() -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--report", type=Path, help="print the report of a results file")
     args = parser.parse_args()
+    if args.report:
+        print(report(json.loads(args.report.read_text())))
+        return 0
     rates = [float(r) for r in args.rates.split(",") if r]
     modes = [withholdings.check_mode(m) for m in args.modes.split(",") if m]
     worlds = ["a", "b"] if args.world == "both" else [args.world]
