@@ -176,7 +176,8 @@ def test_the_setting_is_a_persons(home: Path):
     ok(run(home, "inject", OBJECTIVE, "--task-id", "t-1"))  # an attempt is in flight now
     line = run(home, "memory", "withholding", "set", "--rate", "0.2")
     assert line.returncode == 1 and "in flight" in line.stderr
-    assert ok(run(home, "memory", "withholding", "show", "--json"))["rate"] == 0.0
+    shown = ok(run(home, "memory", "withholding", "show", "--json"))
+    assert shown["rate"] == withholding.DEFAULT_RATE and shown["recorded"] is False
     ok(run(home, "attempts", "abandon", "--task", "t-1", "--json"))
     assert set_rate(home, "0.2")["rate"] == 0.2
 
@@ -184,7 +185,10 @@ def test_the_setting_is_a_persons(home: Path):
 def test_not_an_mcp_tool():
     from helix.mcp import server
 
-    assert "withholding" not in inspect.getsource(server)
+    # MCP may report what withholding cost; it never changes the setting.
+    source = inspect.getsource(server)
+    assert "withholding set" not in source and "withholding.save" not in source
+    assert "withholdings" not in source and "import withholding" not in source
 
 
 def test_a_withheld_insight_is_neither_credited_nor_charged(home: Path, tmp_path: Path):
@@ -351,3 +355,31 @@ def test_helix_run_withholds_by_the_stores_setting(tmp_path: Path, mode: str, li
     for name, text in zip(names, INSIGHTS[:2], strict=True):
         shown = name not in withheld
         assert (name in build["prompt"]) is shown and (text in build["prompt"]) is shown
+
+
+def test_a_fresh_store_withholds_at_the_default_rate_until_turned_off(home: Path, tmp_path: Path):
+    assert withholding.DEFAULT_RATE > 0  # on by default (issue 40)
+    shown = ok(run(home, "memory", "withholding", "show", "--json"))
+    assert shown["recorded"] is False and shown["on"] is True
+    assert shown["rate"] == withholding.DEFAULT_RATE and shown["mode"] == withholding.DEFAULT_MODE
+    results = []
+    for wave in range(6):  # 300 attempts
+        results += inject_batch(home, tmp_path, [f"d{wave}-{i}" for i in range(50)])
+    dealt = [r for r in results if r["withholding"]["dealt"]]
+    assert len(dealt) >= 250
+    withheld = sum(1 for r in dealt if r["withheld_at_random"])
+    low, high = _binomial_band(len(dealt), withholding.DEFAULT_RATE, 1e-6)
+    assert low <= withheld <= high, (withheld, len(dealt), low, high)
+    for result in dealt:
+        drawn = result["withholding"]
+        k = len(drawn["dealt"])
+        share = 1 if withholding.DEFAULT_MODE == withholding.BLOCK else 1 / k
+        assert drawn["rate"] == withholding.DEFAULT_RATE
+        assert drawn["propensity"] == pytest.approx(withholding.DEFAULT_RATE * share)
+    # Off in one setting (once the attempts in flight have ended): nothing withheld.
+    for _ in range(len(results) // 100 + 1):  # one abandon ends a bounded number
+        ok(run(home, "attempts", "abandon", "--all", "--json"))
+    assert set_rate(home, "off")["on"] is False
+    after = inject_batch(home, tmp_path, [f"off-{i}" for i in range(50)])
+    assert all(r["withheld_at_random"] == [] for r in after)
+    assert sum(1 for r in after if r["withholding"]["dealt"]) >= 40

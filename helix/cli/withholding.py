@@ -19,7 +19,8 @@ def withholding() -> None:
     rate, one of the insights that would have been dealt (mode 'one') or all of
     them (mode 'block') is withheld at random and recorded with the attempt
     (what was dealt, what was withheld, the propensity), so what an insight
-    causes can be told from what it meets.
+    causes can be told from what it meets. On by default (rate 0.1, mode
+    'one'); 'set --rate off' turns it off.
 
     Example: helix memory withholding show
     """
