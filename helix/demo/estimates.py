@@ -31,6 +31,7 @@ from typing import Any
 from helix import config
 from helix.demo.narrate import Narrator
 from helix.loop import injection, outcomes
+from helix.memory import db, withholding
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
 
@@ -124,6 +125,9 @@ def run(project: Path, narrate: Narrator) -> dict[str, Any]:
     record: dict[str, Any] = {"tasks": [], "names": {}}
     tracker = Tracker(paths.tasks)
     with Memory(paths.db) as memory:
+        # One insight per task, every outcome about it: nothing withheld here.
+        with db.write(memory.conn):
+            withholding.save(memory.conn, 0.0, db.stamp(memory.clock()), "cli")
         names = {}
         narrate.note("  the advice in this act's own store, by the short names used below:")
         for key, (kind, text) in ADVICE.items():
