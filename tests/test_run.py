@@ -6,6 +6,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -706,7 +707,7 @@ def test_bad_invocations_exit_2(world: World, args: list[str], message: str) -> 
 
 def test_no_helix_directory_is_one_clear_line(tmp_path: Path) -> None:
     world = World(tmp_path / "bare")
-    (world.home).rmdir()
+    shutil.rmtree(world.home)  # with the store the harness made in it
     proc = world.run()
     if engine_env():
         # A shared store holds the queue: a fresh checkout is a fleet machine,
