@@ -80,6 +80,17 @@ POOL_SIZE = 30  # candidates recalled per task before choosing
 # 76.7%, 67.2% / 75.8%) above Thompson sampling (66.2% / 74.6%); 1 keeps trying
 # an insight that failed once by bad luck, a replacement after drift among them.
 OPTIMISM = 1.0
+# Measured and not taken (development seeds, helix arm, pass rate overall / last
+# quarter, against today's A 68.8% / 77.9%, B 51.4% / 57.9%, C 55.6% / 61.3%):
+# a floor that deals a candidate with fewer than 3 weighted outcomes as if it
+# were untried, so early bad luck cannot bury it, helped world C (56.5% / 63.8%,
+# whose late advice fails before a code change) and cost A (64.7% / 72.9%) and B
+# (46.2% / 50.4%): it re-deals harmful advice too (harmful share of what was
+# injected 4.4% -> 6.3% in A, 5.6% -> 9.6% in B). Below 1.5 outcomes it cost all
+# three (A 67.1% / 73.8%, B 49.2% / 56.7%, C 55.1% / 61.3%). Scaling the
+# positive uplift of a candidate by its relevance (full from 0.5, nothing at the
+# floor), against off-topic look-alikes, left world C where it was (55.9% /
+# 61.3%). OPTIMISM's bonus stays the one way a few bad outcomes are doubted.
 HARM_Z = 1.0  # left out when even mean + HARM_Z sd is below zero
 REPEAT_COST = 1.0  # per earlier gift in the wave, times how unproven the insight is
 POOL_FLOOR = 0.35  # the relevance a candidate needs (recall's default floor)
