@@ -287,8 +287,10 @@ def markdown(results: dict[str, Any]) -> str:
         "python benchmarks/learning/run.py --seeds dev              # the development seeds",
         "python benchmarks/learning/run.py --quick                  # ~1-2 min smoke test",
         "python benchmarks/learning/run.py --world b                # world B: results_b.json",
-        "python benchmarks/learning/run.py --world both             # both worlds, one after the other",
-        "python benchmarks/learning/bound.py --world both           # the reference learners (after run.py)",
+        "python benchmarks/learning/run.py --world c                # world C: results_c.json",
+        "python benchmarks/learning/run.py --world both             # worlds A and B, one after the other",
+        "python benchmarks/learning/run.py --world all              # all three worlds",
+        "python benchmarks/learning/bound.py --world all            # the reference learners (after run.py)",
         "```",
         "",
         "The run is deterministic for a given helix version: the draws are seeded, and "
