@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stores import store_of, tracker_of
+from stores import store_of, tracker_of, withholding_off
 from uibrowser import (  # noqa: F401
     UiServer,
     browser_fixture,
@@ -123,6 +123,7 @@ def service(tmp_path: Path, engine) -> Service:
     """A project on the engine under test: every test using it runs once per engine."""
     home = tmp_path / "proj" / ".helix"
     home.mkdir(parents=True)
+    withholding_off(store_of(home))  # an attempt's page lists all it was dealt
     return Service(Paths(home=home, db=store_of(home)), embedder=HashEmbedder(), route="ui")
 
 
