@@ -71,10 +71,12 @@ def test_the_results_have_every_field_the_report_needs(results):
     assert results["arms"]["no_memory"]["tokens_per_task"]["mean"] == 0
     assert results["arms"]["helix"]["tokens_per_task"]["mean"] > 0
     assert "helix - relevance_only" in results["paired"]
+    assert "last_quarter" in results["paired"]["helix - random_from_pool"]
     assert results["world"]["families"] == [f.slug for f in world.FAMILIES]
     text = report.markdown({**results, "seed_set": "development", "development_seeds": [7]})
     assert "| helix |" in text and "### Where helix did not win" in text
     assert "not from the held-out seeds" in text
+    assert "**helix against random choice from its own pool**" in text
 
 
 def test_the_oracle_never_does_worse_than_no_memory(results):
@@ -148,6 +150,64 @@ def test_the_no_feedback_arms_learn_nothing_but_still_grow(embedder, tmp_path: P
         assert q("SELECT count(*) FROM insight").fetchone()[0] > len(simulation.initial_pool(7))
     finally:
         baseline.close()
+
+
+def test_random_from_the_pool_draws_helix_count_from_helix_pool(embedder, tmp_path: Path):
+    """Its first wave against a pool recalled independently, before anything was
+    built, and against what helix's ranking (without feedback, on the same store)
+    injects per task; then a whole run, drawn the same way twice."""
+    from helix.loop import injection
+
+    first = simulation.tasks_for(7, TINY)[: TINY.wave]
+
+    def first_wave(arm_name: str, root: Path) -> tuple[simulation.Arm, list[list[str]]]:
+        arm = simulation.Arm(arm_name, 7, TINY, embedder, simulation.TokenCounter(), root)
+        arm.seed_pool(simulation.initial_pool(7, arm.drift, arm.w))
+        objectives = [
+            injection.task_objective(
+                {
+                    "title": t.title,
+                    "description": arm.w.description(arm.w.family(t.family), t.context),
+                }
+            )
+            for t in first
+        ]
+        size = max(injection.POOL_SIZE, 2 * TINY.limit)
+        pools = [
+            sorted(
+                h["name"]
+                for h in arm.memory.recall(o, limit=size, min_relevance=injection.POOL_FLOOR)
+            )
+            for o in objectives
+        ]
+        arm.wave(first)
+        return arm, pools
+
+    drawn, pools = first_wave(arms.RANDOM_POOL, tmp_path / "pool")
+    ranked, _ = first_wave(arms.UNLEARNED, tmp_path / "ranked")
+    try:
+        stored = drawn.memory.conn.execute("SELECT count(*) FROM insight").fetchone()[0]
+        for task, pool, helix in zip(first, pools, ranked.records, strict=True):
+            pick = drawn.picks[task.index]
+            assert pick["pool"] == pool and set(pick["names"]) <= set(pool)
+            assert pick["count"] == helix["injected"] > 0
+            assert len(pick["names"]) == min(pick["count"], len(pool))
+        # the pool is a real restriction: smaller than the store it was drawn from
+        assert all(len(p) < stored for p in pools)
+        assert [r["injected"] for r in drawn.records] == [
+            len(drawn.picks[t.index]["names"]) for t in first
+        ]
+    finally:
+        drawn.close()
+        ranked.close()
+
+    runs = [
+        simulation.run_arm(arms.RANDOM_POOL, 7, TINY, embedder, simulation.TokenCounter())
+        for _ in range(2)
+    ]
+    assert runs[0]["records"] == runs[1]["records"]
+    assert len(runs[0]["records"]) == TINY.tasks
+    assert sum(r["injected"] for r in runs[0]["records"]) > 0
 
 
 def test_the_draws_are_the_same_for_every_arm():

@@ -28,7 +28,11 @@ CEILING, BEST_IN_POOL = "true_usefulness", "best_in_pool"
 # As many insights per task as helix's ranking would inject, drawn uniformly
 # from the live store (seeded), no feedback: what any memory must beat.
 RANDOM = "random_insights"
-ARMS = (NO_MEMORY, RELEVANCE, RANDOM, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
+# The same count drawn uniformly from helix's candidate pool for the task (what
+# relevance admits, the pool relevance-only and the honest reference choose
+# from), no feedback: what choosing within the pool must beat.
+RANDOM_POOL = "random_from_pool"
+ARMS = (NO_MEMORY, RELEVANCE, RANDOM, RANDOM_POOL, UNLEARNED, HELIX, ADVERSARIAL, ORACLE)
 CEILING_ARMS = (CEILING, BEST_IN_POOL)
 DEFAULT_ARMS = ARMS + CEILING_ARMS
 FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
@@ -36,7 +40,7 @@ FEEDBACK_ARMS = (HELIX, ADVERSARIAL)
 ABLATION_PREFIX = "ablate_"
 UPLIFT_MODULE = "helix.memory.uplift"
 # Arms whose figures say how well a learner chose; the others are baselines or ceilings.
-LEARNERS = (RANDOM, UNLEARNED, HELIX, ADVERSARIAL)
+LEARNERS = (RANDOM, RANDOM_POOL, UNLEARNED, HELIX, ADVERSARIAL)
 
 
 def ablation_arms() -> list[str]:

@@ -25,6 +25,7 @@ from .arms import (
     NO_MEMORY,
     ORACLE,
     RANDOM,
+    RANDOM_POOL,
     RELEVANCE,
     UNLEARNED,
 )
@@ -127,6 +128,7 @@ def aggregate(runs: list[dict[str, Any]], block: int) -> dict[str, Any]:
     for a, b in (
         (HELIX, RELEVANCE),
         (HELIX, RANDOM),
+        (HELIX, RANDOM_POOL),
         (HELIX, UNLEARNED),
         (UNLEARNED, RELEVANCE),
         (HELIX, NO_MEMORY),
@@ -137,7 +139,7 @@ def aggregate(runs: list[dict[str, Any]], block: int) -> dict[str, Any]:
             common = sorted(set(figures[a]) & set(figures[b]))
             pair = {
                 key: interval([figures[a][s][key] - figures[b][s][key] for s in common], (-1, 1))
-                for key in ("final_block", "second_half", "overall")
+                for key in ("final_block", "last_quarter", "second_half", "overall")
             }
             pair["curve"] = [
                 {

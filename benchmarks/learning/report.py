@@ -21,6 +21,7 @@ from .arms import (
     NO_MEMORY,
     ORACLE,
     RANDOM,
+    RANDOM_POOL,
     RELEVANCE,
     UNLEARNED,
 )
@@ -29,6 +30,7 @@ NAMES = {
     NO_MEMORY: "no memory",
     RELEVANCE: "relevance-only",
     RANDOM: "random insights",
+    RANDOM_POOL: "random from the pool",
     UNLEARNED: "helix ranking, no feedback",
     HELIX: "helix",
     ADVERSARIAL: "helix, adversarial builder",
@@ -481,8 +483,11 @@ def _compare(paired: dict[str, Any], a: str, b: str) -> str | None:
         for key, label in (
             ("overall", "overall"),
             ("second_half", "second half"),
+            ("last_quarter", "last quarter"),
             ("final_block", "final block"),
         )
+        # results written before the last quarter was paired have no such key
+        if key in stats
     )
 
 
@@ -536,7 +541,7 @@ def _bound(results: dict[str, Any]) -> list[str]:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     diag = results.get("diagnostics", {})
-    for arm in (HELIX, RANDOM):
+    for arm in (HELIX, RANDOM, RANDOM_POOL):
         gap = diag.get("gap_closed", {}).get(arm, {})
         if not gap or arm not in results["arms"]:
             continue
@@ -619,13 +624,15 @@ def _against_references(results: dict[str, Any], bound: dict[str, Any]) -> list[
                     "off-topic insights out."
                 )
             )
-    random = gap.get(RANDOM, {}).get("overall")
-    versus = results.get("paired", {}).get(f"{HELIX} - {RANDOM}", {}).get("overall")
-    if random and versus:
-        out.append(
-            f"- **Random insights** (same count, from the store) close {_ratio(random)} of the "
-            f"gap; helix minus random: {_points(versus)}, {_verdict(versus)}."
-        )
+    for arm, where in ((RANDOM, "from the store"), (RANDOM_POOL, "from helix's pool")):
+        random = gap.get(arm, {}).get("overall")
+        versus = results.get("paired", {}).get(f"{HELIX} - {arm}", {}).get("overall")
+        if random and versus:
+            out.append(
+                f"- **{NAMES[arm].capitalize()}** (same count, {where}) closes "
+                f"{_ratio(random)} of the gap; helix minus {NAMES[arm]}: {_points(versus)}, "
+                f"{_verdict(versus)}."
+            )
     return out
 
 
@@ -643,7 +650,7 @@ def side_by_side(by_world: dict[str, dict[str, Any]]) -> str:
     for arm in arms:
         cells = [_cell(by_world[w]["arms"].get(arm, {}).get("overall")) for w in worlds]
         lines.append(f"| {NAMES[arm]}, pass rate | " + " | ".join(cells) + " |")
-    for arm in (HELIX, RANDOM):
+    for arm in (HELIX, RANDOM, RANDOM_POOL):
         for key, label in (("overall", "overall"), ("last_quarter", "last quarter")):
             cells = [
                 _ratio(
@@ -679,6 +686,15 @@ def _meaning(results: dict[str, Any]) -> list[str]:
             f"usefulness or recency weighting, no feedback): "
             f"{_pct(_mean(arms, HELIX, 'overall'))} of tasks passed against "
             f"{_pct(_mean(arms, RELEVANCE, 'overall'))}; paired differences: {text}."
+        )
+    pool = _compare(paired, HELIX, RANDOM_POOL)
+    if pool:
+        out.append(
+            "- **helix against random choice from its own pool** (as many insights as helix "
+            "injects, drawn uniformly from the candidates relevance admitted for the task, "
+            f"no feedback): {_pct(_mean(arms, HELIX, 'overall'))} of tasks passed against "
+            f"{_pct(_mean(arms, RANDOM_POOL, 'overall'))}; paired differences: {pool}. "
+            "What helix's choosing within the pool is worth."
         )
     learned = _compare(paired, HELIX, UNLEARNED)
     ranking = _compare(paired, UNLEARNED, RELEVANCE)
@@ -789,6 +805,15 @@ def _shortfalls(results: dict[str, Any]) -> list[str]:
             out.append(
                 f"- {label.capitalize()}, helix minus relevance-only was {_points(stat)}: "
                 f"{_verdict(stat)}, so helix did not demonstrably beat the baseline there."
+            )
+    versus_pool = paired.get(f"{HELIX} - {RANDOM_POOL}", {})
+    for key, label in (("overall", "over the whole run"), ("last_quarter", "in the last quarter")):
+        stat = versus_pool.get(key)
+        if stat and _verdict(stat) != "higher":
+            out.append(
+                f"- {label.capitalize()}, helix minus random choice from its pool was "
+                f"{_points(stat)}: {_verdict(stat)}, so helix's choosing within the pool did "
+                "not demonstrably beat chance there."
             )
     learned = paired.get(f"{HELIX} - {UNLEARNED}", {})
     for key, label in (("overall", "over the whole run"), ("second_half", "in the second half")):

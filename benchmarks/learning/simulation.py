@@ -70,7 +70,10 @@ What the builders claim:
 Arms: ``no_memory`` (nothing injected); ``relevance_only`` (the same store and
 recall, ranked by relevance alone via ``relevance_only=True``, and no injection
 record, so settling applies no feedback; insights still enter the same way);
-``helix_no_feedback`` (helix's own ranking, with its recency weighting, but no
+``random_insights`` and ``random_from_pool`` (as many insights as helix's
+ranking injects, drawn uniformly from the live store or from helix's candidate
+pool for the task, the pool relevance-only and the honest reference choose from;
+no feedback); ``helix_no_feedback`` (helix's own ranking, with its recency weighting, but no
 injection record, so nothing is learned: it separates what feedback adds from
 what the rest of the score does); ``helix`` (as designed);
 ``helix_adversarial``; ``oracle`` (injects the helpful insights of the task's
@@ -141,6 +144,7 @@ from .arms import (
     NO_MEMORY,
     ORACLE,
     RANDOM,
+    RANDOM_POOL,
     RELEVANCE,
     UPLIFT_MODULE,
     switched,
@@ -235,6 +239,8 @@ class Arm:
         self.records: list[dict[str, Any]] = []
         # helix's candidate pool per task index (the keys of what relevance admitted)
         self.pools: dict[int, list[str]] = {}
+        # random_from_pool's draws per task index: its pool, helix's count, the picks
+        self.picks: dict[int, dict[str, Any]] = {}
 
     def close(self) -> None:
         self.memory.close()
@@ -394,6 +400,11 @@ class Arm:
                 self._random(task, len(r["names"]))
                 for task, r in zip(tasks, batch["results"], strict=True)
             ]
+        if self.arm == RANDOM_POOL:
+            return [
+                self._random_from_pool(task, objective, len(r["names"]))
+                for task, objective, r in zip(tasks, objectives, batch["results"], strict=True)
+            ]
         for task, r in zip(tasks, batch["results"], strict=True):
             if "withholding" in r:
                 self.draws[task.index] = r["withholding"]
@@ -402,9 +413,14 @@ class Arm:
 
     def _pool(self, objective: str) -> list[str]:
         """The keys of what helix's relevance stage admits as candidates for this
-        objective (the recall :func:`helix.loop.injection.batch_inject` makes
-        before it chooses, with the insights its reach by evidence admits; recall
-        is read-only, so asking changes nothing)."""
+        objective (see :meth:`_candidates`)."""
+        return sorted({self.says[n].key for n in self._candidates(objective) if n in self.says})
+
+    def _candidates(self, objective: str) -> list[str]:
+        """The names of what helix's relevance stage admits as candidates for
+        this objective (the recall :func:`helix.loop.injection.batch_inject`
+        makes before it chooses, with the insights its reach by evidence admits;
+        recall is read-only, so asking changes nothing)."""
         admit = None
         # A helix without reach by evidence (an older checkout) has only its relevance pool.
         uplift = (
@@ -422,7 +438,7 @@ class Arm:
             min_relevance=injection.POOL_FLOOR,
             **({"admit": admit} if admit else {}),
         )
-        return sorted({self.says[h["name"]].key for h in hits if h["name"] in self.says})
+        return [h["name"] for h in hits]
 
     def _random(self, task: Task, count: int) -> tuple[list[str], str]:
         """``count`` insights (as many as helix's ranking would inject here)
@@ -430,6 +446,16 @@ class Arm:
         live = [n for (n,) in self.memory.conn.execute("SELECT name FROM insight ORDER BY name")]
         rng = random.Random(f"random-{self.cfg.world}-{self.seed}-{task.index}")
         names = rng.sample(live, min(count, len(live)))
+        return names, contracts.insight_lines([self.memory.get(n) for n in names])
+
+    def _random_from_pool(self, task: Task, objective: str, count: int) -> tuple[list[str], str]:
+        """``count`` insights (as many as helix's ranking would inject here)
+        drawn uniformly from helix's candidate pool for the task, seeded by seed
+        and task; ``picks`` keeps the pool and the draw, to be checked."""
+        pool = sorted(self._candidates(objective))
+        rng = random.Random(f"random-pool-{self.cfg.world}-{self.seed}-{task.index}")
+        names = rng.sample(pool, min(count, len(pool)))
+        self.picks[task.index] = {"pool": pool, "count": count, "names": names}
         return names, contracts.insight_lines([self.memory.get(n) for n in names])
 
     def _oracle(self, task: Task) -> tuple[list[str], str]:
