@@ -16,7 +16,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
-from stores import store_of
+from stores import store_of, withholding_off
 from uibrowser import (  # noqa: F401 (fixtures)
     UiServer,
     browser_fixture,
@@ -372,6 +372,7 @@ def test_the_overview_in_a_browser_answers_does_memory_help_as_helix_stats(
 
 
 def test_without_withholding_the_overview_says_how_to_compare(project, service):
+    withholding_off(project.memory)  # withholding is on by default
     project.attempt([], True)
     body = _client(service).get("/").text
     figures = _figures(body)
