@@ -14,20 +14,27 @@ On by default: rate 0.1, mode ``one``; off with ``helix memory withholding set
 --rate off``. The cost was measured by ``benchmarks/learning/withholding_cost.py``
 (the learning simulation's helix arm on the real library, development seeds
 only, 240 tasks, 3 seeds per world; figures in points of pass rate against
-rate 0 on the same seed, 95% intervals across seeds). World A: rate 0.1 in mode
-one costs 0.9 overall [-1.2, +3.0] and 1.7 in the last quarter [-5.4, +8.8];
-0.2 costs 1.5 [-2.8, +5.8] and 5.0 [+0.9, +9.1], the only cost whose interval
-excludes 0 in mode one; the block costs about twice as much (0.1: 1.9 and 3.4; 0.2: 5.8 and
-10.6). So 0.1: its cost is within the noise of rate 0, while 0.2 costs the
-last quarter 5 points; and one insight rather than the block, which withholds
-all the memory a task had and costs about twice as much at the same rate.
+rate 0 on the same seed, overall / last quarter, 95% intervals across seeds;
+``withholding_cost.json``). Rate 0.1 in mode one costs world A 1.0 [-1.2, +3.1]
+/ 1.7 [-5.5, +8.8] and world B 1.2 [-0.5, +3.0] / 0.6 [-5.8, +6.9], within the
+noise of rate 0; 0.2 costs A 1.5 / 5.0 [+0.9, +9.1] and B 2.9 [+1.9, +4.0] /
+3.9 [+1.5, +6.3]. The block costs more at every rate (0.1: A 1.9 / 3.3, B 2.2 /
+3.9 [+1.5, +6.3]; the world's true effect of what it withheld, 2.3 and 0.7
+points against one's 0.4 and -0.2). Per 100 tasks the block gives each insight
+about three times the information (the sum of 1/se^2 of its withheld-vs-shown
+differences: A 165 against 52, B 102 against 29 at 0.1), but each of its
+comparisons moves with everything else in the block, and neither mode's
+per-insight estimates tracked the true effects on 240 tasks (correlations
+-0.00 to +0.27); the memory-level comparison gets the same information from
+either (A 47 and 38, B 37 and 30). So one insight at 0.1: its cost is what
+noise hides, it compares each insight with the rest of its deal unchanged, and
+the block's extra information is bought at about twice the cost.
 
 The draw is helix's: :mod:`secrets` (the operating system's randomness), never
 derived from anything an agent or a task's text controls, and no variable sets
 it (an agent has a shell). The rate and mode are a person's setting, kept in
 the store (table ``memory_setting``, keys ``withholding_rate`` and
-``withholding_mode``), read by every injection
-and changed only by ``helix memory withholding set`` (refused in an agent's
+``withholding_mode``), read by every injection and changed only by ``helix memory withholding set`` (refused in an agent's
 shell and while an attempt is in flight; not offered over MCP).
 """
 
