@@ -33,9 +33,10 @@ source of randomness replaced, for this benchmark only, by one seeded per
 
 Writes ``withholding_cost.json`` beside this file (not with ``--tasks`` or
 ``--seed-count`` below the defaults unless ``--out`` names a file) and prints a
-markdown report; progress goes to stderr. About 20-40 s per run of 240 tasks on
-a 2-core machine, 7 runs per seed (rate 0, three rates in two modes): the
-default, 3 development seeds per world, is 42 runs.
+markdown report; progress goes to stderr. The default, 3 development seeds per
+world, is 42 runs of 240 tasks (rate 0, three rates in two modes): about 21 s a
+run on a quiet 2-core machine, ~15 min in all; measured 61 min at load average
+5-8 (70-140 s a run). ``--seed-count 2`` takes two thirds of that.
 """
 
 from __future__ import annotations
