@@ -245,7 +245,8 @@ def test_imported_usefulness_figures_are_not_believed(tmp_path, minilm):
             0,
             0,
         )
-        assert row["confidence"] == "[unproven]" and row["last_used"] is None
+        assert row["confidence"] == "[unproven, imported (helix memory import)]"
+        assert row["last_used"] is None
         assert row["created_at"] < "2030"
         assert mem.conn.execute(
             "SELECT uplift, uplift_prior, evidence FROM insight"

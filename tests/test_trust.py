@@ -272,7 +272,9 @@ def test_an_import_cannot_make_advice_proven(home: Path):
     listed = ok(run(home, "memory", "list", "--json"))
     assert isinstance(listed, list)
     [imported] = [i for i in listed if i["content"] == line["content"]]
-    assert imported["confidence"] == "[unproven]" and imported["effectiveness"] == 0.5
+    # unproven, and its origin said wherever it is listed (issue 40)
+    assert imported["confidence"] == "[unproven, imported (helix memory import)]"
+    assert imported["effectiveness"] == 0.5
 
 
 def test_bulk_prune_waits_for_a_person(home: Path):
