@@ -127,6 +127,10 @@ def test_an_insight_that_makes_tasks_pass_shows_a_positive_caused_uplift(home: P
     caused = read_effect(home, name_of(results))
     assert (caused.shown, caused.withheld) == (shown, withheld)
     assert caused.confident_positive() and caused.uplift is not None and caused.uplift > 0.5
+    # The person reads the same figures on the insight itself.
+    got = json.loads(run(home, "memory", "get", name_of(results)).stdout)["caused"]
+    assert got == {k: v for k, v in caused.to_json().items() if k != "name"}
+    assert got["low"] > 0
     text = run(home, "stats")
     assert text.returncode == 0 and "Does memory help here?" in text.stdout
     assert f"({shown} attempts)" in text.stdout and f"({withheld} attempts)" in text.stdout

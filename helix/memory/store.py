@@ -331,9 +331,18 @@ class Memory(InsightRows):
 
     def get(self, name: str) -> dict[str, Any]:
         """One insight by name, with its file patterns and where it came from
-        (``provenance``: origin, route, whether it is quarantined). Raises NotFound."""
+        (``provenance``: origin, route, whether it is quarantined) and its caused
+        uplift from randomized withholding so far (``caused``: every verified
+        attempt it was dealt to, whoever set the judge; the figures that may
+        release an agent's insight are the narrower ones in ``provenance``).
+        Raises NotFound."""
+        from helix.memory import causal
+
         item = super().get(name)
         item["provenance"] = quarantine.status(self.conn, name)
+        caused = causal.effect(self.conn, name).to_json()
+        caused.pop("name", None)
+        item["caused"] = caused
         return item
 
     # --------------------------------------------------------------- get/list
