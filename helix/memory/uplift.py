@@ -78,6 +78,20 @@ NOISE_SD = 0.45  # one outcome's spread around what the model expects
 # followed) 55.6% / 61.3% against 56.9% / 63.3%. A lower constant helps only
 # where builders follow partially and costs more where they follow all, so 0.5
 # stays; what a store's builders actually follow would have to be learned.
+# Learning it per store was tried and not taken (same seeds, against 68.8% /
+# 77.5%, 51.3% / 57.5%, 55.8% / 61.3% at the time): at each refit from 60
+# verified trials, every unnamed link's exposure set to the value of (0.25, 0.5,
+# 0.75, 0.999) with the highest marginal likelihood of the refit's regression
+# chose 0.25 at nearly every refit (seen on A's and C's first seed; smaller
+# effects fit noise better): A 67.9% / 73.3%, B 51.0% / 56.7%, C 56.4% / 58.3%. By
+# leave-one-out error it wandered between 0.25 and 0.999 from refit to refit,
+# and in C rose late, where it should fall. Fitting each insight's effect from
+# the trials that named it and regressing the unnamed trials' outcomes on what
+# that predicts gave 0.25-0.35 in A, B and C alike (the first development seed
+# of each, its value at every refit): in A too the unnamed advice
+# carries little effect (most of it is another family's), so the points A loses
+# at 0.25 are not a misjudged follow rate, and the store's evidence does not
+# tell A's builders from C's.
 NOT_NAMED = 0.5
 HALF_USES = 20.0  # an outcome counts half once the insight has this many newer ones
 HALF_DAYS = 90.0  # ... and half after this many days
