@@ -1,6 +1,6 @@
-"""The learning-curve benchmark: success rate per block of tasks for nine arms
-(no memory, relevance-only retrieval, random insights, helix's ranking without
-feedback, helix, helix with an adversarial builder, an oracle, and two ceilings
+"""The learning-curve benchmark: success rate per block of tasks for ten arms
+(no memory, relevance-only retrieval, random insights from the store and from
+helix's candidate pool, helix's ranking without feedback, helix, helix with an adversarial builder, an oracle, and two ceilings
 that choose from the relevance pool knowing the truth) in a simulated world
 that runs the real helix library, with diagnostics of what helix learned.
 
@@ -25,8 +25,8 @@ parameter was looked at on.
 79 s for world A and 135 s for world B on this 2-core machine at load average 5-6.
 A held-out run of one world (240 tasks x 12 seeds x 9 arms) costs about 60-65 s
 per seed on a quiet 2-core machine (world A's eight arms took 58 s per seed, 11.5
-min in all, at load 3.5; random insights adds ~6 s; world B costs the same per
-arm on the quick seeds), so ~12-13 min; measured 45 min (A) and 47 min (B) when
+min in all, at load 3.5; random insights adds ~6 s, random from the pool ~30 s
+at load 5; world B costs the same per arm on the quick seeds), so ~12-13 min; measured 45 min (A) and 47 min (B) when
 both ran at once beside other test suites (load average 7.5-11). The figures do
 not depend on load: every draw is seeded. ``--pool 2000`` (world A)
 stores 2,000 generated look-alike distractors in every store: about twice as
