@@ -623,3 +623,53 @@ def test_a_hook_in_a_workers_copy_judges_the_copy_and_keeps_the_projects_data(
     assert elsewhere.project == project
     plain = hooks.Context({"cwd": str(copy)}, {"HELIX_HOME": str(project / ".helix")})
     assert plain.project == project
+
+
+def test_a_builder_cannot_abandon_its_own_attempt_and_is_judged_when_it_stops(
+    stocked: Session,
+):
+    """`helix attempts abandon` knows an agent's shell only by variables a builder
+    can unset. An attempt the hooks opened for a spawned builder is not ended
+    there at all: it stays in flight (corrections and approvals stay refused) and
+    its SubagentStop runs VERIFY and charges what the builder was given."""
+    prompt = builder_prompt(
+        "hx-0000000a", "Fix JWT token refresh", verify="python3 -c 'raise SystemExit(1)'"
+    )
+    stocked.spawn("toolu_a", "helix:builder", prompt)
+    given = attempt(stocked.home, "hx-0000000a")
+    assert given is not None and given.names
+    stocked.start("a1", "helix:builder")
+    with stocked.memory() as memory:
+        before = {n: memory.get(n)["effectiveness"] for n in given.names}
+    # The builder's shell, with the client's variables unset.
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDECODE", "HELIX_RUN")}
+
+    def helix(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "helix", *args],
+            cwd=stocked.project,
+            env={**env, **stocked.env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    for how in (["--task", "hx-0000000a"], [given.id]):
+        refused = helix("attempts", "abandon", *how)
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert refused.stderr.startswith("helix: error: refused:") and "spawned" in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+    everything = helix("attempts", "abandon", "--all")
+    assert everything.returncode == 0
+    assert "left 1 attempt(s) of builders a client spawned in flight" in everything.stdout
+    still = attempt(stocked.home, "hx-0000000a")
+    assert still is not None and still.open
+    forget = helix("memory", "forget", given.names[0])
+    assert forget.returncode != 0 and "in flight" in forget.stderr
+    answer = f"DELIVERED: fixed it\nUTILIZED: {json.dumps(given.names)}"
+    stocked.stop("a1", "helix:builder", answer, "toolu_a")
+    settled = attempt(stocked.home, "hx-0000000a")
+    assert settled is not None and settled.id == given.id and settled.outcome == "blocked"
+    with stocked.memory() as memory:
+        for name in given.names:
+            assert memory.get(name)["effectiveness"] < before[name]

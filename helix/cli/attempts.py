@@ -67,12 +67,15 @@ def attempts_abandon(
     once. A task's claim held by a helix run whose process is gone from this
     machine is released too. For a person only: refused for a task a live
     `helix run` holds (stop it with Ctrl-C instead, which ends its attempt), and
-    in an agent's shell (HELIX_RUN or CLAUDECODE set). Name attempts (`helix
-    attempts list`), or use --task or --all.
+    in an agent's shell (HELIX_RUN or CLAUDECODE set). An attempt the hooks
+    opened for a builder a client spawned (Claude Code, Codex) is not ended
+    here: it ends when that builder stops, or 12 h after it started (--all
+    leaves it and says so). Name attempts (`helix attempts list`), or use
+    --task or --all.
 
     Example: helix attempts abandon --task hx-1a2b3c4d
     """
-    from helix.loop import taskstore
+    from helix.loop import ledger, taskstore
     from helix.run import recovery
 
     # Set in the shells of an agent: by helix run for its agents, by Claude Code
@@ -88,13 +91,19 @@ def attempts_abandon(
         ended = recovery.abandon(
             mem, taskstore.tracker_at(paths.home), attempt_ids, task_ids, everything
         )
+        kept = recovery.spawned_in_flight(mem) if everything else []
     if as_json:
         emit([asdict(e) for e in ended])
         return
-    if not ended:
+    if not ended and not kept:
         click.echo("no attempt was in flight")
     for entry in ended:
         released = "; its claim released (its run is gone)" if entry.released else ""
         click.echo(
             f"abandoned {entry.attempt} ({entry.task_id}, started {entry.started_at}){released}"
+        )
+    if kept:
+        click.echo(
+            f"left {len(kept)} attempt(s) of builders a client spawned in flight: each ends"
+            f" when its builder stops, or {ledger.OPEN_HOURS} h after it started"
         )

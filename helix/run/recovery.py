@@ -141,17 +141,18 @@ def _abandon_once(
     """One page of :func:`abandon`; ``first``: a named task with nothing in
     flight is an error (on later pages it has simply been ended)."""
     flying = ledger.open_attempts(memory)
-    chosen = {a.id: a for a in flying} if everything else {}
+    # --all leaves a spawned builder's attempt to end by itself (see _refuse_spawned)
+    chosen = {a.id: a for a in flying if a.source != SPAWNED_BUILDER} if everything else {}
     for attempt_id in attempt_ids:
         found = [a for a in flying if a.id == attempt_id]
         if not found:
             raise NotFound(f"attempt {attempt_id} is not in flight (see `helix attempts list`)")
-        chosen[attempt_id] = found[0]
+        chosen[attempt_id] = _refuse_spawned(found[0])
     for task_id in task_ids:
         found = [a for a in flying if a.task_id == task_id]
         if not found and first:
             raise NotFound(f"no attempt of {task_id} is in flight (see `helix attempts list`)")
-        chosen.update((a.id, a) for a in found)
+        chosen.update((a.id, _refuse_spawned(a)) for a in found)
     holders = {}
     for attempt in chosen.values():
         try:
@@ -175,6 +176,34 @@ def _abandon_once(
             entry.released = True
         out.append(entry)
     return out
+
+
+# The source of an attempt the hooks opened for a builder a client spawned.
+SPAWNED_BUILDER = "hook"
+
+
+def spawned_in_flight(memory: ledger.Store) -> list[ledger.Attempt]:
+    """The attempts in flight that :func:`abandon` leaves to end by themselves."""
+    return [a for a in ledger.open_attempts(memory) if a.source == SPAWNED_BUILDER]
+
+
+def _refuse_spawned(attempt: ledger.Attempt) -> ledger.Attempt:
+    """An attempt the hooks opened for a spawned builder is not a person's to end.
+
+    `helix attempts abandon` knows an agent's shell only by its variables, which
+    a builder can unset; ending its own attempt would spare it its VERIFY's
+    verdict and take it out of flight, where corrections, approvals and the
+    withholding setting are refused. So such an attempt ends only as it was
+    opened: when the hooks see its builder stop, or ``ledger.OPEN_HOURS`` after
+    it started. A run's attempts (helix run holds no shell of its builder's) are
+    a person's to end."""
+    if attempt.source == SPAWNED_BUILDER:
+        raise HelixError(
+            f"refused: attempt {attempt.id} ({attempt.task_id}) is a builder's that a"
+            " client spawned; it ends when that builder stops (the hooks settle it) or"
+            f" {ledger.OPEN_HOURS} h after it started ({attempt.started_at})"
+        )
+    return attempt
 
 
 def _held_by_live_run(task: Mapping[str, Any]) -> bool:
