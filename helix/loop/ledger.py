@@ -261,13 +261,14 @@ def latest(memory: Store, task_id: str, open_only: bool = False) -> Attempt | No
     return _attempt(found) if found else None
 
 
-def open_attempts(memory: Store) -> list[Attempt]:
-    """The attempts in flight now: unsettled and started within ``OPEN_HOURS``.
+def open_attempts(memory: Store, limit: int | None = 100) -> list[Attempt]:
+    """The attempts in flight now: unsettled and started within ``OPEN_HOURS``,
+    newest first, at most ``limit`` (None: every one, for what must end them all).
     While one is open a builder holds a shell, so what is asked of helix then may
     come from it (a task's VERIFY set, a bulk prune)."""
     cutoff = db.stamp(memory.clock() - timedelta(hours=OPEN_HOURS))
     # an attempt a later one of the same task superseded is not in flight
-    return [_attempt(r) for r in table.unsettled_since(memory.conn, cutoff)]
+    return [_attempt(r) for r in table.unsettled_since(memory.conn, cutoff, limit)]
 
 
 def refuse_in_flight(memory: Store, action: str) -> None:

@@ -114,33 +114,7 @@ def abandon(
     with nothing in flight."""
     if not (attempt_ids or task_ids or everything):
         raise InvalidInput("name an ATTEMPT, --task ID or --all (see `helix attempts list`)")
-    out = _abandon_once(memory, tracker, attempt_ids, task_ids, everything, True)
-    # The attempts in flight are read a page at a time (ledger.open_attempts
-    # returns at most a hundred): --all and --task go on until none is left.
-    for _ in range(_MAX_PAGES):
-        if not (task_ids or everything):
-            break
-        more = _abandon_once(memory, tracker, (), task_ids, everything, False)
-        if not more:
-            break
-        out += more
-    return out
-
-
-_MAX_PAGES = 1000
-
-
-def _abandon_once(
-    memory: ledger.Store,
-    tracker: Tracker,
-    attempt_ids: Sequence[str],
-    task_ids: Sequence[str],
-    everything: bool,
-    first: bool,
-) -> list[Abandoned]:
-    """One page of :func:`abandon`; ``first``: a named task with nothing in
-    flight is an error (on later pages it has simply been ended)."""
-    flying = ledger.open_attempts(memory)
+    flying = ledger.open_attempts(memory, limit=None)  # every one, not the newest hundred
     # --all leaves a spawned builder's attempt to end by itself (see _refuse_spawned)
     chosen = {a.id: a for a in flying if a.source != SPAWNED_BUILDER} if everything else {}
     for attempt_id in attempt_ids:
@@ -150,7 +124,7 @@ def _abandon_once(
         chosen[attempt_id] = _refuse_spawned(found[0])
     for task_id in task_ids:
         found = [a for a in flying if a.task_id == task_id]
-        if not found and first:
+        if not found:
             raise NotFound(f"no attempt of {task_id} is in flight (see `helix attempts list`)")
         chosen.update((a.id, _refuse_spawned(a)) for a in found)
     holders = {}
@@ -184,7 +158,7 @@ SPAWNED_BUILDER = "hook"
 
 def spawned_in_flight(memory: ledger.Store) -> list[ledger.Attempt]:
     """The attempts in flight that :func:`abandon` leaves to end by themselves."""
-    return [a for a in ledger.open_attempts(memory) if a.source == SPAWNED_BUILDER]
+    return [a for a in ledger.open_attempts(memory, limit=None) if a.source == SPAWNED_BUILDER]
 
 
 def _refuse_spawned(attempt: ledger.Attempt) -> ledger.Attempt:
