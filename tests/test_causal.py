@@ -215,11 +215,9 @@ def test_the_block_mode_is_its_own_row_memory_against_no_memory(home: Path):
 def test_too_few_withheld_gives_no_number():
     """A single withheld attempt: an uplift would be invented, so there is none."""
     rows = [
-        causal.Comparison("a1", "t1", "", None, True, True, 0.5, None, 0.5, "one", 1, 0.5, "shown"),
-        causal.Comparison("a2", "t2", "", None, True, True, 0.5, None, 0.5, "one", 1, 0.5, "shown"),
-        causal.Comparison(
-            "a3", "t3", "", None, True, False, 0.5, None, 0.5, "one", 1, 0.5, "withheld"
-        ),
+        causal.Comparison("a1", "t1", "", None, True, 0.5, None, 0.5, "one", 1, 0.5, "shown"),
+        causal.Comparison("a2", "t2", "", None, True, 0.5, None, 0.5, "one", 1, 0.5, "shown"),
+        causal.Comparison("a3", "t3", "", None, False, 0.5, None, 0.5, "one", 1, 0.5, "withheld"),
     ]
     effect = causal._effect("x", rows, None)
     assert effect.uplift is None and effect.low is None and effect.withheld == 1

@@ -66,8 +66,8 @@ OTHER = "other"
 
 @dataclass(frozen=True)
 class Comparison:
-    """One settled, verified attempt an insight was dealt to, and which arm the
-    draw put it in. ``setter`` is the attempt's judge stamp (``judge-set``, see
+    """One settled, verified attempt an insight was dealt to (only those are
+    read), and which arm the draw put it in. ``setter`` is the attempt's judge stamp (``judge-set``, see
     :mod:`helix.loop.provenance`; None for a judge from before stamps);
     ``started_at`` when the attempt opened, ``settled_at`` when it settled; the
     task's own creation time is in the task tracker under ``task_id``."""
@@ -76,7 +76,6 @@ class Comparison:
     task_id: str
     started_at: str
     settled_at: str | None
-    verified: bool
     passed: bool
     baseline: float | None
     setter: dict[str, Any] | None
@@ -295,7 +294,6 @@ def _comparison(row: _Row, name: str) -> Comparison | None:
         row.task_id,
         row.started_at,
         row.settled_at,
-        True,
         row.passed,
         row.baseline,
         row.setter,
@@ -307,10 +305,33 @@ def _comparison(row: _Row, name: str) -> Comparison | None:
     )
 
 
+class Draws:
+    """The store's verified settled attempts with a draw, read once, for as many
+    estimates as a caller needs (a settlement reassesses every insight it was
+    dealt; the project's answer lists every harmful one)."""
+
+    def __init__(self, conn: db.Connection):
+        self.rows = _rows(conn)
+
+    def comparisons(self, name: str) -> list[Comparison]:
+        """Every attempt ``name`` was dealt to by a draw that could have gone
+        either way, newest first."""
+        return [c for row in self.rows if (c := _comparison(row, name)) is not None]
+
+    def effect(self, name: str, eligible: Callable[[Comparison], bool] | None = None) -> Effect:
+        """``name``'s caused uplift from the comparisons ``eligible`` keeps (all
+        by default)."""
+        return _effect(name, self.comparisons(name), eligible)
+
+    def dealt(self) -> list[str]:
+        """Every insight a draw has dealt, by name."""
+        return sorted({n for row in self.rows for n in row.draw.dealt})
+
+
 def comparisons(conn: db.Connection, name: str) -> list[Comparison]:
     """Every verified settled attempt ``name`` was dealt to by a draw that could
     have gone either way, newest first. Read-only."""
-    return [c for row in _rows(conn) if (c := _comparison(row, name)) is not None]
+    return Draws(conn).comparisons(name)
 
 
 def effect(
@@ -318,7 +339,7 @@ def effect(
 ) -> Effect:
     """``name``'s caused uplift from the comparisons ``eligible`` keeps (all by
     default). Read-only."""
-    return _effect(name, comparisons(conn, name), eligible)
+    return Draws(conn).effect(name, eligible)
 
 
 def effects(
@@ -329,17 +350,9 @@ def effects(
 ) -> dict[str, Effect]:
     """The caused uplift of each of ``names`` (None: every insight a draw has
     dealt), reading the attempts once. Read-only."""
-    rows = _rows(conn)
-    wanted = (
-        list(dict.fromkeys(names))
-        if names is not None
-        else sorted({n for row in rows for n in row.draw.dealt})
-    )
-    out = {}
-    for name in wanted:
-        found = [c for row in rows if (c := _comparison(row, name)) is not None]
-        out[name] = _effect(name, found, eligible)
-    return out
+    draws = Draws(conn)
+    wanted = list(dict.fromkeys(names)) if names is not None else draws.dealt()
+    return {name: draws.effect(name, eligible) for name in wanted}
 
 
 def _effect(
@@ -414,14 +427,16 @@ def project(conn: db.Connection) -> Summary:
     something and could have gone either way, the pass rate with everything
     dealt shown against with the draw's withholding, per mode, and the insights
     whose caused uplift is confidently negative. Read-only."""
-    rows = _rows(conn)
+    draws = Draws(conn)
+    rows = draws.rows
     usable = [r for r in rows if 0 < r.draw.rate < 1]
     contrasts = {}
     for mode in withholdings.MODES:
         mine = [r for r in usable if r.draw.mode == mode]
         if mine:
             contrasts[mode] = _contrast(mode, mine)
-    negative = [e for e in effects(conn).values() if e.confident_negative()]
+    caused = (draws.effect(name) for name in draws.dealt())
+    negative = [e for e in caused if e.confident_negative()]
     negative.sort(key=lambda e: (e.high if e.high is not None else 0.0, e.name))
     return Summary(
         rate_now=withholdings.load(conn).rate,

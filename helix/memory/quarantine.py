@@ -78,7 +78,7 @@ from helix.errors import HelixError, InvalidInput
 from helix.memory import db
 
 if TYPE_CHECKING:  # the briefing reads this module: keep numpy out of it
-    from helix.memory.causal import Comparison, Effect
+    from helix.memory.causal import Comparison, Draws, Effect
     from helix.memory.rows import InsightRows
 
 PERSON = "person"
@@ -342,7 +342,7 @@ def eligible(conn: db.Connection, name: str) -> Callable[[Comparison], bool]:
     before = cutoff(conn, name)
 
     def check(comparison: Comparison) -> bool:
-        if not comparison.verified or before is None or not comparison.person_set_judge:
+        if before is None or not comparison.person_set_judge:
             return False
         if not comparison.task_id or comparison.task_id in writers:
             return False
@@ -353,19 +353,23 @@ def eligible(conn: db.Connection, name: str) -> Callable[[Comparison], bool]:
     return check
 
 
-def evidence(conn: db.Connection, name: str) -> Effect:
-    """``name``'s caused uplift from its eligible comparisons. Read-only."""
+def evidence(conn: db.Connection, name: str, draws: Draws | None = None) -> Effect:
+    """``name``'s caused uplift from its eligible comparisons; ``draws``: the
+    store's draws when the caller has read them already. Read-only."""
     from helix.memory import causal  # numpy-free callers never get here
 
-    # Most queued insights were never dealt by a draw: one probe in SQL instead
-    # of reading and parsing every draw again for each of them (the review queue).
-    drawn = conn.execute(
-        "SELECT 1 FROM attempt WHERE withholding IS NOT NULL AND instr(withholding, ?) > 0 LIMIT 1",
-        (json.dumps(name),),
-    ).fetchone()
-    if drawn is None:
-        return causal.Effect(name, None, None, None, 0, 0, "never dealt by a withholding draw")
-    return causal.effect(conn, name, eligible=eligible(conn, name))
+    if draws is None:
+        # Most queued insights were never dealt by a draw: one probe in SQL instead
+        # of reading and parsing every draw for each of them (the review queue).
+        drawn = conn.execute(
+            "SELECT 1 FROM attempt WHERE withholding IS NOT NULL AND instr(withholding, ?) > 0 "
+            "LIMIT 1",
+            (json.dumps(name),),
+        ).fetchone()
+        if drawn is None:
+            return causal.Effect(name, None, None, None, 0, 0, "never dealt by a withholding draw")
+        draws = causal.Draws(conn)
+    return draws.effect(name, eligible(conn, name))
 
 
 def reassess(conn: db.Connection, names: Iterable[str], now: str) -> list[str]:
@@ -374,11 +378,16 @@ def reassess(conn: db.Connection, names: Iterable[str], now: str) -> list[str]:
     caused uplift is now positive with confidence, and put back in quarantine a
     released one whose evidence no longer bears it out. Returns the names whose
     standing changed."""
+    from helix.memory import causal
+
     changed = []
+    draws = None  # read once, and only when an insight is still to be assessed
     for name, found in standings(conn, names).items():
         if found.promoted:
             continue
-        effect = evidence(conn, name)
+        if draws is None:
+            draws = causal.Draws(conn)
+        effect = evidence(conn, name, draws)
         released = found.state == RELEASED
         if effect.confident_positive():
             figures = json.dumps(_figures(effect))
