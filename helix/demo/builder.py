@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from helix.loop import contracts
 
@@ -39,6 +40,27 @@ class ScriptedBuilder:
 
     def __init__(self, project: Path) -> None:
         self.project = project
+
+    def take(
+        self,
+        task: dict[str, Any],
+        insights: list[dict[str, Any]],
+        parent_deliveries: list[dict[str, Any]] | None = None,
+    ) -> tuple[str, str | None, str]:
+        """Run on the prompt helix's contract writes for tracked ``task`` with
+        the ``insights`` an injection chose for it."""
+        return self.run(
+            contracts.builder_prompt(
+                task["id"],
+                task["title"],
+                task["title"],
+                verify=task.get("verify"),
+                delta=task.get("delta"),
+                budget=task.get("budget"),
+                parent_deliveries=parent_deliveries,
+                insights=insights,
+            )
+        )
 
     def run(self, prompt: str) -> tuple[str, str | None, str]:
         fields = contracts.parse_prompt(prompt).fields

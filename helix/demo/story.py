@@ -36,7 +36,7 @@ from helix.demo.figures import Figures
 from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
 from helix.judge import settings as judge_settings
-from helix.loop import contracts, injection, learning, outcomes, synthesis
+from helix.loop import injection, learning, outcomes, synthesis
 from helix.memory import db, withholding
 from helix.memory.records import RecallHit
 from helix.memory.store import Memory
@@ -419,17 +419,7 @@ def _wave(
     rows = []
     for task, chosen in zip(wave, batch["results"], strict=True):
         deliveries = taskgraph.lineage(task, everything)
-        prompt = contracts.builder_prompt(
-            task["id"],
-            task["title"],
-            task["title"],
-            verify=task.get("verify"),
-            delta=task.get("delta"),
-            budget=task.get("budget"),
-            parent_deliveries=deliveries,
-            insights=chosen["insights"],
-        )
-        output, used, style = builder.run(prompt)
+        output, used, style = builder.take(task, chosen["insights"], deliveries)
         settled = outcomes.finish(
             memory, tracker, task["id"], output, home, attempt_id=chosen["attempt"]
         )

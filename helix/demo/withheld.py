@@ -19,7 +19,7 @@ from typing import Any
 
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator
-from helix.loop import contracts, injection, outcomes
+from helix.loop import injection, outcomes
 from helix.memory import causal, db, withholding
 from helix.memory.store import Memory
 from helix.tasks.tracker import Tracker
@@ -62,16 +62,7 @@ def run(
             home.parent,
             judges=[injection.task_judge(task)],
         )["results"]
-        prompt = contracts.builder_prompt(
-            task["id"],
-            task["title"],
-            task["title"],
-            verify=task.get("verify"),
-            delta=task.get("delta"),
-            budget=task.get("budget"),
-            insights=chosen["insights"],
-        )
-        output, used, style = builder.run(prompt)
+        output, used, style = builder.take(task, chosen["insights"])
         settled = outcomes.finish(
             memory, tracker, task["id"], output, home, attempt_id=chosen["attempt"]
         )
