@@ -51,8 +51,9 @@ copied from elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .world import pass_chance  # the same formula in every world
 
 NAME = "c"
 DEVELOPMENT_SEEDS = (31, 32, 33, 34)
@@ -61,7 +62,6 @@ HELD_OUT_SEEDS = tuple(range(3001, 3013))  # 12 seeds, reported, never tuned on
 HELPFUL_EFFECT = 0.5
 LESSON_EFFECT = 0.3
 HARMFUL_EFFECT = 0.5
-MIN_PASS, MAX_PASS = 0.02, 0.98
 
 HELPFUL, DISTRACTOR, HARMFUL, LESSON, NOISE = "helpful", "distractor", "harmful", "lesson", "noise"
 CROSS = "cross"  # not used in this world; named so the interface matches world A
@@ -503,18 +503,6 @@ def pass_probability(
     with base pass rate ``base`` who follows ``given`` (each key counts once)."""
     distinct = {a.key: a for a in given}.values()
     return pass_chance(base, [a.effect_on(family or a.family, context) for a in distinct])
-
-
-def pass_chance(base: float, effects: Iterable[float]) -> float:
-    """As :func:`world.pass_chance` (the same formula in every world)."""
-    fail = 1.0 - base
-    keep = 1.0
-    for effect in effects:
-        if effect > 0:
-            fail *= 1.0 - effect
-        elif effect < 0:
-            keep *= 1.0 + effect
-    return min(MAX_PASS, max(MIN_PASS, (1.0 - fail) * keep))
 
 
 def description(fam: Family, context: str = "") -> str:
