@@ -205,7 +205,6 @@ def test_one_flooding_subagent_stop_stores_at_most_max_insights(
 ) -> None:
     monkeypatch.setenv("HELIX_EMBEDDER", "hash")
     session = Session(tmp_path)
-    session.home.mkdir()
     session.spawn("toolu_f", "helix:builder", builder_prompt("hx-000000ff", "Add a cache"))
     session.start("f1", "helix:builder")
     lines = "".join(

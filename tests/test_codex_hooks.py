@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stores import withholding_off
 from topics import stock
 
 from helix.claude import codex, hooks
@@ -47,6 +48,7 @@ class CodexSession:
 def session(tmp_path: Path, minilm) -> CodexSession:
     session = CodexSession(tmp_path)
     stock(session.home / "helix.db", minilm)
+    withholding_off(session.home / "helix.db")  # each builder gets all that is dealt
     return session
 
 

@@ -33,6 +33,10 @@ class Session:
         self.project = root / "project"
         self.project.mkdir()
         self.home = self.project / ".helix"
+        self.home.mkdir()
+        # Each builder gets all that is dealt: a test that asserts what was
+        # injected must not meet the default random withholding.
+        withholding_off(store_of(self.home))
         self.config = root / "claude"
         self.transcript = self.config / "projects" / "-project" / f"{SESSION}.jsonl"
         self.subagents = self.transcript.parent / SESSION / "subagents"
@@ -122,10 +126,7 @@ def spawn_record(home: Path, tool_use_id: str) -> dict:
 
 @pytest.fixture
 def session(tmp_path: Path) -> Session:
-    made = Session(tmp_path)
-    made.home.mkdir()
-    withholding_off(store_of(made.home))  # each builder gets all that is dealt
-    return made
+    return Session(tmp_path)
 
 
 @pytest.fixture
