@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from learning import arms, draws, figures, report, simulation, world  # noqa: E402
+from learning import arms, draws, figures, report, simulation, world, world_b  # noqa: E402
 
 from helix.loop import grading
 
@@ -215,6 +215,16 @@ def test_the_draws_are_the_same_for_every_arm():
     assert simulation.tasks_for(3, TINY) != simulation.tasks_for(4, TINY)
     assert not set(simulation.DEVELOPMENT_SEEDS) & set(simulation.HELD_OUT_SEEDS)
     assert len(simulation.HELD_OUT_SEEDS) >= 10
+
+
+def test_no_world_reports_on_seeds_that_were_spent_on_decisions():
+    for spent, held, dev in (
+        (draws.SPENT_SEEDS, draws.HELD_OUT_SEEDS, draws.DEVELOPMENT_SEEDS),
+        (world_b.SPENT_SEEDS, world_b.HELD_OUT_SEEDS, world_b.DEVELOPMENT_SEEDS),
+    ):
+        assert not set(spent) & set(held) and not set(dev) & set(held)
+    sets = [set(draws.seeds_of(name, "heldout")) for name in draws.WORLDS]
+    assert all(not a & b for i, a in enumerate(sets) for b in sets[i + 1 :])
 
 
 def test_cross_family_advice_helps_one_family_and_harms_the_other():

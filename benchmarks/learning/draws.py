@@ -25,7 +25,11 @@ from . import world, world_b, world_c
 
 WORLDS: dict[str, ModuleType] = {"a": world, "b": world_b, "c": world_c}
 DEVELOPMENT_SEEDS = (1, 2, 3, 4)  # world A: the only seeds any parameter was looked at on
-HELD_OUT_SEEDS = tuple(range(1001, 1013))  # world A: 12 seeds, reported, never tuned on
+# World A's first held-out seeds, 1001-1012, decided what landed before issue 40
+# (reach off, grading on, the quiet rule kept): they are spent, kept only so that
+# no later set reuses them. The seeds reported now were first run at issue 40.
+SPENT_SEEDS = tuple(range(1001, 1013))
+HELD_OUT_SEEDS = tuple(range(1101, 1113))  # world A: 12 seeds, reported, never tuned on
 TEST_FILE = "tests/test_tasks.py"  # the tests every task's VERIFY runs
 
 

@@ -50,7 +50,10 @@ from .world import pass_chance  # the same formula in every world
 
 NAME = "b"
 DEVELOPMENT_SEEDS = (21, 22, 23, 24)
-HELD_OUT_SEEDS = tuple(range(2001, 2013))  # 12 seeds, reported, never tuned on
+# 2001-2012, world B's first held-out seeds, decided what landed before issue 40:
+# spent, kept so that no later set reuses them.
+SPENT_SEEDS = tuple(range(2001, 2013))
+HELD_OUT_SEEDS = tuple(range(2101, 2113))  # 12 seeds, reported, never tuned on
 
 HELPFUL_EFFECT = 0.5
 LESSON_EFFECT = 0.3
