@@ -518,10 +518,17 @@ def memory_push(target: str) -> None:
     the insights it lacks, and the evidence by event id, so pushing twice
     counts nothing twice. Prints what was added.
 
+    Each text passes TARGET's safety screen and is embedded there (vectors are
+    never copied); a refused one stays out with its evidence, counted by
+    reason. Origins go as they are: a person's insight stays a person's, an
+    agent's or an import's stays quarantined. Scores are refitted from the
+    evidence, which keeps its verified mark as it is here. Refused in an
+    agent's shell (HELIX_RUN or CLAUDECODE set) and while an attempt is in
+    flight here: what goes in counts as your word in the shared store.
+
     Example: helix memory push postgresql://alice@db.internal/helix
     """
-    with open_memory() as mem:
-        emit(mem.push(config.database(target)))
+    _merge("push", target)
 
 
 @memory.command("pull")
@@ -529,12 +536,41 @@ def memory_push(target: str) -> None:
 @guarded
 def memory_pull(source: str) -> None:
     """Merge the store at SOURCE (a postgresql:// URL or a file) into this
-    project's: `push` the other way.
+    project's, as an import: the insights it lacks, and the evidence by event
+    id, so pulling twice counts nothing twice.
+
+    Each text passes this store's safety screen and is embedded here (vectors
+    are never copied); a refused one stays out with its evidence, one line per
+    reason. Every insight pulled is quarantined like an import (an
+    agent-written one stays agent-written), whatever SOURCE said of it: never
+    briefed, exported nor counted proven until a person here runs `helix memory
+    approve NAME` (see `helix memory review`). Evidence counts as verified only
+    if it was verified in SOURCE; scores are refitted here, never copied.
+    Refused in an agent's shell (HELIX_RUN or CLAUDECODE set) and while an
+    attempt is in flight.
 
     Example: helix memory pull postgresql://alice@db.internal/helix
     """
+    _merge("pull", source)
+
+
+def _merge(verb: str, where: str) -> None:
+    """Push or pull: a person's decision, made when no builder holds a shell."""
+    review.not_an_agents_shell(verb)
+    location = config.database(where)
     with open_memory() as mem:
-        emit(mem.pull(config.database(source)))
+        _person_only(mem, verb)
+        result = mem.push(location) if verb == "push" else mem.pull(location)
+    for reason, count in result["refused_by_reason"].items():
+        click.echo(f"helix: {count} insight(s) not {verb}ed: {reason}", err=True)
+    if verb == "pull" and result["insights"]:
+        click.echo(
+            f"helix: {result['insights']} pulled insights are quarantined: injected only as "
+            "marked candidates until a person approves them (`helix memory review` lists "
+            "them with the command for each) or caused evidence here stands behind them",
+            err=True,
+        )
+    emit(result)
 
 
 @memory.command("grant")

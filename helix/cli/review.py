@@ -85,7 +85,7 @@ def memory_approve(name: str) -> None:
 
     Example: helix memory approve check-token-expiry-first
     """
-    _not_an_agents_shell("approve")
+    not_an_agents_shell("approve")
     with cli_service() as svc:
         emit(svc.approve(name))
 
@@ -101,12 +101,12 @@ def memory_reject(name: str) -> None:
 
     Example: helix memory reject check-token-expiry-first
     """
-    _not_an_agents_shell("reject")
+    not_an_agents_shell("reject")
     with cli_service() as svc:
         emit(svc.reject(name))
 
 
-def _not_an_agents_shell(verb: str) -> None:
+def not_an_agents_shell(verb: str) -> None:
     """Refuse a review verb in an agent's shell: set by helix run for its agents
     and by Claude Code for its tools, so the request would be an agent's."""
     marker = next((name for name in AGENT_MARKERS if os.environ.get(name)), None)

@@ -13,8 +13,9 @@ well as from what it looks like. Every insight records its origin
   stored through :func:`helix.loop.learning.store` (the hooks, ``helix run``,
   ``helix learn``); the MCP ``store`` tool; the CLI while an attempt is in
   flight, when the builder holds a shell and the request may be its own.
-- ``import``: ``helix memory import``. Someone else's memory is not this
-  project's person's word either.
+- ``import``: ``helix memory import``, and ``helix memory pull`` (route
+  ``pull``; an insight an agent wrote in the other store stays ``agent``, route
+  ``pull``). Someone else's memory is not this project's person's word either.
 
 An insight of origin ``agent`` or ``import`` is **quarantined** (:func:`held`)
 until one of two things happens:
@@ -210,6 +211,7 @@ class Standing:
             "cli": f"helix memory store while task {tasks} was in flight",
             "chunk": f"helix memory chunk while task {tasks} was in flight",
             "import": "helix memory import",
+            "pull": f"helix memory pull, tasks {tasks}" if self.written_by else "helix memory pull",
         }.get(self.route, _safe(self.route))
         who = "imported" if self.origin == IMPORT else "written by an agent"
         return f"[unproven, {who} ({how})]"

@@ -309,18 +309,22 @@ class Memory(InsightRows):
 
     def push(self, target: config.Location) -> dict[str, Any]:
         """Merge this store into the one at ``target`` (:mod:`helix.memory.sync`):
-        insights it lacks, and evidence by event id, so nothing counts twice."""
+        insights it lacks, screened and embedded there with this process's
+        embedder, origins as they are, and evidence by event id, so nothing
+        counts twice. The caller makes sure a person is asking."""
         from helix.memory import sync
 
-        with Memory(target, clock=self.clock) as other:
+        with Memory(target, embedder=self._embedder, clock=self.clock) as other:
             return {"to": str(target), **sync.copy(self, other)}
 
     def pull(self, source: config.Location) -> dict[str, Any]:
-        """Merge the store at ``source`` into this one (:meth:`push` reversed)."""
+        """Merge the store at ``source`` into this one as an import: its texts
+        screened and embedded here, quarantined, its evidence by event id
+        (:mod:`helix.memory.sync`). The caller makes sure a person is asking."""
         from helix.memory import sync
 
         with Memory(source, clock=self.clock) as other:
-            return {"from": str(source), **sync.copy(other, self)}
+            return {"from": str(source), **sync.copy(other, self, sync.label(source))}
 
     def grant(self, role: str, level: str) -> dict[str, str]:
         """On PostgreSQL: make the login ``role`` a reader, writer, settler or
