@@ -199,6 +199,29 @@ CREATE TABLE spawn (
             created_at TEXT NOT NULL
         );
 
+-- table task
+CREATE TABLE task (
+            id TEXT PRIMARY KEY,
+            body BLOB NOT NULL,
+            status TEXT,
+            priority INTEGER NOT NULL DEFAULT 2,
+            created_at TEXT NOT NULL DEFAULT '',
+            runnable INTEGER NOT NULL DEFAULT 0,
+            releases INTEGER NOT NULL DEFAULT 0,
+            not_before TEXT,
+            holder TEXT,
+            lease_until TEXT,
+            heartbeat_at TEXT,
+            updated_at TEXT NOT NULL
+        );
+
+-- table task_dependency
+CREATE TABLE task_dependency (
+            task_id TEXT NOT NULL,
+            depends_on TEXT NOT NULL,
+            PRIMARY KEY (task_id, depends_on)
+        );
+
 -- table task_file
 CREATE TABLE task_file (
             key TEXT PRIMARY KEY,
@@ -285,11 +308,20 @@ CREATE INDEX merge_event_insight ON merge_event(insight);
 -- index spawn_agent
 CREATE INDEX spawn_agent ON spawn(agent_id);
 
+-- index task_dependency_target
+CREATE INDEX task_dependency_target ON task_dependency(depends_on);
+
+-- index task_holder
+CREATE INDEX task_holder ON task(holder);
+
 -- index task_outcome_attempt
 CREATE UNIQUE INDEX task_outcome_attempt ON task_outcome(task_id, attempt);
 
 -- index task_outcome_uid
 CREATE UNIQUE INDEX task_outcome_uid ON task_outcome(uid);
+
+-- index task_ready
+CREATE INDEX task_ready ON task(runnable, priority, created_at, id);
 
 -- index trial_insight_trial
 CREATE INDEX trial_insight_trial ON trial_insight(trial_id);

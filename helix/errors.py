@@ -37,5 +37,10 @@ class ModelUnavailable(HelixError):
     """The embedding model's files are missing or do not match their pinned hashes."""
 
 
+class Busy(HelixError):
+    """Another process is changing it at this moment (a task another runner is
+    claiming): nothing was done, and the same request may succeed in a moment."""
+
+
 class CycleError(InvalidInput):
     """A dependency would close a loop in the task graph; the message shows it."""

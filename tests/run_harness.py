@@ -145,7 +145,7 @@ class World:
         """The task list's bytes, wherever the engine under test keeps them."""
         tracker = tracker_of(self.home)
         if tracker.backing is not None:
-            return tracker.backing.load() or b""
+            return tracker.backing.load()
         return tracker.path.read_bytes() if tracker.path.exists() else b""
 
     def write_tasks(self, rows: list[dict[str, Any]]) -> None:
@@ -153,8 +153,7 @@ class World:
         data = "".join(json.dumps(r) + "\n" for r in rows).encode()
         tracker = tracker_of(self.home)
         if tracker.backing is not None:
-            with tracker.backing.locked():
-                tracker.backing.store(data)
+            tracker.backing.replace(data)
         else:
             tracker.path.write_bytes(data)
 

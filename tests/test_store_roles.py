@@ -111,20 +111,46 @@ def test_roles_are_postgresql_s(tmp_path: Path):
             memory.grant("alice", "reader")
 
 
-def test_provenance_names_the_role_and_a_team_needs_two_sources(shared, monkeypatch):
+def test_provenance_names_the_role_and_a_team_needs_two_logins(shared, monkeypatch):
+    """A source of evidence is a login role: one login naming two machines in
+    HELIX_MACHINE is one source; a second login makes two."""
     owner = Server(shared["url"])
-    monkeypatch.setenv("HELIX_MACHINE", "laptop-1")
     monkeypatch.setenv("HELIX_RUN", "run-7")
     settler = Server(as_role(shared["url"], "carol"))
-    with Memory(settler, embedder=HashEmbedder()) as memory:
-        for n in range(4):
+    for n, machine in enumerate(("laptop-1", "laptop-1", "ci-runner-3", "ci-runner-4")):
+        monkeypatch.setenv("HELIX_MACHINE", machine)
+        with Memory(settler, embedder=HashEmbedder()) as memory:
             credit(memory, [shared["name"]], "delivered", task_id=f"t-{n}")
+    with Memory(settler, embedder=HashEmbedder()) as memory:
         row = memory.conn.execute(
             "SELECT actor, machine, run FROM trial ORDER BY id DESC LIMIT 1"
         ).fetchone()
-        assert tuple(row) == ("carol", "laptop-1", "run-7")  # the role, not the OS user
-        assert memory.health()["proven"] == 0  # one source is not the team's proof
+        assert tuple(row) == ("carol", "ci-runner-4", "run-7")  # the role, not the OS user
+        assert memory.health()["proven"] == 0  # one login is one source, whatever it says
     monkeypatch.setenv("HELIX_MACHINE", "ci-runner-3")
     with Memory(owner, embedder=HashEmbedder()) as memory:
         credit(memory, [shared["name"]], "delivered", task_id="t-ci")
         assert memory.health()["proven"] == 1
+
+
+def test_a_level_on_one_database_means_nothing_on_another(shared, pg_cluster):
+    """bob is a writer of the shared store; on a second database of the same
+    server, whose owner granted levels to others, he is refused, in one line."""
+    other = pg_cluster.database()
+    home = shared["home"].parent.parent / "other" / ".helix"
+    env = {"HELIX_DB": other, "HELIX_EMBEDDER": "hash"}
+    ok(run_helix(home, "memory", "store", "--content", ADVICE, env=env))
+    ok(run_helix(home, "memory", "grant", "alice", "writer", env=env))
+    bob_there = {"HELIX_DB": as_role(other, "bob"), "HELIX_EMBEDDER": "hash"}
+    line = refused(run_helix(home, "memory", "store", "--content", ADVICE + " too", env=bob_there))
+    assert "another database" in line
+    refused(run_helix(home, "memory", "recall", "migration", env=bob_there))
+    assert ok(run_helix(home, "memory", "health", env=env))["total_insights"] == 1
+    # ...and he still writes where he was made a writer.
+    bob_here = {"HELIX_DB": as_role(shared["url"], "bob"), "HELIX_EMBEDDER": "hash"}
+    stored = ok(run_helix(shared["home"], "memory", "store", "--content", ADVICE + " too",
+                          env=bob_here))  # fmt: skip
+    assert stored["status"] in ("added", "merged")
+    # alice, a writer there, is still only a reader here.
+    alice_here = {"HELIX_DB": as_role(shared["url"], "alice"), "HELIX_EMBEDDER": "hash"}
+    refused(run_helix(shared["home"], "memory", "store", "--content", "x" * 40, env=alice_here))

@@ -16,7 +16,7 @@ import click
 
 from helix import config
 from helix.cli.common import emit, guarded, json_list, list_option
-from helix.errors import InvalidInput, Rejected
+from helix.errors import HelixError, InvalidInput, Rejected
 from helix.tasks import graph as taskgraph
 from helix.tasks.graph import BLOCKED_LABEL
 from helix.tasks.records import TaskRecord
@@ -266,17 +266,36 @@ def tasks_reopen(task_id: str, as_json: bool) -> None:
 
 
 @tasks.command("claim")
-@click.argument("task_id")
+@click.argument("task_id", required=False)
 @click.option("--owner", required=True)
 @click.option("--pid", type=int, default=None, help="The long-lived worker (default: the caller).")
+@click.option(
+    "--next",
+    "first_ready",
+    is_flag=True,
+    help="Claim the first ready task instead (as `helix tasks ready --execution` "
+    "orders them), skipping those another process is claiming; exit 1 when none is.",
+)
 @json_option
 @guarded
-def tasks_claim(task_id: str, owner: str, pid: int | None, as_json: bool) -> None:
+def tasks_claim(
+    task_id: str | None, owner: str, pid: int | None, first_ready: bool, as_json: bool
+) -> None:
     """Claim an open task (in_progress).
 
     Example: helix tasks claim hx-1a2b3c4d --owner builder-1
+
+    Example: helix tasks claim --next --owner builder-1 --json
     """
-    show_task(open_tracker().claim(task_id, owner, pid), as_json, "claimed")
+    if (task_id is None) == (not first_ready):
+        raise click.UsageError("give a TASK_ID or --next, not both")
+    if task_id is not None:
+        show_task(open_tracker().claim(task_id, owner, pid), as_json, "claimed")
+        return
+    task = open_tracker().claim_next(owner, pid)
+    if task is None:
+        raise HelixError("no ready task to claim")
+    show_task(task, as_json, "claimed")
 
 
 @tasks.command("unclaim")

@@ -1,5 +1,5 @@
 """The project's task tracker, wherever its store keeps it: ``tasks.jsonl`` in
-the data directory, or the shared store's task list when ``HELIX_DB`` names a
+the data directory, or the shared store's task table when ``HELIX_DB`` names a
 PostgreSQL database (so every machine of a team or a fleet sees one queue).
 
 Importing it costs nothing: the tracker loads when one is opened, so a hook that
@@ -24,9 +24,9 @@ def open_tracker(paths: config.Paths, cls: type[Tracker] | None = None, **option
 
     make = cls or Tracker
     if isinstance(paths.db, config.Server):
-        from helix.memory.taskfile import TaskFile
+        from helix.memory.tasktable import TaskTable
 
-        return make(paths.tasks, backing=TaskFile(paths.db), **options)
+        return make(paths.tasks, backing=TaskTable(paths.db), **options)
     return make(paths.tasks, **options)
 
 

@@ -139,16 +139,18 @@ def purge(memory: InsightRows, name: str, route: str) -> dict[str, Any]:
                 raise InvalidInput(f"{name!r} was already forgotten for good")
             raise NotFound(f"no insight named {name!r}, live or archived")
         digests = sorted({hashlib.sha256(t.encode()).hexdigest() for t in texts})
-        if live:
-            memory.conn.execute("DELETE FROM insight WHERE id = ?", (live[0],))
         memory.conn.execute("DELETE FROM archive WHERE name = ?", (name,))
-        memory.conn.execute("DELETE FROM merge_event WHERE insight = ?", (name,))
-        memory.conn.execute("DELETE FROM insight_origin WHERE name = ?", (name,))
         tombstone = {"name": name, PURGED: True, "digests": digests}
         memory.conn.execute(
             "INSERT INTO archive(name, record, reason, archived_at) VALUES (?, ?, ?, ?)",
             (name, json.dumps(tombstone), "forgotten for good", memory.now()),
         )
+        # The tombstone first: on PostgreSQL a deletion nobody archived in its
+        # transaction is archived (text and all) and audited by the database.
+        if live:
+            memory.conn.execute("DELETE FROM insight WHERE id = ?", (live[0],))
+        memory.conn.execute("DELETE FROM merge_event WHERE insight = ?", (name,))
+        memory.conn.execute("DELETE FROM insight_origin WHERE name = ?", (name,))
         evidence = memory.conn.execute(
             "SELECT count(*) FROM feedback_event WHERE insight = ?", (name,)
         ).fetchone()[0]

@@ -299,10 +299,13 @@ def give_way(pause: float = PAUSE_SECONDS) -> None:
 
 def provenance() -> tuple[str, str, str]:
     """Who writes a row, from where, in which run: (actor, machine, run). The
-    actor is the operating system's user (on PostgreSQL a trigger replaces it
-    with the database role, which a client cannot choose); the machine is
-    ``HELIX_MACHINE`` or the host name; the run is ``HELIX_RUN`` (set by
-    ``helix run`` for itself and its agents), else empty."""
+    actor is the operating system's user; on PostgreSQL a trigger replaces it
+    with the login role (``session_user``), which a client cannot choose, in
+    every row that records one (evidence, insights, the audit). The machine is
+    ``HELIX_MACHINE`` or the host name, a label a client chooses: on a shared
+    store the login role, not the machine, is the source of evidence
+    (:mod:`helix.memory.proven`). The run is ``HELIX_RUN`` (set by ``helix
+    run`` for itself and its agents), else empty."""
     import getpass
     import os
 

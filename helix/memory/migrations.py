@@ -669,6 +669,54 @@ def m023_release_by_caused_evidence(conn: sqlite3.Connection) -> None:
     )
 
 
+def m024_task_table(conn: sqlite3.Connection) -> None:
+    """A shared store's task list, one row per task (issue 41): the whole queue
+    in one ``task_file`` row, rewritten under the store's write lock on every
+    claim, made every runner of a fleet wait for every other. ``task.body``
+    keeps the task's bead record as the bytes helix wrote or imported (the bead
+    file stays the import/export format); the other columns are derived from it
+    on every write, for claims to select on (``helix.memory.tasktable``):
+    ``runnable`` (open, not labelled blocked, eligible), ``releases`` (closed
+    so that its dependents may run), ``not_before`` (a back-off), ``holder``
+    (the claim token), ``lease_until`` and ``heartbeat_at``.
+    ``task_dependency`` holds the ``blocks`` edges. A store's queue moves from
+    ``task_file`` into the table here, and ``task_file`` is left empty. A
+    SQLite store keeps ``tasks.jsonl`` and leaves both tables empty."""
+    _run(
+        conn,
+        """
+        CREATE TABLE task (
+            id TEXT PRIMARY KEY,
+            body BLOB NOT NULL,
+            status TEXT,
+            priority INTEGER NOT NULL DEFAULT 2,
+            created_at TEXT NOT NULL DEFAULT '',
+            runnable INTEGER NOT NULL DEFAULT 0,
+            releases INTEGER NOT NULL DEFAULT 0,
+            not_before TEXT,
+            holder TEXT,
+            lease_until TEXT,
+            heartbeat_at TEXT,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX task_ready ON task(runnable, priority, created_at, id);
+        CREATE INDEX task_holder ON task(holder);
+        CREATE TABLE task_dependency (
+            task_id TEXT NOT NULL,
+            depends_on TEXT NOT NULL,
+            PRIMARY KEY (task_id, depends_on)
+        );
+        CREATE INDEX task_dependency_target ON task_dependency(depends_on);
+        """,
+    )
+    from helix.memory import taskrows
+
+    row = conn.execute("SELECT body FROM task_file WHERE key = 'tasks'").fetchone()
+    if row is not None:
+        taskrows.insert_rows(conn, taskrows.lines_of(bytes(row[0])))
+        conn.execute("DELETE FROM task_file")
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -695,6 +743,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (21, m021_constructed_judge),
     (22, m022_randomized_withholding),
     (23, m023_release_by_caused_evidence),
+    (24, m024_task_table),
 ]
 
 LATEST = MIGRATIONS[-1][0]

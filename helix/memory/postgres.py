@@ -232,6 +232,18 @@ class Connection:
         self.close()
 
 
+@contextlib.contextmanager
+def row_transaction(conn: Connection) -> Iterator[Connection]:
+    """A transaction that takes no store-wide lock, READ COMMITTED: for changes
+    that lock only the rows they touch (the task table's,
+    :mod:`helix.memory.tasktable`), so a row another transaction changed
+    meanwhile is read as committed, never refused as a serialization failure.
+    Committed when the block ends, rolled back when it raises."""
+    with _errors(conn.url), conn.raw.transaction():
+        conn.raw.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        yield conn
+
+
 class _NoRows:
     description = None
     rowcount = -1
@@ -294,6 +306,12 @@ def connect(url: str) -> Connection:
         else:
             raw = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
     except psycopg.Error as exc:
+        if "CONNECT privilege" in str(exc):  # a role of another database, or none
+            raise StoreError(
+                f"this database role may not connect to {redacted(url)}: a level granted on "
+                "another database means nothing here; the store's owner grants one with "
+                "`helix memory grant ROLE LEVEL`"
+            ) from None
         raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc, url)}") from None
     except Exception as exc:  # a URL libpq cannot parse
         raise StoreError(f"cannot connect to {redacted(url)}: {_message(exc, url)}") from None
@@ -462,14 +480,23 @@ _TRIGGERS = [
 ]
 
 
-# The actor of a row is the database role that wrote it: a client cannot choose it.
+# The actor of a row is the login role that wrote it (session_user: neither a
+# client nor a SET ROLE chooses it), and so is the one of an audit row. A
+# machine is a login role: "proven for the team" counts these (helix.memory.proven).
+ACTOR_TABLES = ("insight", "feedback_event", "trial", "task_outcome", "audit")
 _ACTOR_TRIGGERS = [
     statement
-    for table in ("insight", "feedback_event", "trial", "task_outcome")
+    for table in ACTOR_TABLES
     for statement in _trigger(
-        f"{table}_actor", table, "BEFORE INSERT", "NEW.actor := current_user; RETURN NEW;"
+        f"{table}_actor", table, "BEFORE INSERT", "NEW.actor := session_user; RETURN NEW;"
     )
 ]
+
+
+def actor_triggers() -> list[str]:
+    """The statements that make every provenance column name the login role:
+    run with the schema, after migrations and by a grant (an older store's)."""
+    return list(_ACTOR_TRIGGERS)
 
 
 def baseline(upto: int = LATEST) -> list[str]:

@@ -15,9 +15,12 @@ insight with any credit, failing ones too). They now all ask :func:`rows`:
   caused evidence is not enough to be promoted), and its text does not reach
   outside the project (:func:`helix.memory.reach.outside`);
 - in a team's shared store (PostgreSQL), passing verified trials from at least
-  two sources (actor and machine, :func:`helix.memory.db.provenance`): one
-  person's or one machine's outcomes do not make advice proven for everyone, and
-  a few consistent planted records from one source cannot either.
+  two sources: two login roles (the trials' actor, which the database sets to
+  ``session_user``; :func:`helix.memory.db.provenance`). A machine is a login
+  role; ``HELIX_MACHINE`` is a label any client may set, so one login naming
+  two machines is one source. One person's or one machine's outcomes do not
+  make advice proven for everyone, and a few consistent planted records from
+  one login cannot either.
 
 Read-only, plain SQL: no numpy, no model, so the SessionStart hook can use it.
 """
@@ -61,7 +64,7 @@ def rows(memory: InsightRows, project: Path | None = None) -> Iterator[Proven]:
         "WHERE i.helped + i.failed > 0 AND i.effectiveness >= ? "
         f"AND NOT {quarantine.unvouched_clause('i.name')} "
         "GROUP BY i.id HAVING ? = 0 OR count(DISTINCT CASE WHEN t.passed = 1 THEN "
-        "coalesce(t.actor, '') || '|' || coalesce(t.machine, '') END) >= ? "
+        "coalesce(t.actor, '') END) >= ? "
         "ORDER BY i.effectiveness DESC, coalesce(i.uplift_sd, 1.0), i.name",
         (insight.PROVEN, int(isinstance(memory.path, Server)), TEAM_SOURCES),
     )

@@ -328,10 +328,12 @@ class Memory(InsightRows):
 
     def grant(self, role: str, level: str) -> dict[str, str]:
         """On PostgreSQL: make the login ``role`` a reader, writer, settler or
-        admin of this store (:mod:`helix.memory.roles`)."""
+        admin of this store, and of no other database (:mod:`helix.memory.roles`)."""
+        import dataclasses
+
         from helix.memory import roles
 
-        return roles.grant(self.conn, role, level)
+        return dataclasses.asdict(roles.grant(self.conn, role, level))
 
     def get(self, name: str) -> dict[str, Any]:
         """One insight by name, with its file patterns and where it came from

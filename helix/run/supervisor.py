@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from helix import config
-from helix.errors import HelixError, InvalidInput, NotFound
+from helix.errors import Busy, HelixError, InvalidInput, NotFound
 from helix.judge import verdict as verification
 from helix.loop import budget as token_budget
 from helix.loop import injection, learning, ledger, outcomes, results, synthesis, taskstore
@@ -393,7 +393,7 @@ class Supervisor:
                 continue
             try:
                 current = self.tracker.claim(task["id"], OWNER, pid=os.getpid(), lease=self.lease)
-            except InvalidInput as exc:
+            except (InvalidInput, Busy) as exc:  # taken, or being taken, by another runner
                 self.log.event(f"{task['id']} not claimed: {exc}")
                 continue
             self._held.append(task["id"])

@@ -34,9 +34,11 @@ Guarantees:
 * the file is read only if it is a regular file, bounded and never blocking: a
   FIFO or a device put in its place is an error, not a hang.
 
-A team's fleet keeps the same bytes in its shared store instead of a file (a
-:class:`Backing`): each change is then the same read-modify-write, under the
-store's write lock, so claims stay atomic across machines. A runner's tracker
+A team's fleet keeps its tasks in its shared store instead of a file, one row
+per task (a :class:`Rows` backing, :mod:`helix.memory.tasktable`): a change
+then reads and writes only the records it changes, with their rows locked, and
+a claim skips a row another runner is claiming, so runners never wait for one
+lock. The records and what every command shows of them are the same. A runner's tracker
 has a ``holder`` token: its claims carry it with a lease (``claimed-until``)
 that it renews while it works, and it may close, release or change a task it
 claimed only while the task still carries its token; once the lease expires
@@ -60,14 +62,14 @@ from typing import Any, Protocol, cast
 
 from helix import config, files
 from helix.errors import CycleError, HelixError, InvalidInput, NotFound
+from helix.tasks import fields as taskfields
 from helix.tasks import graph as taskgraph
+from helix.tasks.fields import MAX_TEXT, MAX_TITLE
+from helix.tasks.fields import STATUSES as STATUSES  # the CLI's choices
+from helix.tasks.fields import TYPES as TYPES
 from helix.tasks.records import TaskRecord
 
-STATUSES = ("open", "in_progress", "closed", "cancelled", "deferred")
-TYPES = ("task", "epic", "bug", "chore", "feature")
 LOCK_TIMEOUT_S = 30.0
-MAX_TITLE = 500
-MAX_TEXT = 20_000
 MAX_FILE = 256 << 20  # a bead file this big was not written by hand or by helix
 READ_TIMEOUT_S = 30.0
 
@@ -190,17 +192,60 @@ def parse(data: bytes) -> Snapshot:
     return snap
 
 
-class Backing(Protocol):
-    """Where the task file's bytes live when it is not a file: a shared store."""
+def rows_snapshot(lines: Sequence[bytes]) -> Snapshot:
+    """The records of a shared store's rows, one entry per row, read as a file's
+    lines are (a row that is not a record is a kept line and a problem)."""
+    snap = Snapshot()
+    for number, line in enumerate(lines, start=1):
+        part = parse(line)
+        snap.entries.append(part.entries[0] if part.entries else line)
+        snap.originals.update(part.originals)
+        snap.problems += [{**problem, "line": number} for problem in part.problems]
+    return snap
 
-    def load(self) -> bytes | None:
-        """The bytes now (None: no tasks yet)."""
 
-    def locked(self) -> contextlib.AbstractContextManager[bytes | None]:
-        """The bytes, held until the block ends: nobody else changes them meanwhile."""
+@contextlib.contextmanager
+def _edited(edit: Edit) -> Iterator[Snapshot]:
+    """The held rows as a snapshot; after the caller's changes, the records
+    that changed and those added go back (a row nobody changed is not written)."""
+    snap = rows_snapshot(edit.lines)
+    yield snap
+    changed = [
+        line
+        for entry, before in zip(snap.entries, edit.lines, strict=False)
+        if isinstance(entry, dict) and (line := snap.line(entry)) != before
+    ]
+    added = [snap.line(e) for e in snap.entries[len(edit.lines) :] if isinstance(e, dict)]
+    edit.write(changed, added)
 
-    def store(self, data: bytes) -> None:
-        """Replace the bytes (inside :meth:`locked`)."""
+
+class Edit(Protocol):
+    """Rows held by one transaction of a :class:`Rows` backing."""
+
+    lines: list[bytes]  # their records' lines, in queue order
+
+    def write(self, changed: Sequence[bytes], added: Sequence[bytes]) -> None:
+        """Store the changed lines (of rows this edit holds) and add new ones."""
+
+
+class Rows(Protocol):
+    """Where the tasks live when they are not a file: a shared store's table,
+    one record per row, changed row by row."""
+
+    def load(self) -> bytes:
+        """Every record's line, joined as a bead file (read-only)."""
+
+    def editing(
+        self, ids: Sequence[str], whole: bool = False
+    ) -> contextlib.AbstractContextManager[Edit]:
+        """The rows of ``ids``, held until the block ends (nobody else changes
+        them meanwhile); ``whole``: every row, with the graph held as well."""
+
+    def claiming(
+        self, ids: Sequence[str] | None, now: str, among: Sequence[str] | None = None
+    ) -> contextlib.AbstractContextManager[Edit]:
+        """The rows of ``ids`` without waiting (refused when another holds one),
+        or with ``ids`` None the first ready one (of ``among``), if any."""
 
 
 class Lost(HelixError):
@@ -216,7 +261,7 @@ class Tracker:
         path: Path,
         prefix: str = "hx",
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        backing: Backing | None = None,
+        backing: Rows | None = None,
         holder: str | None = None,
     ):
         self.path = Path(path)
@@ -297,13 +342,13 @@ class Tracker:
         files.write_bytes(self.path, snap.to_bytes())
 
     @contextlib.contextmanager
-    def _editing(self) -> Iterator[Snapshot]:
-        """Read, let the caller change records, write back: one locked step."""
+    def _editing(self, *ids: str, whole: bool = False) -> Iterator[Snapshot]:
+        """Read, let the caller change records, write back: one locked step.
+        In a shared store only the records of ``ids`` are read and held (and
+        with ``whole`` every record, the graph held too)."""
         if self.backing is not None:
-            with self.backing.locked() as data:
-                snap = self._parsed(data)
+            with self.backing.editing(ids, whole) as edit, _edited(edit) as snap:
                 yield snap
-                self.backing.store(snap.to_bytes())
             return
         with self._locked():
             # Every writer holds this lock, so a temp file here is a killed writer's.
@@ -320,9 +365,10 @@ class Tracker:
 
     def create(self, title: str, **fields: Any) -> dict[str, Any]:
         """Add a task; ``deps`` (ids) become ``blocks`` dependencies."""
-        title = _text(title, "title", MAX_TITLE, required=True)
+        title = taskfields.text(title, "title", MAX_TITLE, required=True)
         deps = fields.pop("deps", None) or []
-        with self._editing() as snap:
+        # A new task has no dependents: it closes no cycle, and needs only its deps.
+        with self._editing(*deps) as snap:
             stamp = now_rfc3339(self._clock)
             task_id = self._new_id({t["id"] for t in snap.tasks})
             task: dict[str, Any] = {
@@ -335,7 +381,7 @@ class Tracker:
                 "created_at": stamp,
                 "updated_at": stamp,
             }
-            task.update(_clean_fields(fields))
+            task.update(taskfields.clean(fields))
             snap.entries.append(task)
             for dep in deps:
                 _add_dependency(snap, task, dep, stamp)
@@ -352,7 +398,7 @@ class Tracker:
         edit: all or none. Titles are ``<seq>: <slug>``; ``blocked_by`` seqs become
         dependencies on the new ids; ``seq`` is kept as ``helix-seq``; ``judge_set``
         (who set their VERIFY) is stamped on each."""
-        with self._editing() as snap:
+        with self._editing(*([parent] if parent is not None else [])) as snap:
             stamp = now_rfc3339(self._clock)
             if parent is not None:
                 snap.find(parent)
@@ -365,7 +411,9 @@ class Tracker:
                 ids[spec["seq"]] = task_id
                 task: dict[str, Any] = {
                     "id": task_id,
-                    "title": _text(f"{spec['seq']}: {spec['slug']}", "title", MAX_TITLE, True),
+                    "title": taskfields.text(
+                        f"{spec['seq']}: {spec['slug']}", "title", MAX_TITLE, True
+                    ),
                     "status": "open",
                     "priority": taskgraph.DEFAULT_PRIORITY,
                     "issue_type": "task",
@@ -374,7 +422,7 @@ class Tracker:
                     "updated_at": stamp,
                 }
                 task.update(
-                    _clean_fields(
+                    taskfields.clean(
                         {
                             "description": spec.get("description") or None,
                             "verify": spec.get("verify") or None,
@@ -397,10 +445,10 @@ class Tracker:
         return [task for task, _spec in created]
 
     def update(self, task_id: str, **fields: Any) -> TaskRecord:
-        with self._editing() as snap:
+        with self._editing(task_id) as snap:
             task = snap.find(task_id)
             self._check_mine(task)
-            task.update(_clean_fields(fields))
+            task.update(taskfields.clean(fields))
             task["updated_at"] = now_rfc3339(self._clock)
         return cast(TaskRecord, task)
 
@@ -411,7 +459,7 @@ class Tracker:
             raise InvalidInput(
                 f"unknown outcome {outcome!r}; one of: {', '.join(taskgraph.OUTCOMES)}"
             )
-        with self._editing() as snap:
+        with self._editing(task_id) as snap:
             task = snap.find(task_id)
             self._check_mine(task)
             self._mine.discard(task_id)
@@ -419,13 +467,13 @@ class Tracker:
             if outcome is not None:
                 task["outcome"] = outcome
             if summary is not None:
-                task["summary"] = _text(summary, "summary", MAX_TEXT)
+                task["summary"] = taskfields.text(summary, "summary", MAX_TEXT)
             _clear_claim(task)
             task["updated_at"] = now_rfc3339(self._clock)
         return cast(TaskRecord, task)
 
     def reopen(self, task_id: str) -> TaskRecord:
-        with self._editing() as snap:
+        with self._editing(task_id) as snap:
             task = snap.find(task_id)
             task["status"] = "open"
             task.pop("outcome", None)
@@ -445,31 +493,76 @@ class Tracker:
         ``pid`` should be the long-lived process doing the work (a supervisor),
         not this short-lived command, or liveness checks would mean nothing. A
         tracker with a ``holder`` stamps the claim with it and, with ``lease``
-        (seconds), with the time the claim lapses unless :meth:`renew` extends it."""
-        with self._editing() as snap:
+        (seconds), with the time the claim lapses unless :meth:`renew` extends it.
+        In a shared store a task another process is changing at this moment is
+        refused at once rather than waited for."""
+        with self._claiming([task_id]) as snap:
             task = snap.find(task_id)
             if task.get("status") != "open":
                 raise InvalidInput(
                     f"{task_id} is {task.get('status')}, only an open task can be claimed"
                 )
-            stamp = now_rfc3339(self._clock)
-            task.update(
-                {
-                    "status": "in_progress",
-                    "owner": owner,
-                    "claimed-at": stamp,
-                    "claimed-pid": str(pid if pid is not None else os.getppid()),
-                    "claimed-machine": config.machine(),
-                    "updated_at": stamp,
-                }
-            )
-            if self.holder is not None:
-                task["claim-token"] = self.holder
-                if lease is not None:
-                    task["claimed-until"] = _later(self._clock, lease)
+            self._stamp_claim(task, owner, pid, lease)
         if self.holder is not None:
             self._mine.add(task_id)
         return cast(TaskRecord, task)
+
+    def claim_next(
+        self,
+        owner: str,
+        pid: int | None = None,
+        lease: float | None = None,
+        among: Sequence[str] | None = None,
+    ) -> TaskRecord | None:
+        """Claim the first ready task (:func:`graph.ready` with execution rules,
+        in its order), of ``among`` if given; None when none is. In a shared
+        store, tasks other runners are claiming at this moment are skipped, not
+        waited for, so concurrent runners each get a different task."""
+        with self._claiming(None, among) as snap:
+            # A shared store's table selected the one ready row (the same rules, in SQL).
+            ready = snap.tasks
+            if self.backing is None:
+                ready = taskgraph.ready(ready, execution=True, now=self._clock())
+            if among is not None:
+                ready = [t for t in ready if t["id"] in set(among)]
+            if not ready:
+                return None
+            task = ready[0]
+            self._stamp_claim(task, owner, pid, lease)
+        if self.holder is not None:
+            self._mine.add(task["id"])
+        return cast(TaskRecord, task)
+
+    @contextlib.contextmanager
+    def _claiming(
+        self, ids: Sequence[str] | None, among: Sequence[str] | None = None
+    ) -> Iterator[Snapshot]:
+        if self.backing is None:
+            with self._editing() as snap:
+                yield snap
+            return
+        now = now_rfc3339(self._clock)
+        with self.backing.claiming(ids, now, among) as edit, _edited(edit) as snap:
+            yield snap
+
+    def _stamp_claim(
+        self, task: dict[str, Any], owner: str, pid: int | None, lease: float | None
+    ) -> None:
+        stamp = now_rfc3339(self._clock)
+        task.update(
+            {
+                "status": "in_progress",
+                "owner": owner,
+                "claimed-at": stamp,
+                "claimed-pid": str(pid if pid is not None else os.getppid()),
+                "claimed-machine": config.machine(),
+                "updated_at": stamp,
+            }
+        )
+        if self.holder is not None:
+            task["claim-token"] = self.holder
+            if lease is not None:
+                task["claimed-until"] = _later(self._clock, lease)
 
     def renew(self, lease: float) -> builtins.list[str]:
         """Extend the lease of every task this runner holds by ``lease`` seconds
@@ -477,9 +570,10 @@ class Tracker:
         if self.holder is None or not self._mine:
             return []
         lost = []
-        with self._editing() as snap:
+        held = sorted(self._mine.copy())  # the heartbeat's thread: the run's may change it
+        with self._editing(*held) as snap:
             until = _later(self._clock, lease)
-            for task_id in sorted(self._mine.copy()):
+            for task_id in held:
                 task = next((t for t in snap.tasks if t.get("id") == task_id), None)
                 if (
                     task is None
@@ -506,7 +600,7 @@ class Tracker:
 
     def unclaim(self, task_id: str) -> TaskRecord:
         """Release a claim. in_progress goes back to open; a closed task stays closed."""
-        with self._editing() as snap:
+        with self._editing(task_id) as snap:
             task = snap.find(task_id)
             self._check_mine(task)
             self._mine.discard(task_id)
@@ -521,11 +615,11 @@ class Tracker:
         (atomic: a crash leaves both or neither). in_progress goes back to open and
         a delivered task is reopened, both without their claim; any other status
         keeps the task as it is, with the fields set."""
-        with self._editing() as snap:
+        with self._editing(task_id) as snap:
             task = snap.find(task_id)
             self._check_mine(task)
             self._mine.discard(task_id)
-            task.update(_clean_fields(fields))
+            task.update(taskfields.clean(fields))
             status = task.get("status")
             if status == "in_progress" or (
                 status == "closed" and task.get("outcome") == "delivered"
@@ -539,14 +633,14 @@ class Tracker:
         return cast(TaskRecord, task)
 
     def dep_add(self, task_id: str, depends_on: str) -> dict[str, Any]:
-        with self._editing() as snap:
+        with self._editing(task_id, whole=True) as snap:
             task = snap.find(task_id)
             _add_dependency(snap, task, depends_on, now_rfc3339(self._clock))
             task["updated_at"] = now_rfc3339(self._clock)
         return task
 
     def dep_remove(self, task_id: str, depends_on: str) -> dict[str, Any]:
-        with self._editing() as snap:
+        with self._editing(task_id) as snap:
             task = snap.find(task_id)
             deps = task.get("dependencies") or []
             kept = [
@@ -566,7 +660,7 @@ class Tracker:
         its bytes). Lines that cannot be read are reported and not imported."""
         incoming = parse(files.read_named(source, MAX_FILE, "bead file", timeout=READ_TIMEOUT_S))
         added = replaced = 0
-        with self._editing() as snap:
+        with self._editing(*(t["id"] for t in incoming.tasks), whole=True) as snap:
             index = {e["id"]: n for n, e in enumerate(snap.entries) if isinstance(e, dict)}
             for record in incoming.tasks:
                 snap.adopt(record, incoming)
@@ -649,97 +743,3 @@ def _later(clock: Callable[[], datetime], seconds: float) -> str:
     from datetime import timedelta
 
     return now_rfc3339(lambda: clock() + timedelta(seconds=seconds))
-
-
-def _text(value: Any, what: str, limit: int, required: bool = False) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput(f"{what} must be text")
-    _encodable(value, what)
-    value = value.strip()
-    if required and not value:
-        raise InvalidInput(f"{what} is empty")
-    if len(value) > limit:
-        raise InvalidInput(f"{what} is too long ({len(value)} characters, limit {limit})")
-    return value
-
-
-# List-valued fields, as a caller may spell them (a CLI option or the bead key).
-LIST_FIELDS = (
-    "labels",
-    "delta",
-    "relevant_files",
-    "relevant-files",
-    "verify_files",
-    "verify-files",
-)
-
-
-def _encodable(value: str, what: str) -> None:
-    """New text must be real text: a file may hold a lone surrogate (it is kept),
-    but helix never writes a new one (non-UTF-8 arguments arrive as such)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{what} is not valid UTF-8 text") from None
-
-
-def _clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    """Validate the fields a caller may set; names use the bead file's spelling."""
-    out: dict[str, Any] = {}
-    for key, value in fields.items():
-        if value is None:
-            continue
-        if key == "title":
-            out["title"] = _text(value, "title", MAX_TITLE, required=True)
-        elif key == "status":
-            if value not in STATUSES:
-                raise InvalidInput(f"unknown status {value!r}; one of: {', '.join(STATUSES)}")
-            out["status"] = value
-        elif key == "priority":
-            lowest = taskgraph.LOWEST_PRIORITY
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= lowest:
-                raise InvalidInput(f"priority must be an integer from 0 (highest) to {lowest}")
-            out["priority"] = value
-        elif key in ("issue_type", "type"):
-            if value not in TYPES:
-                raise InvalidInput(f"unknown type {value!r}; one of: {', '.join(TYPES)}")
-            out["issue_type"] = value
-        elif key in LIST_FIELDS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise InvalidInput(f"{key} must be a list of strings")
-            for item in value:
-                _encodable(item, key)
-            out[key.replace("_", "-")] = list(dict.fromkeys(value))
-        elif key in ("execution_eligible", "execution-eligible"):
-            if not isinstance(value, bool):
-                raise InvalidInput("execution-eligible must be true or false")
-            out["execution-eligible"] = value
-        elif key == "budget":
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1000:
-                raise InvalidInput("budget must be an integer from 1 to 1000 (tool calls)")
-            out["budget"] = value
-        elif key in (
-            "description",
-            "acceptance",
-            "notes",
-            "design",
-            "verify",
-            "parent",
-            "spec_id",
-            "spec-id",
-            "owner",
-        ):
-            out["spec-id" if key == "spec_id" else key] = _text(value, key, MAX_TEXT)
-        elif key.startswith("helix-"):  # helix's own bookkeeping (attempts, last outcome)
-            if isinstance(value, str):
-                value = _text(value, key, MAX_TEXT)
-            elif not isinstance(value, int | float | bool):
-                raise InvalidInput(f"{key} must be text, a number or a boolean")
-            out[key] = value
-        elif key == "judge-set":  # who set the judge: stamped by the caller's layer
-            if not isinstance(value, dict):
-                raise InvalidInput("judge-set must be an object")
-            out[key] = value
-        else:
-            raise InvalidInput(f"unknown task field {key!r}")
-    return out
