@@ -580,8 +580,10 @@ def _merge(verb: str, where: str) -> None:
 def memory_grant(role: str, level: str) -> None:
     """On a PostgreSQL store: make the database login ROLE a reader (recall,
     export), writer (store, unverified reports), settler (runs VERIFY: the only
-    role that adds verified evidence and settles) or admin (forget, migrate).
-    Run by the database's owner; a regrant replaces the role's level.
+    role that adds verified evidence and settles) or admin (forget, approve,
+    migrate) of this database, and of no other. Run by the database's owner,
+    which needs CREATEROLE (a superuser gives it once: ALTER ROLE owner
+    CREATEROLE); a regrant replaces the role's level.
 
     Example: HELIX_DB=postgresql://owner@db/helix helix memory grant alice settler
     """
