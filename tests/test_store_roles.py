@@ -19,6 +19,7 @@ from helix_process import run_helix
 from helix.config import Server
 from helix.errors import InvalidInput, StoreError
 from helix.memory.embeddings import HashEmbedder
+from helix.memory.roles import groups
 from helix.memory.store import Memory
 
 pytestmark = pytest.mark.slow
@@ -154,3 +155,32 @@ def test_a_level_on_one_database_means_nothing_on_another(shared, pg_cluster):
     # alice, a writer there, is still only a reader here.
     alice_here = {"HELIX_DB": as_role(shared["url"], "alice"), "HELIX_EMBEDDER": "hash"}
     refused(run_helix(shared["home"], "memory", "store", "--content", "x" * 40, env=alice_here))
+
+
+def test_group_names_fit_any_database_name():
+    plain = groups("payments")
+    assert plain["writer"] == "helix_payments_writer"
+    odd = "Payments Team-2026 " + "x" * 60
+    named = groups(odd)
+    assert named == groups(odd)  # stable
+    assert all(
+        len(n) <= 63 and n.replace("_", "").isalnum() and n.islower() for n in named.values()
+    )
+    assert named["reader"] != groups(odd + "y")["reader"]  # the hash tells them apart
+
+
+def test_grant_on_a_database_whose_name_needs_quoting(pg_cluster, tmp_path: Path):
+    name = "Team Payments-2026 " + "x" * 40
+    with psycopg.connect(pg_cluster.url(), autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute("DROP ROLE IF EXISTS dora")
+        admin.execute("CREATE ROLE dora LOGIN")
+    url = pg_cluster.url(name.replace(" ", "%20"))
+    home = tmp_path / "p" / ".helix"
+    env = {"HELIX_DB": url, "HELIX_EMBEDDER": "hash"}
+    granted = ok(run_helix(home, "memory", "grant", "dora", "writer", env=env))
+    assert granted["group"] == groups(name)["writer"] and granted["database"] == name
+    dora = {"HELIX_DB": as_role(url, "dora"), "HELIX_EMBEDDER": "hash"}
+    assert (
+        ok(run_helix(home, "memory", "store", "--content", ADVICE, env=dora))["status"] == "added"
+    )
