@@ -6,6 +6,7 @@ way (one ``task_file`` row) moves into the table when the store is opened."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -25,10 +26,14 @@ from helix.tasks.tracker import Lost, Tracker, now_rfc3339
 pytestmark = pytest.mark.slow
 
 
-def helix(cwd: Path, url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """The real CLI in the folder ``cwd``, on the shared store at ``url``."""
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("HELIX_")}
-    env["HELIX_DB"] = url
+def helix(
+    cwd: Path, url: str | None, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    """The real CLI in the folder ``cwd``, on the shared store at ``url`` (None:
+    the folder's own ``.helix/``, its tasks in ``tasks.jsonl``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+    if url is not None:
+        env["HELIX_DB"] = url
     cwd.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         [sys.executable, "-m", "helix", *args],
@@ -276,10 +281,12 @@ def test_a_runner_starts_in_a_fresh_checkout_and_drains_the_shared_queue(
     assert all((fresh / f"note-{n}").read_text() == "built" for n in range(3))
 
 
-def test_claims_follow_the_tracker_s_readiness_and_order(pg_cluster, tmp_path: Path):
-    """What the table's SQL finds ready, and in which order, is what `helix tasks
-    ready --execution` shows: each rule of the bead semantics on one queue."""
-    url = pg_cluster.database()
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_claims_follow_the_tracker_s_readiness_and_order(engine: str, tmp_path: Path, request):
+    """What a claim finds ready, and in which order, is what `helix tasks ready
+    --execution` shows, on both engines (the table's SQL on PostgreSQL, the bead
+    file's graph on SQLite): each rule of the bead semantics on one queue."""
+    url = request.getfixturevalue("pg_cluster").database() if engine == "postgresql" else None
     day = "2026-01-0{}T00:00:00Z".format
     records = [
         {"id": "a-done", "status": "closed", "created_at": day(1)},

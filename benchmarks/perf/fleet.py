@@ -6,9 +6,13 @@ Each size starts from nothing: a fresh database on a throwaway cluster
 (``tests/pgserver.py``), four fresh checkouts (``tests/run_harness.py``'s
 ``World``), each its own machine (``HELIX_MACHINE``), and the tasks made with
 ``helix.loop.taskstore.open_tracker`` before the clock starts, each with
-``VERIFY: test -f built/<name>``. The agent is a stub that creates that file, so
-what is measured is helix's own work per task against the store: claiming with
-a lease, the prompt, VERIFY, the commit, settling, learning. Machine ``m2``'s
+``VERIFY: grep -qx <name> built/current``. The agent is a stub that writes the
+names of its build's tasks into that one file, so what is measured is helix's
+own work per task against the store: claiming with a lease, the prompt, VERIFY,
+the commit, settling, learning. One file rewritten, not one file per task
+(``fleet_throughput.py``'s ``test -f built/<name>``): a checkout that gains a
+file a task makes git and the judge's tree cost more per task as a run goes on,
+whatever the queue, and that is not what this benchmark asks about. Machine ``m2``'s
 stub hangs in its third build; when its log says so, the parent kills m2's
 whole process group with SIGKILL, and its claim must lapse (``HELIX_LEASE``,
 short here) and be taken over by another machine.
@@ -82,7 +86,7 @@ if "NEXT_ACTION: <ACTION>" in prompt:
     sys.stdout.write("NEXT_ACTION: STOP the queue is empty\n")
     sys.exit(0)
 ids = re.findall(r"^TASK_ID: (\S+)$", prompt, re.M)
-targets = re.findall(r"^VERIFY: test -f (built/\S+)$", prompt, re.M)
+names = re.findall(r"^VERIFY: grep -qx (\S+) built/current$", prompt, re.M)
 if not ids:
     log("other", [])
     sys.exit(0)
@@ -93,9 +97,8 @@ if machine == os.environ.get("FLEET_HANG") and count == int(os.environ["FLEET_HA
     log("hang", ids)
     time.sleep(3600)
 os.makedirs("built", exist_ok=True)
-for target in targets:
-    with open(target, "w") as handle:
-        handle.write(machine)
+with open("built/current", "w") as handle:
+    handle.write("".join(name + "\n" for name in names))
 log("build", ids)
 for task_id in ids:
     sys.stdout.write(f"TASK_ID: {task_id}\nDELIVERED: built it\nUTILIZED: []\n\n")
@@ -183,7 +186,10 @@ def measure(size: int, lease: float, scratch: Path, cluster: pgserver.Cluster) -
     for world in side.worlds:
         world.stub.write_text(STUB)
     made = time.perf_counter()
-    ids = side.make_tasks(size)
+    ids = [
+        side.tracker.create(f"fleet-{n:04d}", verify=f"grep -qx fleet-{n:04d} built/current")["id"]
+        for n in range(size)
+    ]
     made_s = time.perf_counter() - made
     before = server_cpu_s(cluster)
     ran = drain(side, lease)

@@ -109,6 +109,11 @@ class TaskTable:
         rows = self._conn().execute("SELECT body FROM task ORDER BY rowid").fetchall()
         return b"\n".join(bytes(row[0]) for row in rows)
 
+    def one(self, task_id: str) -> bytes | None:
+        """The line of the task ``task_id`` (read-only); None when there is none."""
+        row = self._conn().execute("SELECT body FROM task WHERE id = ?", (task_id,)).fetchone()
+        return bytes(row[0]) if row else None
+
     @contextlib.contextmanager
     def editing(self, ids: Sequence[str], whole: bool = False) -> Iterator[RowEdit]:
         """The rows of ``ids``, locked until the block ends (committed then,

@@ -86,6 +86,7 @@ class Choice:
     focus: str | None
     focus_changed: bool = False
     notes: list[str] = field(default_factory=list)
+    ready: int = 0  # the tasks the run could take, before a focus narrowed them
 
     @property
     def tasks(self) -> list[Task]:
@@ -109,6 +110,7 @@ def choose(
 ) -> Choice:
     """The next task (and its batch); ``primary`` is None when nothing can run."""
     candidates = runnable(tasks, now, skip)
+    ready = len(candidates)
     by_id = {t.get("id"): t for t in tasks}
     notes: list[str] = []
     previous = focus
@@ -126,14 +128,14 @@ def choose(
             notes.append(f"focus {focus} released: the epic {why}")
             focus = None
     if not candidates:
-        return Choice(None, [], focus, focus != previous, notes)
+        return Choice(None, [], focus, focus != previous, notes, ready)
     primary = candidates[0]
     if focus is None:
         parent = by_id.get(primary.get("parent"))
         if parent is not None and is_epic(parent):
             focus = parent["id"]
     batch = related(primary, candidates[1:], batch_size - 1)
-    return Choice(primary, batch, focus, focus != previous, notes)
+    return Choice(primary, batch, focus, focus != previous, notes, ready)
 
 
 def related(primary: Task, others: list[Task], limit: int) -> list[Task]:

@@ -138,6 +138,7 @@ class Supervisor:
             closed=lambda: self._closed_by_run,
         )
         self._recent: list[dict[str, Any]] = []  # attempts of this run, for wave warnings
+        self._listed: list[dict[str, Any]] = []  # the queue as the last selection read it
         self._failures: dict[str, list[str]] = {}  # task id -> its failures' signatures
         self.reviews = Reviews(
             project, home, self.tracker, self.reviewer, log, self._run_pass, options.verify_timeout
@@ -269,7 +270,7 @@ class Supervisor:
 
     def _select(self) -> selection.Choice | None:
         self._save("selecting")
-        tasks = self._tasks()
+        tasks = self._listed = self._tasks()
         choice = selection.choose(
             tasks,
             self.clock(),
@@ -306,9 +307,8 @@ class Supervisor:
         cycle = Cycle(number=number, tasks=ids, started_at=stamp())
         self.state.add_cycle(cycle)
         self.state.current_task, self.state.current_title = ids[0], tasks[0].get("title")
-        ready_count = len(selection.runnable(self._tasks(), self.clock(), self.state.skipped))
-        extra = f" + {', '.join(ids[1:])}" if len(ids) > 1 else ""
-        self.log.event(f"cycle {number}: {ids[0]}{extra} ({ready_count + len(ids)} ready)")
+        extra = f" + {', '.join(ids[1:])}" if len(ids) > 1 else ""  # ready: as selected
+        self.log.event(f"cycle {number}: {ids[0]}{extra} ({choice.ready} ready)")
         self._save("building")
         started = time.monotonic()
         first_line = self.log.lines + 1
@@ -421,7 +421,7 @@ class Supervisor:
     def _prompt_from(
         self, tasks: Sequence[Mapping[str, Any]], chosen: list[dict[str, Any]]
     ) -> tuple[str, dict[str, list[str]]]:
-        everything = self._tasks()
+        everything = self._listed or self._tasks()  # as selected: its closed tasks, the lineage
         # Failures of other tasks in this run that look alike warn every builder.
         others = [r for r in self._recent if r["task_id"] not in {t["id"] for t in tasks}]
         warnings = synthesis.convergent_warnings(others)

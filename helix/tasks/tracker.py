@@ -235,6 +235,9 @@ class Rows(Protocol):
     def load(self) -> bytes:
         """Every record's line, joined as a bead file (read-only)."""
 
+    def one(self, task_id: str) -> bytes | None:
+        """The line of one record (read-only); None when there is no such task."""
+
     def editing(
         self, ids: Sequence[str], whole: bool = False
     ) -> contextlib.AbstractContextManager[Edit]:
@@ -271,6 +274,7 @@ class Tracker:
         # A runner's token: its claims carry it, and only it may act on them.
         self.holder = holder
         self._mine: set[str] = set()  # changed by the run's thread and its heartbeat
+        self._decoded: dict[bytes, dict[str, Any]] = {}  # a shared store's last read
 
     # ---------------------------------------------------------------- reading
     def read(self) -> Snapshot:
@@ -278,7 +282,7 @@ class Tracker:
         Raises :class:`HelixError` when the path is not a regular file (a FIFO, a
         device, a directory) or cannot be read."""
         if self.backing is not None:
-            return self._parsed(self.backing.load())
+            return self._read_rows()
         try:
             mode = os.stat(self.path).st_mode
         except (FileNotFoundError, NotADirectoryError):  # no file yet
@@ -293,12 +297,38 @@ class Tracker:
             raise HelixError(str(exc)) from None
         return parse(data)
 
-    def _parsed(self, data: bytes | None) -> Snapshot:
-        if data is not None and len(data) > MAX_FILE:
+    def _read_rows(self) -> Snapshot:
+        """A shared store's records. A runner reads the queue several times a
+        cycle and most rows have not changed since: a line read last time is not
+        decoded again, and its record is handed out as a new dict (its lists and
+        objects shared with the last read's, which no caller changes in place)."""
+        assert self.backing is not None
+        data = self.backing.load()
+        if len(data) > MAX_FILE:
             raise HelixError(f"the shared task list is over {MAX_FILE >> 20} MiB")
-        return parse(data) if data else Snapshot()
+        snap, decoded = Snapshot(), {}
+        for number, line in enumerate(data.split(b"\n") if data else [], start=1):
+            record = self._decoded.get(line)
+            if record is None:
+                part = rows_snapshot([line])
+                if not isinstance(part.entries[0], dict):
+                    snap.entries.append(line)
+                    snap.problems += [{**p, "line": number} for p in part.problems]
+                    continue
+                record = part.entries[0]
+            decoded[line] = record
+            fresh = dict(record)
+            snap.entries.append(fresh)
+            snap.remember(fresh, line)
+        self._decoded = decoded
+        return snap
 
     def get(self, task_id: str) -> TaskRecord:
+        if self.backing is not None:  # one row, not the whole queue
+            line = self.backing.one(task_id)
+            if line is None:
+                raise NotFound(f"no task {task_id!r}")
+            return cast(TaskRecord, rows_snapshot([line]).find(task_id))
         return cast(TaskRecord, self.read().find(task_id))
 
     def list(
