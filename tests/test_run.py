@@ -25,7 +25,8 @@ pytestmark = pytest.mark.usefixtures("engine")
 
 SUMMARY_LINE = re.compile(
     r"^helix: \[\d\d:\d\d:\d\d\] cycle (\d+): (hx-[0-9a-f]{8}) -> ([A-Z ()a-z]+) "
-    r"\((\d+)/(\d+) done, [\d.]+ s, (\d+) tokens, \d+ in all\) - log L(\d+)-L(\d+) in "
+    r"\((\d+)/(\d+) tasks of the store closed, \d+ by this run, [\d.]+ s, (\d+) tokens,"
+    r" \d+ in all\) - log L(\d+)-L(\d+) in "
     r"\.helix/logs/run-\d{8}-\d{6}\.log"
 )
 

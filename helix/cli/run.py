@@ -462,6 +462,11 @@ def _check_params(params: dict[str, Any], path: Path) -> None:
 def status_command(as_json: bool) -> None:
     """What the last (or current) `helix run` is doing: lifecycle, focus, task, cycles, tokens.
 
+    On a shared store (HELIX_DB=postgresql://...) it also lists every machine's
+    runs, read from the store: each run's state, current task and leases (task,
+    lease expiry, last heartbeat), so any machine of a fleet sees all of them.
+    Progress counts the store's tasks (epics aside): closed of all.
+
     Example: helix status --json
     """
     from helix.service import runs
@@ -472,7 +477,8 @@ def status_command(as_json: bool) -> None:
         emit(report)
         return
     if state is None:
-        click.echo("no helix run has been started in this project")
+        where = "from this checkout" if report.get("machines") else "in this project"
+        click.echo(f"no helix run has been started {where}")
     else:
         _print_state(state, report)
     if "queue" in report:
@@ -481,12 +487,40 @@ def status_command(as_json: bool) -> None:
             f"queue: {q['open']} open, {q['in_progress']} in progress, {q['ready']} ready,"
             f" {q['closed']} closed"
         )
+    if "progress" in report:
+        p = report["progress"]
+        click.echo(f"progress: {p['closed']}/{p['total']} {p['label']}")
+    if "machines" in report:
+        _print_machines(report["machines"])
+        return
     for runner in report.get("runners", []):
         lease = "live" if runner["live"] else "lapsed"
         click.echo(
             f"runner {runner['run']} on {runner['machine'] or '?'} (pid {runner['pid'] or '?'}):"
             f" {', '.join(runner['tasks'])}, lease {lease} until {runner['lease_until']}"
         )
+
+
+def _print_machines(machines: list[dict[str, Any]]) -> None:
+    if not machines:
+        click.echo("machines: no run has been recorded in the shared store")
+    for machine in machines:
+        click.echo(f"machine {machine['machine']}: {machine['live']} live run(s)")
+        for run in machine["runs"]:
+            current = run["current_task"] or "none"
+            click.echo(
+                f"  run {run['run']} {run['state']} ({run['lifecycle'] or '?'}), pid"
+                f" {run['pid'] or '?'}, current task {current}, {run['closed'] or 0} closed,"
+                f" last written {run['heartbeat_at']}"
+            )
+            for lease in run["leases"]:
+                click.echo(
+                    f"    lease {lease['task']} until {lease['lease_until']}"
+                    f" ({'live' if lease['live'] else 'lapsed'}),"
+                    f" last heartbeat {lease['heartbeat_at']}"
+                )
+        if machine["runs_hidden"]:
+            click.echo(f"  {machine['runs_hidden']} older run(s) not shown")
 
 
 def _print_state(state: dict[str, Any], report: dict[str, Any]) -> None:

@@ -62,6 +62,7 @@ from helix.run.agents.base import environment_failure, start_failure
 from helix.run.blockers import BlockerReport
 from helix.run.drain import Drain
 from helix.run.log import RunLog
+from helix.run.presence import Presence
 from helix.run.records import (
     DONE,
     INTERRUPTED,
@@ -106,6 +107,7 @@ class Supervisor:
         self.holder = secrets.token_hex(8)
         self.lease = leases.lease_seconds()
         self.tracker = taskstore.tracker_at(home, holder=self.holder)
+        self.presence = Presence(config.resolve().db, self.holder, self.lease)  # a fleet's view
         self._memory_factory = memory_factory
         self._memory: Any = None
         self.builder = builder
@@ -162,10 +164,12 @@ class Supervisor:
         lock.acquire()
         # Every row this run and its agents write names it (db.provenance).
         os.environ["HELIX_RUN"] = self.holder
+        self.presence.start(self.state)
         try:
             with interruptible():
                 return self._run()
         finally:
+            self.presence.stop(self.state, self._closed_by_run)
             if self._memory is not None:
                 self._memory.close()
             lock.release()
@@ -568,20 +572,14 @@ class Supervisor:
         )
 
     def _report_cycle(self, number: int, attempts: list[Attempt], cycle: Cycle) -> None:
-        tasks = self._tasks()
-        open_work = [
-            t
-            for t in tasks
-            if t.get("status") in ("open", "in_progress")
-            and not selection.is_epic(t)
-            and t["id"] not in self.state.skipped
-        ]
-        done = self._closed_by_run
+        # Of the store's tasks: other machines' closes move the count, never the total.
+        closed, total = selection.progress(self._tasks())
         # The cycle's end is this line's time, its start that of its opening line.
         for attempt in attempts:
             self.log.event(
                 f"cycle {number}: {attempt.task_id} -> {attempt.outcome}"
-                f" ({done}/{done + len(open_work)} done, {cycle.duration_s:g} s,"
+                f" ({closed}/{total} {selection.PROGRESS_LABEL}, {self._closed_by_run} by this"
+                f" run, {cycle.duration_s:g} s,"
                 f" {cycle.tokens} tokens, {self.state.total_tokens} in all)"
                 f" - {self.log.pointer(*cycle.log_lines)}"
                 + (f"; {attempt.error[:160]}" if not attempt.closed and attempt.error else "")
@@ -775,6 +773,7 @@ class Supervisor:
         if lifecycle:
             self.state.lifecycle = lifecycle
         self.state.save(self.home)
+        self.presence.show(self.state, self._closed_by_run)
 
     def _write_context(self) -> None:
         try:

@@ -10,6 +10,10 @@ proxies and the browser from dropping a quiet stream; ``event: end`` tells the
 page the run is over (helix.js then closes the stream); a stream lives at most
 an hour, after which the browser reconnects on its own. A client that goes away
 cancels it (Starlette listens for the disconnect).
+
+On a shared store the page also shows every machine's runs, and the stream
+watches them too: that look reads the store, so it runs in a worker thread,
+and the stream lives while any run of the fleet does.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from helix.config import Paths
+from helix.config import Paths, Server
 from helix.service import runs
 from helix.ui import web
 
@@ -73,12 +77,15 @@ async def stream(
     shows (:func:`helix.service.runs.version`), not sent again; ``root``: the
     prefix of the panel's links (web.root)."""
     started = last = time.monotonic()
-    seen: tuple[bytes, int] | None = None
+    seen: tuple[bytes, int, bytes] | None = None
     while time.monotonic() - started < lifetime:
-        key = runs.fingerprint(paths)
+        if isinstance(paths.db, Server):
+            key = await anyio.to_thread.run_sync(runs.fingerprint, paths)
+        else:
+            key = runs.fingerprint(paths)
         if seen is None and since and runs.version(key) == since:
             seen = key
-        alive = _alive(key[0], paths)
+        alive = _alive(key[0], paths) or runs.fleet_live(key)
         if key != seen or not alive:
             seen = key
             report = await anyio.to_thread.run_sync(runs.view, paths)
