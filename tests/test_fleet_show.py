@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +229,46 @@ def test_progress_keeps_its_total_while_other_machines_close_tasks(fleet: Fleet)
     for name, [run] in runs.items():
         assert run["state"] == "stopped" and run["leases"] == [] and run["ended_at"]
         assert run["closed"] == len(lines[name]) and run["exit_code"] == 0
+
+
+def test_a_run_that_stopped_writing_shows_as_gone_and_old_rows_go(pg_cluster, tmp_path: Path):
+    from helix.memory import db
+    from helix.memory.fleetruns import FleetRuns
+
+    url = pg_cluster.database()
+    store = FleetRuns(config.Server(url))
+    base = {"machine": "m9", "lease": 6, "started_at": "2026-01-01T00:00:00Z"}
+    store.record("killed", {**base, "lifecycle": "building", "current_task": "hx-00000001"})
+    store.record("ended", {**base, "lifecycle": "stopped", "ended_at": "2026-01-01T00:05:00Z"})
+    store.record("ancient", {**base, "machine": "m8", "lifecycle": "building"})
+    conn, _ = db.connect(config.Server(url))
+    # The killed run's last write is a minute old: ten times its lease.
+    conn.execute(
+        "UPDATE task_file SET updated_at = '2000-01-01T00:00:00+00:00' WHERE key = 'run/ancient'"
+    )
+    late = (datetime.now(UTC) - timedelta(minutes=1)).isoformat(timespec="seconds")
+    conn.execute("UPDATE task_file SET updated_at = ? WHERE key = 'run/killed'", (late,))
+    conn.close()
+    assert store.prune() == 1  # what a run's start does: rows not written for 14 days go
+    store.close()
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELIX_")}
+    env.update(HELIX_DB=url, HELIX_EMBEDDER="hash")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+
+    def helix(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "helix", *args],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    shown = helix("status", "--json")
+    assert shown.returncode == 0, shown.stderr
+    [machine] = json.loads(shown.stdout)["machines"]
+    assert machine["machine"] == "m9" and machine["live"] == 0
+    assert {r["run"]: r["state"] for r in machine["runs"]} == {"killed": "gone", "ended": "stopped"}
+    text = helix("status")
+    assert text.returncode == 0, text.stderr
+    assert "no helix run has been started from this checkout" in text.stdout
+    assert "machine m9: 0 live run(s)" in text.stdout
+    assert re.search(r"run killed gone \(building\), .*current task hx-00000001", text.stdout)

@@ -14,9 +14,11 @@ watches for a change. Everything here only reads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -223,12 +225,12 @@ def log_tail(paths: config.Paths, named: Any, lines: int = LOG_LINES) -> list[st
     return [line[:MAX_LINE] for line in text[-lines:]]
 
 
-def fingerprint(paths: config.Paths) -> tuple[bytes, int, bytes]:
+def fingerprint(paths: config.Paths, store: Any = None) -> tuple[bytes, int, bytes]:
     """What changes when the runs page would: the state file's bytes, the
     size of the log it names (agents append to the log between state writes),
     and on a shared store what the fleet's rows and leases say
-    (:func:`fleet_key`)."""
-    shared = fleet_key(paths)
+    (:func:`fleet_key`; ``store``: the watch's, see :func:`watching`)."""
+    shared = fleet_key(paths, store)
     try:
         raw = paths.run_state.read_bytes()
     except OSError:
@@ -245,22 +247,44 @@ def fingerprint(paths: config.Paths) -> tuple[bytes, int, bytes]:
     return raw, size, shared
 
 
-def fleet_key(paths: config.Paths) -> bytes:
+def fleet_key(paths: config.Paths, store: Any = None) -> bytes:
     """A digest of the fleet's runs and leases, prefixed ``live:`` while a run
-    of the fleet lives (b"" on a local store, or when the store cannot be read)."""
+    of the fleet lives (b"" on a local store, or when the store cannot be read).
+    ``store``: a :class:`helix.memory.fleetruns.FleetRuns` to read with, else
+    one opened and closed for this look."""
     if not isinstance(paths.db, config.Server):
         return b""
     from helix.memory import fleetruns
 
     try:
-        with fleetruns.reading(paths.db) as store:
+        if store is not None:
             rows, held = store.runs(), store.leases()
+        else:
+            with fleetruns.reading(paths.db) as opened:
+                rows, held = opened.runs(), opened.leases()
     except (HelixError, OSError):
         return b""
     now = results.as_utc(datetime.now(UTC))
     live = any(_run_entry(r.run, r.record, r.written_at, now)["live"] for r in rows)
     digest = hashlib.sha256(repr((rows, held)).encode()).hexdigest()[:16].encode()
     return (b"live:" if live else b"") + digest
+
+
+@contextlib.contextmanager
+def watching(paths: config.Paths) -> Iterator[Callable[[], tuple[bytes, int, bytes]]]:
+    """:func:`fingerprint` for a page that watches a while (the runs page's
+    stream looks each second): on a shared store it reads through connections
+    kept for the watch, instead of one opened for every look."""
+    if not isinstance(paths.db, config.Server):
+        yield lambda: fingerprint(paths)
+        return
+    from helix.memory import fleetruns
+
+    store = fleetruns.FleetRuns(paths.db)
+    try:
+        yield lambda: fingerprint(paths, store)
+    finally:
+        store.close()
 
 
 def fleet_live(key: tuple[bytes, int, bytes]) -> bool:
@@ -277,4 +301,5 @@ def version(key: tuple[bytes, int, bytes]) -> str:
 
 __all__ = [
     "fingerprint", "fleet", "fleet_live", "log_tail", "running", "status", "version", "view",
+    "watching",
 ]  # fmt: skip

@@ -78,26 +78,27 @@ async def stream(
     prefix of the panel's links (web.root)."""
     started = last = time.monotonic()
     seen: tuple[bytes, int, bytes] | None = None
-    while time.monotonic() - started < lifetime:
-        if isinstance(paths.db, Server):
-            key = await anyio.to_thread.run_sync(runs.fingerprint, paths)
-        else:
-            key = runs.fingerprint(paths)
-        if seen is None and since and runs.version(key) == since:
-            seen = key
-        alive = _alive(key[0], paths) or runs.fleet_live(key)
-        if key != seen or not alive:
-            seen = key
-            report = await anyio.to_thread.run_sync(runs.view, paths)
-            yield message(panel(report, paths, root))
-            last = time.monotonic()
-            if not alive:
-                yield message("", "end")
-                return
-        elif time.monotonic() - last >= HEARTBEAT:
-            yield ": still watching\n\n"
-            last = time.monotonic()
-        await anyio.sleep(poll)
+    with runs.watching(paths) as look:
+        while time.monotonic() - started < lifetime:
+            if isinstance(paths.db, Server):
+                key = await anyio.to_thread.run_sync(look)
+            else:
+                key = look()
+            if seen is None and since and runs.version(key) == since:
+                seen = key
+            alive = _alive(key[0], paths) or runs.fleet_live(key)
+            if key != seen or not alive:
+                seen = key
+                report = await anyio.to_thread.run_sync(runs.view, paths)
+                yield message(panel(report, paths, root))
+                last = time.monotonic()
+                if not alive:
+                    yield message("", "end")
+                    return
+            elif time.monotonic() - last >= HEARTBEAT:
+                yield ": still watching\n\n"
+                last = time.monotonic()
+            await anyio.sleep(poll)
 
 
 async def run_events(request: Request) -> Response:
