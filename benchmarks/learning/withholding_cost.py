@@ -4,7 +4,9 @@ Runs the helix arm of the learning simulation (:mod:`simulation`: the real helix
 library, ``batch_inject`` on a real SQLite store) with the store's withholding
 set as a person sets it (:func:`helix.memory.withholding.save`) at each rate of
 ``--rates`` in mode ``one`` (one dealt insight withheld) and ``block`` (the whole
-block), beside rate 0, on the development seeds only (never the held-out ones).
+block), beside rate 0, on the development seeds (where the default was chosen)
+or, with ``--seeds heldout``, on the first held-out seeds of each world, once,
+to report the cost of the default beside run.py's held-out figures.
 The simulated builder sees what was shown, never what was withheld.
 
 Per world, mode and rate it reports:
@@ -28,10 +30,10 @@ source of randomness replaced, for this benchmark only, by one seeded per
 (world, seed, mode, rate), so every figure is a function of the seeds.
 
     .venv/bin/python benchmarks/learning/withholding_cost.py --seeds dev
-        [--world a|b|both] [--seed-count N] [--tasks N] [--rates 0.05,0.1,0.2]
+        [--world a|b|c|both|all] [--seeds dev|heldout] [--seed-count N] [--tasks N] [--rates 0.05,0.1,0.2]
         [--modes one,block] [--json] [--report withholding_cost.json]
 
-Writes ``withholding_cost.json`` beside this file (not with ``--tasks`` or
+Writes ``withholding_cost.json`` (held-out: ``withholding_cost_heldout.json``) beside this file (not with ``--tasks`` or
 ``--seed-count`` below the defaults unless ``--out`` names a file) and prints a
 markdown report; progress goes to stderr. The default, 3 development seeds per
 world, is 42 runs of 240 tasks (rate 0, three rates in two modes): about 21 s a
@@ -319,8 +321,14 @@ def _points(figure: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", choices=["dev"], default="dev", help="development only")
-    parser.add_argument("--world", choices=["a", "b", "both"], default="both")
+    parser.add_argument(
+        "--seeds",
+        choices=["dev", "heldout"],
+        default="dev",
+        help="development seeds (where the default rate was chosen) or held-out "
+        "(the cost reported once, with run.py's held-out figures)",
+    )
+    parser.add_argument("--world", choices=["a", "b", "c", "both", "all"], default="both")
     parser.add_argument("--seed-count", type=int, default=SEED_COUNT)
     parser.add_argument("--tasks", type=int, default=Config.tasks)
     parser.add_argument("--rates", default=",".join(f"{r:g}" for r in RATES))
@@ -334,7 +342,7 @@ def main() -> int:
         return 0
     rates = [float(r) for r in args.rates.split(",") if r]
     modes = [withholdings.check_mode(m) for m in args.modes.split(",") if m]
-    worlds = ["a", "b"] if args.world == "both" else [args.world]
+    worlds = {"both": ["a", "b"], "all": ["a", "b", "c"]}.get(args.world, [args.world])
     started = time.perf_counter()
     embedder = CachingEmbedder(get_embedder("minilm"))
     tokens = TokenCounter()
@@ -343,7 +351,7 @@ def main() -> int:
     for name in worlds:
         cfg = Config(tasks=args.tasks, world=name)
         embedder.embed(texts_to_warm(pool=cfg.distractor_pool, w=world_of(name)))
-        seeds = list(seeds_of(name, "dev"))[: args.seed_count]
+        seeds = list(seeds_of(name, args.seeds))[: args.seed_count]
         seeds_used[name] = seeds
         runs: dict[tuple[str, float], dict[int, dict[str, Any]]] = defaultdict(dict)
         plan = [("off", 0.0)] + [(m, r) for m in modes for r in rates]
@@ -366,9 +374,11 @@ def main() -> int:
                 )
         out["worlds"][name] = summarize(runs)
     out["seeds"] = seeds_used
+    out["seed_set"] = args.seeds
     out["runtime_s"] = round(time.perf_counter() - started, 1)
+    default = RESULTS if args.seeds == "dev" else RESULTS.with_name("withholding_cost_heldout.json")
     target = args.out or (
-        RESULTS if args.tasks == Config.tasks and args.seed_count >= SEED_COUNT else None
+        default if args.tasks == Config.tasks and args.seed_count >= SEED_COUNT else None
     )
     if target is not None:
         target.write_text(json.dumps(out, indent=1) + "\n")
