@@ -250,8 +250,9 @@ def _median(values: list[float]) -> float | None:
 
 
 def report(results: dict[str, Any]) -> str:
+    held = results.get("seed_set") == "heldout"  # files written before it was recorded: dev
     lines = [
-        "# What randomized withholding costs (development seeds)",
+        f"# What randomized withholding costs ({'held-out' if held else 'development'} seeds)",
         "",
         f"{results['tasks']} tasks per seed; seeds {results['seeds']}; cost is rate 0's"
         " pass rate less this one's, in points, paired by seed (95% t-interval).",
