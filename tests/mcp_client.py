@@ -22,12 +22,15 @@ import httpx2  # noqa: E402 - after the skip
 from mcp.client import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from stores import engine_env
+from stores import engine_env, store_of, withholding_off
 
 
 def project(root: Path) -> Path:
-    """A project folder with its (empty) ``.helix/`` data directory."""
+    """A project folder with its ``.helix/`` data directory, its store's
+    withholding rate 0 (tests assert what a client was dealt; none is withheld
+    at random)."""
     (root / ".helix").mkdir(parents=True, exist_ok=True)
+    withholding_off(store_of(root / ".helix"))
     return root
 
 

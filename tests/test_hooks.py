@@ -168,12 +168,38 @@ def test_session_start_prepares_and_briefs(session: Session):
     assert (session.home / "plugin_root").read_text().strip() == "/plugins/helix"
 
 
-def test_session_start_briefs_proven_constraints(stocked: Session, monkeypatch):
+def second_login(request: pytest.FixtureRequest, url: str) -> str:
+    """The shared store at ``url`` as a second login role with the settler level:
+    a shared store counts sources of evidence by login (helix.memory.proven)."""
+    import uuid
+
+    import psycopg
+
+    from helix import config
+    from helix.memory import db, roles
+
+    role = f"second_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(request.getfixturevalue("pg_cluster").url(), autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+    conn, _ = db.connect(config.database(url))
+    try:
+        roles.grant(conn, role, "settler")
+    finally:
+        conn.close()
+    return url.replace("postgresql://helix@", f"postgresql://{role}@", 1)
+
+
+def test_session_start_briefs_proven_constraints(stocked: Session, request):
+    stores = [store_of(stocked.home)]
+    if os.environ.get("HELIX_DB"):
+        # Passing outcomes from two login roles: a shared store asks for two sources.
+        from helix import config
+
+        stores.append(config.database(second_login(request, os.environ["HELIX_DB"])))
     with stocked.memory() as memory:
         name = memory.list()[0]["name"]
-        for i in range(4):
-            # Two machines: a shared store asks for two sources (helix.memory.proven).
-            monkeypatch.setenv("HELIX_MACHINE", f"machine-{i % 2}")
+    for i in range(4):
+        with Memory(stores[i % len(stores)]) as memory:
             credit(memory, [name], "delivered", task_id=f"t{i}")
     text = context_of(stocked.fire("SessionStart", source="resume"))
     assert "6 insights" in text and "top proven constraints" in text
