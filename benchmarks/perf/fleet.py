@@ -47,6 +47,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -55,7 +56,7 @@ sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 import _common as common  # noqa: E402
 import pgserver  # noqa: E402
-from fleet_throughput import Side, server_cpu_s  # noqa: E402
+from fleet_throughput import STUB_HEAD, STUB_TAIL, Side, server_cpu_s  # noqa: E402
 
 RUNNERS = 4
 SIZES = (100, 1000)
@@ -65,31 +66,13 @@ HANG_AT = 3  # the killed machine's build that hangs (1-based)
 LIMIT = 1.3  # CPU per task at the largest size against the smallest
 TIMEOUT_S = 3600.0
 BACKEND_EXIT_S = 0.5
-POLL_S = 0.02
 
 # Builds every task of a build prompt by creating its VERIFY's file, logging the
 # build (one small append, so concurrent lines never interleave); the machine
 # named in FLEET_HANG hangs in its HANG_AT-th build until it is killed.
-STUB = r"""#!/usr/bin/env python3
-import json, os, re, sys, time
-prompt = sys.stdin.read()
-machine = os.environ["HELIX_MACHINE"]
-def log(kind, ids):
-    line = json.dumps({"machine": machine, "kind": kind, "ids": ids, "at": time.time()}) + "\n"
-    fd = os.open(os.environ["FLEET_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
-if "NEXT_ACTION: <ACTION>" in prompt:
-    log("check", [])
-    sys.stdout.write("NEXT_ACTION: STOP the queue is empty\n")
-    sys.exit(0)
-ids = re.findall(r"^TASK_ID: (\S+)$", prompt, re.M)
-names = re.findall(r"^VERIFY: grep -qx (\S+) built/current$", prompt, re.M)
-if not ids:
-    log("other", [])
-    sys.exit(0)
+STUB = (
+    STUB_HEAD
+    + r"""names = re.findall(r"^VERIFY: grep -qx (\S+) built/current$", prompt, re.M)
 count_file = os.path.join(os.path.dirname(os.path.abspath(__file__)), "builds")
 count = int(open(count_file).read()) + 1 if os.path.exists(count_file) else 1
 open(count_file, "w").write(str(count))
@@ -99,10 +82,9 @@ if machine == os.environ.get("FLEET_HANG") and count == int(os.environ["FLEET_HA
 os.makedirs("built", exist_ok=True)
 with open("built/current", "w") as handle:
     handle.write("".join(name + "\n" for name in names))
-log("build", ids)
-for task_id in ids:
-    sys.stdout.write(f"TASK_ID: {task_id}\nDELIVERED: built it\nUTILIZED: []\n\n")
 """
+    + STUB_TAIL
+)
 
 
 def hung_ids(log: Path) -> list[str] | None:
@@ -118,66 +100,21 @@ def hung_ids(log: Path) -> list[str] | None:
 def drain(side: Side, lease: float) -> dict:
     """Start the runners together, kill the hung one, wait for the rest."""
     killed_index = int(KILLED[1:]) - 1
-    outputs = [world.root / "run.out" for world in side.worlds]
-    procs: list[subprocess.Popen] = []
-    ended: dict[int, tuple[float, int, float]] = {}
-    hung: list[str] | None = None
-    killed_at = None
-    start = time.perf_counter()
-    side.started_at = time.time()  # Side.check reads the last build against it
-    try:
-        for n, world in enumerate(side.worlds):
-            env = side.env(n)
-            env.update(
-                {"HELIX_LEASE": str(lease), "FLEET_HANG": KILLED, "FLEET_HANG_AT": str(HANG_AT)}
-            )
-            with outputs[n].open("w") as out:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "helix", *world.run_args("--batch-size", "1")],
-                        cwd=world.project,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
-        while len(ended) < len(procs) and time.perf_counter() - start < TIMEOUT_S:
-            if hung is None and (hung := hung_ids(side.log)) is not None:
-                os.killpg(procs[killed_index].pid, signal.SIGKILL)  # dies mid-build
-                killed_at = time.perf_counter() - start
-                common.log(f"  killed {KILLED} mid-build of {', '.join(hung)}")
-            for n, proc in enumerate(procs):
-                if n in ended:
-                    continue
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    proc.returncode = os.waitstatus_to_exitcode(status)
-                    ended[n] = (
-                        time.perf_counter() - start,
-                        proc.returncode,
-                        usage.ru_utime + usage.ru_stime,
-                    )
-            time.sleep(POLL_S)
-    finally:
-        for n, proc in enumerate(procs):
-            if n not in ended:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    return {
-        "wall_s": max((e[0] for e in ended.values()), default=TIMEOUT_S),
-        "codes": {f"m{n + 1}": ended[n][1] if n in ended else None for n in range(len(procs))},
-        "cpu_s": sum(e[2] for e in ended.values()),
-        "stuck": [f"m{n + 1}" for n in range(len(procs)) if n not in ended],
-        "hung": hung or [],
-        "killed_at_s": killed_at,
-        "tails": {
-            f"m{n + 1}": outputs[n].read_text(errors="replace")[-1500:]
-            for n in range(len(procs))
-            if n != killed_index and (n not in ended or ended[n][1] != 0)
-        },
-    }
+    kill: dict[str, Any] = {"hung": None, "at": None}
+
+    def watch(procs: list[subprocess.Popen], elapsed: float) -> None:
+        if kill["hung"] is None and (hung := hung_ids(side.log)) is not None:
+            os.killpg(procs[killed_index].pid, signal.SIGKILL)  # dies mid-build
+            kill.update(hung=hung, at=elapsed)
+            common.log(f"  killed {KILLED} mid-build of {', '.join(hung)}")
+
+    lapse = {"HELIX_LEASE": str(lease), "FLEET_HANG": KILLED, "FLEET_HANG_AT": str(HANG_AT)}
+    ran = side.run(1, TIMEOUT_S, lapse, watch)
+    ran["hung"] = kill["hung"] or []
+    ran["killed_at_s"] = kill["at"]
+    # The killed runner's end is the one expected: its output is no problem's tail.
+    ran["tails"] = {m: tail for m, tail in ran["tails"].items() if m != KILLED}
+    return ran
 
 
 def measure(size: int, lease: float, scratch: Path, cluster: pgserver.Cluster) -> dict:

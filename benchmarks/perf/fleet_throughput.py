@@ -60,6 +60,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -89,7 +90,9 @@ LABELS = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 # in one small write so that concurrent lines do not interleave. Any other prompt
 # (a design or polish pass) gets an empty answer: it closes nothing, so the
 # runner stops after its idle passes, which a drained queue should not reach.
-STUB = r"""#!/usr/bin/env python3
+# STUB_HEAD and STUB_TAIL are what every fleet stub shares (``fleet.py``'s too);
+# between them each builds in its own way.
+STUB_HEAD = r"""#!/usr/bin/env python3
 import json, os, re, sys, time
 prompt = sys.stdin.read()
 machine = os.environ["HELIX_MACHINE"]
@@ -106,18 +109,24 @@ if "NEXT_ACTION: <ACTION>" in prompt:
     sys.stdout.write("NEXT_ACTION: STOP the queue is empty\n")
     sys.exit(0)
 ids = re.findall(r"^TASK_ID: (\S+)$", prompt, re.M)
-targets = re.findall(r"^VERIFY: test -f (built/\S+)$", prompt, re.M)
 if not ids:
     log("other", [])
     sys.exit(0)
+"""
+STUB_TAIL = r"""log("build", ids)
+for task_id in ids:
+    sys.stdout.write(f"TASK_ID: {task_id}\nDELIVERED: built it\nUTILIZED: []\n\n")
+"""
+STUB = (
+    STUB_HEAD
+    + r"""targets = re.findall(r"^VERIFY: test -f (built/\S+)$", prompt, re.M)
 os.makedirs("built", exist_ok=True)
 for target in targets:
     with open(target, "w") as handle:
         handle.write(machine)
-log("build", ids)
-for task_id in ids:
-    sys.stdout.write(f"TASK_ID: {task_id}\nDELIVERED: built it\nUTILIZED: []\n\n")
 """
+    + STUB_TAIL
+)
 
 
 # ---------------------------------------------------------------- one side
@@ -164,14 +173,23 @@ class Side:
             for n in range(count)
         ]
 
-    def run(self, batch: int, timeout: float) -> dict:
-        """Start every runner at once; wall seconds until the last has exited."""
+    def run(
+        self,
+        batch: int,
+        timeout: float,
+        extra_env: dict[str, str] | None = None,
+        watch: Callable[[list[subprocess.Popen], float], None] | None = None,
+    ) -> dict:
+        """Start every runner at once (each with ``extra_env`` added to its
+        environment); wall seconds until the last has exited. ``watch`` is called
+        at every poll with the runners and the seconds since the start (a caller
+        that kills one mid-build does it there; wait4 still reaps it)."""
         outputs = [world.root / "run.out" for world in self.worlds]
         # Everything but the fork itself is made before the clock starts.
         launches = [
             (
                 [sys.executable, "-m", "helix", *world.run_args("--batch-size", str(batch))],
-                self.env(n),
+                {**self.env(n), **(extra_env or {})},
                 world.project,
             )
             for n, world in enumerate(self.worlds)
@@ -198,6 +216,8 @@ class Side:
             # end, and its rusage: wait4 reports that runner's CPU with that of the
             # children it reaped (the agent, git, VERIFY), none of the server's.
             while len(ended) < len(procs):
+                if watch is not None:
+                    watch(procs, time.perf_counter() - start)
                 for n, proc in enumerate(procs):
                     if n in ended:
                         continue
