@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -486,3 +487,34 @@ def connect(
         if isinstance(exc, OSError):
             raise StoreError(f"cannot open {path}: {exc.strerror or exc}") from None
         raise
+
+
+class PerThread:
+    """One connection per thread to the store at ``location``, opened when a
+    thread first asks: a runner renews its leases from a heartbeat thread while
+    its main thread works, and a connection is not shared between threads.
+    :meth:`close` closes every connection it opened; :meth:`forget` drops the
+    calling thread's, so its next call opens a new one (after a lost link)."""
+
+    def __init__(self, location: Location):
+        self.location = location
+        self._local = threading.local()
+        self._opened: list[Connection] = []
+
+    def get(self) -> Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn, _ = connect(self.location)
+            self._local.conn = conn
+            self._opened.append(conn)
+        return conn
+
+    def forget(self) -> None:
+        self._local.conn = None
+
+    def close(self) -> None:
+        for conn in self._opened:
+            with contextlib.suppress(Exception):  # closing: nothing left to save
+                conn.close()
+        self._opened.clear()
+        self._local = threading.local()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -64,36 +63,23 @@ class FleetRuns:
 
     def __init__(self, location: Server):
         self.location = location
-        self._local = threading.local()
-        self._opened: list[Any] = []
-
-    def _conn(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn, _ = db.connect(self.location)
-            self._local.conn = conn
-            self._opened.append(conn)
-        return conn
+        self._conns = db.PerThread(location)
 
     def _query(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         try:
-            return self._conn().execute(sql, params)
+            return self._conns.get().execute(sql, params)
         except sqlite3.Error as exc:  # the engine's errors, as postgres.py raises them
-            self._local = threading.local()  # a lost connection is opened again next time
+            self._conns.forget()  # a lost connection is opened again next time
             raise StoreError(
                 f"the shared store's runs could not be read or written: {exc}"
             ) from None
 
     def close(self) -> None:
-        for conn in self._opened:
-            with contextlib.suppress(Exception):  # closing: nothing left to save
-                conn.close()
-        self._opened.clear()
-        self._local = threading.local()
+        self._conns.close()
 
     def record(self, run: str, record: dict[str, Any]) -> None:
         """Write the row of ``run`` (replacing what it held)."""
-        stamp = _now()
+        stamp = db.stamp(datetime.now(UTC))
         body = json.dumps(record, sort_keys=True, default=str).encode()
         self._query(
             "INSERT INTO task_file(key, body, updated_at) VALUES (?, ?, ?) "
@@ -103,7 +89,7 @@ class FleetRuns:
 
     def prune(self, now: datetime | None = None) -> int:
         """Drop the rows of runs not written for :data:`KEPT`; how many."""
-        cutoff = ((now or datetime.now(UTC)) - KEPT).isoformat(timespec="seconds")
+        cutoff = db.stamp((now or datetime.now(UTC)) - KEPT)
         gone = self._query(
             "DELETE FROM task_file WHERE key LIKE ? AND updated_at < ?", (PREFIX + "%", cutoff)
         )
@@ -164,7 +150,3 @@ def reading(location: Server) -> Iterator[FleetRuns]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

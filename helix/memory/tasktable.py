@@ -27,7 +27,6 @@ and changes records; this module only stores the lines it is given.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -95,14 +94,10 @@ class TaskTable:
 
     def __init__(self, location: Server):
         self.location = location
-        self._local = threading.local()
+        self._conns = db.PerThread(location)
 
     def _conn(self) -> Any:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn, _ = db.connect(self.location)
-            self._local.conn = conn
-        return conn
+        return self._conns.get()
 
     def load(self) -> bytes:
         """Every row's line, in the order tasks were added (read-only)."""
