@@ -62,6 +62,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -133,15 +134,31 @@ for target in targets:
 
 
 class Side:
-    """One engine with ``runners`` checkouts, set up afresh under ``root``."""
+    """One engine with ``runners`` checkouts, set up afresh under ``root``.
 
-    def __init__(self, engine: str, runners: int, root: Path, cluster, tag: str) -> None:
+    ``tree``: a helix source tree the runners import instead of this
+    interpreter's (put first on their ``PYTHONPATH``; ``fleet.py --baseline``).
+    ``tracker``: makes the side's task tracker from the database URL (None on
+    SQLite) and the first checkout's data directory, for a tree whose tracker
+    cannot be opened in this process; by default this checkout's own."""
+
+    def __init__(
+        self,
+        engine: str,
+        runners: int,
+        root: Path,
+        cluster,
+        tag: str,
+        tree: Path | None = None,
+        tracker: Callable[[str | None, Path], Any] | None = None,
+    ) -> None:
         from helix import config
         from helix.loop import taskstore
 
         self.engine = engine
         self.runners = runners
         self.root = root
+        self.tree = tree
         self.log = root / "builds.jsonl"
         self.worlds = [World(root / f"machine-{n + 1}") for n in range(runners)]
         for world in self.worlds:
@@ -153,7 +170,10 @@ class Side:
         else:
             self.url = None  # the checkout's own .helix/helix.db
             paths = config.Paths.at(home)
-        self.tracker = taskstore.open_tracker(paths)
+        if tracker is not None:
+            self.tracker = tracker(self.url, home)
+        else:
+            self.tracker = taskstore.open_tracker(paths)
 
     def env(self, n: int) -> dict[str, str]:
         extra = {"HELIX_MACHINE": f"m{n + 1}", "FLEET_LOG": str(self.log)}
@@ -165,7 +185,7 @@ class Side:
         # Bytecode caching on, as a user's install has it: the parent may run
         # under PYTHONDONTWRITEBYTECODE, and every runner would compile helix again.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        return env
+        return common.base_env(env, self.tree) if self.tree else env
 
     def make_tasks(self, count: int) -> list[str]:
         return [
