@@ -127,6 +127,9 @@ def test_provenance_names_the_role_and_a_team_needs_two_logins(shared, monkeypat
             "SELECT actor, machine, run FROM trial ORDER BY id DESC LIMIT 1"
         ).fetchone()
         assert tuple(row) == ("carol", "ci-runner-4", "run-7")  # the role, not the OS user
+        # ... and the evidence trail people read (`helix memory history`) says so.
+        latest = memory.history(shared["name"], limit=1)[0]
+        assert (latest["actor"], latest["machine"]) == ("carol", "ci-runner-4")
         assert memory.health()["proven"] == 0  # one login is one source, whatever it says
     monkeypatch.setenv("HELIX_MACHINE", "ci-runner-3")
     with Memory(owner, embedder=HashEmbedder()) as memory:

@@ -361,10 +361,12 @@ class Memory(InsightRows):
         return self.get(name)
 
     def history(self, name: str, limit: int = 50) -> list[dict[str, Any]]:
-        """The feedback events behind an insight's effectiveness, newest first."""
+        """The feedback events behind an insight's effectiveness, newest first,
+        each with who gave it (the login role on a shared store) and from which
+        machine: a team reads whose outcomes stand behind an insight."""
         rows = self.conn.execute(
-            "SELECT task_id, outcome, verified, causal, delta, effectiveness, created_at "
-            "FROM feedback_event WHERE insight = ? ORDER BY id DESC LIMIT ?",
+            "SELECT task_id, outcome, verified, causal, delta, effectiveness, created_at, "
+            "actor, machine FROM feedback_event WHERE insight = ? ORDER BY id DESC LIMIT ?",
             (name, limit),
         )
         return [
@@ -376,8 +378,10 @@ class Memory(InsightRows):
                 "delta": d,
                 "effectiveness": e,
                 "at": at,
+                "actor": actor,
+                "machine": machine,
             }
-            for t, o, v, c, d, e, at in rows
+            for t, o, v, c, d, e, at, actor, machine in rows
         ]
 
     def task_feedback(self, task_id: str | None) -> builtins.list[dict[str, Any]]:
