@@ -69,6 +69,9 @@ def _missing_codex() -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ALL_RUNS] = []
+    config.addinivalue_line(
+        "markers", "no_agent_cli: an e2e test that drives no agent client (runs without node)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -78,6 +81,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         item.add_marker(pytest.mark.e2e)
         item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("no_agent_cli"):
+            continue
         reason = reasons["codex" if item.get_closest_marker("codex") else "claude"]
         if reason:
             item.add_marker(pytest.mark.skip(reason=reason))
