@@ -54,6 +54,7 @@ def has_commit(ref: str) -> bool:
     ("args", "says"),
     [
         (["--baseline", "no-such-ref"], "--baseline no-such-ref: no such commit"),
+        (["--current", "no-such-ref"], "--current no-such-ref: no such commit"),
         (["--sizes", "5"], "task counts must be at least 12"),
         (["--baseline-sizes", "x"], "task counts must be integers"),
     ],

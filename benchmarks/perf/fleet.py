@@ -5,9 +5,12 @@ grow with the queue, and what did the task table change?
 
 Two sides, each a helix source tree the runners import (first on their
 ``PYTHONPATH``; checked before each drain by asking the runner's own interpreter,
-environment and directory where ``helix`` comes from): *current*, this checkout,
-and *baseline*, a throwaway copy of ``--baseline REF`` (``git archive`` into a
-temporary directory, removed at the end, on an error and on SIGTERM). The default
+environment and directory where ``helix`` comes from): *current*, this checkout's
+``helix/`` as it is on disk (``--current REF``: a copy of REF made as the
+baseline's is, so that a run kept as a result measures a commit, not edits in
+progress), and *baseline*, a throwaway copy of ``--baseline REF`` (``git
+archive`` into a temporary directory, removed at the end, on an error and on
+SIGTERM). The default
 REF is the parent of the commit that brought the task table (``80ab54b^``): there
 the queue is one bead-format row in ``task_file``, rewritten under the store-wide
 lock on every claim, close and renewal. ``--baseline none`` runs the current side
@@ -52,7 +55,8 @@ Runners use the hash embedder and the cluster runs with durability off, as the
 tests do. ``--baseline-sizes`` gives the baseline other sizes (default: the same).
 
     python benchmarks/perf/fleet.py [--sizes 100,1000] [--baseline REF|none]
-        [--baseline-sizes 100,1000] [--lease 5] [--limit 1.3] [--out FILE] [--json]
+        [--baseline-sizes 100,1000] [--current REF] [--lease 5] [--limit 1.3]
+        [--out FILE] [--json]
 """
 
 from __future__ import annotations
@@ -131,15 +135,18 @@ WHERE = "import helix; print(helix.__file__)"
 
 
 class Tree:
-    """A helix source tree the runners of one side import: this checkout, or a
-    copy of ``ref`` extracted under ``into``."""
+    """A helix source tree the runners of one side import: this checkout's
+    ``helix/`` as it is on disk (``ref`` None; its commit marked ``+uncommitted``
+    when ``helix/`` has changes git has not recorded), or a copy of ``ref``
+    extracted under ``into``."""
 
     def __init__(self, label: str, ref: str | None, into: Path) -> None:
         self.label = label
         self.ref = ref
         if ref is None:
             self.root = common.REPO_DIR
-            self.commit = common.git_commit()
+            changed = git_out("status", "--porcelain", "--", "helix")
+            self.commit = f"{common.git_commit()}{'+uncommitted' if changed else ''}"
         else:
             self.root = into
             into.mkdir(parents=True)
@@ -293,7 +300,7 @@ def measure(tree: Tree, size: int, lease: float, scratch: Path, cluster: pgserve
         problems.append(f"the killed runner's task was settled by {takers or 'nobody'}")
     assert side.url is not None
     storage = queue_storage(side.url)
-    baseline = tree.ref is not None
+    baseline = tree.label == "baseline"
     if baseline and (storage["task_table_rows"] is not None or not storage["task_file_bytes"]):
         problems.append(f"the baseline's queue is not one task_file row: {storage}")
     if not baseline and (storage["task_table_rows"] != size or storage["task_file_bytes"]):
@@ -384,7 +391,8 @@ def markdown(out: dict) -> list[str]:
         f"*current* (the task table, {sides.get('current')}) and *baseline* (the code before "
         f"it, {sides.get('baseline')}: the queue one `task_file` row rewritten under the "
         "store-wide lock). CPU per task is the runners' (with their agents, git and VERIFY) "
-        "plus the server's; the cluster runs with durability off."
+        "plus the server's; the cluster runs with durability off"
+        + (f", on {cores} cores." if (cores := out.get("machine", {}).get("nproc")) else ".")
     )
     rows = [
         "| side | tasks | wall | CPU ms/task (runners + server) | closed exactly once "
@@ -406,12 +414,17 @@ def markdown(out: dict) -> list[str]:
         for label, g in out["cpu_per_task_growth"].items()
     ]
     against = [f"{v}x at {int(s):,}" for s, v in out["current_over_baseline"].items()]
-    tail = f"CPU per task, {'; '.join(ratios)} (limit {out['limit']}x for the current side)."
+    tail = (
+        f"CPU per task, {'; '.join(ratios)} (limit {out['limit']}x for the current side)."
+        if ratios
+        else ""
+    )
     if against:
         tail += f" Current over baseline: {', '.join(against)}."
-    if out.get("notes"):
-        tail += " " + " ".join(out["notes"])
-    return ["### Fleet of runners on PostgreSQL", "", head, "", *rows, "", tail, ""]
+    if "load_before" in out:
+        load = f"{out['load_before'][0]:.1f} before, {out['load_after'][0]:.1f} after"
+        tail += f" The whole run took {out['duration_s'] / 60:.1f} min; load average {load}."
+    return ["### Fleet of runners on PostgreSQL", "", head, "", *rows, "", tail.strip(), ""]
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -448,21 +461,30 @@ def main() -> int:
     parser.add_argument(
         "--baseline-sizes", type=parse_sizes, help="the baseline's task counts (--sizes)"
     )
+    parser.add_argument(
+        "--current",
+        help="measure this git revision as the current side (a throwaway copy like the "
+        "baseline's) instead of this checkout's helix/ as it is on disk",
+    )
     parser.add_argument("--lease", type=float, default=LEASE_S, help="HELIX_LEASE seconds (5)")
     parser.add_argument("--limit", type=float, default=LIMIT, help="largest/smallest CPU per task")
     parser.add_argument("--out", type=Path, help="also write the JSON result to this file")
     parser.add_argument("--json", action="store_true", help="print the JSON on stdout")
     args = parser.parse_args()
-    baseline = None if args.baseline.lower() == "none" else args.baseline
-    if baseline is not None:
+    refs: dict[str, str | None] = {}
+    for option, given in (("--baseline", args.baseline), ("--current", args.current)):
+        if given is None or given.lower() == "none":
+            refs[option] = None
+            continue
         found = subprocess.run(
             ["git", "-C", str(common.REPO_DIR), "rev-parse", "--verify", "-q",
-             f"{baseline}^{{commit}}"],
+             f"{given}^{{commit}}"],
             capture_output=True, text=True,
         )  # fmt: skip
         if found.returncode:
-            parser.error(f"--baseline {baseline}: no such commit in this repository")
-        baseline = found.stdout.strip()
+            parser.error(f"{option} {given}: no such commit in this repository")
+        refs[option] = found.stdout.strip()
+    baseline = refs["--baseline"]
     baseline_sizes = args.baseline_sizes or args.sizes
     # SIGTERM as an exception, so the finally blocks run on it too: Side.run's
     # kills the runners' process groups, the one below stops the cluster and
@@ -474,7 +496,7 @@ def main() -> int:
     cluster = None
     results = []
     try:
-        trees = [Tree("current", None, scratch / "current")]
+        trees = [Tree("current", refs["--current"], scratch / "current")]
         if baseline is not None:
             common.log(f"extracting the baseline {baseline[:12]} ...")
             trees.insert(0, Tree("baseline", baseline, scratch / "baseline"))
@@ -485,7 +507,7 @@ def main() -> int:
         # load at a size falls on both.
         for size in sorted({*args.sizes, *(baseline_sizes if baseline else [])}):
             for tree in trees:
-                if size not in (baseline_sizes if tree.ref else args.sizes):
+                if size not in (baseline_sizes if tree.label == "baseline" else args.sizes):
                     continue
                 common.log(f"{tree.label}: {RUNNERS} runners, {size} tasks, {KILLED} killed ...")
                 result = measure(tree, size, args.lease, scratch, cluster)
