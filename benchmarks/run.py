@@ -45,6 +45,9 @@ RESULTS = common.BENCH_DIR / "results.json"
 DOCS = common.REPO_DIR / "docs"
 REPORT = DOCS / "benchmarks.md"
 LEARNING_PNG = DOCS / "learning-curve.png"
+# The fleet benchmark's last run (fleet.py --out): not in BENCHMARKS, since it
+# takes minutes and a PostgreSQL cluster of its own; its section is drawn from it.
+FLEET = common.BENCH_DIR / "fleet.json"
 
 
 def run_one(name: str, extra: list[str], timeout: int) -> dict:
@@ -172,6 +175,7 @@ REPRODUCE = """## How to reproduce
 | the same, smaller and faster (development) | `make bench-quick` |
 | one benchmark (with the venv active) | `python benchmarks/perf/NAME.py` (`--help` for its options; `--json` for the record) |
 | rewrite this page from `benchmarks/results.json` | `python benchmarks/run.py --report-only` |
+| the fleet on PostgreSQL, against the code before the task table | `python benchmarks/perf/fleet.py --current HEAD --out benchmarks/fleet.json` (about 7 min on 2 cores), then `--report-only` |
 | start again from nothing | `make bench-clean` (drops `.cache/bench` and `.venv-ref`) |
 
 `make bench` installs helix with the `bench` extra (matplotlib) into `.venv`, and
@@ -201,6 +205,15 @@ How the stores are made:
   in one pass), with ~30% file patterns, up to 3 similar edges per row and varied
   evidence. Queries are always embedded for real.
 """
+
+
+def fleet_markdown() -> list[str]:
+    """The section of the fleet benchmark's committed run, if there is one."""
+    if not FLEET.exists():
+        return []
+    import fleet
+
+    return fleet.markdown(json.loads(FLEET.read_text()))
 
 
 def write_report(
@@ -250,6 +263,7 @@ def write_report(
         "",
     ]
     lines += _report.perf_markdown(results, DOCS)
+    lines += fleet_markdown()
     lines += learning_markdown(learning)
     lines += [REPRODUCE]
     lines += _report.details_markdown(results)

@@ -421,6 +421,10 @@ def markdown(out: dict) -> list[str]:
     )
     if against:
         tail += f" Current over baseline: {', '.join(against)}."
+    if all("make_tasks_s" in r for r in out["runs"]):
+        largest = max(r["tasks"] for r in out["runs"])
+        made = [f"{r['side']} {r['make_tasks_s']} s" for r in out["runs"] if r["tasks"] == largest]
+        tail += f" Making the {largest:,} tasks, before the clock starts: {', '.join(made)}."
     if "load_before" in out:
         load = f"{out['load_before'][0]:.1f} before, {out['load_after'][0]:.1f} after"
         tail += f" The whole run took {out['duration_s'] / 60:.1f} min; load average {load}."
