@@ -21,8 +21,10 @@ import psycopg
 import pytest
 from evidence import credit
 from helix_process import run_helix
+from stores import withholding_off
 
 from helix.config import Server
+from helix.memory import postgres
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 
@@ -246,3 +248,34 @@ def test_the_owner_may_and_every_deletion_is_archived_and_audited(team):
     # (restore took the database's copy back; forget's own is the only one, not doubled)
     (reason,) = t.sql(None, "SELECT reason FROM archive WHERE name = %s", (name,))
     assert "outside helix" not in reason[0]
+
+
+# ------------------------------------------------------------ writers side by side
+
+
+def test_a_settlement_does_not_wait_for_the_store_wide_lock(team):
+    """A settlement locks the rows it writes, not the store: it completes as a
+    settler while another session holds the lock every store-wide writer takes
+    (which a settlement waited for before, as a new insight still does)."""
+    t: Team = team["t"]
+    with Memory(Server(t.url), embedder=HashEmbedder()) as memory:
+        withholding_off(memory)  # the attempt is dealt the insight
+    ok(t.helix(None, "attempts", "abandon", "--all"))  # a judge is set with none in flight
+    task = ok(t.helix(None, "tasks", "create", ADVICE, "--verify", "true", "--json"))["id"]
+    ok(t.helix("wendy", "inject", "--tasks", task))
+    (t.home.parent / "migration.sql").write_text("ALTER TABLE t ADD c int DEFAULT 0;\n")
+    output = t.delivered(team["tmp"] / "out", team["name"])
+    with psycopg.connect(t.url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (postgres.WRITE_LOCK,))
+        with pytest.raises(subprocess.TimeoutExpired):
+            t.helix(None, "memory", "store", "--content", "Vacuum the table after a backfill",
+                    timeout=8)  # fmt: skip
+        settled = ok(t.helix("sam", "settle", task, "--output", output, timeout=90))
+    assert settled["verified"] is True, settled["problems"]
+    assert settled["injected"] == [team["name"]]
+    assert [f["name"] for f in settled["feedback"]] == [team["name"]]
+    trials = t.sql(None, "SELECT count(*) FROM trial WHERE task_id = %s", (task,))
+    assert trials == [(1,)]
+    assert t.sql(None, "SELECT count(*) FROM trial WHERE baseline IS NULL AND verified = 1") == [
+        (0,)
+    ]

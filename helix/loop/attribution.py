@@ -303,7 +303,10 @@ def settle(
         "problems": report.problems + problems,
         "settled_at": now,
     }
-    with db.write(memory.conn):
+    # No store-wide lock: every write here is safe beside other settlements'
+    # (the attempt closes once by its own row, insights are locked in name
+    # order, totals are increments, one writer at a time refits).
+    with db.row_write(memory.conn):
         result["baseline"] = baseline(memory, attempt.vector if attempt else None)
         if attempt is not None:
             kept = {k: v for k, v in result.items() if k != "insights"}

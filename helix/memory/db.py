@@ -161,6 +161,7 @@ def write(conn: Connection) -> Iterator[Connection]:
     try:
         yield conn
     except BaseException as exc:
+        _AFTER.pop(id(conn), None)
         if conn.in_transaction:  # SQLite may have rolled it back already
             conn.execute("ROLLBACK")
         if isinstance(exc, sqlite3.OperationalError) and is_busy(exc):
@@ -178,7 +179,85 @@ def write(conn: Connection) -> Iterator[Connection]:
             raise StoreError(
                 f"could not commit: readers kept the database locked ({exc})"
             ) from None
+        _AFTER.pop(id(conn), None)
         raise
+    _committed(conn)
+
+
+# What runs once a connection's write transaction has committed (by id: a
+# sqlite3 connection takes no attributes), dropped when it rolls back.
+_AFTER: dict[int, list[Callable[[], object]]] = {}
+
+
+def after_commit(conn: Connection, action: Callable[[], object]) -> None:
+    """Run ``action`` once the write transaction open on ``conn`` (:func:`write`
+    or :func:`row_write`) has committed, outside it; never if it rolls back."""
+    _AFTER.setdefault(id(conn), []).append(action)
+
+
+def _committed(conn: Connection) -> None:
+    for action in _AFTER.pop(id(conn), []):
+        action()
+
+
+def concurrent(conn: Connection) -> bool:
+    """True when writers of this store may run at once (PostgreSQL in a
+    :func:`row_write`); False on SQLite, whose writers take turns."""
+    return not isinstance(conn, sqlite3.Connection)
+
+
+@contextlib.contextmanager
+def row_write(conn: Connection) -> Iterator[Connection]:
+    """A write transaction that takes no store-wide lock where the engine locks
+    rows (PostgreSQL, READ COMMITTED): for writes whose every statement is safe
+    beside other writers' (increments, upserts, rows locked first in one order:
+    :func:`lock_rows`). On SQLite it is :func:`write`: one writer at a time."""
+    if isinstance(conn, sqlite3.Connection):
+        with write(conn):
+            yield conn
+        return
+    from helix.memory import postgres
+
+    try:
+        with postgres.row_transaction(conn):  # type: ignore[arg-type]
+            yield conn
+    except BaseException:
+        _AFTER.pop(id(conn), None)
+        raise
+    _committed(conn)
+
+
+def try_lock(conn: Connection, name: str) -> bool:
+    """Take the store's lock ``name`` for the open transaction if nobody holds
+    it; False if somebody does. On SQLite the transaction already excludes every
+    other writer, so it is always True."""
+    if isinstance(conn, sqlite3.Connection):
+        return True
+    from helix.memory import postgres
+
+    return postgres.try_lock(conn, name)  # type: ignore[arg-type]
+
+
+def lock_rows(
+    conn: Connection, table: str, column: str, keys: Sequence[Any], skip_locked: bool = False
+) -> list[Any]:
+    """Lock the rows of ``table`` whose ``column`` is one of ``keys`` for the
+    open transaction, in ascending key order (so two writers that lock this way
+    never wait for each other in a circle), and return their keys in that order.
+    ``skip_locked``: leave out, without waiting, rows another transaction holds.
+    On SQLite the transaction holds the whole store already: the keys present."""
+    if not keys:
+        return []
+    if isinstance(conn, sqlite3.Connection):
+        wanted = sorted(set(keys))
+        marks = ", ".join("?" for _ in wanted)
+        rows = conn.execute(
+            f"SELECT {column} FROM {table} WHERE {column} IN ({marks})", wanted
+        ).fetchall()
+        return sorted(r[0] for r in rows)
+    from helix.memory import postgres
+
+    return postgres.lock_rows(conn, table, column, keys, skip_locked)  # type: ignore[arg-type]
 
 
 def is_busy(exc: sqlite3.Error) -> bool:

@@ -10,11 +10,22 @@ named as used keeps a weaker exposure to the outcome instead of losing credit
 unverified outcome (a person's report, an agent's word, not a VERIFY helix ran)
 weighs less and can only lower an estimate. Every change is an append-only
 feedback event.
+
+**Writers side by side.** On PostgreSQL a settlement takes no store-wide lock
+(``db.row_write``): it locks its insights' rows in name order, adds to their
+totals by increments, and refits only if no other writer is refitting (the
+"fit" lock). An outcome recorded while another writer fits is counted and kept
+as evidence at once; its event shows the estimate as it stood and no change
+(``delta`` 0), and it is fitted, after this transaction commits, by the next
+pass of :func:`catch_up`, which every writer runs and which
+writes no event. On SQLite writers take turns, and every outcome is fitted in
+its own transaction, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
@@ -22,6 +33,8 @@ from helix.memory import db, uplift
 from helix.memory.rows import InsightRows
 from helix.memory.writes import MAX_LINKS
 from helix.vocab import SettledOutcome
+
+CATCH_UP_PASSES = 8  # fits one writer runs for outcomes others recorded meanwhile
 
 # What each reported outcome is worth when no VERIFY judged it (None: no signal).
 OUTCOMES: dict[SettledOutcome, float | None] = {
@@ -46,9 +59,9 @@ def feedback(
     Verified feedback has one source, a VERIFY helix ran for an attempt it recorded
     (:func:`helix.loop.attribution.settle`, which calls :func:`apply` inside the
     transaction that settles the attempt); no argument here can claim it.
-    Atomic: one BEGIN IMMEDIATE transaction.
+    Atomic: one transaction (:func:`helix.memory.db.row_write`).
     """
-    with db.write(memory.conn):
+    with db.row_write(memory.conn):
         return apply(memory, names, outcome, causal_names, task_id, False)
 
 
@@ -89,18 +102,25 @@ def apply(
         raise InvalidInput("a graded value must be between 0 and 1")
     value = _value(outcome, verified, graded)
     now = memory.now()
-    before: dict[str, tuple[float, float, float]] = {}
+    conn = memory.conn
+    # Beside other writers (PostgreSQL), one of them fits at a time; an outcome
+    # recorded meanwhile is fitted by that one's next pass (module docstring).
+    fitting = db.try_lock(conn, "fit")
+    # This outcome's insights, locked in name order before anything else here
+    # waits for a row: two settlements sharing insights never wait in a circle.
+    present = set(db.lock_rows(conn, "insight", "name", names))
+    before: dict[str, float] = {}
     missing = []
     for name in names:
-        row = memory.conn.execute(
-            "SELECT effectiveness, helped, failed FROM insight WHERE name = ?", (name,)
-        ).fetchone()
-        if row is None:
+        if name not in present:
             missing.append(name)
-        else:
-            before[name] = row
+            continue
+        row = conn.execute("SELECT effectiveness FROM insight WHERE name = ?", (name,)).fetchone()
+        before[name] = float(row[0])
     if not before:
         raise NotFound(f"none of these insights exist: {', '.join(missing)}")
+    if db.concurrent(conn):
+        db.after_commit(conn, lambda: catch_up(conn, memory.clock))
     model = uplift.MODEL
     # An unverified success can never raise an estimate: it is no evidence, and
     # only its feedback event (the trail) is written.
@@ -120,26 +140,32 @@ def apply(
             exposures=exposures,
             now=now,
         )
-        if verified:
-            uplift.refit(memory.conn, memory.clock(), model, touched=exposures)
-        else:  # a report is not fitted: only its own insights' estimates change
-            uplift.refresh(memory.conn, exposures, memory.clock(), model)
+        if not verified:  # a report is not fitted: only its own insights' estimates change
+            uplift.refresh(conn, exposures, memory.clock(), model)
+        elif fitting:
+            uplift.refit(conn, memory.clock(), model, touched=exposures)
     updated = []
     who = db.provenance()  # one settlement: one writer, machine and run
-    for name, (eff_before, helped, failed) in before.items():
+    for name, eff_before in before.items():
         is_causal = name in causal
-        if value is not None and is_causal and verified:
-            helped += value
-            failed += 1.0 - value
-        after = memory.conn.execute(
+        gain = value if value is not None and is_causal and verified else None
+        after = conn.execute(
             "SELECT effectiveness FROM insight WHERE name = ?", (name,)
         ).fetchone()[0]
-        memory.conn.execute(
-            "UPDATE insight SET helped = ?, failed = ?, use_count = use_count + ?, "
-            "last_used = ?, last_feedback_at = ? WHERE name = ?",
-            (helped, failed, 0 if value is None else 1, now, now, name),
+        # Increments, not values read before: exact beside other writers.
+        conn.execute(
+            "UPDATE insight SET helped = helped + ?, failed = failed + ?, "
+            "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
+            (
+                0.0 if gain is None else gain,
+                0.0 if gain is None else 1.0 - gain,
+                0 if value is None else 1,
+                now,
+                now,
+                name,
+            ),
         )
-        memory.conn.execute(
+        conn.execute(
             "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
             "effectiveness, created_at, uid, actor, machine, run) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -203,7 +229,59 @@ def observe(
         exposures={},
         now=memory.now(),
     )
-    uplift.refit(memory.conn, memory.clock())
+    if db.try_lock(memory.conn, "fit"):
+        uplift.refit(memory.conn, memory.clock())
+    if db.concurrent(memory.conn):
+        db.after_commit(memory.conn, lambda: catch_up(memory.conn, memory.clock))
+
+
+def unfitted(conn: db.Connection) -> list[int]:
+    """The verified trials of the refit's window not fitted yet (their
+    ``baseline`` is still empty): recorded while another writer's fit ran."""
+    rows = conn.execute(
+        "SELECT id FROM (SELECT id, baseline, verified FROM trial ORDER BY id DESC LIMIT ?) w "
+        "WHERE w.baseline IS NULL AND w.verified = 1",
+        (uplift.WINDOW,),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def catch_up(
+    conn: db.Connection, clock: Callable[[], datetime], model: uplift.Model | None = None
+) -> int:
+    """Fit the outcomes that writers recorded while another fit ran, after their
+    transaction committed; returns how many fits ran.
+
+    Beside other writers (PostgreSQL), one writer at a time fits: a settlement
+    that finds the "fit" lock taken records its outcome and leaves the fit to
+    the holder, or to the next writer. So every writer, once its transaction
+    has committed, runs this: while verified trials are unfitted, it takes the
+    lock if free and refits. A writer that finds the lock taken may stop, since
+    the holder commits after this writer's outcome did and looks again before
+    it stops. At most ``CATCH_UP_PASSES`` fits, so no writer keeps fitting for
+    the others forever: the next settlement takes over.
+    """
+    passes = 0
+    while passes < CATCH_UP_PASSES:
+        waiting = unfitted(conn)
+        if not waiting:
+            break
+        with db.row_write(conn):
+            if not db.try_lock(conn, "fit"):
+                break
+            # Their insights' estimates are rewritten whatever they moved, as
+            # a settlement's own are (refit's ``touched``).
+            marks = ", ".join("?" for _ in waiting)
+            touched = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT DISTINCT insight FROM trial_insight WHERE trial_id IN ({marks})",
+                    waiting,
+                )
+            ]
+            uplift.refit(conn, clock(), model, touched=touched)
+        passes += 1
+    return passes
 
 
 def _value(outcome: str, verified: bool, graded: float | None) -> float | None:

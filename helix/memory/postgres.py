@@ -13,11 +13,16 @@ them the way ``sqlite3`` does, so no module above this one branches on the engin
   column with a GIN index here (:data:`_STATEMENTS`);
 * errors arrive as ``sqlite3``'s classes (a constraint as ``IntegrityError``), so
   the store's handling of them is one;
-* a write transaction takes a transaction-level advisory lock first, so writers
-  serialise exactly as SQLite's ``BEGIN IMMEDIATE`` makes them: every
-  read-modify-write of the store (feedback totals, merges, one settlement per
-  attempt) keeps the guarantee it has on SQLite, on any number of machines.
-  Reads never wait for it (MVCC).
+* a write transaction (``BEGIN IMMEDIATE``) takes a transaction-level advisory
+  lock first, so those writers serialise exactly as SQLite's makes them: a
+  read-modify-write of the store (merges, stores, corrections) keeps the
+  guarantee it has on SQLite, on any number of machines. A settlement and a
+  report of an outcome take no such lock (:func:`row_transaction`, through
+  ``db.row_write``): they lock the rows they change, in one order
+  (:func:`lock_rows`), add to totals by increments, and one writer at a time
+  refits the evidence (:func:`try_lock`), so settlements from many machines
+  run side by side. The task table's claims lock rows too. Reads never wait
+  for either (MVCC).
 
 The schema is SQLite's at the latest migration, translated (types, an identity
 ``rowid`` for tables keyed otherwise, triggers in PL/pgSQL), and a database it
@@ -34,6 +39,7 @@ as with any libpq client.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sqlite3
@@ -51,6 +57,9 @@ WRITE_LOCK = 0x68656C6978  # "helix"
 # A migration holds this one, so two processes opening an old store at once
 # migrate it exactly once.
 MIGRATION_LOCK = WRITE_LOCK + 1
+# Locks a transaction takes only if free (:func:`try_lock`): "fit" is held by
+# the one writer refitting the evidence model (helix.memory.feedback.catch_up).
+TRY_LOCKS = {"fit": WRITE_LOCK + 2}
 CONNECT_TIMEOUT = 10  # seconds; a server that does not answer is an error, not a hang
 
 # Statements that have no common form, by their SQLite text. Recall's keyword
@@ -62,6 +71,7 @@ _STATEMENTS = {
 }
 
 
+@functools.lru_cache(maxsize=2048)  # the store runs a few hundred distinct texts
 def translate(sql: str, named: bool = False) -> str:
     """A statement of the store in psycopg's form (module docstring); ``named``:
     its parameters are ``:name`` ones, given as a mapping."""
@@ -107,14 +117,21 @@ _PLAIN_UPDATE = re.compile(
     r"^\s*UPDATE (\w+) SET (\w+ = \?(?:, \w+ = \?)*) WHERE (\w+ = \?(?: AND \w+ = \?)*)\s*$",
     re.IGNORECASE,
 )
-_MAX_PARAMS = 30_000  # per statement (PostgreSQL's protocol allows 65,535)
 
 
-def _batched_update(sql: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, list[Any]]] | None:
-    """A plain per-row UPDATE run over many rows as a few ``UPDATE ... FROM
-    (VALUES ...)`` statements: a refit rewrites every trial and share of its
-    window (hundreds to thousands of rows), which one statement per row made
-    ten times slower than SQLite. None when ``sql`` is not of that shape."""
+def _batched_update(
+    sql: str, rows: list[tuple[Any, ...]], types: Mapping[str, str]
+) -> tuple[str, list[list[Any]]] | None:
+    """A plain per-row UPDATE run over many rows as one ``UPDATE ... FROM
+    unnest(...)`` statement: a refit rewrites every trial and share of its window
+    (hundreds to thousands of rows), which one statement per row made ten times
+    slower than SQLite. Each column travels as one array parameter, so the text
+    is the same for any number of rows: the server prepares it once, and the
+    client does not parse a statement of thousands of placeholders on every
+    refit (a ``VALUES`` list per chunk cost more than the rows' round trips).
+    ``types`` gives each column's SQL type, from :meth:`Connection._column_types`
+    (an array of only NULLs has no type of its own). None when ``sql`` is not of
+    that shape."""
     shape = _PLAIN_UPDATE.match(sql)
     if shape is None:
         return None
@@ -124,22 +141,19 @@ def _batched_update(sql: str, rows: list[tuple[Any, ...]]) -> list[tuple[str, li
         part.split("=")[0].strip() for part in re.split(r"\s+AND\s+", shape.group(3), flags=re.I)
     ]
     columns = sets + keys
-    if len(set(columns)) != len(columns) or any(len(row) != len(columns) for row in rows):
+    if (
+        len(set(columns)) != len(columns)
+        or any(len(row) != len(columns) for row in rows)
+        or any(c.lower() not in types for c in columns)
+    ):
         return None
-    row_marks = "(" + ", ".join("%s" for _ in columns) + ")"
-    per = max(1, _MAX_PARAMS // len(columns))
-    out = []
-    for start in range(0, len(rows), per):
-        chunk = rows[start : start + per]
-        out.append(
-            (
-                f"UPDATE {table} SET {', '.join(f'{c} = v.{c}' for c in sets)} "
-                f"FROM (VALUES {', '.join(row_marks for _ in chunk)}) AS v({', '.join(columns)}) "
-                f"WHERE {' AND '.join(f'{table}.{c} = v.{c}' for c in keys)}",
-                [value for row in chunk for value in row],
-            )
-        )
-    return out
+    arrays = ", ".join(f"%s::{types[c.lower()]}[]" for c in columns)
+    statement = (
+        f"UPDATE {table} SET {', '.join(f'{c} = v.{c}' for c in sets)} "
+        f"FROM unnest({arrays}) AS v({', '.join(columns)}) "
+        f"WHERE {' AND '.join(f'{table}.{c} = v.{c}' for c in keys)}"
+    )
+    return statement, [list(column) for column in zip(*rows, strict=True)]
 
 
 class Cursor:
@@ -177,6 +191,7 @@ class Connection:
     def __init__(self, raw: Any, url: str):
         self.raw = raw
         self.url = url
+        self._types: dict[str, dict[str, str]] = {}
 
     def execute(self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = (), /) -> Cursor:
         statement = sql.strip().rstrip(";").upper()
@@ -198,14 +213,28 @@ class Connection:
     def executemany(self, sql: str, seq: Any, /) -> Cursor:
         rows = [tuple(p) for p in seq]
         cursor = self.raw.cursor()
-        batched = _batched_update(sql, rows) if len(rows) > 1 else None
         with _errors(self.url):
+            shape = _PLAIN_UPDATE.match(sql) if len(rows) > 1 else None
+            batched = (
+                _batched_update(sql, rows, self._column_types(shape.group(1))) if shape else None
+            )
             if batched is None:
                 cursor.executemany(translate(sql), rows)
             else:
-                for statement, params in batched:
-                    cursor.execute(statement, params)
+                cursor.execute(*batched, binary=True)
         return Cursor(cursor)
+
+    def _column_types(self, table: str) -> dict[str, str]:
+        """Each column of ``table`` with its SQL type, read once per connection."""
+        known = self._types.get(table)
+        if known is None:
+            rows = self.raw.execute(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
+                (table,),
+            ).fetchall()
+            known = self._types[table] = {str(name).lower(): str(kind) for name, kind in rows}
+        return known
 
     def _begin_write(self) -> None:
         with _errors(self.url):
@@ -242,6 +271,30 @@ def row_transaction(conn: Connection) -> Iterator[Connection]:
     with _errors(conn.url), conn.raw.transaction():
         conn.raw.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
         yield conn
+
+
+def try_lock(conn: Connection, name: str) -> bool:
+    """Take the advisory lock ``name`` (:data:`TRY_LOCKS`) for the open
+    transaction without waiting; False when another transaction holds it."""
+    with _errors(conn.url):
+        row = conn.raw.execute("SELECT pg_try_advisory_xact_lock(%s)", (TRY_LOCKS[name],))
+        return bool(row.fetchone()[0])
+
+
+def lock_rows(
+    conn: Connection, table: str, column: str, keys: Sequence[Any], skip_locked: bool
+) -> list[Any]:
+    """``SELECT ... FOR UPDATE`` of the rows keyed by ``keys``, in ascending key
+    order (the rows are locked in the order they are sorted), optionally
+    skipping rows other transactions hold (:func:`helix.memory.db.lock_rows`)."""
+    skip = " SKIP LOCKED" if skip_locked else ""
+    with _errors(conn.url):
+        rows = conn.raw.execute(
+            f"SELECT {column} FROM {table} WHERE {column} = ANY(%s) "
+            f"ORDER BY {column} FOR UPDATE{skip}",
+            (sorted(set(keys)),),
+        ).fetchall()
+    return [r[0] for r in rows]
 
 
 class _NoRows:

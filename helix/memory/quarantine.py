@@ -384,7 +384,8 @@ def reassess(conn: db.Connection, names: Iterable[str], now: str) -> list[str]:
 
     changed = []
     draws = None  # read once, and only when an insight is still to be assessed
-    for name, found in standings(conn, names).items():
+    # In name order, as every writer locks rows (helix.memory.db.lock_rows).
+    for name, found in sorted(standings(conn, names).items()):
         if found.promoted:
             continue
         if draws is None:

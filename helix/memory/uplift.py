@@ -385,6 +385,11 @@ def refit(
     fitted = dict(zip(names, uplifts.tolist(), strict=True))
     wanted = set(touched)
     moved = [n for j, n in enumerate(names) if n in wanted or abs(uplifts[j] - before[j]) > REFRESH]
+    # Beside other writers (PostgreSQL), an insight a settlement is recording
+    # right now is left to the fit that settlement's catch-up runs: waiting for
+    # its row could close a circle of waits (the writer may wait for one of
+    # the rows this transaction holds), and that fit will see its outcome.
+    moved = db.lock_rows(conn, "insight", "name", moved, skip_locked=True)
     conn.executemany(
         "UPDATE insight SET uplift_fit = ? WHERE name = ?", [(fitted[n], n) for n in moved]
     )
