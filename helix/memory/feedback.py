@@ -108,15 +108,10 @@ def apply(
     fitting = db.try_lock(conn, "fit")
     # This outcome's insights, locked in name order before anything else here
     # waits for a row: two settlements sharing insights never wait in a circle.
-    present = set(db.lock_rows(conn, "insight", "name", names))
-    before: dict[str, float] = {}
-    missing = []
-    for name in names:
-        if name not in present:
-            missing.append(name)
-            continue
-        row = conn.execute("SELECT effectiveness FROM insight WHERE name = ?", (name,)).fetchone()
-        before[name] = float(row[0])
+    present = db.lock_rows(conn, "insight", "name", names)
+    shown = _effectiveness(conn, present)
+    before = {name: shown[name] for name in names if name in shown}
+    missing = [name for name in names if name not in shown]
     if not before:
         raise NotFound(f"none of these insights exist: {', '.join(missing)}")
     if db.concurrent(conn):
@@ -144,18 +139,18 @@ def apply(
             uplift.refresh(conn, exposures, memory.clock(), model)
         elif fitting:
             uplift.refit(conn, memory.clock(), model, touched=exposures)
-    updated = []
     who = db.provenance()  # one settlement: one writer, machine and run
-    for name, eff_before in before.items():
-        is_causal = name in causal
-        gain = value if value is not None and is_causal and verified else None
-        after = conn.execute(
-            "SELECT effectiveness FROM insight WHERE name = ?", (name,)
-        ).fetchone()[0]
-        # Increments, not values read before: exact beside other writers.
-        conn.execute(
-            "UPDATE insight SET helped = helped + ?, failed = failed + ?, "
-            "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
+    after = _effectiveness(conn, list(before))
+    gains = {
+        name: value if value is not None and name in causal and verified else None
+        for name in before
+    }
+    # Increments, not values read before: exact beside other writers. Each
+    # statement runs over every insight at once (one round trip on a server).
+    conn.executemany(
+        "UPDATE insight SET helped = helped + ?, failed = failed + ?, "
+        "use_count = use_count + ?, last_used = ?, last_feedback_at = ? WHERE name = ?",
+        [
             (
                 0.0 if gain is None else gain,
                 0.0 if gain is None else 1.0 - gain,
@@ -163,35 +158,41 @@ def apply(
                 now,
                 now,
                 name,
-            ),
-        )
-        conn.execute(
-            "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
-            "effectiveness, created_at, uid, actor, machine, run) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            for name, gain in gains.items()
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO feedback_event(insight, task_id, outcome, verified, causal, delta, "
+        "effectiveness, created_at, uid, actor, machine, run) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
             (
                 name,
                 task_id,
                 outcome,
                 int(verified),
-                int(is_causal),
-                round(after - eff_before, 6),
-                after,
+                int(name in causal),
+                round(after[name] - eff_before, 6),
+                after[name],
                 now,
                 db.event_id(),
                 *who,
-            ),
-        )
-        updated.append(
-            {
-                "name": name,
-                "before": round(eff_before, 4),
-                "after": round(after, 4),
-                "causal": is_causal,
-            }
-        )
+            )
+            for name, eff_before in before.items()
+        ],
+    )
+    updated = [
+        {
+            "name": name,
+            "before": round(eff_before, 4),
+            "after": round(after[name], 4),
+            "causal": name in causal,
+        }
+        for name, eff_before in before.items()
+    ]
     if outcome == "delivered" and verified:
-        _strengthen_co_occurrence(memory, [u["name"] for u in updated if u["causal"]], now)
+        _strengthen_co_occurrence(memory, [n for n in before if n in causal], now)
     return {
         "outcome": outcome,
         "verified": verified,
@@ -300,18 +301,31 @@ def _value(outcome: str, verified: bool, graded: float | None) -> float | None:
 
 def _strengthen_co_occurrence(memory: InsightRows, names: list[str], now: str) -> None:
     """Insights that together helped one verified delivery get a co_occurs edge."""
-    ids = [
-        memory.conn.execute("SELECT id FROM insight WHERE name = ?", (n,)).fetchone()[0]
-        for n in sorted(names)[:MAX_LINKS]
-    ]
-    for i, a in enumerate(ids):
-        for b in ids[i + 1 :]:
-            memory.conn.execute(
-                "INSERT INTO edge(from_id, to_id, relation, weight, created_at) "
-                "VALUES (?, ?, 'co_occurs', 0.5, ?) ON CONFLICT(from_id, to_id, relation) "
-                "DO UPDATE SET weight = min(1.0, edge.weight + 0.1)",
-                (a, b, now),
-            )
+    chosen = sorted(names)[:MAX_LINKS]
+    if len(chosen) < 2:
+        return
+    marks = ", ".join("?" for _ in chosen)
+    rows = memory.conn.execute(f"SELECT name, id FROM insight WHERE name IN ({marks})", chosen)
+    found = {str(name): int(key) for name, key in rows}
+    ids = [found[n] for n in chosen]
+    # In one order (by name, then pair), as every writer takes the edges' rows.
+    memory.conn.executemany(
+        "INSERT INTO edge(from_id, to_id, relation, weight, created_at) "
+        "VALUES (?, ?, 'co_occurs', 0.5, ?) ON CONFLICT(from_id, to_id, relation) "
+        "DO UPDATE SET weight = min(1.0, edge.weight + 0.1)",
+        [(a, b, now) for i, a in enumerate(ids) for b in ids[i + 1 :]],
+    )
+
+
+def _effectiveness(conn: db.Connection, names: Sequence[str]) -> dict[str, float]:
+    """Each existing insight among ``names`` with its shown effectiveness."""
+    if not names:
+        return {}
+    marks = ", ".join("?" for _ in names)
+    rows = conn.execute(
+        f"SELECT name, effectiveness FROM insight WHERE name IN ({marks})", list(names)
+    )
+    return {name: float(eff) for name, eff in rows}
 
 
 def _name_list(names: Any, what: str) -> list[str]:

@@ -275,10 +275,26 @@ def row_transaction(conn: Connection) -> Iterator[Connection]:
 
 def try_lock(conn: Connection, name: str) -> bool:
     """Take the advisory lock ``name`` (:data:`TRY_LOCKS`) for the open
-    transaction without waiting; False when another transaction holds it."""
+    transaction without waiting; False when another transaction holds it.
+
+    A transaction that holds the store-wide lock (``BEGIN IMMEDIATE``) waits for
+    it instead: writers that take turns must each see their own work done (a
+    committing holder may still hold ``name`` for an instant after it let the
+    store-wide lock go, and a catch-up holds it without the store-wide lock)."""
+    key = TRY_LOCKS[name]
     with _errors(conn.url):
-        row = conn.raw.execute("SELECT pg_try_advisory_xact_lock(%s)", (TRY_LOCKS[name],))
-        return bool(row.fetchone()[0])
+        if conn.raw.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,)).fetchone()[0]:
+            return True
+        held = conn.raw.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND pid = pg_backend_pid() AND classid = (%s >> 32)::oid "
+            "AND objid = (%s & 4294967295)::oid AND objsubid = 1)",
+            (WRITE_LOCK, WRITE_LOCK),
+        ).fetchone()[0]
+        if not held:
+            return False
+        conn.raw.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+        return True
 
 
 def lock_rows(

@@ -408,12 +408,12 @@ def refresh(
     """Rewrite the summary columns of ``names`` from their evidence, inside the
     caller's write transaction, without refitting (for evidence the fit does
     not use: unverified reports)."""
-    for name, est in estimate(conn, list(names), None, now, model).items():
-        conn.execute(
-            "UPDATE insight SET uplift = ?, uplift_sd = ?, evidence = ?, effectiveness = ? "
-            "WHERE name = ?",
-            (est.mean, est.sd, est.evidence, est.effectiveness, name),
-        )
+    found = estimate(conn, list(names), None, now, model)
+    conn.executemany(
+        "UPDATE insight SET uplift = ?, uplift_sd = ?, evidence = ?, effectiveness = ? "
+        "WHERE name = ?",
+        [(e.mean, e.sd, e.evidence, e.effectiveness, name) for name, e in sorted(found.items())],
+    )
 
 
 def _local_baseline(
