@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from helix.memory import db, feedback
+from helix.memory import feedback
 from helix.memory.store import Memory
+from helix.store import db
 
 
 def credit(

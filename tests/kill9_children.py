@@ -190,7 +190,7 @@ while True:  # all stored before the kill: wait for it
     # Stops once it holds its first claim, until the test has taken the store's
     # write lock and removed "hold"; then says when it waits for that lock.
     "learn-claim": r"""
-from helix.memory import db
+from helix.store import db
 
 proposed = [
     learning.candidate(text(f"lesson {n}"), "pattern", ["kill"], f"hx-{n:08x}", [], "high", "t")

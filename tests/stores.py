@@ -35,8 +35,9 @@ def withholding_off(store) -> None:
     ``conn``), set through the setting a person's ``helix memory withholding
     set --rate 0`` writes: for a test whose assertions need every dealt insight
     shown. Never a variable: none turns withholding off."""
-    from helix.memory import db, withholding
-    from helix.memory.spawns import Records
+    from helix.memory import withholding
+    from helix.store import db
+    from helix.store.spawns import Records
 
     if hasattr(store, "conn"):
         with db.write(store.conn):

@@ -16,9 +16,10 @@ import pytest
 from helix_process import run_helix
 
 from helix.config import Server
-from helix.memory import causal, db
+from helix.memory import causal
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+from helix.store import db
 
 INSIGHT = "Set lock_timeout before each schema migration so a blocked ALTER TABLE gives up quickly"
 OBJECTIVE = "schema migration ALTER TABLE lock_timeout blocked"

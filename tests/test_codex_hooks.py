@@ -19,7 +19,7 @@ from topics import stock
 
 from helix.claude import codex, hooks
 from helix.loop import ledger
-from helix.memory.spawns import Records
+from helix.store.spawns import Records
 from helix.tasks.tracker import Tracker
 
 PAYLOADS = Path(__file__).parent / "data" / "codex_payloads"

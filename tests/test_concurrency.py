@@ -22,10 +22,11 @@ import pytest
 
 from helix.config import Server
 from helix.errors import StoreError
-from helix.memory import db, feedback, uplift
+from helix.memory import feedback, uplift
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.migrations import LATEST, MIGRATIONS
 from helix.memory.store import Memory
+from helix.store import db
+from helix.store.migrations import LATEST, MIGRATIONS
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +108,8 @@ def assert_all_clean(results: list[tuple[int, str, str]]) -> None:
 # ------------------------------------------------------------------ feedback
 FEEDBACK_WORKER = r"""
 from helix import config
-from helix.memory import db, feedback
+from helix.memory import feedback
+from helix.store import db
 from helix.memory.store import Memory
 db_path, names, kind = sys.argv[3], json.loads(sys.argv[4]), sys.argv[5]
 memory = Memory(config.database(db_path))
@@ -200,7 +202,7 @@ def test_an_outcome_recorded_while_another_writer_fits_is_fitted_after(pg_cluste
     catch-up fits it, once nobody holds the fit."""
     import psycopg
 
-    from helix.memory import postgres
+    from helix.store import postgres
 
     url = pg_cluster.database()
     with Memory(Server(url), embedder=HashEmbedder()) as memory:
@@ -228,7 +230,8 @@ def test_an_outcome_recorded_while_another_writer_fits_is_fitted_after(pg_cluste
 
 # ------------------------------------------------------ writers under load
 BUSY_WORKER = r"""
-from helix.memory import db, feedback
+from helix.memory import feedback
+from helix.store import db
 from helix.memory.store import Memory
 db_path, names = sys.argv[3], json.loads(sys.argv[4])
 memory = Memory(Path(db_path))
@@ -450,7 +453,7 @@ def test_parallel_cli_stores_of_one_text_dedupe(tmp_path: Path, round_: int, eng
 
 # ---------------------------------------------------------------- migration
 MIGRATE_WORKER = r"""
-from helix.memory import db
+from helix.store import db
 from helix.memory.store import Memory
 db_path = sys.argv[3]
 wait_for_go()
@@ -621,7 +624,7 @@ def _open_with_interleaving(
     """Open ``db_path`` with helix; just before the opener's ``position``-th SQL
     statement, a second opener creates and migrates the store (as another process
     starting at the same moment would). Returns (error or None, injected?)."""
-    from helix.memory import db as helix_db
+    from helix.store import db as helix_db
 
     real_connect = sqlite3.connect
     state: dict = {"connections": 0, "statements": 0, "injected": False, "conn": None}

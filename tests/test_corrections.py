@@ -19,10 +19,11 @@ from stores import engine_env, store_of
 
 from helix.config import Paths
 from helix.errors import HelixError, InvalidInput, NotFound
-from helix.memory import db, feedback, insight
+from helix.memory import feedback, insight
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 from helix.service.actions import Service
+from helix.store import db
 
 pytestmark = pytest.mark.usefixtures("engine")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from helix.errors import StoreError
-from helix.memory import db
-from helix.memory.migrations import LATEST, MIGRATIONS
+from helix.store import db
+from helix.store.migrations import LATEST, MIGRATIONS
 from helix.vocab import KINDS, RELATIONS
 
 

@@ -19,10 +19,11 @@ from test_hooks import Session, builder_prompt, injected_names, prompt_of
 from helix import config
 from helix.errors import InvalidInput
 from helix.loop import injection, ledger
-from helix.memory import db, expiry
+from helix.memory import expiry
 from helix.memory.embeddings import HashEmbedder, MiniLMEmbedder
 from helix.memory.store import Memory
 from helix.service.actions import Service
+from helix.store import db
 
 pytestmark = pytest.mark.usefixtures("engine")
 

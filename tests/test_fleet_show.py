@@ -232,8 +232,8 @@ def test_progress_keeps_its_total_while_other_machines_close_tasks(fleet: Fleet)
 
 
 def test_a_run_that_stopped_writing_shows_as_gone_and_old_rows_go(pg_cluster, tmp_path: Path):
-    from helix.memory import db
-    from helix.memory.fleetruns import FleetRuns
+    from helix.store import db
+    from helix.store.fleetruns import FleetRuns
 
     url = pg_cluster.database()
     store = FleetRuns(config.Server(url))

@@ -17,8 +17,8 @@ from topics import stock
 
 from helix.claude import hooks, spawn_fields
 from helix.loop import contracts, injection, ledger, results
-from helix.memory.spawns import Records
 from helix.memory.store import Memory
+from helix.store.spawns import Records
 
 pytestmark = pytest.mark.usefixtures("engine")
 
@@ -176,7 +176,7 @@ def second_login(request: pytest.FixtureRequest, url: str) -> str:
     import psycopg
 
     from helix import config
-    from helix.memory import db, roles
+    from helix.store import db, roles
 
     role = f"second_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(request.getfixturevalue("pg_cluster").url(), autocommit=True) as admin:

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from helix.loop import injection
-from helix.memory import db, feedback, uplift
+from helix.memory import feedback, uplift
 from helix.memory.embeddings import to_blob
 from helix.memory.store import Memory
+from helix.store import db
 
 # Advice about the project's release tooling, worded nothing like the tasks it helps.
 ADVICE = "Regenerate the vendored protobuf stubs with make stubs after bumping grpcio."

@@ -22,10 +22,11 @@ from helix.cli import cli
 from helix.errors import HelixError
 from helix.loop import instructions
 from helix.loop.instructions import BEGIN_LINE, END_LINE, FORMATS, MalformedFile
-from helix.memory import db, explain, feedback
+from helix.memory import explain, feedback
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.records import ProvenInsight
 from helix.memory.store import Memory
+from helix.store import db
 
 HELPFUL = "When the parser tests fail, regenerate the grammar tables before anything else"
 ALSO_HELPFUL = "Prefer small commits that each keep the whole suite green and reviewable"

@@ -55,8 +55,8 @@ from helix import config, files
 from helix.claude import hooks
 from helix.loop import learning, ledger, outcomes, results
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.spawns import Records
 from helix.memory.store import Memory
+from helix.store.spawns import Records
 from helix.tasks.tracker import Tracker
 
 WORKERS = 3  # children alive at once

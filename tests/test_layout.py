@@ -8,6 +8,8 @@ one above it, and never a sibling package of its own layer:
     loop                         one attempt: inject, prompt, verify, credit, learn
     judge                        the judge's snapshot, its constructed tree, VERIFY in a sandbox
     memory | tasks               the insight memory; the task graph (strangers to each other)
+    store                        engines, migrations, roles, and the tables that are not
+                                 insights: attempts, settlements, spawns, tasks, fleet runs
     ground                       errors, config, files, installation, jsontext, processes,
                                  reaper, render, repository, vocab
 
@@ -28,6 +30,7 @@ MAX_LINES = 800
 # Lowest first. A module's layer is that of its first package below ``helix``.
 LAYERS: list[set[str]] = [
     {"ground"},
+    {"store"},
     {"memory", "tasks"},
     {"judge"},
     {"loop"},
@@ -187,15 +190,15 @@ def circles() -> list[list[str]]:
 
 
 # Only the store layer knows its database engine: every other layer names the
-# connection and its errors through helix.memory.db, so a second engine is a change
-# inside helix/memory, not in every module that touches the store.
+# connection and its errors through helix.store.db, so a second engine is a change
+# inside helix/store, not in every module that touches the store.
 ENGINE_DRIVERS = ("sqlite3", "_sqlite3", "psycopg", "psycopg2", "psycopg_pool")
 
 
 def test_only_the_store_layer_imports_a_database_driver():
     offenders = []
     for name, path in modules().items():
-        if name.startswith("helix.memory"):
+        if name.startswith("helix.store"):
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
@@ -208,13 +211,20 @@ def test_only_the_store_layer_imports_a_database_driver():
     assert offenders == []
 
 
-def test_only_the_store_layer_runs_sql():
-    """Every statement goes through a store object in helix/memory: no cursor
-    calls elsewhere, so the layers above work unchanged on another engine."""
+# helix/memory still runs its own SQL on the insight tables (recall, feedback,
+# upkeep...): moving those statements behind store objects in helix/store is the
+# next step, after which only helix.store is named here.
+SQL_LAYERS = ("helix.store", "helix.memory")
+
+
+def test_only_the_store_and_memory_run_sql():
+    """Every statement goes through helix/store (or, for the insight tables,
+    helix/memory): no cursor calls elsewhere, so the layers above work unchanged
+    on another engine."""
     calls = ("execute", "executemany", "executescript")
     offenders = []
     for name, path in modules().items():
-        if name.startswith("helix.memory"):
+        if name.startswith(SQL_LAYERS):
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if (

@@ -23,9 +23,9 @@ from helix_process import run_helix
 from helix import config
 from helix.errors import NotFound
 from helix.loop import learning
-from helix.memory import candidates
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+from helix.store import candidates
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,7 @@ WORDS = (
 HANGING_EMBEDDER = """
 import os, time
 from pathlib import Path
-from helix.memory import candidates
+from helix.store import candidates
 from helix.memory.embeddings import HashEmbedder
 
 class Hanging(HashEmbedder):

@@ -24,9 +24,9 @@ from helix_process import run_helix
 from stores import withholding_off
 
 from helix.config import Server
-from helix.memory import postgres
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+from helix.store import postgres
 
 pytestmark = pytest.mark.slow
 

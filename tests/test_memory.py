@@ -11,9 +11,10 @@ import pytest
 from evidence import credit
 
 from helix.errors import InvalidInput, NotFound, Rejected
-from helix.memory import db, feedback, ranking
+from helix.memory import feedback, ranking
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+from helix.store import db
 
 pytestmark = pytest.mark.usefixtures("engine")
 

@@ -10,10 +10,10 @@ import psycopg
 import pytest
 
 from helix.config import Server
-from helix.memory import db, postgres
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.migrations import LATEST, MIGRATIONS
 from helix.memory.store import Memory
+from helix.store import db, postgres
+from helix.store.migrations import LATEST, MIGRATIONS
 
 pytestmark = pytest.mark.slow
 

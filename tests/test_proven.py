@@ -21,9 +21,10 @@ import pytest
 from evidence import credit
 
 from helix import config
-from helix.memory import db, feedback, insight
+from helix.memory import feedback, insight
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+from helix.store import db
 
 PLUGIN = Path(__file__).resolve().parents[1] / "helix" / "plugin"
 TEXTS = {

@@ -11,9 +11,10 @@ import pytest
 from evidence import credit
 from helix_process import run_helix
 
-from helix.memory import db, feedback, insight, quarantine, sync
+from helix.memory import feedback, insight, quarantine, sync
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
+from helix.store import db
 
 pytestmark = pytest.mark.usefixtures("engine")
 

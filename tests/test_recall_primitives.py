@@ -17,10 +17,10 @@ from test_cli import Runner, assert_one_line_failure, make_runner, ok
 from helix.config import Paths
 from helix.memory import ranking
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.migrations import LATEST
 from helix.memory.recall import recall_by_kind
 from helix.memory.store import Memory
 from helix.service.actions import Service
+from helix.store.migrations import LATEST
 
 FACT = "The ledger worker keeps the ledger cache files in var/ledger"
 PROCEDURE = (

@@ -217,7 +217,7 @@ def test_a_stray_one_builder_wrote_with_a_file_tool_is_its_own(project: Session)
 
 def test_a_codex_patch_names_the_files_it_writes(project: Session) -> None:
     from helix.claude import budgets
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
     patch = "*** Begin Patch\n*** Update File: src/dates.py\n@@\n-a\n+b\n*** Add File: ../out.py\n"
     payload = {"tool_name": "apply_patch", "tool_input": {"command": patch}}
@@ -286,7 +286,7 @@ def test_run_hook_hands_over_only_a_helix_agents_calls(project: Session) -> None
             timeout=60,
         )
 
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
     for fields in ({}, {"agent_id": "r1", "agent_type": "helix:explorer"}):
         done = fire(**fields)
@@ -357,7 +357,7 @@ def test_a_codex_builders_calls_are_counted_too(project: Session) -> None:
     """Codex's PreToolUse from inside a subagent (captured: its ``helix-builder``
     role, ``turn_id``) counts like Claude Code's."""
     from helix.claude import hooks
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
     captured = Path(__file__).parent / "data" / "codex_payloads" / "PreToolUse_Bash_subagent.json"
     payload = json.loads(captured.read_text())["hook_payload_on_stdin"]
@@ -439,7 +439,7 @@ def test_a_write_recorded_just_before_an_attempt_began_is_still_another_builders
 
     from helix.claude import budgets
     from helix.loop import ledger
-    from helix.memory import db, spawns
+    from helix.store import db, spawns
 
     path = tmp_path / "helix.db"
     Memory(path, embedder=HashEmbedder()).close()  # the schema
@@ -468,7 +468,7 @@ def test_a_write_recorded_after_the_settlement_began_is_read_again_before_judgin
 
     from helix.claude import budgets
     from helix.loop import ledger
-    from helix.memory import db, spawns
+    from helix.store import db, spawns
 
     path = tmp_path / "helix.db"
     Memory(path, embedder=HashEmbedder()).close()  # the schema

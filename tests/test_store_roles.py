@@ -19,8 +19,8 @@ from helix_process import run_helix
 from helix.config import Server
 from helix.errors import InvalidInput, StoreError
 from helix.memory.embeddings import HashEmbedder
-from helix.memory.roles import groups
 from helix.memory.store import Memory
+from helix.store.roles import groups
 
 pytestmark = pytest.mark.slow
 

@@ -19,8 +19,8 @@ import pytest
 
 from helix import config
 from helix.loop import taskstore
-from helix.memory import postgres, tasktable
 from helix.run import recovery
+from helix.store import postgres, tasktable
 from helix.tasks.tracker import Lost, Tracker, now_rfc3339
 
 pytestmark = pytest.mark.slow

@@ -26,10 +26,11 @@ from uibrowser import (  # noqa: F401 (fixtures)
 
 from helix.config import Paths
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, feedback, settlements
+from helix.memory import feedback
 from helix.memory.embeddings import HashEmbedder
 from helix.service import insights
 from helix.service.actions import Service
+from helix.store import db, settlements
 
 LESSONS = {
     "deploy": "When deploying on Fridays, freeze migrations because rollbacks lack staff",

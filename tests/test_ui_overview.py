@@ -153,7 +153,7 @@ def test_the_learning_curve_counts_verified_outcomes_by_day_and_injection(projec
 
 
 def test_the_curve_is_drawn_per_week_when_days_hold_few_outcomes():
-    from helix.memory.activity import OutcomeDay
+    from helix.store.activity import OutcomeDay
 
     start = date(2026, 9, 1)  # a Tuesday
     sparse = [OutcomeDay((start + timedelta(days=d)).isoformat(), True, 3, 2) for d in range(40)]

@@ -14,8 +14,8 @@ from helix.cli import cli
 from helix.errors import InvalidInput, NotFound
 from helix.loop import ledger
 from helix.memory import insight
-from helix.memory.migrations import LATEST
 from helix.memory.store import Memory
+from helix.store.migrations import LATEST
 
 RETRY = "When HTTP requests fail transiently, retry them with exponential backoff and jitter"
 TIMEOUT = "Set a timeout on every outbound network call so a slow server cannot hang the worker"

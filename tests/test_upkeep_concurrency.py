@@ -50,7 +50,7 @@ TIMEOUT = 300
 UPKEEP = r"""
 import json, sqlite3, sys, time
 from pathlib import Path
-from helix.memory import db
+from helix.store import db
 from helix.memory.embeddings import HashEmbedder
 from helix.memory.store import Memory
 

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from evidence import credit
 
-from helix.memory import db, feedback, uplift
+from helix.memory import feedback, uplift
 from helix.memory.store import Memory
+from helix.store import db
 
 pytestmark = pytest.mark.usefixtures("engine")
 

@@ -126,10 +126,10 @@ import numpy as np
 from helix import config
 from helix.errors import NotFound
 from helix.loop import contracts, injection, learning, outcomes
-from helix.memory import db
 from helix.memory import withholding as withholdings
 from helix.memory.embeddings import Embedder, get_embedder
 from helix.memory.store import Memory
+from helix.store import db
 from helix.tasks.tracker import Tracker
 
 from . import world

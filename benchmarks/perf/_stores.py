@@ -76,7 +76,7 @@ def _model_slug() -> str:
 
 
 def cache_key(kind: str, n: int) -> str:
-    from helix.memory.migrations import LATEST
+    from helix.store.migrations import LATEST
 
     return f"{kind}-n{n}-r{RECIPE_VERSIONS[kind]}-schema{LATEST}-{_model_slug()}"
 

@@ -100,7 +100,7 @@ def counts_for(n: int) -> dict[str, int]:
 
 
 def cache_folder(n: int) -> Path:
-    from helix.memory.migrations import LATEST
+    from helix.store.migrations import LATEST
 
     key = f"ui-n{n}-r{RECIPE_VERSION}-s{_stores.RECIPE_VERSIONS['synthetic']}-schema{LATEST}"
     return _stores.cache_dir() / f"{key}-{_stores._model_slug()}"
@@ -261,8 +261,8 @@ def build_run(home: Path, tasks: list[dict], now: datetime, rng: random.Random) 
 
 def add_evidence(db_path: Path, home: Path, n: int, seed: int = 7) -> dict:
     """Tasks and the evidence trail on the insight store at ``db_path``."""
-    from helix.memory import db
     from helix.memory.store import Memory
+    from helix.store import db
 
     counts = counts_for(n)
     rng = random.Random(seed)
@@ -716,7 +716,7 @@ def _tally(values) -> dict[str, int]:
 
 
 def _insert(conn, sql: str, rows: list) -> None:
-    from helix.memory import db
+    from helix.store import db
 
     for start in range(0, len(rows), BATCH):
         with db.write(conn):

@@ -64,9 +64,9 @@ def plan(worker: int, call: int, names: list[str]) -> dict:
 
 def worker_main(db: str, worker: int, names: list[str]) -> int:
     from helix import config
-    from helix.memory import db as dbs
     from helix.memory import feedback
     from helix.memory.store import Memory
+    from helix.store import db as dbs
 
     # A file path, or a postgresql:// URL (store_engines.py runs both engines).
     mem = Memory(config.database(db))
@@ -123,8 +123,8 @@ def verify(db: Path, names: list[str], workers: int) -> list[str]:
                 if p["outcome"] == "delivered":
                     for pair in combinations(sorted(p["causal"]), 2):
                         pair_count[pair] = pair_count.get(pair, 0) + 1
-    from helix.memory import db as dbs
     from helix.memory import feedback, uplift
+    from helix.store import db as dbs
 
     with Memory(db) as mem:
         q = mem.conn.execute

@@ -121,7 +121,7 @@ def verify(db: Path, home: Path, before: dict, builders: list[dict]) -> tuple[li
     queued = list((home / "learning-queue").glob("*.json"))
     if queued:
         problems.append(f"{len(queued)} candidates left in the learning queue")
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
     # Each agent's record lives in the store (agent_run), no longer in agents/*.json.
     with Records(db) as records:

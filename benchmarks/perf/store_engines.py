@@ -94,8 +94,8 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
 def copy_into(source: Path, url: str) -> dict:
     """Fill the new database at ``url`` with the rows of the SQLite store ``source``."""
     from helix.config import Server
-    from helix.memory import db
     from helix.memory.store import Memory
+    from helix.store import db
 
     start = time.perf_counter()
     src = sqlite3.connect(source)

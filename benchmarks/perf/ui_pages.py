@@ -245,9 +245,9 @@ def profile_child(method: str, target: str, form: dict[str, str], runs: int) -> 
     for r in rows:
         verbs = ("execute", "executemany", "fetchall", "fetchone", "__iter__")
         sqlite_call = r[3] == "~" and "sqlite3." in r[5] and any(f"'{v}'" in r[5] for v in verbs)
-        if sqlite_call or (r[3].endswith("helix/memory/postgres.py") and r[5] in verbs):
+        if sqlite_call or (r[3].endswith("helix/store/postgres.py") and r[5] in verbs):
             for (cfile, cline, cfunc), caller in r[6].items():
-                if "/helix/memory/postgres.py" in cfile:
+                if "/helix/store/postgres.py" in cfile:
                     continue
                 key = f"{_short(cfile)}:{cline}({cfunc})"
                 spent = sql.setdefault(key, [0.0, 0.0])

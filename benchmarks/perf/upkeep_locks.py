@@ -55,7 +55,7 @@ THRESHOLD = 0.9
 def timed_connection(path: Path) -> sqlite3.Connection:
     """A connection like helix's that records how long each write transaction
     holds the lock (in ``conn.holds``, seconds)."""
-    from helix.memory import db
+    from helix.store import db
 
     class Timed(sqlite3.Connection):
         def __init__(self, *args, **kwargs) -> None:

@@ -42,8 +42,8 @@ def memory_section(db: config.Location) -> list[str]:
     write (a read-only file or folder) still briefs: it is opened read-only.
     Never raises: a store that cannot be read at all is one line saying why."""
     from helix.errors import HelixError
-    from helix.memory.db import DatabaseError
     from helix.memory.store import Memory
+    from helix.store.db import DatabaseError
 
     if not db.exists():
         return ["  empty (it learns from verified outcomes of /helix runs)."]

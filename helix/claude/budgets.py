@@ -41,7 +41,7 @@ from helix.loop.scope import Seen
 __all__ = ["Seen", "allowed", "builder_call", "count", "spent"]
 
 if TYPE_CHECKING:
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
 MAX_BUDGET = 1000  # what ``helix tasks`` accepts
 FILE_KEYS = ("file_path", "notebook_path", "path")
@@ -127,7 +127,7 @@ def _started(store: Records, attempt_id: Any) -> str:
     stamp after every other, so no other builder's writes excuse anything."""
     from helix.errors import NotFound
     from helix.loop import ledger
-    from helix.memory import db
+    from helix.store import db
 
     if isinstance(attempt_id, str):
         try:

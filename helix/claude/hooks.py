@@ -50,8 +50,8 @@ from helix.loop import contracts, injection, results, taskstore
 from helix.loop.judge import Spec
 
 if TYPE_CHECKING:  # imported when used: a hook that needs neither starts faster
-    from helix.memory.spawns import Records
     from helix.memory.store import Memory
+    from helix.store.spawns import Records
     from helix.tasks.tracker import Tracker
 
 EVENTS = (
@@ -412,7 +412,7 @@ def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
 
 
 def _records(ctx: Context) -> Records:
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
     return Records(ctx.paths.db)
 

@@ -136,7 +136,7 @@ def _overlapped(ctx: Context, attempt_id: str) -> bool:
     was: then only the files this one wrote with its file tools are its own."""
     from helix.errors import NotFound
     from helix.loop import ledger
-    from helix.memory.spawns import Records
+    from helix.store.spawns import Records
 
     with Records(ctx.paths.db) as store:
         try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from helix.errors import HelixError, InvalidInput
-from helix.memory import db
+from helix.store import db
 
 if TYPE_CHECKING:  # imported when used: commands without a store start faster
     from helix.memory.store import Memory

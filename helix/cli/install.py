@@ -225,8 +225,8 @@ def _require_sandboxed_verify(dry_run: bool) -> str:
     from helix import config
     from helix.judge import settings as judge_settings
     from helix.loop import ledger, provenance
-    from helix.memory import db
-    from helix.memory.spawns import Records
+    from helix.store import db
+    from helix.store.spawns import Records
 
     if dry_run:
         return "would set: VERIFY runs sandboxed or not at all (helix judge set --sandbox required)"

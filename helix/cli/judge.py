@@ -92,8 +92,8 @@ def judge_set(
     from helix import config
     from helix.judge import settings as judge_settings
     from helix.loop import ledger
-    from helix.memory import db
-    from helix.memory.spawns import Records
+    from helix.store import db
+    from helix.store.spawns import Records
 
     with Records(config.resolve().db) as store:
         ledger.refuse_in_flight(store, "`helix judge set`")

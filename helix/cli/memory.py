@@ -21,7 +21,7 @@ from helix.cli.common import (
     read_text,
 )
 from helix.errors import HelixError, InvalidInput, Screened
-from helix.memory import roles
+from helix.store import roles
 from helix.vocab import KINDS, RELATIONS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:

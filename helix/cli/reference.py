@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from helix.memory import db
+from helix.store import db
 
 
 def cli_reference() -> str:

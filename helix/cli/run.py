@@ -308,8 +308,8 @@ def _record_judge(paths: config.Paths) -> None:
 
     from helix.judge import settings as judge_settings
     from helix.loop import ledger, provenance
-    from helix.memory import db
-    from helix.memory.spawns import Records
+    from helix.store import db
+    from helix.store.spawns import Records
 
     if not paths.db.exists():
         return

@@ -35,8 +35,8 @@ def withholding_show(as_json: bool) -> None:
     Example: helix memory withholding show --json
     """
     from helix import config
-    from helix.memory import db
     from helix.memory import withholding as withholdings
+    from helix.store import db
 
     where = config.resolve().db
     if where.exists():
@@ -86,9 +86,9 @@ def withholding_set(value: str | None, mode: str | None) -> None:
     """
     from helix import config
     from helix.loop import ledger
-    from helix.memory import db
     from helix.memory import withholding as withholdings
-    from helix.memory.spawns import Records
+    from helix.store import db
+    from helix.store.spawns import Records
 
     if value is None and mode is None:
         raise InvalidInput("give --rate, --mode or both")

@@ -31,8 +31,9 @@ from typing import Any
 from helix import config
 from helix.demo.narrate import Narrator
 from helix.loop import injection, outcomes
-from helix.memory import db, withholding
+from helix.memory import withholding
 from helix.memory.store import Memory
+from helix.store import db
 from helix.tasks.tracker import Tracker
 
 ENDPOINT, CLI, DOCS = "endpoint", "cli", "docs"

@@ -22,8 +22,8 @@ from typing import Any
 from helix import config
 from helix.demo.narrate import Narrator
 from helix.loop import contracts, results
-from helix.memory.spawns import Records
 from helix.memory.store import Memory
+from helix.store.spawns import Records
 from helix.tasks.tracker import Tracker
 
 RECORDING = "claude_session.jsonl"

@@ -37,9 +37,10 @@ from helix.demo.narrate import Narrator, console_narrator
 from helix.demo.replay import Replay, load_recording
 from helix.judge import settings as judge_settings
 from helix.loop import injection, learning, outcomes, synthesis
-from helix.memory import db, withholding
+from helix.memory import withholding
 from helix.memory.records import RecallHit
 from helix.memory.store import Memory
+from helix.store import db
 from helix.tasks import graph as taskgraph
 from helix.tasks.tracker import Tracker
 

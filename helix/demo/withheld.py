@@ -20,8 +20,9 @@ from typing import Any
 from helix.demo.builder import ScriptedBuilder
 from helix.demo.narrate import Narrator
 from helix.loop import injection, outcomes
-from helix.memory import causal, db, withholding
+from helix.memory import causal, withholding
 from helix.memory.store import Memory
+from helix.store import db
 from helix.tasks.tracker import Tracker
 
 RATE = 0.5

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from helix.errors import InvalidInput
-from helix.memory import db, judging
+from helix.store import db, judging
 
 MODES = ("auto", "required", "off")
 SYSTEM_BWRAP = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")

@@ -54,7 +54,8 @@ from helix.loop import (
     scope,
 )
 from helix.loop.records import Settlement
-from helix.memory import db, feedback, judging, quarantine, settlements, uplift
+from helix.memory import feedback, quarantine, uplift
+from helix.store import db, judging, settlements
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:

@@ -60,8 +60,9 @@ from helix.files import file_id, write_json
 from helix.loop import budget as token_budget
 from helix.loop import ledger
 from helix.loop.judge import Spec
-from helix.memory import citations, db, insight, quarantine, reach
+from helix.memory import citations, insight, quarantine, reach
 from helix.memory import withholding as withholdings
+from helix.store import db
 
 if TYPE_CHECKING:
     import numpy as np

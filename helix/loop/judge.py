@@ -36,7 +36,7 @@ from helix.judge import kinds
 from helix.judge import settings as judge_settings
 from helix.judge import snapshot as snapshots
 from helix.loop import scope
-from helix.memory import db
+from helix.store import db
 
 MAX_FILES = 20_000  # names walked under one directory (a non-git tree), for the tree digest
 MAX_BYTES = 64 << 20  # content read per tree digest; beyond it, size and mtime only

@@ -57,8 +57,9 @@ from helix.judge.verdict import telling_line
 from helix.loop import injection
 from helix.loop.contracts import MAX_INSIGHTS
 from helix.loop.records import LearningCandidate, Settlement
-from helix.memory import db, insight, quarantine
-from helix.memory.candidates import Queue
+from helix.memory import insight, quarantine
+from helix.store import db
+from helix.store.candidates import Queue
 from helix.tasks.records import TaskRecord
 from helix.vocab import CONFIDENCE_LEVELS
 

@@ -29,9 +29,9 @@ from helix.errors import HelixError, NotFound
 from helix.judge import snapshot as snapshots
 from helix.loop import judge as judges
 from helix.loop import scope
-from helix.memory import attempts as table
-from helix.memory import db
 from helix.memory import withholding as withholdings
+from helix.store import attempts as table
+from helix.store import db
 
 
 class Store(Protocol):

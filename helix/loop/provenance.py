@@ -60,8 +60,8 @@ def judge_set(
     (:func:`helix.judge.settings.record_defaults`): set up by a person, never
     taken from whoever settles later."""
     from helix.loop import ledger
-    from helix.memory import db, judging
-    from helix.memory.spawns import Records
+    from helix.store import db, judging
+    from helix.store.spawns import Records
 
     with Records(database) as store, db.write(store.conn):
         during = [attempt.id for attempt in ledger.open_attempts(store)]

@@ -24,7 +24,7 @@ def open_tracker(paths: config.Paths, cls: type[Tracker] | None = None, **option
 
     make = cls or Tracker
     if isinstance(paths.db, config.Server):
-        from helix.memory.tasktable import TaskTable
+        from helix.store.tasktable import TaskTable
 
         return make(paths.tasks, backing=TaskTable(paths.db), **options)
     return make(paths.tasks, **options)

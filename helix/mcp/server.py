@@ -37,8 +37,8 @@ from pydantic import Field, ValidationError
 from helix import __version__
 from helix.errors import HelixError, InvalidInput, NotFound
 from helix.mcp import http_transport
-from helix.memory import db
 from helix.service.actions import RANKING_NOTE, Service
+from helix.store import db
 from helix.vocab import Kind, TaskOutcome
 
 DEFAULT_PORT = 8765

@@ -1,3 +1,4 @@
-"""The insight memory: storing, recalling, learning from feedback, upkeep.
+"""The insight memory: storing, recalling, learning from feedback, safety, upkeep.
 
-Knows nothing of tasks or agents."""
+Imports nothing of tasks or agents; the tables it reads as evidence (attempts,
+settlements) and the engines under it are :mod:`helix.store`'s."""

@@ -21,8 +21,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from helix.errors import InvalidInput
-from helix.memory import db, insight, quarantine
+from helix.memory import insight, quarantine
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 # A standing applies to live insights, except "archived" (the archive table).
 STANDINGS = ("proven", "unproven", "failing", "stale", "quarantined", "archived")

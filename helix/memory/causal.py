@@ -52,8 +52,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helix.memory import db
 from helix.memory import withholding as withholdings
+from helix.store import db
 
 MIN_ARM = 2  # fewer attempts than this in an arm: no estimate
 Z95 = 1.959963984540054

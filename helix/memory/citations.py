@@ -412,7 +412,7 @@ def tell(memory: InsightRows, verdicts: Iterable[tuple[_Cited, Freshness]]) -> N
     """Mark the insights found fully stale, clear the mark of those found alive:
     one write, only when something changed; a store that cannot be written
     (read-only) is left as it is."""
-    from helix.memory import db
+    from helix.store import db
 
     marks = [(e.insight_id, f) for e, f in verdicts if f.state == "stale" and not e.marked]
     clears = [e.insight_id for e, f in verdicts if f.state != "stale" and e.marked]

@@ -22,8 +22,9 @@ import json
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, insight
+from helix.memory import insight
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 # An archive row whose record says this holds no text: restore refuses it.
 PURGED = "purged"

@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from helix.memory import db
 from helix.memory.catalogue import TOMBSTONE
+from helix.store import db
 
 TRAIL_MAX = 500
 _TRIALS = (

@@ -35,8 +35,8 @@ from weakref import WeakKeyDictionary
 
 from helix import config
 from helix.errors import InvalidInput, StoreError
-from helix.memory import db
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 # The latest use an insight's own row records (SQLite's two-argument max, which
 # the PostgreSQL store defines too). ``{a}`` is the table's alias and a dot, or ''.

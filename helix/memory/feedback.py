@@ -29,9 +29,10 @@ from datetime import datetime
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, uplift
+from helix.memory import uplift
 from helix.memory.rows import InsightRows
 from helix.memory.writes import MAX_LINKS
+from helix.store import db
 from helix.vocab import SettledOutcome
 
 CATCH_UP_PASSES = 8  # fits one writer runs for outcomes others recorded meanwhile
@@ -59,7 +60,7 @@ def feedback(
     Verified feedback has one source, a VERIFY helix ran for an attempt it recorded
     (:func:`helix.loop.attribution.settle`, which calls :func:`apply` inside the
     transaction that settles the attempt); no argument here can claim it.
-    Atomic: one transaction (:func:`helix.memory.db.row_write`).
+    Atomic: one transaction (:func:`helix.store.db.row_write`).
     """
     with db.row_write(memory.conn):
         return apply(memory, names, outcome, causal_names, task_id, False)

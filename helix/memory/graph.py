@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from helix.errors import InvalidInput
-from helix.memory import db, insight, ranking
+from helix.memory import insight, ranking
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 if TYPE_CHECKING:
     from helix.memory.records import Edge

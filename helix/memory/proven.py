@@ -16,7 +16,7 @@ insight with any credit, failing ones too). They now all ask :func:`rows`:
   outside the project (:func:`helix.memory.reach.outside`);
 - in a team's shared store (PostgreSQL), passing verified trials from at least
   two sources: two login roles (the trials' actor, which the database sets to
-  ``session_user``; :func:`helix.memory.db.provenance`). A machine is a login
+  ``session_user``; :func:`helix.store.db.provenance`). A machine is a login
   role; ``HELIX_MACHINE`` is a label any client may set, so one login naming
   two machines is one source. One person's or one machine's outcomes do not
   make advice proven for everyone, and a few consistent planted records from

@@ -76,7 +76,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from helix.errors import HelixError, InvalidInput
-from helix.memory import db
+from helix.store import db
 
 if TYPE_CHECKING:  # the briefing reads this module: keep numpy out of it
     from helix.memory.causal import Comparison, Draws, Effect
@@ -384,7 +384,7 @@ def reassess(conn: db.Connection, names: Iterable[str], now: str) -> list[str]:
 
     changed = []
     draws = None  # read once, and only when an insight is still to be assessed
-    # In name order, as every writer locks rows (helix.memory.db.lock_rows).
+    # In name order, as every writer locks rows (helix.store.db.lock_rows).
     for name, found in sorted(standings(conn, names).items()):
         if found.promoted:
             continue

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from helix.errors import InvalidInput
-from helix.memory import db, expiry, insight, quarantine, ranking, uplift
+from helix.memory import expiry, insight, quarantine, ranking, uplift
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 if TYPE_CHECKING:
     from helix.memory.records import RecallHit

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from helix.config import Location
 from helix.errors import InvalidInput, NotFound
-from helix.memory import db, insight
+from helix.memory import insight
+from helix.store import db
 
 if TYPE_CHECKING:
     import numpy as np

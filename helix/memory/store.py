@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from helix import config
 from helix.errors import InvalidInput
-from helix.memory import db, insight, quarantine, ranking
+from helix.memory import insight, quarantine, ranking
 from helix.memory.rows import NO_TALLY, InsightRows, now_utc
+from helix.store import db
 from helix.vocab import KINDS, SETTLED_OUTCOMES
 
 if TYPE_CHECKING:
@@ -328,10 +329,10 @@ class Memory(InsightRows):
 
     def grant(self, role: str, level: str) -> dict[str, str]:
         """On PostgreSQL: make the login ``role`` a reader, writer, settler or
-        admin of this store, and of no other database (:mod:`helix.memory.roles`)."""
+        admin of this store, and of no other database (:mod:`helix.store.roles`)."""
         import dataclasses
 
-        from helix.memory import roles
+        from helix.store import roles
 
         return dataclasses.asdict(roles.grant(self.conn, role, level))
 

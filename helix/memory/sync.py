@@ -25,7 +25,7 @@ the same gates as anything stored in the target.
   (:mod:`helix.memory.quarantine`) whatever the source said of it. A person's
   word or approval in the other store is not one in this store, and caused
   evidence releases it here only as it releases any import.
-* **Evidence** by its event id (``uid``, :func:`helix.memory.db.event_id`):
+* **Evidence** by its event id (``uid``, :func:`helix.store.db.event_id`):
   feedback events, trials with their exposures, and settled outcomes, each as it
   is: a row says verified only if it did in the store it came from (where only
   helix's own VERIFY, and on PostgreSQL only a settler, can say so). A row whose
@@ -52,10 +52,11 @@ from urllib.parse import urlsplit
 
 from helix import config
 from helix.errors import InvalidInput, Rejected, Screened
-from helix.memory import blas, db, exemplars, insight, quarantine, uplift
+from helix.memory import blas, exemplars, insight, quarantine, uplift
 from helix.memory.embeddings import to_blob
 from helix.memory.feedback import OUTCOMES
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 # What an added insight takes from its source row; its vector, model and scores
 # are the target's own (module docstring).

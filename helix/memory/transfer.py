@@ -24,8 +24,9 @@ from typing import Any, TypedDict
 import numpy as np
 
 from helix.errors import HelixError
-from helix.memory import db, insight, quarantine, writes
+from helix.memory import insight, quarantine, writes
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 MAX_REPORTED_ERRORS = 100
 

@@ -9,7 +9,7 @@ Bulk upkeep (decay, prune, consolidate, reindex) never holds the write lock for
 long, because hooks write feedback while it runs: it first works out what to do
 from a snapshot, outside any write transaction (a WAL reader blocks no writer;
 the similarity matrix is numpy work outside any transaction), then applies the
-plan in short batches (:func:`helix.memory.db.write_batches`). Each step re-reads
+plan in short batches (:func:`helix.store.db.write_batches`). Each step re-reads
 its rows inside its batch and skips an insight that no longer is what the plan
 assumed (used, re-embedded or removed meanwhile), so a concurrent write is never
 clobbered, an interruption between batches leaves a consistent store, and a
@@ -29,9 +29,10 @@ from datetime import timedelta
 from typing import Any
 
 from helix.errors import InvalidInput, NotFound
-from helix.memory import blas, citations, db, graph, insight, quarantine
+from helix.memory import blas, citations, graph, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
+from helix.store import db
 
 # Below this cosine two insights are too far apart to suggest linking them.
 SUGGEST_FLOOR = 0.30

@@ -63,8 +63,8 @@ from typing import Any
 
 import numpy as np
 
-from helix.memory import db
 from helix.memory.embeddings import from_blob
+from helix.store import db
 
 PRIOR_SD = 0.2  # how far an untried insight's uplift may plausibly be from its prior
 NOISE_SD = 0.45  # one outcome's spread around what the model expects

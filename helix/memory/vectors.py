@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from helix.memory import db
+    from helix.store import db
 
 
 def generation(conn: db.Connection) -> int:

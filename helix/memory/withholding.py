@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helix.errors import InvalidInput
-from helix.memory import db
+from helix.store import db
 
 RATE_KEY = "withholding_rate"
 MODE_KEY = "withholding_mode"

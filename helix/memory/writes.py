@@ -38,10 +38,11 @@ from typing import Any
 import numpy as np
 
 from helix.errors import InvalidInput, Rejected, Screened
-from helix.memory import blas, citations, db, exemplars, insight, quarantine
+from helix.memory import blas, citations, exemplars, insight, quarantine
 from helix.memory.embeddings import to_blob
 from helix.memory.rows import InsightRows
 from helix.memory.vectors import VectorIndex
+from helix.store import db
 
 DUPLICATE_THRESHOLD = 0.85
 LINK_THRESHOLD = 0.60

@@ -1,4 +1,4 @@
-"""A run's row in the shared store (:mod:`helix.memory.fleetruns`), so that a
+"""A run's row in the shared store (:mod:`helix.store.fleetruns`), so that a
 fleet's runs show on every machine: written when the run starts, whenever its
 state changes, every third of a lease while it lives, and when it ends.
 
@@ -30,7 +30,7 @@ class Presence:
     it is not a shared store); ``lease``: seconds between heartbeats times 3."""
 
     def __init__(self, location: config.Location, holder: str, lease: float):
-        from helix.memory.fleetruns import FleetRuns
+        from helix.store.fleetruns import FleetRuns
 
         self.holder = holder
         self.lease = lease

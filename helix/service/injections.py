@@ -4,9 +4,9 @@ tool ``preview``).
 
 The record of an injection is the attempt ledger (:mod:`helix.loop.ledger`):
 the insights helix chose, each with its ranking score when it was chosen, the
-judge, and how the attempt settled. A spawn record (:mod:`helix.memory.spawns`)
+judge, and how the attempt settled. A spawn record (:mod:`helix.store.spawns`)
 adds which agent received it and how. Reads are bounded pages
-(:mod:`helix.memory.injected`).
+(:mod:`helix.store.injected`).
 
 A preview runs the choice ``helix inject OBJECTIVE`` makes (no task id, so no
 attempt is started) and renders the fields a builder's prompt receives from
@@ -148,7 +148,7 @@ def recent(service: Service, page: int = 1, per_page: int = PER_PAGE) -> dict[st
     estimated cost of the injected fields, the agent that received them, and how
     the attempt settled (claimed, decided, VERIFY's exit code, verified,
     tampered)."""
-    from helix.memory import injected
+    from helix.store import injected
 
     per_page = max(1, min(int(per_page), MAX_PER_PAGE))
     page = max(1, int(page))
@@ -188,7 +188,7 @@ def _json(text: Any, default: Any) -> Any:
 
 def _agents(mem: Memory) -> dict[str, dict[str, Any]]:
     """attempt id -> the agent a recent spawn record gave it to."""
-    from helix.memory import injected
+    from helix.store import injected
 
     found: dict[str, dict[str, Any]] = {}
     for row in injected.recent_spawns(mem.conn, SPAWNS_READ):

@@ -1,6 +1,6 @@
 """The overview page's records: the store's health, the project's learning
 curve, its insights' comings and goings, recent settlements and what injection
-costs, each composed from :mod:`helix.memory.activity`'s per-day aggregates.
+costs, each composed from :mod:`helix.store.activity`'s per-day aggregates.
 
 The learning curve is the verified pass rate (task outcomes whose VERIFY helix
 ran itself, settled as evidence) per day or week, for attempts that were given
@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from helix.loop import results
 from helix.loop.budget import CHARS_PER_TOKEN, QUIET_MARK, approx_tokens
 from helix.loop.contracts import INSIGHTS_NOTE
-from helix.memory import activity, causal, db
+from helix.memory import causal
+from helix.store import activity, db
 
 if TYPE_CHECKING:
     from helix.service.actions import Service

@@ -92,7 +92,7 @@ def fleet(location: config.Server, now: datetime) -> list[dict[str, Any]]:
     last write is younger than its lease (a killed run stops writing: it shows
     as gone once that lease is over). A lease whose holder keeps no row (a
     claim made by ``helix tasks claim``) shows under a run of its own."""
-    from helix.memory import fleetruns
+    from helix.store import fleetruns
 
     with fleetruns.reading(location) as store:
         rows, held = store.runs(), store.leases()
@@ -250,11 +250,11 @@ def fingerprint(paths: config.Paths, store: Any = None) -> tuple[bytes, int, byt
 def fleet_key(paths: config.Paths, store: Any = None) -> bytes:
     """A digest of the fleet's runs and leases, prefixed ``live:`` while a run
     of the fleet lives (b"" on a local store, or when the store cannot be read).
-    ``store``: a :class:`helix.memory.fleetruns.FleetRuns` to read with, else
+    ``store``: a :class:`helix.store.fleetruns.FleetRuns` to read with, else
     one opened and closed for this look."""
     if not isinstance(paths.db, config.Server):
         return b""
-    from helix.memory import fleetruns
+    from helix.store import fleetruns
 
     try:
         if store is not None:
@@ -278,7 +278,7 @@ def watching(paths: config.Paths) -> Iterator[Callable[[], tuple[bytes, int, byt
     if not isinstance(paths.db, config.Server):
         yield lambda: fingerprint(paths)
         return
-    from helix.memory import fleetruns
+    from helix.store import fleetruns
 
     store = fleetruns.FleetRuns(paths.db)
     try:

@@ -6,7 +6,7 @@ The counts are the ones ``helix tasks status --json`` reports (the same
 CLI agree. What a drawing shows is bounded (``MAX_DRAWN`` tasks: every open or
 running one first, by the tracker's order, then the most recently updated
 others), and what the ledger knows of them is aggregated in the database
-(:func:`helix.memory.injected.per_task`). A task's page lists its attempts as
+(:func:`helix.store.injected.per_task`). A task's page lists its attempts as
 ``helix history ID --json`` does (:func:`helix.loop.ledger.describe` of
 :func:`helix.loop.ledger.attempts`), with its settlements beside them.
 """
@@ -72,7 +72,7 @@ def _drawn(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def overview(service: Service) -> dict[str, Any]:
     """The graph to draw (nodes with a class, edges dependency -> dependent), a
     row per drawn task with what the ledger knows of it, and the counts."""
-    from helix.memory import injected
+    from helix.store import injected
 
     snap = service.tracker().read()
     tasks = [t for t in snap.tasks if isinstance(t.get("id"), str)]
@@ -124,7 +124,7 @@ def detail(service: Service, task_id: str) -> dict[str, Any]:
     settlements. A task the tracker does not know but the ledger does (work a
     spawn prompt named) is shown from the ledger alone."""
     from helix.loop import ledger
-    from helix.memory import injected
+    from helix.store import injected
 
     task_id = files.file_id(task_id)
     task: dict[str, Any] | None

@@ -35,7 +35,7 @@ Guarantees:
   FIFO or a device put in its place is an error, not a hang.
 
 A team's fleet keeps its tasks in its shared store instead of a file, one row
-per task (a :class:`Rows` backing, :mod:`helix.memory.tasktable`): a change
+per task (a :class:`Rows` backing, :mod:`helix.store.tasktable`): a change
 then reads and writes only the records it changes, with their rows locked, and
 a claim skips a row another runner is claiming, so runners never wait for one
 lock. The records and what every command shows of them are the same. A runner's tracker

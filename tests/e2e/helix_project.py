@@ -21,8 +21,8 @@ from stores import withholding_off
 from topics import TOPICS
 
 from helix.loop import contracts, ledger
-from helix.memory.spawns import Records
 from helix.memory.store import Memory
+from helix.store.spawns import Records
 from helix.tasks.tracker import Tracker
 
 EXPLORER = agent_type_is("# helix explorer")

@@ -1,7 +1,7 @@
 """What was injected, read for the dashboard: the newest attempts of the ledger,
 their settlements, and the insights they named, a page at a time.
 
-The attempt table is the loop's (:mod:`helix.memory.attempts` writes it); this
+The attempt table is the loop's (:mod:`helix.store.attempts` writes it); this
 module only reads it, in bounded pages (a LIMIT on every statement, names looked
 up in chunks), so a page costs the same on a store with a long history. Rows come
 back as plain dicts with the stored JSON texts left as text: what they mean is
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from helix.memory import db
+from helix.store import db
 
 # The attempt columns a listing shows (never the objective's vector).
 ATTEMPT_KEYS = (

@@ -28,7 +28,7 @@ from typing import Any
 
 from helix.config import Server
 from helix.errors import StoreError
-from helix.memory import db
+from helix.store import db
 
 PREFIX = "run/"
 KEPT = timedelta(days=14)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helix.memory import db
+from helix.store import db
 
 COLUMNS = (
     "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "

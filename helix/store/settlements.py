@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from helix.memory import db
+from helix.store import db
 
 _KEYS = (
     "task_id",

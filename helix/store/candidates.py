@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from helix.memory import db
+from helix.store import db
 from helix.vocab import CONFIDENCE_LEVELS
 
 STALE_CLAIM_S = 15 * 60  # a claim of another host older than this is abandoned

@@ -5,7 +5,7 @@ A row keeps the task's bead record as the bytes helix wrote or imported
 (``body``: the bead file stays the import/export format, and a record nobody
 changed goes back out as the bytes it came in as). Beside it are the columns a
 claim selects on, derived from the record on every write
-(:func:`helix.memory.taskrows.derive`), and
+(:func:`helix.store.taskrows.derive`), and
 ``task_dependency`` holds its ``blocks`` edges.
 
 No change here takes the store's write lock (``postgres.WRITE_LOCK``), so runners
@@ -32,7 +32,7 @@ from typing import Any
 
 from helix.config import Server
 from helix.errors import Busy, HelixError
-from helix.memory import db, postgres, taskrows
+from helix.store import db, postgres, taskrows
 
 # Edits of the dependency graph and imports serialise on this one (never a claim).
 GRAPH_LOCK = postgres.WRITE_LOCK + 2

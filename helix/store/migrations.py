@@ -675,7 +675,7 @@ def m024_task_table(conn: sqlite3.Connection) -> None:
     claim, made every runner of a fleet wait for every other. ``task.body``
     keeps the task's bead record as the bytes helix wrote or imported (the bead
     file stays the import/export format); the other columns are derived from it
-    on every write, for claims to select on (``helix.memory.tasktable``):
+    on every write, for claims to select on (``helix.store.tasktable``):
     ``runnable`` (open, not labelled blocked, eligible), ``releases`` (closed
     so that its dependents may run), ``not_before`` (a back-off), ``holder``
     (the claim token), ``lease_until`` and ``heartbeat_at``.
@@ -709,7 +709,7 @@ def m024_task_table(conn: sqlite3.Connection) -> None:
         CREATE INDEX task_dependency_target ON task_dependency(depends_on);
         """,
     )
-    from helix.memory import taskrows
+    from helix.store import taskrows
 
     row = conn.execute("SELECT body FROM task_file WHERE key = 'tasks'").fetchone()
     if row is not None:

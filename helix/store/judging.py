@@ -5,7 +5,7 @@ What the settings mean, and who may change them, is :mod:`helix.judge.settings`'
 
 from __future__ import annotations
 
-from helix.memory import db
+from helix.store import db
 
 
 def rows(conn: db.Connection) -> list[tuple[str, str]]:

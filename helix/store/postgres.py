@@ -27,7 +27,7 @@ them the way ``sqlite3`` does, so no module above this one branches on the engin
 The schema is SQLite's at the latest migration, translated (types, an identity
 ``rowid`` for tables keyed otherwise, triggers in PL/pgSQL), and a database it
 creates counts every migration up to that one as applied; later migrations run
-on both engines from the one list in :mod:`helix.memory.migrations`.
+on both engines from the one list in :mod:`helix.store.migrations`.
 
 psycopg is an optional extra (``helix[postgres]``) and is imported only when a
 store is opened on a PostgreSQL URL. The URL's password, if it has one, is never
@@ -49,7 +49,7 @@ from typing import Any
 
 from helix.config import redacted
 from helix.errors import StoreError
-from helix.memory.migrations import LATEST, MIGRATIONS
+from helix.store.migrations import LATEST, MIGRATIONS
 
 # Every writer of a store takes this advisory lock (per database) for its
 # transaction: helix's tables are one unit of consistency, as in SQLite.
@@ -265,7 +265,7 @@ class Connection:
 def row_transaction(conn: Connection) -> Iterator[Connection]:
     """A transaction that takes no store-wide lock, READ COMMITTED: for changes
     that lock only the rows they touch (the task table's,
-    :mod:`helix.memory.tasktable`), so a row another transaction changed
+    :mod:`helix.store.tasktable`), so a row another transaction changed
     meanwhile is read as committed, never refused as a serialization failure.
     Committed when the block ends, rolled back when it raises."""
     with _errors(conn.url), conn.raw.transaction():
@@ -302,7 +302,7 @@ def lock_rows(
 ) -> list[Any]:
     """``SELECT ... FOR UPDATE`` of the rows keyed by ``keys``, in ascending key
     order (the rows are locked in the order they are sorted), optionally
-    skipping rows other transactions hold (:func:`helix.memory.db.lock_rows`)."""
+    skipping rows other transactions hold (:func:`helix.store.db.lock_rows`)."""
     skip = " SKIP LOCKED" if skip_locked else ""
     with _errors(conn.url):
         rows = conn.raw.execute(

@@ -272,7 +272,7 @@ def _statements(conn: Any, group: dict[str, str]) -> list[str]:
     )
     # Older helix named this trigger without the prefix (same function).
     out.append("DROP TRIGGER IF EXISTS exposure_fixed ON trial_insight")
-    from helix.memory import postgres  # a grant runs on a server: psycopg is there
+    from helix.store import postgres  # a grant runs on a server: psycopg is there
 
     return out + postgres.actor_triggers() + _guards(group)
 
@@ -379,7 +379,7 @@ def grant(conn: Any, role: str, level: str) -> Grant:
             "roles are PostgreSQL's: a SQLite store's readers and writers are those "
             "who may read and write its file"
         )
-    from helix.memory import db
+    from helix.store import db
 
     who = _granter(conn)
     group = groups(who.database)

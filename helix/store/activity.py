@@ -4,7 +4,7 @@ The overview plots a project's learning curve, its insights' comings and goings
 and what injection puts into prompts. Each of those is a ``GROUP BY`` day here,
 so a page reads a few rows per day whatever the size of the store, never the
 rows themselves. A day is the first ten characters of a stored stamp (helix
-stores UTC ISO 8601 text, :func:`helix.memory.db.stamp`), which both engines
+stores UTC ISO 8601 text, :func:`helix.store.db.stamp`), which both engines
 cut alike. Everything here only reads.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from helix.memory import db
+from helix.store import db
 
 
 class OutcomeDay(NamedTuple):

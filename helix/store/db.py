@@ -39,12 +39,12 @@ from urllib.parse import quote
 
 from helix.config import Location, Server
 from helix.errors import StoreError
-from helix.memory.migrations import LATEST, MIGRATIONS
+from helix.store.migrations import LATEST, MIGRATIONS
 
 
 class Connection(Protocol):
     """What the store's modules use of a connection: ``sqlite3.Connection`` is
-    one, and so is :class:`helix.memory.postgres.Connection` (which raises
+    one, and so is :class:`helix.store.postgres.Connection` (which raises
     sqlite3's errors too). The layers above the store name it through here, so
     that only the store layer knows the engine (tests/test_layout.py)."""
 
@@ -129,7 +129,7 @@ def schema_version(conn: Connection) -> int:
     foreign database.
     """
     if not isinstance(conn, sqlite3.Connection):
-        from helix.memory import postgres
+        from helix.store import postgres
 
         return postgres.schema_version(conn)  # type: ignore[arg-type]
     own = not conn.in_transaction
@@ -216,7 +216,7 @@ def row_write(conn: Connection) -> Iterator[Connection]:
         with write(conn):
             yield conn
         return
-    from helix.memory import postgres
+    from helix.store import postgres
 
     try:
         with postgres.row_transaction(conn):  # type: ignore[arg-type]
@@ -233,7 +233,7 @@ def try_lock(conn: Connection, name: str) -> bool:
     other writer, so it is always True."""
     if isinstance(conn, sqlite3.Connection):
         return True
-    from helix.memory import postgres
+    from helix.store import postgres
 
     return postgres.try_lock(conn, name)  # type: ignore[arg-type]
 
@@ -255,7 +255,7 @@ def lock_rows(
             f"SELECT {column} FROM {table} WHERE {column} IN ({marks})", wanted
         ).fetchall()
         return sorted(r[0] for r in rows)
-    from helix.memory import postgres
+    from helix.store import postgres
 
     return postgres.lock_rows(conn, table, column, keys, skip_locked)  # type: ignore[arg-type]
 
@@ -525,7 +525,7 @@ def connect(
     the connection and the path of the backup taken before migrating, if any.
     """
     if isinstance(path, Server):
-        from helix.memory import postgres  # imported where used: psycopg is an extra
+        from helix.store import postgres  # imported where used: psycopg is an extra
 
         return postgres.connect(path.url), None
     if path is None:

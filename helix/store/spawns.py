@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from helix.config import Location
-from helix.memory import db
+from helix.store import db
 
 # The per-agent counters of agent_run (column names: never from input).
 _COUNTERS = ("starts", "tool_calls")
