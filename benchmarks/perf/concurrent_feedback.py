@@ -62,7 +62,9 @@ def plan(worker: int, call: int, names: list[str]) -> dict:
     }
 
 
-def worker_main(db: str, worker: int, names: list[str]) -> int:
+def worker_main(db: str, workers: list[int], names: list[str]) -> int:
+    """Run the calls of ``workers`` (one, or all of a round's in turn for a
+    single writer process) against ``db`` once the parent says go."""
     from helix import config
     from helix.memory import feedback
     from helix.memory.store import Memory
@@ -74,7 +76,7 @@ def worker_main(db: str, worker: int, names: list[str]) -> int:
     sys.stdin.readline()  # the start signal
     latencies, errors = [], []
     start = time.time()
-    for call in range(CALLS):
+    for worker, call in ((w, c) for w in workers for c in range(CALLS)):
         p = plan(worker, call, names)
         t = time.perf_counter()
         try:
@@ -187,21 +189,25 @@ def verify(db: Path, names: list[str], workers: int) -> list[str]:
     return problems
 
 
-def run_round(db: Path, names: list[str], env: dict[str, str], workers: int) -> dict:
-    """One round on the store at ``db``: a path, or a ``helix.config.Server``."""
+def run_round(
+    db: Path, names: list[str], env: dict[str, str], workers: int, one_process: bool = False
+) -> dict:
+    """One round on the store at ``db``: a path, or a ``helix.config.Server``.
+    ``one_process``: the same calls, made by one writer process in turn."""
     from helix.config import location_text  # a server's str() hides what a worker needs
 
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", location_text(db)]
+    specs = [f"all:{workers}"] if one_process else [str(w) for w in range(workers)]
     procs = [
         subprocess.Popen(
-            [*cmd, str(w), json.dumps(names)],
+            [*cmd, spec, json.dumps(names)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=env,
         )
-        for w in range(workers)
+        for spec in specs
     ]
     for p in procs:
         if p.stdout.readline().strip() != "ready":
@@ -275,7 +281,10 @@ def run_workers(workers: int, rounds: int, template: Path, names: list[str], tmp
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        return worker_main(sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4]))
+        # "3": worker 3's calls; "all:16": the calls of workers 0-15, one after another.
+        spec = sys.argv[3]
+        workers = list(range(int(spec[4:]))) if spec.startswith("all:") else [int(spec)]
+        return worker_main(sys.argv[2], workers, json.loads(sys.argv[4]))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", default=",".join(map(str, WORKERS)), help="worker counts")
     parser.add_argument("--rounds", type=int, default=3, help="repetitions on fresh stores")
