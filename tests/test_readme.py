@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -117,9 +118,19 @@ def _the_run_example_ended_delivered_and_verified(project: Path, env: dict[str, 
     assert attempt["outcome"] == "delivered" and attempt["verified"] is True
     assert attempt["verify_exit"] == 0 and attempt["tampered"] is None
     name = "documenting-token-expiry-state-lifetime-how"
-    assert attempt["injected"] == [name]
+    # The default withholding holds one dealt insight back from one attempt in
+    # ten, at random (the README says so): then nothing was shown to credit, and
+    # the attempt records the insight as dealt and withheld.
+    with sqlite3.connect(project / ".helix" / "helix.db") as conn:
+        (raw,) = conn.execute("SELECT withholding FROM attempt").fetchone()
+    draw = json.loads(raw) if raw else {}
     events = helix(project, env, "memory", "history", name)
     assert events.returncode == 0, events.stderr
+    if draw.get("withheld") == [name]:
+        assert draw["dealt"] == [name] and attempt["injected"] == []
+        assert json.loads(events.stdout) == []
+        return
+    assert attempt["injected"] == [name]
     (event,) = json.loads(events.stdout)
     assert event["outcome"] == "delivered" and event["verified"]
 
