@@ -253,10 +253,11 @@ def test_the_owner_may_and_every_deletion_is_archived_and_audited(team):
 # ------------------------------------------------------------ writers side by side
 
 
-def test_a_settlement_does_not_wait_for_the_store_wide_lock(team):
-    """A settlement locks the rows it writes, not the store: it completes as a
-    settler while another session holds the lock every store-wide writer takes
-    (which a settlement waited for before, as a new insight still does)."""
+def test_settlements_go_side_by_side_and_a_store_wide_writer_waits_for_them(team):
+    """A settlement locks the rows it writes and holds the store-wide lock only
+    shared: it completes as a settler while another settlement is in flight
+    (which it waited for before), and a store-wide writer (a new insight, a
+    merge) still waits for them both."""
     t: Team = team["t"]
     with Memory(Server(t.url), embedder=HashEmbedder()) as memory:
         withholding_off(memory)  # the attempt is dealt the insight
@@ -265,12 +266,13 @@ def test_a_settlement_does_not_wait_for_the_store_wide_lock(team):
     ok(t.helix("wendy", "inject", "--tasks", task))
     (t.home.parent / "migration.sql").write_text("ALTER TABLE t ADD c int DEFAULT 0;\n")
     output = t.delivered(team["tmp"] / "out", team["name"])
-    with psycopg.connect(t.url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(%s)", (postgres.WRITE_LOCK,))
+    with psycopg.connect(t.url) as other:  # a settlement in flight: the lock held shared
+        other.execute("SELECT pg_advisory_xact_lock_shared(%s)", (postgres.WRITE_LOCK,))
+        settled = ok(t.helix("sam", "settle", task, "--output", output, timeout=90))
         with pytest.raises(subprocess.TimeoutExpired):
             t.helix(None, "memory", "store", "--content", "Vacuum the table after a backfill",
                     timeout=8)  # fmt: skip
-        settled = ok(t.helix("sam", "settle", task, "--output", output, timeout=90))
+        other.rollback()
     assert settled["verified"] is True, settled["problems"]
     assert settled["injected"] == [team["name"]]
     assert [f["name"] for f in settled["feedback"]] == [team["name"]]

@@ -11,8 +11,9 @@ unverified outcome (a person's report, an agent's word, not a VERIFY helix ran)
 weighs less and can only lower an estimate. Every change is an append-only
 feedback event.
 
-**Writers side by side.** On PostgreSQL a settlement takes no store-wide lock
-(``db.row_write``): it locks its insights' rows in name order, adds to their
+**Writers side by side.** On PostgreSQL a settlement holds the store-wide lock
+shared (``db.row_write``: merges and corrections, which take it alone, wait for
+it and it for them), locks its insights' rows in name order, adds to their
 totals by increments, and refits only if no other writer is refitting (the
 "fit" lock). An outcome recorded while another writer fits is counted and kept
 as evidence at once; its event shows the estimate as it stood and no change

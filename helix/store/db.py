@@ -208,10 +208,13 @@ def concurrent(conn: Connection) -> bool:
 
 @contextlib.contextmanager
 def row_write(conn: Connection) -> Iterator[Connection]:
-    """A write transaction that takes no store-wide lock where the engine locks
-    rows (PostgreSQL, READ COMMITTED): for writes whose every statement is safe
-    beside other writers' (increments, upserts, rows locked first in one order:
-    :func:`lock_rows`). On SQLite it is :func:`write`: one writer at a time."""
+    """A write transaction that goes side by side with others of its kind where
+    the engine locks rows (PostgreSQL, READ COMMITTED): for writes whose every
+    statement is safe beside other writers' (increments, upserts, rows locked
+    first in one order: :func:`lock_rows`). It holds the store-wide lock shared,
+    so a :func:`write` (a merge, a correction, an import: read-modify-writes of
+    the whole store) still runs alone, as before. On SQLite it is :func:`write`:
+    one writer at a time."""
     if isinstance(conn, sqlite3.Connection):
         with write(conn):
             yield conn
@@ -220,6 +223,7 @@ def row_write(conn: Connection) -> Iterator[Connection]:
 
     try:
         with postgres.row_transaction(conn):  # type: ignore[arg-type]
+            postgres.share_store_lock(conn)  # type: ignore[arg-type]
             yield conn
     except BaseException:
         _AFTER.pop(id(conn), None)

@@ -17,12 +17,12 @@ them the way ``sqlite3`` does, so no module above this one branches on the engin
   lock first, so those writers serialise exactly as SQLite's makes them: a
   read-modify-write of the store (merges, stores, corrections) keeps the
   guarantee it has on SQLite, on any number of machines. A settlement and a
-  report of an outcome take no such lock (:func:`row_transaction`, through
+  report of an outcome hold that lock shared (:func:`share_store_lock`, through
   ``db.row_write``): they lock the rows they change, in one order
   (:func:`lock_rows`), add to totals by increments, and one writer at a time
   refits the evidence (:func:`try_lock`), so settlements from many machines
-  run side by side. The task table's claims lock rows too. Reads never wait
-  for either (MVCC).
+  run side by side, while a merge or a correction still runs alone. The task
+  table's claims lock rows only. Reads never wait for either (MVCC).
 
 The schema is SQLite's at the latest migration, translated (types, an identity
 ``rowid`` for tables keyed otherwise, triggers in PL/pgSQL), and a database it
@@ -273,21 +273,29 @@ def row_transaction(conn: Connection) -> Iterator[Connection]:
         yield conn
 
 
+def share_store_lock(conn: Connection) -> None:
+    """Hold the store-wide write lock shared for the open transaction: any
+    number of such writers go side by side, and a ``BEGIN IMMEDIATE`` writer,
+    which takes it exclusively, waits for them and they for it."""
+    with _errors(conn.url):
+        conn.raw.execute("SELECT pg_advisory_xact_lock_shared(%s)", (WRITE_LOCK,))
+
+
 def try_lock(conn: Connection, name: str) -> bool:
     """Take the advisory lock ``name`` (:data:`TRY_LOCKS`) for the open
     transaction without waiting; False when another transaction holds it.
 
-    A transaction that holds the store-wide lock (``BEGIN IMMEDIATE``) waits for
-    it instead: writers that take turns must each see their own work done (a
-    committing holder may still hold ``name`` for an instant after it let the
-    store-wide lock go, and a catch-up holds it without the store-wide lock)."""
+    A transaction that holds the store-wide lock exclusively (``BEGIN
+    IMMEDIATE``) waits for it instead: writers that take turns must each see
+    their own work done, and a committing holder may still hold ``name`` for an
+    instant after it let the store-wide lock go."""
     key = TRY_LOCKS[name]
     with _errors(conn.url):
         if conn.raw.execute("SELECT pg_try_advisory_xact_lock(%s)", (key,)).fetchone()[0]:
             return True
         held = conn.raw.execute(
             "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
-            "AND pid = pg_backend_pid() AND classid = (%s >> 32)::oid "
+            "AND mode = 'ExclusiveLock' AND pid = pg_backend_pid() AND classid = (%s >> 32)::oid "
             "AND objid = (%s & 4294967295)::oid AND objsubid = 1)",
             (WRITE_LOCK, WRITE_LOCK),
         ).fetchone()[0]
