@@ -7,6 +7,7 @@ verified settlement, and no claim is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,7 +49,7 @@ count = int(open(mine).read()) if os.path.exists(mine) else 0
 open(mine, "w").write(str(count + 1))
 log("start", ids=ids)
 if machine == os.environ.get("FLEET_HANG") and count == 1:
-    log("hang", ids=ids)
+    log("hang", ids=ids, pid=os.getpid())
     time.sleep(600)
 os.makedirs("built", exist_ok=True)
 for target in targets:
@@ -96,8 +97,10 @@ def test_four_runners_drain_one_queue_and_take_over_a_dead_ones_task(pg_cluster,
         for n, world in enumerate(worlds)
     ]
     try:
-        hung = _wait_for_hang(fleet_log, runners, outputs)
-        os.killpg(runners[1].pid, signal.SIGKILL)  # machine m2 dies mid-build
+        hung, agent = _wait_for_hang(fleet_log, runners, outputs)
+        os.killpg(runners[1].pid, signal.SIGKILL)  # machine m2 dies mid-build,
+        with contextlib.suppress(ProcessLookupError):  # its agent (a session of its own) too
+            os.killpg(os.getpgid(agent), signal.SIGKILL)
         runners[1].wait(timeout=30)
         for n in (0, 2, 3):
             runners[n].wait(timeout=600)
@@ -133,14 +136,16 @@ def test_four_runners_drain_one_queue_and_take_over_a_dead_ones_task(pg_cluster,
     assert all(count == 1 and verified == 1 for _task, count, verified in rows)
 
 
-def _wait_for_hang(log: Path, runners: list[subprocess.Popen], outputs: list[Path]) -> list[str]:
+def _wait_for_hang(
+    log: Path, runners: list[subprocess.Popen], outputs: list[Path]
+) -> tuple[list[str], int]:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if log.exists():
             for line in log.read_text().splitlines():
                 event = json.loads(line)
                 if event["event"] == "hang":
-                    return list(event["ids"])
+                    return list(event["ids"]), int(event["pid"])
         dead = [n for n, r in enumerate(runners) if r.poll() is not None]
         if dead:
             tail = outputs[dead[0]].read_text()[-3000:]

@@ -154,7 +154,7 @@ def test_sigterm_mid_drain_leaves_nothing_behind(scratch: Path) -> None:
     rest = proc.stderr.read()
     assert proc.wait(timeout=60) == 143, seen + rest
     assert list(scratch.iterdir()) == []  # tree, checkouts and cluster removed
-    left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True)
+    left = subprocess.run(["pgrep", "-af", str(scratch)], capture_output=True, text=True)
     assert left.stdout.strip() == "", "runners or the server outlived the benchmark"
 
 

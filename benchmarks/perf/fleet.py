@@ -62,6 +62,7 @@ tests do. ``--baseline-sizes`` gives the baseline other sizes (default: the same
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -240,13 +241,14 @@ def queue_storage(url: str) -> dict:
     return {"task_table_rows": rows, "task_file_bytes": size, "schema_version": version}
 
 
-def hung_ids(log: Path) -> list[str] | None:
+def hung(log: Path) -> tuple[list[str], int] | None:
+    """The task ids of the build that hangs, and its stub's pid, once logged."""
     if not log.exists():
         return None
     for line in log.read_text().splitlines():
         event = json.loads(line)
         if event["kind"] == "hang":
-            return list(event["ids"])
+            return list(event["ids"]), int(event["pid"])
     return None
 
 
@@ -256,10 +258,15 @@ def drain(side: Side, lease: float) -> dict:
     kill: dict[str, Any] = {"hung": None, "at": None}
 
     def watch(procs: list[subprocess.Popen], elapsed: float) -> None:
-        if kill["hung"] is None and (hung := hung_ids(side.log)) is not None:
-            os.killpg(procs[killed_index].pid, signal.SIGKILL)  # dies mid-build
-            kill.update(hung=hung, at=elapsed)
-            common.log(f"  killed {KILLED} mid-build of {', '.join(hung)}")
+        if kill["hung"] is None and (found := hung(side.log)) is not None:
+            ids, agent = found
+            # The machine dies mid-build: its runner and the agent, which helix
+            # started in a session of its own (else it would outlive the run).
+            os.killpg(procs[killed_index].pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(os.getpgid(agent), signal.SIGKILL)
+            kill.update(hung=ids, at=elapsed)
+            common.log(f"  killed {KILLED} mid-build of {', '.join(ids)}")
 
     lapse = {"HELIX_LEASE": str(lease), "FLEET_HANG": KILLED, "FLEET_HANG_AT": str(HANG_AT)}
     ran = side.run(1, TIMEOUT_S, lapse, watch)

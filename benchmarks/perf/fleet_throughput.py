@@ -50,6 +50,7 @@ off), which flatters PostgreSQL's writes beside SQLite's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -83,6 +84,7 @@ FLOOR_RUNS = 3  # floor processes timed before each side
 SIDE_TIMEOUT_S = 600.0  # a side taking longer is stuck: its runners are killed
 BACKEND_EXIT_S = 0.3  # for the server's backends to exit after their runner did
 POLL_S = 0.01  # how often the parent looks for exited runners (the wall's resolution)
+STOP_GRACE_S = 15.0  # for a runner told to stop (SIGTERM) to end its agent and exit
 LABELS = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 
 # The agent. A check pass (the queue looks empty) is told STOP; a build prompt's
@@ -98,7 +100,7 @@ import json, os, re, sys, time
 prompt = sys.stdin.read()
 machine = os.environ["HELIX_MACHINE"]
 def log(kind, ids):
-    entry = {"machine": machine, "kind": kind, "ids": ids, "at": time.time()}
+    entry = {"machine": machine, "kind": kind, "ids": ids, "at": time.time(), "pid": os.getpid()}
     line = json.dumps(entry) + "\n"
     fd = os.open(os.environ["FLEET_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -250,9 +252,20 @@ class Side:
                     break
                 time.sleep(POLL_S)
         finally:
-            for n, proc in enumerate(procs):
-                if n not in ended:
-                    os.killpg(proc.pid, signal.SIGKILL)
+            # A runner asked to stop (SIGTERM) ends its agent, whose group is
+            # its own (helix starts agents in a session of their own): killing
+            # the runner's group outright would leave the agent running.
+            left = [proc for n, proc in enumerate(procs) if n not in ended]
+            for proc in left:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+            grace = time.monotonic() + STOP_GRACE_S
+            for proc in left:
+                try:
+                    proc.wait(timeout=max(0.1, grace - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
         stuck = [f"m{n + 1}" for n in range(len(procs)) if n not in ended]
         return {
