@@ -304,9 +304,10 @@ def settle(
         "problems": report.problems + problems,
         "settled_at": now,
     }
-    # No store-wide lock: every write here is safe beside other settlements'
-    # (the attempt closes once by its own row, insights are locked in name
-    # order, totals are increments, one writer at a time refits).
+    # The store-wide lock held shared: every write here is safe beside other
+    # settlements' (the attempt closes once by its own row, insights are locked
+    # in name order, totals are increments, one writer at a time refits), and a
+    # merge or a correction, which takes the lock alone, waits for it.
     with db.row_write(memory.conn):
         result["baseline"] = baseline(memory, attempt.vector if attempt else None)
         if attempt is not None:

@@ -116,8 +116,7 @@ def apply(
     missing = [name for name in names if name not in shown]
     if not before:
         raise NotFound(f"none of these insights exist: {', '.join(missing)}")
-    if db.concurrent(conn):
-        db.after_commit(conn, lambda: catch_up(conn, memory.clock))
+    _catch_up_after_commit(memory)
     model = uplift.MODEL
     # An unverified success can never raise an estimate: it is no evidence, and
     # only its feedback event (the trail) is written.
@@ -234,6 +233,12 @@ def observe(
     )
     if db.try_lock(memory.conn, "fit"):
         uplift.refit(memory.conn, memory.clock())
+    _catch_up_after_commit(memory)
+
+
+def _catch_up_after_commit(memory: InsightRows) -> None:
+    """Beside other writers, fit what they recorded meanwhile once this
+    transaction has committed (:func:`catch_up`); SQLite fits all in turn."""
     if db.concurrent(memory.conn):
         db.after_commit(memory.conn, lambda: catch_up(memory.conn, memory.clock))
 

@@ -173,13 +173,13 @@ def write(conn: Connection) -> Iterator[Connection]:
         # up to the busy timeout, and the transaction stays open if it fails.
         conn.execute("COMMIT")
     except sqlite3.OperationalError as exc:
+        _AFTER.pop(id(conn), None)
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         if is_busy(exc):
             raise StoreError(
                 f"could not commit: readers kept the database locked ({exc})"
             ) from None
-        _AFTER.pop(id(conn), None)
         raise
     _committed(conn)
 
@@ -247,18 +247,15 @@ def lock_rows(
 ) -> list[Any]:
     """Lock the rows of ``table`` whose ``column`` is one of ``keys`` for the
     open transaction, in ascending key order (so two writers that lock this way
-    never wait for each other in a circle), and return their keys in that order.
-    ``skip_locked``: leave out, without waiting, rows another transaction holds.
-    On SQLite the transaction holds the whole store already: the keys present."""
+    never wait for each other in a circle), and return the keys of the rows
+    found, in that order. ``skip_locked``: leave out, without waiting, rows
+    another transaction holds. On SQLite the transaction holds the whole store
+    already: the keys as given, in that order, unread (a caller that needs to
+    know which rows exist reads them anyway)."""
     if not keys:
         return []
     if isinstance(conn, sqlite3.Connection):
-        wanted = sorted(set(keys))
-        marks = ", ".join("?" for _ in wanted)
-        rows = conn.execute(
-            f"SELECT {column} FROM {table} WHERE {column} IN ({marks})", wanted
-        ).fetchall()
-        return sorted(r[0] for r in rows)
+        return sorted(set(keys))
     from helix.store import postgres
 
     return postgres.lock_rows(conn, table, column, keys, skip_locked)  # type: ignore[arg-type]

@@ -120,7 +120,7 @@ _PLAIN_UPDATE = re.compile(
 
 
 def _batched_update(
-    sql: str, rows: list[tuple[Any, ...]], types: Mapping[str, str]
+    shape: re.Match[str], rows: list[tuple[Any, ...]], types: Mapping[str, str]
 ) -> tuple[str, list[list[Any]]] | None:
     """A plain per-row UPDATE run over many rows as one ``UPDATE ... FROM
     unnest(...)`` statement: a refit rewrites every trial and share of its window
@@ -130,11 +130,8 @@ def _batched_update(
     client does not parse a statement of thousands of placeholders on every
     refit (a ``VALUES`` list per chunk cost more than the rows' round trips).
     ``types`` gives each column's SQL type, from :meth:`Connection._column_types`
-    (an array of only NULLs has no type of its own). None when ``sql`` is not of
-    that shape."""
-    shape = _PLAIN_UPDATE.match(sql)
-    if shape is None:
-        return None
+    (an array of only NULLs has no type of its own). ``shape`` is the statement's
+    match of ``_PLAIN_UPDATE``. None when a row or a column does not fit."""
     table = shape.group(1)
     sets = [part.split("=")[0].strip() for part in shape.group(2).split(",")]
     keys = [
@@ -216,7 +213,7 @@ class Connection:
         with _errors(self.url):
             shape = _PLAIN_UPDATE.match(sql) if len(rows) > 1 else None
             batched = (
-                _batched_update(sql, rows, self._column_types(shape.group(1))) if shape else None
+                _batched_update(shape, rows, self._column_types(shape.group(1))) if shape else None
             )
             if batched is None:
                 cursor.executemany(translate(sql), rows)
