@@ -78,13 +78,7 @@ def pg_cluster():
     `make postgres-tools` has installed them and a missing server is a failure."""
     import pgserver
 
-    if pgserver.binaries() is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL server binaries not found (make postgres-tools)")
-        pytest.skip("PostgreSQL server binaries not found (make postgres-tools installs them)")
-    cluster = pgserver.Cluster()
-    yield cluster
-    cluster.stop()
+    yield from pgserver.started()
 
 
 @pytest.fixture(scope="session")

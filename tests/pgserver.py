@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 NOBODY = 65534
@@ -32,6 +33,23 @@ def binaries() -> Path | None:
         if Path(folder, "initdb").exists() and Path(folder, "pg_ctl").exists():
             return Path(folder)
     return None
+
+
+def started() -> Iterator[Cluster]:
+    """A cluster for a pytest fixture to yield, stopped after it. Without the
+    server binaries the test skips, except under CI, where ``make
+    postgres-tools`` has installed them and a missing server is a failure."""
+    import pytest  # imported here: the benchmarks use this module without pytest
+
+    if binaries() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL server binaries not found (make postgres-tools)")
+        pytest.skip("PostgreSQL server binaries not found (make postgres-tools installs them)")
+    cluster = Cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def _free_port() -> int:

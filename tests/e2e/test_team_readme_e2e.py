@@ -133,13 +133,7 @@ def test_the_team_block_is_what_this_test_runs() -> None:
 def server():
     """A PostgreSQL server of this test's own: the roles alice and bob are the
     server's, and another test's alice or bob must not be there first."""
-    if pgserver.binaries() is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL server binaries not found (make postgres-tools)")
-        pytest.skip("PostgreSQL server binaries not found (make postgres-tools installs them)")
-    cluster = pgserver.Cluster()
-    yield cluster
-    cluster.stop()
+    yield from pgserver.started()
 
 
 class Machine:
@@ -302,9 +296,20 @@ def test_alice_shares_her_store_and_bob_s_machine_drains_the_queue(
     hits = bob.json("helix memory recall 'write the payments note for a gateway'", checkout)
     assert hits and hits[0]["name"] == name and hits[0]["content"] == INSIGHT, hits
     # ... and bob's verified settlements credited it: the login is bob, not a label.
+    # The default withholding holds the insight back from an attempt now and
+    # then (one in ten): such an attempt records it as dealt and withheld, and
+    # credits nothing. Every attempt was dealt it; each one that showed it credits.
+    draws = subprocess.run(
+        [str(clients() / "psql"), server.url("helix_payments"), "-At",
+         "-c", "SELECT coalesce(withholding, '{}') FROM attempt"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert len(draws) == len(GATEWAYS), draws
+    shown = [d for d in map(json.loads, draws) if name not in d.get("withheld", [])]
+    assert all(name in d.get("dealt", [name]) for d in map(json.loads, draws)), draws
     events = bob.json(f"helix memory history {name}", checkout)
-    assert len(events) == len(GATEWAYS), events
-    assert {(e["actor"], e["machine"], e["outcome"], e["verified"]) for e in events} == {
+    assert len(events) == len(shown), (events, draws)
+    assert {(e["actor"], e["machine"], e["outcome"], e["verified"]) for e in events} <= {
         ("bob", "ci-3", "delivered", True)
     }
     # A settler is no admin: forgetting alice's insight is refused in one line.
