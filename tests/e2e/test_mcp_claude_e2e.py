@@ -23,6 +23,7 @@ import pytest
 from claude_runner import build_env
 from fake_anthropic import Reply, Request, main_thread, text, tool_use
 from helix_project import Project
+from stores import withholding_off
 
 pytest.importorskip("mcp", reason="the MCP tests need helix[mcp]")
 
@@ -120,6 +121,9 @@ def test_claude_calls_helix_over_mcp_and_the_settle_is_verified(
     settings = sandbox.project / ".claude" / "settings.local.json"
     settings.parent.mkdir(exist_ok=True)
     settings.write_text(json.dumps({"enabledMcpjsonServers": ["helix"]}))
+
+    with project.memory() as memory:
+        withholding_off(memory)  # the inject step must show what it deals
 
     model = Model(sandbox.project)
     run = run_claude(
