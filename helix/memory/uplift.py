@@ -117,6 +117,13 @@ SHARED_PART = 0.5  # how much of an insight's effect carries over to unlike task
 # (helix arm, overall / last quarter): world C (twins) 55.6% / 61.3% -> 57.6% /
 # 61.3%, world A 68.8% / 77.9% -> 68.7% / 76.7%, world B 51.4% / 57.9% -> 50.2% /
 # 55.4% (its kinds of task recur least, and fewer trials count): not taken.
+# Tried as a hack in a scratch copy, not built: weighing a trial also by how many
+# of its task's labels the task at hand shares (the worlds label each task with
+# its family, and in C with its SDK version), other labels counting LAMBDA:
+# LAMBDA 0.2: A 68.8% / 77.5% (unchanged), B 50.8 / 55.0, C 57.4 / 65.0; LAMBDA
+# 0.05: A 68.7 / 77.1, C 57.2 / 62.1 (development seeds, against the figures at
+# HALF_USES). Four seeds a world do not resolve differences of two or three
+# points in the last quarter; a decision on labels needs more of them.
 KERNEL_CENTRE = 0.40
 KERNEL_WIDTH = 0.05
 KERNEL_FLOOR = 0.02  # what any trial says about any context
