@@ -225,6 +225,12 @@ def test_no_world_reports_on_seeds_that_were_spent_on_decisions():
         assert not set(spent) & set(held) and not set(dev) & set(held)
     sets = [set(draws.seeds_of(name, "heldout")) for name in draws.WORLDS]
     assert all(not a & b for i, a in enumerate(sets) for b in sets[i + 1 :])
+    for name, w in draws.WORLDS.items():
+        dev = set(draws.seeds_of(name, "dev"))
+        # Enough development seeds to resolve a decision, none reported or spent.
+        assert len(dev) >= 12, name
+        assert not dev & set(draws.seeds_of(name, "heldout")), name
+        assert not dev & set(getattr(w, "SPENT_SEEDS", ())), name
 
 
 def test_cross_family_advice_helps_one_family_and_harms_the_other():
