@@ -48,8 +48,11 @@ def world_of(name: str) -> ModuleType:
 
 
 def seeds_of(name: str, seed_set: str) -> tuple[int, ...]:
-    """World ``name``'s development (``dev``) or held-out (``heldout``) seeds."""
+    """World ``name``'s development (``dev``), held-out (``heldout``) or spent
+    (``spent``: reported once and decided on, never to be reused) seeds."""
     w = world_of(name)
+    if seed_set == "spent":
+        return getattr(w, "SPENT_SEEDS", SPENT_SEEDS)
     dev = getattr(w, "DEVELOPMENT_SEEDS", DEVELOPMENT_SEEDS)
     held = getattr(w, "HELD_OUT_SEEDS", HELD_OUT_SEEDS)
     return dev if seed_set == "dev" else held

@@ -58,6 +58,7 @@ from .world import pass_chance  # the same formula in every world
 NAME = "c"
 DEVELOPMENT_SEEDS = (31, 32, 33, 34, *range(61, 69))  # 61-68 since issue 40 (draws.py)
 HELD_OUT_SEEDS = tuple(range(3001, 3013))  # 12 seeds, reported, never tuned on
+SPENT_SEEDS: tuple[int, ...] = ()  # none yet
 
 HELPFUL_EFFECT = 0.5
 LESSON_EFFECT = 0.3
