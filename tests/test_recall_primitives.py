@@ -201,7 +201,9 @@ def test_an_old_store_opens_with_its_edges_and_their_age(hrun: Runner, tmp_path:
     ok(hrun("memory", "edge", "--from", a, "--to", b, "--relation", "led_to", "--weight", "0.9"))
     db = tmp_path / "home" / "helix.db"
     with sqlite3.connect(db) as conn:  # back to schema 11, the edge drawn long ago
-        # Undo what migrations 12-24 added, newest first, so each is applied again.
+        # Undo what migrations 12-25 added, newest first, so each is applied again.
+        conn.execute("ALTER TABLE trial DROP COLUMN labels")
+        conn.execute("ALTER TABLE attempt DROP COLUMN labels")
         conn.execute("DROP TABLE task_dependency")
         conn.execute("DROP TABLE task")
         conn.execute("ALTER TABLE insight_origin DROP COLUMN released_on")

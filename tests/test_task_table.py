@@ -21,6 +21,7 @@ from helix import config
 from helix.loop import taskstore
 from helix.run import recovery
 from helix.store import postgres, tasktable
+from helix.store.migrations import LATEST
 from helix.tasks.tracker import Lost, Tracker, now_rfc3339
 
 pytestmark = pytest.mark.slow
@@ -236,7 +237,7 @@ def test_a_queue_kept_in_task_file_moves_into_the_table(pg_cluster, tmp_path: Pa
     assert (tmp_path / "out.jsonl").read_bytes() == b"".join(line + b"\n" for line in lines)
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM task_file").fetchone()[0] == 0
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 24
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == LATEST
         edges = conn.execute(
             "SELECT task_id, depends_on FROM task_dependency ORDER BY 1"
         ).fetchall()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from test_uplift import estimate, names_of, query, run
 
-from helix.memory import uplift
+from helix.memory import logodds, uplift
 from helix.memory.store import Memory
 
 
@@ -29,7 +29,7 @@ def test_the_fit_is_at_the_mode():
     gram = 0.8 * x @ x.T / 3 + 0.2 * np.eye(n)
     y = (rng.random(n) < 0.6).astype(float)
     offset = rng.normal(0.0, 0.3, n)
-    a = uplift._laplace(gram, y, offset)
+    a = logodds.laplace(gram, y, offset)
     p = 1.0 / (1.0 + np.exp(-(offset + gram @ a)))
     assert np.allclose(a, y - p, atol=1e-5)
     assert not np.allclose(a, 0.0)

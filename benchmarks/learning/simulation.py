@@ -394,6 +394,7 @@ class Arm:
             project=self.project,
             relevance_only=self.arm == RELEVANCE,
             judges=[injection.task_judge(self.tracker.get(i)) for i in ids],
+            labels=[injection.task_labels(self.tracker.get(i)) for i in ids],
         )
         if self.arm == RANDOM:
             return [

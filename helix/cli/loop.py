@@ -136,6 +136,7 @@ def inject_command(
             objectives = [injection.task_objective(t) for t in tasks]
             file_lists = [injection.task_files(t) for t in tasks]
             judges: list[tuple[Any, ...]] = [injection.task_judge(t) for t in tasks]
+            labels = [injection.task_labels(t) for t in tasks]
         else:
             assert batch is not None  # exactly one mode was given: --batch
             items = _batch_items(read_source(batch, "--batch"))
@@ -143,8 +144,9 @@ def inject_command(
             objectives = [i["objective"] for i in items]
             file_lists = [i.get("files") or [] for i in items]
             judges = [_judge_of(t) if t else (None, None) for t in ids]
+            labels = [None] * len(ids)
         wave = injection.batch_inject(
-            memory, objectives, ids, limit, file_lists, judges=judges, budget=cap
+            memory, objectives, ids, limit, file_lists, judges=judges, budget=cap, labels=labels
         )
         emit(wave)
         _say_size(wave["results"])

@@ -54,7 +54,7 @@ from helix.loop import (
     scope,
 )
 from helix.loop.records import Settlement
-from helix.memory import feedback, quarantine, uplift
+from helix.memory import feedback, quarantine, tasklabels, uplift
 from helix.store import db, judging, settlements
 from helix.vocab import CLAIMS
 
@@ -95,13 +95,15 @@ def effects(
     return rows
 
 
-def baseline(memory: Memory, vector: bytes | None = None) -> float:
-    """What tasks like this one (objective embedding ``vector``; None: any task)
-    achieve without their insights' effects (:func:`uplift.contextual_baseline`)."""
+def baseline(memory: Memory, vector: bytes | None = None, labels: str | None = None) -> float:
+    """What tasks like this one (objective embedding ``vector``; None: any task;
+    ``labels`` as the attempt kept them) achieve without their insights' effects
+    (:func:`uplift.contextual_baseline`)."""
     query = None
     if vector and len(vector) % 4 == 0:
         query = np.frombuffer(vector, dtype=np.float32)
-    return uplift.contextual_baseline(memory.conn, query)["baseline"]
+    tags = tasklabels.decode(labels)
+    return uplift.contextual_baseline(memory.conn, query, labels=tags)["baseline"]
 
 
 class AlreadySettled(Rejected):
@@ -309,7 +311,9 @@ def settle(
     # in name order, totals are increments, one writer at a time refits), and a
     # merge or a correction, which takes the lock alone, waits for it.
     with db.row_write(memory.conn):
-        result["baseline"] = baseline(memory, attempt.vector if attempt else None)
+        result["baseline"] = baseline(
+            memory, attempt.vector if attempt else None, attempt.labels if attempt else None
+        )
         if attempt is not None:
             kept = {k: v for k, v in result.items() if k != "insights"}
             ended = ledger.ends_with_settlement(attempt, route)
@@ -340,11 +344,14 @@ def settle(
                     graded=graded,
                     vector=attempt.vector if attempt else None,
                     attempt=attempt.id if attempt else None,
+                    labels=attempt.labels if attempt else None,
                 )
             except NotFound:
                 applied = {"updated": [], "missing": judged}  # all pruned since injection
         if verified and attempt is not None and not applied.get("updated"):
-            feedback.observe(memory, outcome, graded, attempt.vector, task_id, attempt.id)
+            feedback.observe(
+                memory, outcome, graded, attempt.vector, task_id, attempt.id, attempt.labels
+            )
         if verified and attempt is not None and attempt.withholding is not None:
             # A comparison more for what this attempt was dealt: caused evidence
             # may now release an agent's insight, or no longer bear one out.

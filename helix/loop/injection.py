@@ -184,6 +184,14 @@ def task_judge(task: Mapping[str, Any]) -> Spec:
     )
 
 
+def task_labels(task: Mapping[str, Any]) -> list[str] | None:
+    """A tracked task's labels (what kind of task it is: :mod:`helix.memory.tasklabels`)."""
+    value = task.get("labels")
+    if not isinstance(value, list):
+        return None
+    return [x for x in value if isinstance(x, str)] or None
+
+
 def task_files(task: Mapping[str, Any]) -> list[str]:
     files = []
     for key in ("delta", "relevant-files"):
@@ -204,6 +212,7 @@ def inject(
     source: str = "inject",
     intent: str | None = BUILDER_INTENT,
     budget: int | None = None,
+    labels: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Insights for one task (the single-task case of :func:`batch_inject`)."""
     batch = batch_inject(
@@ -217,6 +226,7 @@ def inject(
         source=source,
         intent=intent,
         budget=budget,
+        labels=[labels],
     )
     return batch["results"][0]
 
@@ -233,6 +243,7 @@ def batch_inject(
     source: str = "inject",
     intent: str | None = BUILDER_INTENT,
     budget: int | None = None,
+    labels: Sequence[Sequence[str] | None] | None = None,
 ) -> dict[str, Any]:
     """Insights for every task of a wave, diversified across the wave.
 
@@ -246,13 +257,18 @@ def batch_inject(
     ``budget`` caps each task's block in tokens (:mod:`helix.loop.budget`; None:
     a builder's, or ``HELIX_INJECT_BUDGET``). Each result carries its block's
     size (``tokens``, ``budget``) and, when it gives nothing, ``quiet``: why, in
-    one line.
+    one line. ``labels`` are each task's (a tracker's labels): with its
+    objective they say which earlier tasks were like it
+    (:mod:`helix.memory.tasklabels`), and its attempt keeps them.
     """
     from helix.loop.contracts import judged_on
     from helix.memory import uplift  # numpy: kept off the hook path until injecting
     from helix.memory.embeddings import to_blob
 
     texts, ids, file_lists = _check_batch(objectives, task_ids, limit, files)
+    if labels is not None and len(labels) != len(texts):
+        raise InvalidInput("give one list of labels per objective")
+    tags = list(labels) if labels is not None else [None] * len(texts)
     cap = token_budget.for_role() if budget is None else token_budget.check(budget)
     model = uplift.MODEL
     vectors = _embed(memory, texts)
@@ -272,6 +288,7 @@ def batch_inject(
             query_vector=None if vectors is None else vectors[k],
             intent=intent,
             admit=reach[k],
+            labels=tags[k],
         )
         kept, refused = _within(hits, where)
         kept, stale = citations.screen(memory, kept, where)  # reported as withheld, "stale: ..."
@@ -348,6 +365,7 @@ def batch_inject(
                 work=spec.work,
                 setter=spec.setter,
                 withholding=drawn,
+                labels=tags[i],
             )
             result["attempt"] = attempt.id
             # What the builder must be told it is judged on: the orchestrator puts

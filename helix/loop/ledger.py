@@ -29,6 +29,7 @@ from helix.errors import HelixError, NotFound
 from helix.judge import snapshot as snapshots
 from helix.loop import judge as judges
 from helix.loop import scope
+from helix.memory import tasklabels
 from helix.memory import withholding as withholdings
 from helix.store import attempts as table
 from helix.store import db
@@ -77,6 +78,8 @@ class Attempt:
     # What was dealt to it and which of that was withheld at random, with the
     # propensity (helix.memory.withholding); None when recorded before withholding.
     withholding: withholdings.Draw | None = None
+    # Its task's labels when it started (helix.memory.tasklabels.encode), or None.
+    labels: str | None = None
 
     @property
     def open(self) -> bool:
@@ -99,13 +102,15 @@ def start(
     setter: Any = None,
     home: Path | None = None,
     withholding: withholdings.Draw | None = None,
+    labels: Any = None,
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
     (see the module docstring for an attempt that starts inside an open one):
     ``work`` is what the task may change (its scope is taken now too,
     :mod:`helix.loop.scope`), ``setter`` who set its judge; its snapshot's
     copies are kept in ``home`` (the project's data directory by default).
-    ``withholding`` is the injection's draw: ``names`` are what it showed."""
+    ``withholding`` is the injection's draw: ``names`` are what it showed.
+    ``labels`` are its task's (kept as :func:`helix.memory.tasklabels.encode` does)."""
     judge = judges.fix(verify, verify_files, project, work, setter, home, memory.conn)
     baseline = scope.take(work, judge.verify, project)
     now = memory.clock()
@@ -144,6 +149,7 @@ def start(
             vector,
             baseline,
             withholding,
+            tasklabels.encode(labels),
         )
     return get(memory, attempt_id)
 
@@ -192,6 +198,7 @@ def again(memory: Store, previous: Attempt, source: str) -> Attempt:
             previous.vector,
             previous.scope,
             previous.withholding,  # the same deal: it holds what that attempt showed
+            previous.labels,
         )
     return get(memory, attempt_id)
 
@@ -210,6 +217,7 @@ def _insert(
     vector: bytes | None = None,
     baseline: dict[str, Any] | None = None,
     withholding: withholdings.Draw | None = None,
+    labels: str | None = None,
 ) -> None:
     table.insert(
         memory.conn,
@@ -236,6 +244,7 @@ def _insert(
             if judge.snapshot is None
             else json.dumps(judge.snapshot.to_json(), ensure_ascii=False),
             "withholding": None if withholding is None else json.dumps(withholding.to_json()),
+            "labels": labels,
         },
     )
 
@@ -456,6 +465,7 @@ def _attempt(row: tuple) -> Attempt:
         taken,
         ended_at,
         drawn,
+        labels,
     ) = row
     setter = _json(judge_by, {}) if judge_by else None
     return Attempt(
@@ -485,6 +495,7 @@ def _attempt(row: tuple) -> Attempt:
         scope=_json(kept_scope, {}) or None if kept_scope else None,
         ended_at=ended_at,
         withholding=withholdings.Draw.from_json(_json(drawn, {})) if drawn else None,
+        labels=tasklabels.encode(tasklabels.decode(labels)),
     )
 
 

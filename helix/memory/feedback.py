@@ -77,6 +77,7 @@ def apply(
     graded: float | None = None,
     vector: bytes | None = None,
     attempt: str | None = None,
+    labels: str | None = None,
 ) -> dict[str, Any]:
     """Keep one task's outcome as evidence about the insights that were present,
     and refit, inside the caller's write transaction (the caller vouches for
@@ -86,7 +87,8 @@ def apply(
     ``graded`` (a failure's graded value, at most ``uplift.GRADED_CEILING``) or 0. ``causal_names``
     (default: all of ``names``) are those the builder named as used: full
     exposure; the rest ``uplift.NOT_NAMED``. ``vector`` is the task objective's
-    embedding (the context). Names that no longer exist are reported under
+    embedding (the context), ``labels`` its task's labels (kept as
+    :func:`helix.memory.tasklabels.encode` does). Names that no longer exist are reported under
     ``missing``; if none exist, NotFound.
     """
     if not memory.conn.in_transaction:
@@ -135,6 +137,7 @@ def apply(
             vector=vector if model.context_baseline or model.context_usefulness else None,
             exposures=exposures,
             now=now,
+            labels=labels if model.context_baseline or model.context_usefulness else None,
         )
         if not verified:  # a report is not fitted: only its own insights' estimates change
             uplift.refresh(conn, exposures, memory.clock(), model)
@@ -211,6 +214,7 @@ def observe(
     vector: bytes | None,
     task_id: str | None,
     attempt: str | None,
+    labels: str | None = None,
 ) -> None:
     """Keep a verified outcome that no insight took part in, inside the caller's
     write transaction: what tasks achieve without advice is what the contextual
@@ -230,6 +234,7 @@ def observe(
         vector=vector,
         exposures={},
         now=memory.now(),
+        labels=labels,
     )
     if db.try_lock(memory.conn, "fit"):
         uplift.refit(memory.conn, memory.clock())

@@ -71,6 +71,7 @@ def recall(
     relevance_only: bool = False,
     query_vector: np.ndarray | None = None,
     admit: Iterable[str] | None = None,
+    labels: Iterable[str] | None = None,
 ) -> list[RecallHit]:
     """Hybrid retrieval ordered by proven usefulness. Read-only.
 
@@ -87,6 +88,8 @@ def recall(
     ``admit`` names insights that are candidates whatever their relevance (the
     injection's reach by evidence, :func:`helix.memory.uplift.helped_nearby`);
     every other filter still applies to them, and they are marked ``_signals.reach``.
+    ``labels`` are the task's, if the query is one's: the estimates count earlier
+    tasks with other labels as less like it (:mod:`helix.memory.tasklabels`).
     """
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("the query is empty")
@@ -141,7 +144,15 @@ def recall(
         days = ranking.idle_days(last_used, created, now)
         passing.append((insight_id, name, kind, relevance, eff, cos, days))
     estimates = (
-        {} if relevance_only else uplift.estimate(memory.conn, [p[1] for p in passing], qvec, now)
+        {}
+        if relevance_only
+        else uplift.estimate(
+            memory.conn,
+            [p[1] for p in passing],
+            qvec,
+            now,
+            labels=None if labels is None else list(labels),
+        )
     )
     scored: list[tuple[float, str, int, float, float | None]] = []
     for insight_id, name, kind, relevance, eff, cos, days in passing:

@@ -122,6 +122,7 @@ class Memory(InsightRows):
         relevance_only: bool = False,
         query_vector: Any = None,
         admit: Iterable[str] | None = None,
+        labels: Iterable[str] | None = None,
     ) -> list[RecallHit]:
         """Hybrid retrieval ordered by proven usefulness, read-only:
         :func:`helix.memory.recall.recall`."""
@@ -141,6 +142,7 @@ class Memory(InsightRows):
             relevance_only,
             query_vector,
             admit,
+            labels,
         )
 
     def why(self, name: str, objective: str) -> dict[str, Any]:

@@ -26,9 +26,10 @@ The model, fitted by :func:`refit` after each settlement, is additive:
   baseline of a new task (:func:`contextual_baseline`).
 * **Posterior.** For one insight, in one context, what is left for it to explain
   in each of its trials (``value - baseline - explained + exposure * uplift``)
-  is weighed by the similarity of that trial's task to the task at hand
-  (contextual usefulness: advice can help in one part of a codebase and hurt in
-  another), by its age (an outcome counts half once the insight has
+  is weighed by the similarity of that trial's task to the task at hand (the
+  kernel of their objectives' cosine, times what their labels say where both
+  have labels: :mod:`helix.memory.tasklabels`; contextual usefulness: advice
+  can help in one part of a codebase and hurt in another), by its age (an outcome counts half once the insight has
   ``HALF_USES`` newer ones, and half after ``HALF_DAYS``, so drift is caught) and
   by its exposure; a normal prior (mean: the insight's ``uplift_prior``, sd
   ``PRIOR_SD``) and outcome noise ``NOISE_SD`` give a posterior mean and sd.
@@ -63,7 +64,13 @@ from typing import Any
 
 import numpy as np
 
+from helix.memory import tasklabels
 from helix.memory.embeddings import from_blob
+from helix.memory.logodds import EDGE
+from helix.memory.logodds import laplace as _laplace
+from helix.memory.logodds import logit as _logit
+from helix.memory.logodds import sigmoid as _sigmoid
+from helix.memory.logodds import slope as _slope
 from helix.store import db
 
 PRIOR_SD = 0.2  # how far an untried insight's uplift may plausibly be from its prior
@@ -119,7 +126,8 @@ SHARED_PART = 0.5  # how much of an insight's effect carries over to unlike task
 # (helix arm, overall / last quarter): world C (twins) 55.6% / 61.3% -> 57.6% /
 # 61.3%, world A 68.8% / 77.9% -> 68.7% / 76.7%, world B 51.4% / 57.9% -> 50.2% /
 # 55.4% (its kinds of task recur least, and fewer trials count): not taken.
-# Tried as a hack in a scratch copy, not built: weighing a trial also by how many
+# Tried first as a hack in a scratch copy (built since: helix.memory.tasklabels,
+# decided on the twelve development seeds a world): weighing a trial also by how many
 # of its task's labels the task at hand shares (the worlds label each task with
 # its family, and in C with its SDK version), other labels counting LAMBDA:
 # LAMBDA 0.2: A 68.8% / 77.5% (unchanged), B 50.8 / 55.0, C 57.4 / 65.0; LAMBDA
@@ -130,6 +138,9 @@ SHARED_PART = 0.5  # how much of an insight's effect carries over to unlike task
 # 52.4 / 60.1, C 55.3 / 57.6: centre 0.50 A 67.3 / 76.0, B 52.1 / 60.8, C 55.5 /
 # 57.9; 0.55 A 67.0 / 75.7, B 51.8 / 60.3, C 57.0 / 60.0. C gains only past its
 # look-alikes' cosines and A and B lose a little: no fixed centre serves them all.
+# Nor one learned per store: the centre (0.35-0.60) with the highest marginal
+# likelihood of the refit's regression, chosen at every refit, was 0.35 at nearly
+# every refit in A (67.4 / 74.4) and wandered in C (56.1 / 58.2): not taken.
 KERNEL_CENTRE = 0.40
 KERNEL_WIDTH = 0.05
 KERNEL_FLOOR = 0.02  # what any trial says about any context
@@ -145,8 +156,6 @@ MAX_UPLIFT = 0.5
 # The slope of the log-odds at a pass rate of 0.5: an sd of s on the probability
 # scale is about LOGIT_SCALE * s on the log-odds scale (the logistic model's).
 LOGIT_SCALE = 4.0
-NEWTON_STEPS = 25  # at most, for the logistic fit's mode (it takes 4-6)
-EDGE = 1e-4  # fitted pass chances stay this far from 0 and 1
 # A graded failure is worth at most this much of a pass: the runner's count is a
 # partial view (a lint step can fail a command whose every test passes), so a
 # failure never counts as a pass (helix.loop.grading grades by it).
@@ -228,11 +237,13 @@ def record(
     vector: bytes | None,
     exposures: Mapping[str, float],
     now: str,
+    labels: str | None = None,
 ) -> int:
-    """Keep one outcome as a trial, inside the caller's write transaction."""
+    """Keep one outcome as a trial, inside the caller's write transaction
+    (``labels``: its task's, as :func:`helix.memory.tasklabels.encode` keeps them)."""
     cur = conn.execute(
         "INSERT INTO trial(task_id, attempt, value, passed, verified, vector, created_at, uid, "
-        "actor, machine, run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "actor, machine, run, labels) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             task_id,
             attempt,
@@ -243,6 +254,7 @@ def record(
             now,
             db.event_id(),
             *db.provenance(),
+            tasklabels.encode(tasklabels.decode(labels)),
         ),
     )
     trial_id = db.inserted_id(cur)
@@ -294,7 +306,7 @@ def refit(
     """
     model = model or MODEL
     rows = conn.execute(
-        "SELECT id, value, verified, vector, baseline FROM trial ORDER BY id DESC LIMIT ?",
+        "SELECT id, value, verified, vector, baseline, labels FROM trial ORDER BY id DESC LIMIT ?",
         (WINDOW,),
     ).fetchall()
     if not rows:
@@ -468,7 +480,7 @@ def _local_baseline(
 def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.ndarray]:
     """The baseline's covariance between trials: GLOBAL_SD**2 everywhere (the
     overall pass rate), plus BASELINE_SD**2 times the kernel of their objectives'
-    cosine; and that kernel itself."""
+    cosine and their labels; and that kernel itself."""
     n = len(rows)
     dim = _common_dim(r[3] for r in rows)
     vectors = [from_blob(r[3], dim) if dim else None for r in rows]
@@ -482,6 +494,8 @@ def _context_kernel(rows: list[tuple], model: Model) -> tuple[np.ndarray, np.nda
             if v is not None:
                 mat[k] = v
         similar = np.where(np.outer(has, has), kernel(mat @ mat.T), similar)
+    # Labels sharpen it where both tasks have them (helix.memory.tasklabels).
+    similar = similar * tasklabels.matrix([tasklabels.decode(r[5]) for r in rows])
     if not model.context_baseline:
         return np.full((n, n), GLOBAL_SD**2), similar
     return np.asarray(GLOBAL_SD**2 + BASELINE_SD**2 * similar), similar
@@ -503,46 +517,6 @@ def _priors(conn: db.Connection, names: Sequence[str]) -> tuple[np.ndarray, np.n
     )
 
 
-def _laplace(gram: np.ndarray, y: np.ndarray, offset: np.ndarray) -> np.ndarray:
-    """The mode of a Gaussian-process classifier with covariance ``gram`` and
-    mean ``offset`` (log-odds) fitted to outcomes ``y`` in [0, 1] (a graded
-    failure is a fractional one), by Newton's method in its stable form
-    (Rasmussen & Williams, algorithm 3.1): the weights ``a`` with latent
-    ``offset + gram @ a``, which at the mode are ``y - p``."""
-    n = len(y)
-    a = np.zeros(n)
-    latent = offset.copy()
-    eye = np.eye(n)
-    for _ in range(NEWTON_STEPS):
-        p = np.clip(_sigmoid(latent), EDGE, 1.0 - EDGE)
-        w = p * (1.0 - p)
-        root = np.sqrt(w)
-        b = w * (latent - offset) + (y - p)
-        system = eye + root[:, None] * gram * root[None, :]
-        a = b - root * np.linalg.solve(system, root * (gram @ b))
-        moved = offset + gram @ a
-        done = float(np.max(np.abs(moved - latent))) < 1e-6
-        latent = moved
-        if done:
-            break
-    return a
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x, -30.0, 30.0))), dtype=np.float64)
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, EDGE, 1.0 - EDGE)
-    return np.asarray(np.log(p / (1.0 - p)), dtype=np.float64)
-
-
-def _slope(chance: np.ndarray) -> np.ndarray:
-    """How much a pass chance moves per unit of log-odds there."""
-    p = np.clip(chance, EDGE, 1.0 - EDGE)
-    return np.asarray(p * (1.0 - p), dtype=np.float64)
-
-
 def _common_dim(blobs: Iterable[bytes | None]) -> int | None:
     sizes = [len(b) // 4 for b in blobs if b and len(b) % 4 == 0]
     if not sizes:
@@ -559,10 +533,12 @@ def estimate(
     query: np.ndarray | None,
     now: datetime,
     model: Model | None = None,
+    labels: Iterable[str] | None = None,
 ) -> dict[str, Estimate]:
     """The posterior uplift of each named insight for a task whose objective
-    embeds to ``query`` (None: over all contexts alike). Read-only; an insight
-    with no trials gets its prior."""
+    embeds to ``query`` (None: over all contexts alike) and whose labels are
+    ``labels`` (None: none known). Read-only; an insight with no trials gets
+    its prior."""
     model = model or MODEL
     names = list(dict.fromkeys(names))
     if not names:
@@ -574,14 +550,15 @@ def estimate(
     for name in names:
         rows_of[name] = conn.execute(
             "SELECT ti.share, ti.exposure, t.value, t.baseline, t.explained, t.verified, "
-            f"{'t.vector' if query is not None else 'NULL'}, t.created_at "
+            f"{'t.vector' if query is not None else 'NULL'}, t.created_at, t.labels "
             "FROM trial_insight ti JOIN trial t ON t.id = ti.trial_id "
             "WHERE ti.insight = ? ORDER BY ti.trial_id DESC LIMIT ?",
             (name, PER_INSIGHT),
         ).fetchall()
+    tags = tasklabels.decode(tasklabels.encode(labels))
     out: dict[str, Estimate] = {}
     for name in names:
-        out[name] = _posterior(rows_of[name], prior_means[name], query, now, model)
+        out[name] = _posterior(rows_of[name], prior_means[name], query, now, model, tags)
     return out
 
 
@@ -631,11 +608,12 @@ def _posterior(
     query: np.ndarray | None,
     now: datetime,
     model: Model,
+    tags: frozenset[str] | None = None,
 ) -> Estimate:
     if not rows:
         return prior(prior_mean)
     if model.logistic:
-        return _logistic_posterior(rows, prior_mean, query, now, model)
+        return _logistic_posterior(rows, prior_mean, query, now, model, tags)
     exposure = np.array([r[1] for r in rows], dtype=np.float64)
     value = np.array([r[2] for r in rows], dtype=np.float64)
     base = np.array([0.5 if r[3] is None else r[3] for r in rows], dtype=np.float64)
@@ -649,7 +627,7 @@ def _posterior(
     # Unverified reports can only pull an estimate down, and all of them together
     # weigh at most UNVERIFIED_CAP outcomes: repeating a claim does not make it true.
     left = np.where(verified, left, np.minimum(left, 0.0))
-    weight = _weights(rows, left, verified, query, now, model)
+    weight = _weights(rows, left, verified, query, now, model, tags)
     precision_prior = 1.0 / PRIOR_SD**2
     data = float(np.sum(weight * exposure**2))
     precision = precision_prior + data / NOISE_SD**2
@@ -668,6 +646,7 @@ def _weights(
     query: np.ndarray | None,
     now: datetime,
     model: Model,
+    tags: frozenset[str] | None = None,
 ) -> np.ndarray:
     """What each trial weighs in an estimate: a verified one 1, an unverified
     one that lowers it UNVERIFIED_WEIGHT (all of them together at most
@@ -683,7 +662,8 @@ def _weights(
     weight = weight * np.power(0.5, newer / HALF_USES)
     weight = weight * np.array([_age_weight(r[7], now) for r in rows])
     if query is not None and model.context_usefulness:
-        weight = weight * _similarity(rows, query)
+        weight = weight * _likeness([r[6] for r in rows], query)
+        weight = weight * tasklabels.factors([tasklabels.decode(r[8]) for r in rows], tags)
     return np.asarray(weight, dtype=np.float64)
 
 
@@ -693,6 +673,7 @@ def _logistic_posterior(
     query: np.ndarray | None,
     now: datetime,
     model: Model,
+    tags: frozenset[str] | None = None,
 ) -> Estimate:
     """The posterior of one insight's effect on the log-odds of passing, the
     other parts of each trial held at the last fit's mode (one Newton step from
@@ -714,7 +695,7 @@ def _logistic_posterior(
     share = np.array([r[0] for r in rows], dtype=np.float64) / slope
     left = (value - chance) / slope + (exposure * share if model.shared_credit else 0.0)
     left = np.where(verified, left, np.minimum(left, 0.0))
-    weight = _weights(rows, left, verified, query, now, model)
+    weight = _weights(rows, left, verified, query, now, model, tags)
     spread = LOGIT_SCALE * PRIOR_SD
     centre = float(_logit(np.array(0.5 + prior_mean)))
     data = float(np.sum(weight * exposure**2))
@@ -725,10 +706,6 @@ def _logistic_posterior(
     return Estimate(
         float(np.clip(mid, -MAX_UPLIFT, MAX_UPLIFT)), float(high - low) / 2.0, data, len(rows)
     )
-
-
-def _similarity(rows: list[tuple], query: np.ndarray) -> np.ndarray:
-    return _likeness([r[6] for r in rows], query)
 
 
 def _likeness(blobs: Sequence[bytes | None], query: np.ndarray | None) -> np.ndarray:
@@ -765,14 +742,18 @@ def _age_weight(stamp: str, now: datetime) -> float:
 
 
 def contextual_baseline(
-    conn: db.Connection, query: np.ndarray | None, model: Model | None = None
+    conn: db.Connection,
+    query: np.ndarray | None,
+    model: Model | None = None,
+    labels: Iterable[str] | None = None,
 ) -> dict[str, float]:
     """What tasks like the one at hand (objective embedding ``query``; None: any
     task) achieve without their insights' effects, from the last refit (its
     trials' ``alpha``), with the weight of similar trials behind it. Read-only."""
     model = model or MODEL
     rows = conn.execute(
-        "SELECT alpha, vector FROM trial WHERE alpha != 0 ORDER BY id DESC LIMIT ?", (WINDOW,)
+        "SELECT alpha, vector, labels FROM trial WHERE alpha != 0 ORDER BY id DESC LIMIT ?",
+        (WINDOW,),
     ).fetchall()
     if not rows:
         return {"baseline": 0.5, "global": 0.5, "similar": 0.0, "trials": 0}
@@ -780,8 +761,12 @@ def contextual_baseline(
     scale = LOGIT_SCALE**2 if model.logistic else 1.0
     overall = scale * GLOBAL_SD**2 * float(alpha.sum())
     # The same kernel the fit used; without a contextual baseline it had none.
+    tags = tasklabels.decode(tasklabels.encode(labels))
     similar = (
-        _likeness([r[1] for r in rows], query) if model.context_baseline else np.zeros(len(rows))
+        _likeness([r[1] for r in rows], query)
+        * tasklabels.factors([tasklabels.decode(r[2]) for r in rows], tags)
+        if model.context_baseline
+        else np.zeros(len(rows))
     )
     base = overall + scale * BASELINE_SD**2 * float(similar @ alpha)
     if model.logistic:

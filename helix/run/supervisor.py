@@ -414,6 +414,7 @@ class Supervisor:
             self.project,
             judges=[injection.task_judge(t) for t in tasks],
             source="run",
+            labels=[injection.task_labels(t) for t in tasks],
         )
         # The attempts helix just recorded (their judges fixed now) are the ones settled.
         self._attempt_ids.update({r["task_id"]: r["attempt"] for r in batch["results"]})

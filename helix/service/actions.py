@@ -462,6 +462,7 @@ class Service:
                 self.paths.project,
                 judge=injection.task_judge(task),
                 source="mcp",
+                labels=injection.task_labels(task),
             )
 
     def settle(

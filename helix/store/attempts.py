@@ -15,7 +15,7 @@ from helix.store import db
 COLUMNS = (
     "id, task_id, objective, names, scores, verify, verify_files, verify_digest, project, "
     "source, note, started_at, settled_at, outcome, verified, tampered, tree, result, vector, "
-    "frame, work, env, judge_by, scope, snapshot, ended_at, withholding"
+    "frame, work, env, judge_by, scope, snapshot, ended_at, withholding, labels"
 )
 _NEWEST = " ORDER BY started_at DESC, rowid DESC"
 
@@ -25,9 +25,9 @@ def insert(conn: db.Connection, row: dict[str, Any]) -> None:
     conn.execute(
         "INSERT INTO attempt(id, task_id, objective, names, scores, verify, verify_files, "
         "verify_digest, project, source, note, started_at, vector, frame, work, env, judge_by, "
-        "scope, snapshot, withholding) VALUES (:id, :task_id, :objective, :names, :scores, "
-        ":verify, :verify_files, :verify_digest, :project, :source, :note, :started_at, :vector, "
-        ":frame, :work, :env, :judge_by, :scope, :snapshot, :withholding)",
+        "scope, snapshot, withholding, labels) VALUES (:id, :task_id, :objective, :names, "
+        ":scores, :verify, :verify_files, :verify_digest, :project, :source, :note, :started_at, "
+        ":vector, :frame, :work, :env, :judge_by, :scope, :snapshot, :withholding, :labels)",
         row,
     )
 

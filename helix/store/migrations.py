@@ -717,6 +717,20 @@ def m024_task_table(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM task_file")
 
 
+def m025_task_labels(conn: sqlite3.Connection) -> None:
+    """A task's labels beside its objective, as a second measure of how alike two
+    tasks are (issue 40, :mod:`helix.memory.tasklabels`): ``attempt.labels``
+    keeps them when the attempt starts, ``trial.labels`` with its outcome (JSON,
+    NULL when the task had none or the outcome was kept before labels were)."""
+    _run(
+        conn,
+        """
+        ALTER TABLE attempt ADD COLUMN labels TEXT;
+        ALTER TABLE trial ADD COLUMN labels TEXT;
+        """,
+    )
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 MIGRATIONS: list[tuple[int, Migration]] = [
@@ -744,6 +758,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (22, m022_randomized_withholding),
     (23, m023_release_by_caused_evidence),
     (24, m024_task_table),
+    (25, m025_task_labels),
 ]
 
 LATEST = MIGRATIONS[-1][0]
