@@ -32,10 +32,11 @@ WORLDS: dict[str, ModuleType] = {"a": world, "b": world_b, "c": world_c}
 # not reverse).
 DEVELOPMENT_SEEDS = (1, 2, 3, 4, *range(41, 49))
 # World A's first held-out seeds, 1001-1012, decided what landed before issue 40
-# (reach off, grading on, the quiet rule kept): they are spent, kept only so that
-# no later set reuses them. The seeds reported now were first run at issue 40.
-SPENT_SEEDS = tuple(range(1001, 1013))
-HELD_OUT_SEEDS = tuple(range(1101, 1113))  # world A: 12 seeds, reported, never tuned on
+# (reach off, grading on, the quiet rule kept); the next, 1101-1112, were reported
+# at issue 40 and the learning changed since because of what they showed (task
+# labels as likeness): both are spent, kept only so that no later set reuses them.
+SPENT_SEEDS = (*range(1001, 1013), *range(1101, 1113))
+HELD_OUT_SEEDS = tuple(range(1201, 1213))  # world A: 12 seeds, reported, never tuned on
 TEST_FILE = "tests/test_tasks.py"  # the tests every task's VERIFY runs
 
 

@@ -57,8 +57,9 @@ from .world import pass_chance  # the same formula in every world
 
 NAME = "c"
 DEVELOPMENT_SEEDS = (31, 32, 33, 34, *range(61, 69))  # 61-68 since issue 40 (draws.py)
-HELD_OUT_SEEDS = tuple(range(3001, 3013))  # 12 seeds, reported, never tuned on
-SPENT_SEEDS: tuple[int, ...] = ()  # none yet
+HELD_OUT_SEEDS = tuple(range(3101, 3113))  # 12 seeds, reported, never tuned on
+# Reported at issue 40; the learning changed since because of what they showed.
+SPENT_SEEDS = tuple(range(3001, 3013))
 
 HELPFUL_EFFECT = 0.5
 LESSON_EFFECT = 0.3
