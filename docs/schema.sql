@@ -45,7 +45,7 @@ CREATE TABLE attempt (
             tampered TEXT,
             tree TEXT,
             result TEXT
-        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT, ended_at TEXT, withholding TEXT);
+        , vector BLOB, frame TEXT, work TEXT, env TEXT, judge_by TEXT, scope TEXT, snapshot TEXT, ended_at TEXT, withholding TEXT, labels TEXT);
 
 -- table audit
 CREATE TABLE audit (
@@ -258,7 +258,7 @@ CREATE TABLE trial (
             explained REAL NOT NULL DEFAULT 0,
             alpha REAL NOT NULL DEFAULT 0,
             created_at TEXT NOT NULL
-        , uid TEXT, actor TEXT, machine TEXT, run TEXT);
+        , uid TEXT, actor TEXT, machine TEXT, run TEXT, labels TEXT);
 
 -- table trial_insight
 CREATE TABLE trial_insight (
