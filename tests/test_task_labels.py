@@ -124,3 +124,19 @@ def test_the_cli_keeps_a_tracked_tasks_labels_with_its_attempt_and_outcome(tmp_p
         [(attempt,)] = conn.execute("SELECT labels FROM attempt").fetchall()
         [(trial,)] = conn.execute("SELECT labels FROM trial").fetchall()
     assert attempt == trial == '["db", "migrations"]'
+
+
+def test_the_hook_keeps_a_tracked_tasks_labels_with_the_builders_attempt(tmp_path: Path):
+    """A builder spawned in Claude Code for a tracked task (the PreToolUse hook):
+    its attempt keeps the tracker's labels, as ``helix inject --tasks`` does."""
+    from test_builder_told import project, spawn
+
+    home = project(tmp_path)
+    with Memory(home / "helix.db", embedder=HashEmbedder()) as memory:
+        memory.store("Write the marker file with touch because VERIFY checks that it exists")
+    task = _ok(run_helix(home, "tasks", "create", "Write the marker file", "--verify",
+                         "test -f marker.txt", "--labels", "docs,v2", "--json", env=HASH))  # fmt: skip
+    spawn(home, "toolu_01", f"TASK_ID: {task['id']}\nTASK: Write the marker file\n")
+    with sqlite3.connect(home / "helix.db") as conn:
+        kept = conn.execute("SELECT task_id, labels FROM attempt").fetchall()
+    assert kept == [(task["id"], '["docs", "v2"]')]

@@ -310,6 +310,7 @@ def _prepare(
             "hook",
             injection.BUILDER_INTENT if builder else None,
             cap,
+            _labels(ctx, prepared) if builder else None,
         )
     prepared.update(
         injected=chosen["names"],
@@ -404,6 +405,19 @@ def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
             pass
     setter = {"route": "spawn-prompt", "during": [], "at": ""}
     return Spec(prepared.get("verify"), None, None, setter)
+
+
+def _labels(ctx: Context, prepared: dict[str, Any]) -> list[str] | None:
+    """The tracker's labels of the task this agent builds, for its attempt and
+    for which earlier tasks count as like it (:mod:`helix.memory.tasklabels`);
+    None for an untracked task (then its words alone say)."""
+    task_id = prepared.get("task_id")
+    if not task_id or not taskstore.has_tasks(ctx.paths):
+        return None
+    try:
+        return injection.task_labels(ctx.tracker().get(task_id))
+    except HelixError:  # NotFound among them: not a tracked task
+        return None
 
 
 def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:
