@@ -169,6 +169,18 @@ def test_helix_status_shows_every_machine_s_run_lease_and_current_task(fleet: Fl
     }
 
 
+# Each machine's row of the Runs page as the browser shows it now, read at once.
+ROWS_NOW = """
+return Array.from(document.querySelectorAll('#machines tr[data-machine]')).map(row => ({
+  machine: row.dataset.machine,
+  state: row.dataset.state,
+  shown: row.querySelector('[data-figure=machine]').innerText,
+  leases: Array.from(row.querySelectorAll('[data-lease]')).map(e => e.dataset.lease),
+  task: row.querySelector('[data-figure=run_task]').innerText,
+}));
+"""
+
+
 @pytest.mark.browser
 def test_the_runs_page_shows_the_three_machines_and_refreshes(fleet: Fleet, browser: Any):
     from selenium.webdriver.common.by import By
@@ -179,25 +191,27 @@ def test_the_runs_page_shows_the_three_machines_and_refreshes(fleet: Fleet, brow
     with UiServer(fleet.observer, env={"HELIX_DB": fleet.url, "HELIX_EMBEDDER": "hash"}) as server:
         login(browser, server, "/runs")
         assert "No run yet" not in browser.page_source
-        rows = browser.find_elements(By.CSS_SELECTOR, "#machines tr[data-machine]")
-        assert sorted(r.get_attribute("data-machine") for r in rows) == list(MACHINES)
+        # The panel is sent again every time a heartbeat changes the fleet's rows
+        # (every 2 s), so the rows are read in one script, from one version of it:
+        # an element found before a refresh and read after it would be stale.
+        rows = browser.execute_script(ROWS_NOW)
+        assert sorted(r["machine"] for r in rows) == list(MACHINES)
         for row in rows:
-            name = row.get_attribute("data-machine")
-            assert row.get_attribute("data-state") == "running"
-            assert row.find_element(By.CSS_SELECTOR, "[data-figure=machine]").text == name
-            leases = row.find_elements(By.CSS_SELECTOR, "[data-lease]")
-            assert [e.get_attribute("data-lease") for e in leases] == [current[name]]
-            shown = row.find_element(By.CSS_SELECTOR, "[data-figure=run_task]").text
-            assert shown == current[name]
-        assert browser.find_element(By.CSS_SELECTOR, "[data-figure=progress]").text == f"0/{TASKS}"
+            name = row["machine"]
+            assert row["state"] == "running"
+            assert row["shown"] == name
+            assert row["leases"] == [current[name]]
+            assert row["task"] == current[name]
+        progress = "return document.querySelector('[data-figure=progress]').innerText"
+        assert browser.execute_script(progress) == f"0/{TASKS}"
         # Live: the leases' heartbeats change the fleet's rows every 2 s, and the
         # server sends the panel again: the table marked here is replaced.
         browser.execute_script("document.querySelector('#machines').dataset.old = '1'")
         WebDriverWait(browser, 30).until(
             lambda b: b.find_elements(By.CSS_SELECTOR, "#machines:not([data-old])")
         )
-        again = browser.find_elements(By.CSS_SELECTOR, "#machines tr[data-machine]")
-        assert sorted(r.get_attribute("data-machine") for r in again) == list(MACHINES)
+        again = browser.execute_script(ROWS_NOW)
+        assert sorted(r["machine"] for r in again) == list(MACHINES)
 
 
 def test_progress_keeps_its_total_while_other_machines_close_tasks(fleet: Fleet):
