@@ -297,6 +297,7 @@ def _prepare(
         return _from_prompt(ctx, prepared, builder), None
     if not ctx.paths.db.exists() or not prepared["objective"]:
         return _with_attempt(ctx, prepared, builder, "none: no memory yet"), None
+    task = _tracked(ctx, prepared)
     with ctx.memory() as memory:
         cap = _budget(ctx, AGENT_TYPES[agent_type])
         chosen = injection.inject(
@@ -306,11 +307,12 @@ def _prepare(
             limit(fields.get("MEMORY_LIMIT")),
             [*fields.get("DELTA", []), *fields.get("RELEVANT_FILES", [])],
             ctx.project,
-            _judge(ctx, prepared),
+            _judge_of(task, prepared),
             "hook",
             injection.BUILDER_INTENT if builder else None,
             cap,
-            _labels(ctx, prepared) if builder else None,
+            # Its task's labels: which earlier tasks count as like it (tasklabels).
+            injection.task_labels(task) if builder and task is not None else None,
         )
     prepared.update(
         injected=chosen["names"],
@@ -391,33 +393,30 @@ def _with_attempt(
     return prepared
 
 
-def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
-    """The VERIFY that will settle this agent: the tracker's for a task it knows,
-    else the one its prompt names (which earns no verified credit: whoever wrote
-    the prompt chose it, see :mod:`helix.loop.provenance`)."""
-    task_id = prepared.get("task_id")
-    if task_id and taskstore.has_tasks(ctx.paths):
-        from helix.errors import NotFound
-
-        try:
-            return injection.task_judge(ctx.tracker().get(task_id))
-        except (NotFound, HelixError):
-            pass
-    setter = {"route": "spawn-prompt", "during": [], "at": ""}
-    return Spec(prepared.get("verify"), None, None, setter)
-
-
-def _labels(ctx: Context, prepared: dict[str, Any]) -> list[str] | None:
-    """The tracker's labels of the task this agent builds, for its attempt and
-    for which earlier tasks count as like it (:mod:`helix.memory.tasklabels`);
-    None for an untracked task (then its words alone say)."""
+def _tracked(ctx: Context, prepared: dict[str, Any]) -> Mapping[str, Any] | None:
+    """The tracker's record of the task this agent builds (read once per spawn:
+    its judge and its labels come from it), or None for a task it does not know."""
     task_id = prepared.get("task_id")
     if not task_id or not taskstore.has_tasks(ctx.paths):
         return None
     try:
-        return injection.task_labels(ctx.tracker().get(task_id))
+        return ctx.tracker().get(task_id)
     except HelixError:  # NotFound among them: not a tracked task
         return None
+
+
+def _judge(ctx: Context, prepared: dict[str, Any]) -> Spec:
+    return _judge_of(_tracked(ctx, prepared), prepared)
+
+
+def _judge_of(task: Mapping[str, Any] | None, prepared: dict[str, Any]) -> Spec:
+    """The VERIFY that will settle this agent: the tracker's for a task it knows
+    (``task``), else the one its prompt names (which earns no verified credit:
+    whoever wrote the prompt chose it, see :mod:`helix.loop.provenance`)."""
+    if task is not None:
+        return injection.task_judge(task)
+    setter = {"route": "spawn-prompt", "during": [], "at": ""}
+    return Spec(prepared.get("verify"), None, None, setter)
 
 
 def _write_spawn(ctx: Context, spawn: dict[str, Any]) -> None:

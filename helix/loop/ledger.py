@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -102,7 +103,7 @@ def start(
     setter: Any = None,
     home: Path | None = None,
     withholding: withholdings.Draw | None = None,
-    labels: Any = None,
+    labels: Iterable[str] | None = None,
 ) -> Attempt:
     """Record a new attempt at ``task_id`` and return it. The judge is fixed now
     (see the module docstring for an attempt that starts inside an open one):

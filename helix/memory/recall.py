@@ -151,7 +151,7 @@ def recall(
             [p[1] for p in passing],
             qvec,
             now,
-            labels=None if labels is None else list(labels),
+            labels=labels,
         )
     )
     scored: list[tuple[float, str, int, float, float | None]] = []

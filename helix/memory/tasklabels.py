@@ -33,14 +33,25 @@ MAX_LABELS = 32  # labels kept per task
 MAX_LABEL = 80  # characters kept per label
 
 
-def encode(labels: Iterable[object] | None) -> str | None:
-    """What a trial or an attempt keeps of its task's labels: the distinct
-    non-empty strings, trimmed, sorted, at most MAX_LABELS, as JSON; None
-    when there are none."""
+def _kept(labels: Iterable[object] | None) -> list[str]:
+    """The distinct non-empty strings of ``labels``, trimmed, sorted, at most MAX_LABELS."""
     if labels is None or isinstance(labels, str | bytes):
-        return None
-    kept = sorted({str(x).strip()[:MAX_LABEL] for x in labels if isinstance(x, str) and x.strip()})
-    return json.dumps(kept[:MAX_LABELS]) if kept else None
+        return []
+    kept = sorted({x.strip()[:MAX_LABEL] for x in labels if isinstance(x, str) and x.strip()})
+    return kept[:MAX_LABELS]
+
+
+def encode(labels: Iterable[object] | None) -> str | None:
+    """What a trial or an attempt keeps of its task's labels (:func:`_kept`), as
+    JSON; None when there are none."""
+    kept = _kept(labels)
+    return json.dumps(kept) if kept else None
+
+
+def of_task(labels: Iterable[object] | None) -> frozenset[str] | None:
+    """A task's labels as the estimates compare them: what :func:`encode` would
+    keep, without the JSON; None when there are none."""
+    return frozenset(_kept(labels)) or None
 
 
 def decode(text: object) -> frozenset[str] | None:
@@ -72,13 +83,13 @@ def factors(of: Sequence[frozenset[str] | None], query: frozenset[str] | None) -
 
 
 def matrix(of: Sequence[frozenset[str] | None]) -> np.ndarray:
-    """:func:`factor` between every two of ``of``, symmetric, 1 on the diagonal."""
+    """:func:`factor` between every two of ``of``, symmetric, 1 on the diagonal.
+    Computed once per two distinct sets of labels (a refit's few hundred trials
+    share a few dozen), then spread over the trials."""
     import numpy as np
 
-    n = len(of)
-    out = np.ones((n, n))
-    known = [k for k, x in enumerate(of) if x is not None]
-    for i, a in enumerate(known):
-        for b in known[i + 1 :]:
-            out[a, b] = out[b, a] = factor(of[a], of[b])
-    return out
+    distinct = list(dict.fromkeys(of))
+    where = {labels: k for k, labels in enumerate(distinct)}
+    table = np.array([[factor(a, b) for b in distinct] for a in distinct], dtype=np.float64)
+    index = np.array([where[labels] for labels in of], dtype=np.intp)
+    return np.asarray(table[np.ix_(index, index)], dtype=np.float64)

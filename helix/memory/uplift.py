@@ -559,7 +559,7 @@ def estimate(
             "WHERE ti.insight = ? ORDER BY ti.trial_id DESC LIMIT ?",
             (name, PER_INSIGHT),
         ).fetchall()
-    tags = tasklabels.decode(tasklabels.encode(labels))
+    tags = tasklabels.of_task(labels)
     out: dict[str, Estimate] = {}
     for name in names:
         out[name] = _posterior(rows_of[name], prior_means[name], query, now, model, tags)
@@ -765,7 +765,7 @@ def contextual_baseline(
     scale = LOGIT_SCALE**2 if model.logistic else 1.0
     overall = scale * GLOBAL_SD**2 * float(alpha.sum())
     # The same kernel the fit used; without a contextual baseline it had none.
-    tags = tasklabels.decode(tasklabels.encode(labels))
+    tags = tasklabels.of_task(labels)
     similar = (
         _likeness([r[1] for r in rows], query)
         * tasklabels.factors([tasklabels.decode(r[2]) for r in rows], tags)
