@@ -140,3 +140,19 @@ def test_the_hook_keeps_a_tracked_tasks_labels_with_the_builders_attempt(tmp_pat
     with sqlite3.connect(home / "helix.db") as conn:
         kept = conn.execute("SELECT task_id, labels FROM attempt").fetchall()
     assert kept == [(task["id"], '["docs", "v2"]')]
+
+
+def test_a_builder_given_no_memory_keeps_its_tasks_labels(tmp_path: Path):
+    """NO_INJECT: nothing is injected, but the hook records the builder's attempt
+    all the same, and it keeps the tracker's labels (settlement copies them into
+    its outcome, which the contextual baseline is made of)."""
+    from test_builder_told import project, spawn
+
+    home = project(tmp_path)
+    task = _ok(run_helix(home, "tasks", "create", "Write the marker file", "--verify",
+                         "test -f marker.txt", "--labels", "docs", "--json", env=HASH))  # fmt: skip
+    prompt = f"NO_INJECT: true\nTASK_ID: {task['id']}\nTASK: Write the marker file\n"
+    spawn(home, "toolu_01", prompt)
+    with sqlite3.connect(home / "helix.db") as conn:
+        kept = conn.execute("SELECT task_id, labels, names, note FROM attempt").fetchall()
+    assert kept == [(task["id"], '["docs"]', "[]", "")]

@@ -373,7 +373,8 @@ def _with_attempt(
     if builder:
         from helix.loop import ledger
 
-        spec = _judge(ctx, prepared)
+        task = _tracked(ctx, prepared)
+        spec = _judge_of(task, prepared)
         with _records(ctx) as store:
             attempt = ledger.start(
                 store,
@@ -388,6 +389,7 @@ def _with_attempt(
                 note,
                 work=spec.work,
                 setter=spec.setter,
+                labels=injection.task_labels(task) if task is not None else None,
             )
         prepared["attempt"] = attempt.id
     return prepared
