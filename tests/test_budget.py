@@ -17,6 +17,7 @@ from topics import stock
 
 from helix.errors import InvalidInput
 from helix.loop import budget, contracts, injection, ledger
+from helix.memory import ranking
 from helix.memory.store import Memory
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -187,7 +188,7 @@ def harmful(relevance: float = 0.6) -> dict[str, Any]:
     return {
         "_uplift": {"uplift": -0.3, "sd": 0.05, "evidence": 6.0, "trials": 6},
         "_effectiveness": 0.2,
-        "_score": -0.3 + 0.2 * relevance,
+        "_score": -0.3 + ranking.RELEVANCE_TIEBREAK * relevance,
         "_relevance": relevance,
     }
 
@@ -196,7 +197,7 @@ def untried(relevance: float) -> dict[str, Any]:
     return {
         "_uplift": {"uplift": 0.0, "sd": 0.2, "evidence": 0.0, "trials": 0},
         "_effectiveness": 0.5,
-        "_score": 0.2 * relevance,
+        "_score": ranking.RELEVANCE_TIEBREAK * relevance,
         "_relevance": relevance,
     }
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from helix.loop import injection
-from helix.memory import uplift
+from helix.memory import ranking, uplift
 
 
 def hit(mean: float, sd: float, relevance: float = 0.5) -> dict[str, Any]:
@@ -17,7 +17,7 @@ def hit(mean: float, sd: float, relevance: float = 0.5) -> dict[str, Any]:
     return {
         "_uplift": {"uplift": mean, "sd": sd},
         "_effectiveness": 0.5 + mean,
-        "_score": mean + 0.2 * relevance,
+        "_score": mean + ranking.RELEVANCE_TIEBREAK * relevance,
     }
 
 

@@ -131,10 +131,10 @@ REACH_Z = 0.5
 # Seeds 000 and 001: a systemic insight (a failure seen three or more times)
 # surfaces with priority. Until any outcome has been read about it, one that
 # concerns the task (in the relevance-gated pool) is dealt before every other
-# candidate (uplift lies within +-0.5, the tie-break within 0.2, so this lifts it
-# above them all); from then on its own evidence ranks it like any other, since
-# a priority that outlived the evidence would keep dealing advice that does not
-# help. A systemic insight dealt is listed first in the block either way.
+# candidate (uplift lies within +-0.5, the tie-break within
+# ranking.RELEVANCE_TIEBREAK, so this lifts it above them all); from then on its
+# own evidence ranks it like any other, since a priority that outlived the
+# evidence would keep dealing advice that does not help. A systemic insight dealt is listed first in the block either way.
 SYSTEMIC = "systemic"
 SYSTEMIC_PRIORITY = 1.0
 MAX_BATCH = 50

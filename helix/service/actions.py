@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from helix import config, files
 from helix.errors import HelixError, InvalidInput, NotFound
+from helix.memory.ranking import RELEVANCE_TIEBREAK
 from helix.vocab import CLAIMS
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ MAX_FIELD = 2000
 
 RANKING_NOTE = (
     "Relevance (dense cosine fused with keyword and file evidence) picks the candidates; "
-    "score = uplift + 0.2 x relevance x freshness orders them. uplift is the posterior "
-    "mean of what the insight adds to the chance that VERIFY passes on tasks like this "
+    f"score = uplift + {RELEVANCE_TIEBREAK} x relevance x freshness orders them. uplift is "
+    "the posterior mean of what the insight adds to the chance that VERIFY passes on tasks like this "
     "one, sd its uncertainty, evidence the weighted outcomes behind it (0: untried)."
 )
 
