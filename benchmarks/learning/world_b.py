@@ -52,8 +52,8 @@ NAME = "b"
 DEVELOPMENT_SEEDS = (21, 22, 23, 24, *range(51, 59))  # 51-58 since issue 40 (draws.py)
 # 2001-2012, world B's first held-out seeds, decided what landed before issue 40:
 # spent, kept so that no later set reuses them.
-SPENT_SEEDS = (*range(2001, 2013), *range(2101, 2113))  # as world A's (draws.py)
-HELD_OUT_SEEDS = tuple(range(2201, 2213))  # 12 seeds, reported, never tuned on
+SPENT_SEEDS = (*range(2001, 2013), *range(2101, 2113), *range(2201, 2213))  # as A's (draws.py)
+HELD_OUT_SEEDS = tuple(range(2301, 2313))  # 12 seeds, reported, never tuned on
 
 HELPFUL_EFFECT = 0.5
 LESSON_EFFECT = 0.3

@@ -57,9 +57,10 @@ from .world import pass_chance  # the same formula in every world
 
 NAME = "c"
 DEVELOPMENT_SEEDS = (31, 32, 33, 34, *range(61, 69))  # 61-68 since issue 40 (draws.py)
-HELD_OUT_SEEDS = tuple(range(3101, 3113))  # 12 seeds, reported, never tuned on
-# Reported at issue 40; the learning changed since because of what they showed.
-SPENT_SEEDS = tuple(range(3001, 3013))
+HELD_OUT_SEEDS = tuple(range(3201, 3213))  # 12 seeds, reported, never tuned on
+# Reported at issue 40 (3001-3012) and with task labels (3101-3112); the learning
+# changed since because of what each showed.
+SPENT_SEEDS = (*range(3001, 3013), *range(3101, 3113))
 
 HELPFUL_EFFECT = 0.5
 LESSON_EFFECT = 0.3
