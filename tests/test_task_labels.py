@@ -101,7 +101,12 @@ def _ok(result: subprocess.CompletedProcess) -> dict:
     return json.loads(result.stdout)
 
 
-def test_the_cli_keeps_a_tracked_tasks_labels_with_its_attempt_and_outcome(tmp_path: Path):
+@pytest.mark.parametrize("form", ["tasks", "objective", "batch"])
+def test_the_cli_keeps_a_tracked_tasks_labels_with_its_attempt_and_outcome(
+    tmp_path: Path, form: str
+):
+    """Each form of ``helix inject`` that names a tracked task (``--tasks``, OBJECTIVE
+    with ``--task-id``, ``--batch`` items with a task_id) keeps its labels."""
     project = tmp_path / "project"
     project.mkdir()
     home = project / ".helix"
@@ -114,7 +119,14 @@ def test_the_cli_keeps_a_tracked_tasks_labels_with_its_attempt_and_outcome(tmp_p
     _ok(helix("memory", "withholding", "set", "--rate", "0"))
     task = _ok(helix("tasks", "create", OBJECTIVE, "--verify", "test -f done.txt",
                      "--labels", "db,migrations", "--json"))["id"]  # fmt: skip
-    [result] = _ok(helix("inject", "--tasks", task, "--limit", "3"))["results"]
+    if form == "tasks":
+        [result] = _ok(helix("inject", "--tasks", task, "--limit", "3"))["results"]
+    elif form == "objective":
+        result = _ok(helix("inject", OBJECTIVE, "--task-id", task, "--limit", "3"))
+    else:
+        batch = tmp_path / "batch.json"
+        batch.write_text(json.dumps([{"task_id": task, "objective": OBJECTIVE}]))
+        [result] = _ok(helix("inject", "--batch", str(batch), "--limit", "3"))["results"]
     assert result["names"], result
     (project / "done.txt").write_text("done\n")
     output = tmp_path / "out.txt"

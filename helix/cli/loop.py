@@ -121,9 +121,11 @@ def inject_command(
     with open_memory() as memory:
         if objective:
             text = read_text(objective, "objective")
-            judge = _judge_of(task_id) if task_id else (None, None)
+            judge, tags = _tracked(task_id) if task_id else ((None, None), None)
             file_list = json_list(files, "--files") or []
-            one = injection.inject(memory, text, task_id, limit, file_list, judge=judge, budget=cap)
+            one = injection.inject(
+                memory, text, task_id, limit, file_list, judge=judge, budget=cap, labels=tags
+            )
             emit(one)
             _say_size([one])
             return
@@ -143,8 +145,9 @@ def inject_command(
             ids = [i["task_id"] for i in items]
             objectives = [i["objective"] for i in items]
             file_lists = [i.get("files") or [] for i in items]
-            judges = [_judge_of(t) if t else (None, None) for t in ids]
-            labels = [None] * len(ids)
+            tracked = [_tracked(t) if t else ((None, None), None) for t in ids]
+            judges = [judge for judge, _tags in tracked]
+            labels = [tags for _judge, tags in tracked]
         wave = injection.batch_inject(
             memory, objectives, ids, limit, file_lists, judges=judges, budget=cap, labels=labels
         )
@@ -168,16 +171,18 @@ def _say_size(results: list[dict[str, Any]]) -> None:
         click.echo(f"{who}{summary(result)}", err=True)
 
 
-def _judge_of(task_id: str) -> tuple[Any, ...]:
-    """The judge of an attempt at ``task_id``: the tracker's VERIFY for it, or none
-    for work the tracker does not know (it is settled unverified)."""
+def _tracked(task_id: str) -> tuple[tuple[Any, ...], list[str] | None]:
+    """The judge of an attempt at ``task_id`` and its task's labels: the tracker's
+    VERIFY and labels for it, or none for work the tracker does not know (it is
+    settled unverified, and judged by its words alone)."""
     from helix.loop import injection
 
     tracker = _tracker()
     try:
-        return injection.task_judge(tracker.get(task_id))
+        task = tracker.get(task_id)
     except NotFound:
-        return None, None
+        return (None, None), None
+    return injection.task_judge(task), injection.task_labels(task)
 
 
 def _batch_items(text: str) -> list[dict[str, Any]]:
