@@ -143,7 +143,10 @@ def _wait_for_hang(
     while time.monotonic() < deadline:
         if log.exists():
             for line in log.read_text().splitlines():
-                event = json.loads(line)
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # the last line, still being written
                 if event["event"] == "hang":
                     return list(event["ids"]), int(event["pid"])
         dead = [n for n, r in enumerate(runners) if r.poll() is not None]
