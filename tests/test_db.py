@@ -217,3 +217,23 @@ def test_shipped_migrations_wrote_out_todays_kinds_and_relations(
         conn.close()
     [listed] = re.findall(rf"CHECK \({column} IN \(([^)]*)\)\)", schema)
     assert tuple(item.strip().strip("'") for item in listed.split(",")) == today
+
+
+@pytest.mark.parametrize(
+    ("text", "default", "expected"),
+    [
+        ('{"a": 1}', {}, {"a": 1}),
+        (b'["x"]', [], ["x"]),
+        ({"parsed": True}, {}, {"parsed": True}),  # a driver's own JSON value
+        ('["x"]', {}, {}),  # the wrong type: the default
+        ("{not json", {}, {}),
+        (b"\xff\xfe", [], []),  # not UTF-8
+        ("[" * 100_000 + "]" * 100_000, [], []),  # deeper than the parser goes
+        (None, [], []),
+        ("", {}, {}),
+        ("3", None, 3),  # no default: whatever it parses to
+        ("{not json", None, None),
+    ],
+)
+def test_a_json_column_reads_as_its_value_or_the_default(text, default, expected):
+    assert db.stored(text, default) == expected

@@ -369,7 +369,7 @@ def credited_before(memory: Store, task_id: str, before: str) -> tuple[set[str],
     rows = table.verified_deliveries(memory.conn, task_id, before)
     names: set[str] = set()
     for value, _tree in rows:
-        names.update(_json(value, []))
+        names.update(db.stored(value, []))
     return names, (rows[-1][1] if rows else None)
 
 
@@ -468,19 +468,19 @@ def _attempt(row: tuple) -> Attempt:
         drawn,
         labels,
     ) = row
-    setter = _json(judge_by, {}) if judge_by else None
+    setter = db.stored(judge_by, {}) if judge_by else None
     return Attempt(
         id=attempt_id,
         task_id=task_id,
         objective=objective,
-        names=[n for n in _json(names, []) if isinstance(n, str)],
-        scores=_json(scores, {}),
+        names=[n for n in db.stored(names, []) if isinstance(n, str)],
+        scores=db.stored(scores, {}),
         judge=judges.Judge(
             verify,
-            _json(verify_files, []),
-            [w for w in _json(work, []) if isinstance(w, str)] if work else [],
+            db.stored(verify_files, []),
+            [w for w in db.stored(work, []) if isinstance(w, str)] if work else [],
             setter if isinstance(setter, dict) else None,
-            snapshots.Snapshot.from_json(_json(taken, {})) if taken else None,
+            snapshots.Snapshot.from_json(db.stored(taken, {})) if taken else None,
         ),
         project=project,
         source=source,
@@ -491,18 +491,10 @@ def _attempt(row: tuple) -> Attempt:
         verified=None if verified is None else bool(verified),
         tampered=tampered,
         tree=tree,
-        result=_json(result, {}) if result else {},
+        result=db.stored(result, {}) if result else {},
         vector=vector if isinstance(vector, bytes) else None,
-        scope=_json(kept_scope, {}) or None if kept_scope else None,
+        scope=db.stored(kept_scope, {}) or None if kept_scope else None,
         ended_at=ended_at,
-        withholding=withholdings.Draw.from_json(_json(drawn, {})) if drawn else None,
+        withholding=withholdings.Draw.from_json(db.stored(drawn, {})) if drawn else None,
         labels=tasklabels.encode(tasklabels.decode(labels)),
     )
-
-
-def _json(text: Any, default: Any) -> Any:
-    try:
-        value = json.loads(text)
-    except (TypeError, ValueError):
-        return default
-    return value if isinstance(value, type(default)) else default

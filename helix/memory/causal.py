@@ -46,7 +46,6 @@ Read-only, plain SQL that both engines run.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -251,10 +250,10 @@ def _rows(conn: db.Connection) -> list[_Row]:
         "ORDER BY o.id DESC LIMIT ?",
         (NEWEST,),
     ).fetchall():
-        draw = withholdings.Draw.from_json(_json(drawn))
+        draw = withholdings.Draw.from_json(db.stored(drawn))
         if draw is None or not draw.dealt:
             continue
-        setter = _json(judge_by) if judge_by else None
+        setter = db.stored(judge_by) if judge_by else None
         out.append(
             _Row(
                 attempt,
@@ -268,13 +267,6 @@ def _rows(conn: db.Connection) -> list[_Row]:
             )
         )
     return out
-
-
-def _json(text: Any) -> Any:
-    try:
-        return json.loads(text) if isinstance(text, str) else None
-    except ValueError:
-        return None
 
 
 def _comparison(row: _Row, name: str) -> Comparison | None:

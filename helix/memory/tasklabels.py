@@ -25,6 +25,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from helix.store import db
+
 if TYPE_CHECKING:  # numpy is imported where it is used: the ledger is on the hook path
     import numpy as np
 
@@ -58,13 +60,7 @@ def decode(text: object) -> frozenset[str] | None:
     """The labels ``encode`` kept; None for none or anything unreadable."""
     if not isinstance(text, str) or not text:
         return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(value, list):
-        return None
-    found = frozenset(x for x in value if isinstance(x, str) and x)
+    found = frozenset(x for x in db.stored(text, []) if isinstance(x, str) and x)
     return found or None
 
 

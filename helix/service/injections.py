@@ -17,13 +17,13 @@ helix has no model tokenizer, so a text costs about one token per
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from helix.errors import InvalidInput
 from helix.loop import budget, contracts, ledger
+from helix.store import db
 
 if TYPE_CHECKING:
     from helix.memory.store import Memory
@@ -174,16 +174,8 @@ def recent(service: Service, page: int = 1, per_page: int = PER_PAGE) -> dict[st
 
 
 def _names(text: Any) -> list[str]:
-    value = _json(text, [])
+    value = db.stored(text, [])
     return [n for n in value if isinstance(n, str)]
-
-
-def _json(text: Any, default: Any) -> Any:
-    try:
-        value = json.loads(text) if isinstance(text, str) else text
-    except ValueError:
-        return default
-    return value if isinstance(value, type(default)) else default
 
 
 def _agents(mem: Memory) -> dict[str, dict[str, Any]]:
@@ -192,7 +184,7 @@ def _agents(mem: Memory) -> dict[str, dict[str, Any]]:
 
     found: dict[str, dict[str, Any]] = {}
     for row in injected.recent_spawns(mem.conn, SPAWNS_READ):
-        record = _json(row["record"], {})
+        record = db.stored(row["record"], {})
         attempt = record.get("attempt")
         if isinstance(attempt, str) and attempt not in found:
             found[attempt] = {
@@ -213,8 +205,8 @@ def _spawn(
     from helix.memory import insight as insights
 
     names = _names(row["names"])
-    scores = _json(row["scores"], {})
-    result = _json(row["result"], {})
+    scores = db.stored(row["scores"], {})
+    result = db.stored(row["result"], {})
     chosen = []
     for name in names:
         now = live.get(name)
@@ -248,7 +240,7 @@ def _spawn(
     exit_code = (verification or {}).get("exit_code") if isinstance(verification, dict) else None
     if exit_code is None and settlement:
         exit_code = settlement.get("verify_exit")
-    judge_by = _json(row["judge_by"], {}) if row["judge_by"] else None
+    judge_by = db.stored(row["judge_by"], {}) if row["judge_by"] else None
     return {
         "attempt": row["id"],
         "task_id": row["task_id"],
@@ -267,7 +259,7 @@ def _spawn(
         else bool(settlement["passed"]),
         "tampered": row["tampered"] or None,
         "verify": row["verify"],
-        "verify_files": _json(row["verify_files"], []),
+        "verify_files": db.stored(row["verify_files"], []),
         "judge_by": judge_by,
         "insights": chosen,
         "missing": sum(not c["live"] for c in chosen),

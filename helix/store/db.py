@@ -28,6 +28,7 @@ deadline moves whenever another connection commits.
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 import threading
 import time
@@ -405,6 +406,24 @@ def event_id() -> str:
     import secrets  # imported where used: only writers of evidence draw one
 
     return secrets.token_hex(16)
+
+
+def stored(text: object, default: Any = None) -> Any:
+    """What a JSON column holds: ``text`` parsed (a value the driver already
+    parsed is taken as it is), or ``default`` when it does not parse. With a
+    default, only a value of the default's type is returned: a column written by
+    an older version, by hand or by a hostile writer is read as nothing, never
+    as a crash."""
+    if isinstance(text, str | bytes | bytearray):
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):  # RecursionError: nesting beyond the parser's depth
+            return default
+    else:
+        value = text
+    if default is None:
+        return value
+    return value if isinstance(value, type(default)) else default
 
 
 def inserted_id(cursor: Any) -> int:

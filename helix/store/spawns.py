@@ -150,7 +150,7 @@ class Records:
         row = self.conn.execute(
             "SELECT record FROM agent_run WHERE agent_id = ?", (agent_id,)
         ).fetchone()
-        value = _json(row[0]) if row and row[0] else None
+        value = db.stored(row[0]) if row and row[0] else None
         return value if isinstance(value, dict) else None
 
     def save_agent(self, agent_id: str, record: dict[str, Any]) -> None:
@@ -169,13 +169,13 @@ class Records:
         for agent_id, record in self.conn.execute(
             "SELECT agent_id, record FROM spawn WHERE agent_id IS NOT NULL"
         ).fetchall():
-            value = _json(record)
+            value = db.stored(record)
             if isinstance(value, dict) and value.get("session_id") == session_id:
                 found.add(agent_id)
         for agent_id, record in self.conn.execute(
             "SELECT agent_id, record FROM agent_run WHERE record IS NOT NULL"
         ).fetchall():
-            value = _json(record)
+            value = db.stored(record)
             if isinstance(value, dict) and value.get("session_id") == session_id:
                 found.add(agent_id)
         return found
@@ -193,14 +193,7 @@ class Records:
 
 
 def _spawn(row: tuple) -> dict[str, Any] | None:
-    value = _json(row[0])
+    value = db.stored(row[0])
     if not isinstance(value, dict):
         return None
     return {**value, "agent_id": row[1], "claimed_by": row[2]}
-
-
-def _json(text: Any) -> Any:
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return None
