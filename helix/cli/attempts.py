@@ -27,17 +27,20 @@ def attempts() -> None:
 
 
 @attempts.command("list")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @guarded
-def attempts_list(as_json: bool) -> None:
-    """The attempts in flight now, newest first.
+def attempts_list(limit: int, as_json: bool) -> None:
+    """The attempts in flight now, newest first, at most --limit of them (the
+    text says how many there are when it shows fewer).
 
     Example: helix attempts list
     """
     from helix.loop import ledger
 
     with open_memory(create=False) as mem:
-        flying = [ledger.describe(a) for a in ledger.open_attempts(mem)]
+        flying = [ledger.describe(a) for a in ledger.open_attempts(mem, limit)]
+        total = ledger.in_flight(mem) if len(flying) == limit else len(flying)
     if as_json:
         emit(flying)
         return
@@ -49,6 +52,8 @@ def attempts_list(as_json: bool) -> None:
             f"{item['attempt']}  {item['task_id']}  started {item['started_at']}"
             f" by {item['source']}  ({state})"
         )
+    if total > len(flying):
+        click.echo(f"the newest {len(flying)} of {total} in flight (--limit for more)")
 
 
 @attempts.command("abandon")

@@ -281,14 +281,21 @@ def open_attempts(memory: Store, limit: int | None = 100) -> list[Attempt]:
     return [_attempt(r) for r in table.unsettled_since(memory.conn, cutoff, limit)]
 
 
+def in_flight(memory: Store) -> int:
+    """How many attempts are in flight now (all of them: :func:`open_attempts`
+    lists the newest hundred)."""
+    cutoff = db.stamp(memory.clock() - timedelta(hours=OPEN_HOURS))
+    return table.count_unsettled_since(memory.conn, cutoff)
+
+
 def refuse_in_flight(memory: Store, action: str) -> None:
     """Raise HelixError when an attempt is in flight: ``action`` (a correction, a
     bulk prune) is a person's decision, and while a builder holds a shell the
     request may be the builder's."""
-    running = open_attempts(memory)
+    running = open_attempts(memory, limit=1)
     if running:
         raise HelixError(
-            f"refused: {action} is for a person, and {len(running)} attempt(s) are in "
+            f"refused: {action} is for a person, and {in_flight(memory)} attempt(s) are in "
             f"flight (task {running[0].task_id}); do it once they have settled, or end one"
             f" nobody is working on with `helix attempts abandon --task {running[0].task_id}`"
         )

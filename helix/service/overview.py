@@ -172,7 +172,7 @@ def overview(svc: Service, now: datetime | None = None) -> Overview:
         days = insight_activity(mem.conn, now.date())
         settled = activity.recent_settlements(mem.conn, RECENT_SETTLEMENTS)
         cost = injection_cost(mem.conn, now.date(), now)
-        in_flight = len(ledger.open_attempts(mem))
+        in_flight = ledger.in_flight(mem)
         effect = memory_effect(mem.conn).to_json()
     return Overview(
         health=health,

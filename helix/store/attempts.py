@@ -44,19 +44,26 @@ def latest(conn: db.Connection, task_id: str, open_only: bool = False) -> tuple 
     return conn.execute(sql + _NEWEST + " LIMIT 1", (task_id,)).fetchone()
 
 
+_IN_FLIGHT = (
+    "FROM attempt AS a WHERE (settled_at IS NULL OR ended_at IS NULL) AND started_at >= ? "
+    "AND NOT EXISTS (SELECT 1 FROM attempt AS b WHERE b.task_id = a.task_id "
+    "AND b.rowid > a.rowid)"
+)
+
+
 def unsettled_since(conn: db.Connection, cutoff: str, limit: int | None = 100) -> list[tuple]:
     """Attempts started at or after ``cutoff`` that are unsettled, or whose agent
     is not known to have ended, and that no later attempt of the same task
     superseded, newest first (at most ``limit``; None: all of them)."""
-    sql = (
-        f"SELECT {COLUMNS} FROM attempt AS a WHERE (settled_at IS NULL OR ended_at IS NULL) "
-        "AND started_at >= ? "
-        "AND NOT EXISTS (SELECT 1 FROM attempt AS b WHERE b.task_id = a.task_id "
-        "AND b.rowid > a.rowid)" + _NEWEST
-    )
+    sql = f"SELECT {COLUMNS} {_IN_FLIGHT}{_NEWEST}"
     if limit is None:
         return conn.execute(sql, (cutoff,)).fetchall()
     return conn.execute(sql + " LIMIT ?", (cutoff, limit)).fetchall()
+
+
+def count_unsettled_since(conn: db.Connection, cutoff: str) -> int:
+    """How many attempts :func:`unsettled_since` would list without a limit."""
+    return int(conn.execute(f"SELECT count(*) {_IN_FLIGHT}", (cutoff,)).fetchone()[0])
 
 
 def of_task(conn: db.Connection, task_id: str, limit: int) -> list[tuple]:
