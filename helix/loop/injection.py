@@ -134,7 +134,8 @@ REACH_Z = 0.5
 # candidate (uplift lies within +-0.5, the tie-break within
 # ranking.RELEVANCE_TIEBREAK, so this lifts it above them all); from then on its
 # own evidence ranks it like any other, since a priority that outlived the
-# evidence would keep dealing advice that does not help. A systemic insight dealt is listed first in the block either way.
+# evidence would keep dealing advice that does not help. A systemic insight
+# dealt is listed first in the block either way.
 SYSTEMIC = "systemic"
 SYSTEMIC_PRIORITY = 1.0
 MAX_BATCH = 50
