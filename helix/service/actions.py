@@ -56,8 +56,8 @@ MAX_FIELD = 2000
 RANKING_NOTE = (
     "Relevance (dense cosine fused with keyword and file evidence) picks the candidates; "
     f"score = uplift + {RELEVANCE_TIEBREAK} x relevance x freshness orders them. uplift is "
-    "the posterior mean of what the insight adds to the chance that VERIFY passes on tasks like this "
-    "one, sd its uncertainty, evidence the weighted outcomes behind it (0: untried)."
+    "the posterior mean of what the insight adds to the chance that VERIFY passes on tasks "
+    "like this one, sd its uncertainty, evidence the weighted outcomes behind it (0: untried)."
 )
 
 
